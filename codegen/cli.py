@@ -1,2 +1,67 @@
-def main():
-    print("hi")
+"""The `aclnngen` command: a thin dispatcher that imports a subcommand's module only when it runs.
+
+Each subcommand lives in `codegen/commands/<name>.py` with `add_arguments(parser)` and
+`run(args) -> int`. Typed errors reach the user as `path:line: message` lines and an exit code;
+only a bug in aclnngen itself shows a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> one-line help; the module is aclnngen.codegen.commands.<name>
+COMMANDS = {
+    "specs": "list the specs with their products and dtypes per product",
+    "validate": "validate spec files (default: every spec under specs/)",
+    "generate": "render bindings, references, tests and docs from the specs",
+    "check": "fail when generated files are stale (renders into memory)",
+    "schema": "write or check the JSON Schema of the spec format",
+    "run": "run every op on the active backend and compare with the reference",
+    "info": "show the backend, libraries, SoC, product family and CANN version",
+}
+
+
+def _parser(selected: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aclnngen", description="Bindings, tests and docs for aclnn operators, from YAML specs.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, help_text in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == selected:
+            _module(name).add_arguments(command_parser)
+    return parser
+
+
+def _module(name: str):
+    return importlib.import_module(f"aclnngen.codegen.commands.{name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    selected = selected if selected in COMMANDS else None
+    args = _parser(selected).parse_args(argv)
+    from .errors import GenerateError, SpecError
+
+    try:
+        return int(_module(args.command).run(args) or 0)
+    except SpecError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 1
+    except GenerateError as exc:
+        print(f"aclnngen {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # typed errors of the runtime carry their own message
+        if getattr(exc, "user_facing", False):
+            print(f"aclnngen {args.command}: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,1 +1,1 @@
-"""placeholder"""
+"""Output of `aclnngen generate`. Nothing here is edited by hand."""

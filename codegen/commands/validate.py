@@ -1,0 +1,92 @@
+"""`aclnngen validate [PATH...]`: exit 0 when every file is valid, else 1 and one line per problem."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import Problem, SpecError
+from ..loader import DEFAULT_SPECS_DIR, load_products, load_spec, spec_paths
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        help="spec files, or specs directories (holding products.yaml, abi.yaml and ops/); default: specs/",
+    )
+
+
+def _specs_dir_of(path: Path) -> Path:
+    """The specs directory an op file belongs to, for its product table (specs/ops/x.yaml -> specs/)."""
+    if path.parent.name == "ops" and (path.parent.parent / "products.yaml").exists():
+        return path.parent.parent
+    if (path.parent / "products.yaml").exists():
+        return path.parent
+    return DEFAULT_SPECS_DIR
+
+
+def _validate_dir(specs_dir: Path) -> list[Problem]:
+    problems: list[Problem] = []
+    try:
+        products = load_products(specs_dir)
+    except SpecError as exc:
+        return list(exc.problems)
+    if (specs_dir / "abi.yaml").exists():
+        problems += _validate_abi(specs_dir / "abi.yaml")
+    paths = spec_paths(specs_dir)
+    if not paths:
+        problems.append(Problem(str(specs_dir / "ops"), 0, "no op specs (*.yaml) found"))
+    for path in paths:
+        try:
+            load_spec(path, products)
+        except SpecError as exc:
+            problems += exc.problems
+    return problems
+
+
+def _validate_abi(path: Path) -> list[Problem]:
+    from ..abi import load_abi
+
+    try:
+        load_abi(path)
+    except SpecError as exc:
+        return list(exc.problems)
+    return []
+
+
+def _validate_file(path: Path) -> list[Problem]:
+    if not path.exists():
+        return [Problem(str(path), 0, "no such file or directory")]
+    if path.name == "products.yaml":
+        try:
+            load_products(path.parent)
+        except SpecError as exc:
+            return list(exc.problems)
+        return []
+    if path.name == "abi.yaml":
+        return _validate_abi(path)
+    try:
+        products = load_products(_specs_dir_of(path))
+        load_spec(path, products)
+    except SpecError as exc:
+        return list(exc.problems)
+    return []
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = args.paths or [DEFAULT_SPECS_DIR]
+    problems: list[Problem] = []
+    count = 0
+    for path in paths:
+        if path.is_dir():
+            problems += _validate_dir(path)
+            count += len(spec_paths(path))
+        else:
+            problems += _validate_file(path)
+            count += 1
+    if problems:
+        raise SpecError(problems)
+    print(f"{count} spec{'s' if count != 1 else ''} valid")
+    return 0

@@ -1,0 +1,279 @@
+"""Checks across the fields of one op spec. Each failure names its location from the document root."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from . import cdecl, formula
+from .errors import FieldProblem
+from aclnngen.runtime.versions import CannVersion
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .model import OpSpec, Parameter
+
+# The C type each role has in the header's first-phase prototype (pointer depth 1 everywhere).
+_ROLE_BASE = {"input": "aclTensor", "output": "aclTensor", "scalar": "aclScalar", "optional_scalar": "aclScalar"}
+_ATTRIBUTE_TYPES = {
+    "bool": ("bool", 0),
+    "int64_t": ("int64_t", 0),
+    "double": ("double", 0),
+    "char*": ("char", 1),
+    "aclIntArray*": ("aclIntArray", 1),
+}
+_TRAILING = (("workspaceSize", "uint64_t", 1), ("executor", "aclOpExecutor", 2))
+_LAUNCH = (("void", 1), ("uint64_t", 0), ("aclOpExecutor", 1), ("aclrtStream", 0))
+
+# Checks whose rows need a rule of the same kind on the same parameters.
+_RULE_CHECKS = {"same_dtype", "promote", "same_shape", "broadcast", "broadcast_to", "max_rank", "per_channel", "empty", "non_contiguous"}
+
+
+def check_op(spec: "OpSpec", context: dict) -> None:
+    families = context.get("families")
+    if families is None:
+        raise FieldProblem((), "an op spec must be loaded through aclnngen.codegen.loader (it needs the product table)")
+    _unique_names(spec)
+    _prototypes(spec)
+    _products(spec, families)
+    _dtypes(spec, families)
+    _rules(spec)
+    _formula(spec)
+    _return_codes(spec)
+    _oracle(spec)
+    _defects(spec)
+
+
+def _unique_names(spec: "OpSpec") -> None:
+    seen_c: dict[str, int] = {}
+    seen_py: dict[str, int] = {}
+    for i, p in enumerate(spec.parameters):
+        if p.name in seen_c:
+            raise FieldProblem(("parameters", i, "name"), f"parameter {p.name!r} is listed twice (first as #{seen_c[p.name]})")
+        if p.py_name in seen_py:
+            raise FieldProblem(("parameters", i, "py_name"), f"Python name {p.py_name!r} is used twice")
+        if p.py_name in formula.RESERVED_NAMES:
+            raise FieldProblem(
+                ("parameters", i, "py_name"),
+                f"Python name {p.py_name!r} is reserved by the formula language; pick another",
+            )
+        seen_c[p.name] = i
+        seen_py[p.py_name] = i
+
+
+def _prototypes(spec: "OpSpec") -> None:
+    loc = ("prototypes", "get_workspace_size")
+    gws = cdecl.CFunction.parse_canonical(spec.prototypes.get_workspace_size, loc=loc)
+    launch = cdecl.CFunction.parse_canonical(spec.prototypes.launch, loc=("prototypes", "launch"))
+    if gws.name != f"{spec.symbol}GetWorkspaceSize":
+        raise FieldProblem(loc, f"the first-phase function must be named {spec.symbol}GetWorkspaceSize, found {gws.name}")
+    if launch.name != spec.symbol:
+        raise FieldProblem(("prototypes", "launch"), f"the second-phase function must be named {spec.symbol}, found {launch.name}")
+    for fn, where in ((gws, loc), (launch, ("prototypes", "launch"))):
+        if str(fn.return_type) != "aclnnStatus":
+            raise FieldProblem(where, f"{fn.name} must return aclnnStatus, found {fn.return_type}")
+
+    params = list(gws.params)
+    expected_count = len(spec.parameters) + len(_TRAILING)
+    if len(params) != expected_count:
+        raise FieldProblem(
+            loc,
+            f"the prototype has {len(params)} parameters but the parameter table lists {len(spec.parameters)} "
+            f"plus workspaceSize and executor ({expected_count}); they must agree one to one, in order",
+        )
+    for i, (c_param, p) in enumerate(zip(params, spec.parameters)):
+        ploc = ("parameters", i, "name")
+        if c_param.name != p.name:
+            raise FieldProblem(ploc, f"parameter #{i} is {c_param.name!r} in the prototype but {p.name!r} in the table")
+        _check_role_type(c_param, p, ("parameters", i))
+    for (name, base, depth), c_param in zip(_TRAILING, params[len(spec.parameters):]):
+        if c_param.name != name or c_param.type.base != base or c_param.type.pointer_depth != depth:
+            raise FieldProblem(loc, f"the last two parameters must be uint64_t* workspaceSize, aclOpExecutor** executor; found {c_param}")
+    if len(launch.params) != len(_LAUNCH) or any(
+        (cp.type.base, cp.type.pointer_depth) != want for cp, want in zip(launch.params, _LAUNCH)
+    ):
+        raise FieldProblem(
+            ("prototypes", "launch"),
+            "the second phase takes (void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)",
+        )
+    if spec.page_prototypes is not None:
+        for field, header in (("get_workspace_size", gws), ("launch", launch)):
+            text = getattr(spec.page_prototypes, field)
+            if text is None:
+                continue
+            page = cdecl.parse_prototype_at(text, loc=("page_prototypes", field))
+            if not cdecl.diff_prototypes(header, page):
+                raise FieldProblem(
+                    ("page_prototypes", field),
+                    "the page's prototype does not differ from the header's; record page prototypes only where they differ",
+                )
+
+
+def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
+    t = c_param.type
+    if p.role == "attribute":
+        base, depth = _ATTRIBUTE_TYPES[p.c_type]
+        if (t.base, t.pointer_depth) != (base, depth):
+            raise FieldProblem(loc + ("c_type",), f"c_type {p.c_type} does not match the prototype's {t}")
+        return
+    want = _ROLE_BASE[p.role]
+    if t.base != want or t.pointer_depth != 1:
+        raise FieldProblem(loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}")
+    if p.role in ("input", "scalar", "optional_scalar") and not t.is_const:
+        raise FieldProblem(loc + ("role",), f"an input ({p.role}) is declared const in the header; found {t} {p.name}")
+
+
+def _products(spec: "OpSpec", families: Iterable[str]) -> None:
+    families = set(families)
+    for i, product in enumerate(spec.products):
+        if product.family not in families:
+            raise FieldProblem(("products", i, "family"), _unknown("product family", product.family, families))
+    for version in _checkpoints(spec):
+        seen: dict[str, int] = {}
+        for i, product in enumerate(spec.products):
+            if not product.holds_at(version):
+                continue
+            if product.family in seen:
+                raise FieldProblem(
+                    ("products", i, "family"),
+                    f"family {product.family!r} is listed twice for CANN {version} (entries #{seen[product.family]} and #{i}); "
+                    "give them disjoint since/until ranges",
+                )
+            seen[product.family] = i
+
+
+def supported_families(spec: "OpSpec", version: str) -> list[str]:
+    return [p.family for p in spec.products if p.holds_at(version) and p.supported]
+
+
+def _dtypes(spec: "OpSpec", families: Iterable[str]) -> None:
+    families = set(families)
+    for i, p in enumerate(spec.parameters):
+        for j, entry in enumerate(p.dtypes):
+            for k, family in enumerate(entry.families):
+                if family not in families:
+                    raise FieldProblem(("parameters", i, "dtypes", j, "families", k), _unknown("product family", family, families))
+            if len(set(entry.dtypes)) != len(entry.dtypes):
+                raise FieldProblem(("parameters", i, "dtypes", j, "dtypes"), "a dtype is listed twice")
+    for version in _checkpoints(spec):
+        supported = supported_families(spec, version)
+        for i, p in enumerate(spec.parameters):
+            if not p.is_tensor:
+                continue
+            owner: dict[str, int] = {}
+            for j, entry in enumerate(p.dtypes):
+                if not entry.holds_at(version):
+                    continue
+                for family in entry.families:
+                    if family in owner:
+                        raise FieldProblem(
+                            ("parameters", i, "dtypes", j),
+                            f"{p.name}: dtypes for family {family!r} are given twice for CANN {version}",
+                        )
+                    owner[family] = j
+            missing = [f for f in supported if f not in owner]
+            if missing:
+                raise FieldProblem(
+                    ("parameters", i, "dtypes"),
+                    f"{p.name}: no dtypes for supported famil{'y' if len(missing) == 1 else 'ies'} "
+                    f"{', '.join(missing)} at CANN {version}",
+                )
+
+
+def _checkpoints(spec: "OpSpec") -> list[str]:
+    """Releases at which the set of holding facts can change: the page's own and every boundary."""
+    points = {spec.cann_version}
+    for entity in _versioned(spec):
+        for v in (entity.since, entity.until):
+            if v is not None:
+                points.add(v)
+    return sorted(points, key=CannVersion)
+
+
+def _versioned(spec: "OpSpec"):
+    yield from spec.products
+    yield from spec.rules
+    yield from spec.return_codes
+    for p in spec.parameters:
+        yield from p.dtypes
+        yield from p.constraints
+
+
+def _rules(spec: "OpSpec") -> None:
+    from .model import rule_params
+
+    tensors = {p.name for p in spec.parameters if p.is_tensor}
+    all_names = {p.name for p in spec.parameters}
+    for i, rule in enumerate(spec.rules):
+        for sub, name in rule_params(rule):
+            if name not in all_names:
+                raise FieldProblem(("rules", i) + sub, _unknown("parameter", name, all_names))
+            if name not in tensors:
+                raise FieldProblem(("rules", i) + sub, f"rule {rule.kind!r} applies to tensors; {name!r} is a {spec.parameter(name).role}")
+
+
+def program_names(spec: "OpSpec") -> dict[str, str]:
+    return {p.py_name: p.role for p in spec.parameters}
+
+
+def _formula(spec: "OpSpec") -> None:
+    outputs = {p.py_name for p in spec.by_role("output")}
+    declared = set(spec.formula.outputs)
+    if declared != outputs:
+        missing, extra = sorted(outputs - declared), sorted(declared - outputs)
+        detail = "; ".join(x for x in (f"missing {missing}" if missing else "", f"not outputs: {extra}" if extra else "") if x)
+        raise FieldProblem(("formula", "outputs"), f"formula outputs must be exactly the output tensors {sorted(outputs)}: {detail}")
+    formula.parse_program(spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",))
+
+
+def _return_codes(spec: "OpSpec") -> None:
+    names = {p.name for p in spec.parameters}
+    for i, row in enumerate(spec.return_codes):
+        for j, name in enumerate(row.params):
+            if name not in names:
+                raise FieldProblem(("return_codes", i, "params", j), _unknown("parameter", name, names))
+        if row.check == "null_pointer":
+            if row.status != 161001:
+                raise FieldProblem(("return_codes", i, "status"), "a null pointer gives 161001 (ACLNN_ERR_PARAM_NULLPTR)")
+            for j, name in enumerate(row.params):
+                p = spec.parameter(name)
+                if p.role in ("optional_scalar", "attribute") or p.optional:
+                    raise FieldProblem(("return_codes", i, "params", j), f"{name!r} may be NULL; it cannot be in a null-pointer row")
+        elif row.check == "scalar_range":
+            for j, name in enumerate(row.params):
+                if not spec.parameter(name).constraints:
+                    raise FieldProblem(("return_codes", i, "params", j), f"{name!r} has no constraints for a scalar_range row to test")
+        elif row.check in _RULE_CHECKS:
+            from .model import rule_params
+
+            covered = {n for r in spec.rules if r.kind == row.check for _, n in rule_params(r)}
+            if not any(r.kind == row.check for r in spec.rules):
+                raise FieldProblem(("return_codes", i, "check"), f"no rule of kind {row.check!r} backs this row; add one under 'rules'")
+            for j, name in enumerate(row.params):
+                if name not in covered:
+                    raise FieldProblem(("return_codes", i, "params", j), f"no {row.check!r} rule names {name!r}")
+
+
+def _oracle(spec: "OpSpec") -> None:
+    py = {p.py_name for p in spec.parameters}
+    outputs = [p.py_name for p in spec.by_role("output")]
+    for j, name in enumerate(spec.oracle.args):
+        if name not in py:
+            raise FieldProblem(("oracle", "args", j), _unknown("parameter", name, py))
+    if sorted(spec.oracle.outputs) != sorted(outputs):
+        raise FieldProblem(("oracle", "outputs"), f"the oracle must produce the outputs {outputs}")
+
+
+def _defects(spec: "OpSpec") -> None:
+    for i, defect in enumerate(spec.defects):
+        for field in ("claimed", "observed"):
+            expr = getattr(defect, field)
+            if expr is not None:
+                formula.parse_program(expr.outputs, program_names(spec), lets=expr.lets, loc=("defects", i, field))
+
+
+def _unknown(what: str, name: str, known: Iterable[str]) -> str:
+    import difflib
+
+    known = sorted(known)
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown {what} {name!r}{hint} (known: {', '.join(known)})"
