@@ -17,7 +17,6 @@ COMMANDS = {
     "validate": "validate spec files (default: every spec under specs/)",
     "generate": "render bindings, references, tests and docs from the specs",
     "check": "fail when generated files are stale (renders into memory)",
-    "schema": "write or check the JSON Schema of the spec format",
     "run": "run every op on the active backend and compare with the reference",
     "info": "show the backend, libraries, SoC, product family and CANN version",
 }
@@ -56,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
     except Exception as exc:  # typed errors of the runtime carry their own message
         if getattr(exc, "user_facing", False):
             print(f"aclnngen {args.command}: {exc}", file=sys.stderr)

@@ -50,13 +50,24 @@ def _unique_names(spec: "OpSpec") -> None:
             raise FieldProblem(("parameters", i, "name"), f"parameter {p.name!r} is listed twice (first as #{seen_c[p.name]})")
         if p.py_name in seen_py:
             raise FieldProblem(("parameters", i, "py_name"), f"Python name {p.py_name!r} is used twice")
-        if p.py_name in formula.RESERVED_NAMES:
+        if p.py_name in _reserved_names():
             raise FieldProblem(
                 ("parameters", i, "py_name"),
                 f"Python name {p.py_name!r} is reserved by the formula language; pick another",
             )
         seen_c[p.name] = i
         seen_py[p.py_name] = i
+
+
+def _reserved_names() -> set[str]:
+    return set(formula.FUNCTIONS) | set(formula.CONSTANTS) | {formula.NUMERICS_NAME}
+
+
+def _parse_page_prototype(text: str, loc: tuple):
+    try:
+        return cdecl.parse_prototype(text)
+    except FieldProblem as exc:
+        raise FieldProblem(loc, exc.message) from None
 
 
 def _prototypes(spec: "OpSpec") -> None:
@@ -68,8 +79,8 @@ def _prototypes(spec: "OpSpec") -> None:
     if launch.name != spec.symbol:
         raise FieldProblem(("prototypes", "launch"), f"the second-phase function must be named {spec.symbol}, found {launch.name}")
     for fn, where in ((gws, loc), (launch, ("prototypes", "launch"))):
-        if str(fn.return_type) != "aclnnStatus":
-            raise FieldProblem(where, f"{fn.name} must return aclnnStatus, found {fn.return_type}")
+        if str(fn.returns) != "aclnnStatus":
+            raise FieldProblem(where, f"{fn.name} must return aclnnStatus, found {fn.returns}")
 
     params = list(gws.params)
     expected_count = len(spec.parameters) + len(_TRAILING)
@@ -99,7 +110,7 @@ def _prototypes(spec: "OpSpec") -> None:
             text = getattr(spec.page_prototypes, field)
             if text is None:
                 continue
-            page = cdecl.parse_prototype_at(text, loc=("page_prototypes", field))
+            page = _parse_page_prototype(text, ("page_prototypes", field))
             if not cdecl.diff_prototypes(header, page):
                 raise FieldProblem(
                     ("page_prototypes", field),

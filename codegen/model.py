@@ -17,7 +17,7 @@ import keyword
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchema, model_validator
 
 from .errors import FieldProblem
 from aclnngen.runtime.versions import VERSION_HELP, holds_at, is_version
@@ -75,10 +75,19 @@ def _dtype(value: str) -> str:
     return value
 
 
-CIdentifier = Annotated[str, AfterValidator(_c_identifier)]
-PythonName = Annotated[str, AfterValidator(_python_name)]
-Version = Annotated[str, AfterValidator(_version)]
-DType = Annotated[str, AfterValidator(_dtype)]
+# The JSON Schema carries the same constraints, so an editor flags a mistake as it is typed.
+CIdentifier = Annotated[
+    str, AfterValidator(_c_identifier), WithJsonSchema({"type": "string", "pattern": C_IDENTIFIER.pattern})
+]
+PythonName = Annotated[
+    str, AfterValidator(_python_name), WithJsonSchema({"type": "string", "pattern": SNAKE_CASE.pattern})
+]
+Version = Annotated[
+    str,
+    AfterValidator(_version),
+    WithJsonSchema({"type": "string", "pattern": r"^\d+\.\d+\.(RC\d+|\d+)(\.alpha\d+)?$"}),
+]
+DType = Annotated[str, AfterValidator(_dtype), WithJsonSchema({"type": "string", "enum": list(DTYPES)})]
 Status = Literal[161001, 161002]
 NonEmptyText = Annotated[str, Field(min_length=1)]
 

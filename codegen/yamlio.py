@@ -89,9 +89,12 @@ def parse_yaml(text: str, path: str | Path) -> tuple[Any, LineMap]:
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        # An unclosed construct is reported where it opened (the mistake), not where the parser gave up.
+        mark = exc.context_mark or exc.problem_mark
         line = mark.line + 1 if mark is not None else 1
         what = exc.problem or exc.context or "invalid YAML"
+        if exc.context and exc.problem_mark is not None and exc.context_mark is not None:
+            what = f"{what} at line {exc.problem_mark.line + 1} ({exc.context} that starts here)"
         raise SpecError(Problem(str(path), line, f"invalid YAML: {what}")) from None
     except yaml.YAMLError as exc:  # pragma: no cover - PyYAML raises marked errors in practice
         raise SpecError(Problem(str(path), 1, f"invalid YAML: {exc}")) from None

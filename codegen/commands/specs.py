@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from aclnngen.runtime.versions import VERSION_HELP, is_version
+
+from ..errors import GenerateError
 from ..loader import DEFAULT_SPECS_DIR, load_all, load_products
 from ..resolve import resolve
 
@@ -15,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.cann is not None and not is_version(args.cann):
+        raise GenerateError(f"--cann {args.cann!r} is not {VERSION_HELP}")
     products = load_products(args.specs)
     rows = [("op", "CANN", "product", "dtypes")]
     for loaded in load_all(args.specs, products):
