@@ -1,0 +1,40 @@
+"""`aclnngen generate [OP...] [--specs DIR --out DIR]`: render outputs and write the files that changed."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import GenerateError
+from ..generate import REPO_LAYOUT, package_layout, plan, write
+from ..loader import DEFAULT_SPECS_DIR, REPO_ROOT
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ops", nargs="*", metavar="OP", help="only these ops (snake_case or aclnn name), plus the shared index files")
+    parser.add_argument("--specs", type=Path, help="a specs directory kept outside this repository (with ops/*.yaml)")
+    parser.add_argument("--out", type=Path, help="with --specs: the folder of the stand-alone package to write")
+
+
+def target(args: argparse.Namespace):
+    """(specs dir, output root, layout) for the arguments."""
+    if args.specs is None and args.out is None:
+        return DEFAULT_SPECS_DIR, REPO_ROOT, REPO_LAYOUT
+    if args.specs is None or args.out is None:
+        raise GenerateError("--specs and --out go together: a stand-alone package needs both")
+    if not (args.specs / "ops").is_dir():
+        raise GenerateError(f"--specs {args.specs}: expected a folder with an ops/ subfolder of *.yaml specs")
+    out = args.out.resolve()
+    return args.specs, out, package_layout(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    specs_dir, root, layout = target(args)
+    outputs = plan(specs_dir, layout, tuple(args.ops))
+    written, removed = write(outputs, root, layout, partial=bool(args.ops))
+    for path in written:
+        print(f"wrote {path}")
+    for path in removed:
+        print(f"removed {path} (no spec produces it)")
+    print(f"{len(outputs)} files rendered, {len(written)} written, {len(removed)} removed")
+    return 0

@@ -1,0 +1,130 @@
+"""The data behind docstrings and reference pages: what to say about an op, not how it looks."""
+
+from __future__ import annotations
+
+from . import cdecl
+from .model import OpSpec
+from .products import ProductTable
+from .resolve import resolve
+from .testplan import newest_version
+
+
+def _families_table(spec: OpSpec, products: ProductTable, version: str) -> list[dict]:
+    op = resolve(spec, version)
+    rows = []
+    for family in products.families:
+        if family.id not in op.families:
+            continue
+        rows.append(
+            {
+                "label": family.label,
+                "params": [
+                    {"name": p.name, "dtypes": list(op.dtypes_of(p.name, family.id))} for p in spec.parameters if p.is_tensor
+                ],
+            }
+        )
+    return rows
+
+
+def _rule_text(rule) -> str:
+    kind = rule.kind
+    if kind == "same_shape":
+        return f"{', '.join(rule.params)} have the same shape"
+    if kind == "same_dtype":
+        return f"{', '.join(rule.params)} have the same dtype"
+    if kind == "broadcast":
+        return f"{', '.join(rule.inputs)} broadcast together; {rule.output} has the broadcast shape"
+    if kind == "broadcast_to":
+        return f"{rule.param} broadcasts to exactly {rule.target}'s shape"
+    if kind == "promote":
+        return f"the dtypes of {', '.join(rule.inputs)} promote; {rule.output} has the promoted dtype"
+    if kind == "per_channel":
+        grad = f"; {rule.grad} has weight's shape (1 element) or (C,)" if rule.grad else ""
+        return f"{rule.weight} has 1 element or C = {rule.input}.shape[1]{grad}"
+    if kind == "max_rank":
+        return f"{', '.join(rule.params)} have at most {rule.rank} dims"
+    if kind == "empty":
+        return f"empty tensors {'are' if rule.allowed else 'are not'} accepted ({', '.join(rule.params)})"
+    if kind == "non_contiguous":
+        return f"non-contiguous tensors {'are' if rule.allowed else 'are not'} accepted ({', '.join(rule.params)})"
+    raise AssertionError(kind)
+
+
+def _versions(entity) -> str:
+    if entity.since and entity.until:
+        return f"CANN {entity.since} to before {entity.until}"
+    if entity.since:
+        return f"since CANN {entity.since}"
+    if entity.until:
+        return f"before CANN {entity.until}"
+    return ""
+
+
+def _scalars(spec: OpSpec) -> list[dict]:
+    rows = []
+    for p in spec.parameters:
+        if p.role in ("scalar", "optional_scalar", "attribute"):
+            rows.append(
+                {
+                    "name": p.name,
+                    "py": p.py_name,
+                    "role": p.role,
+                    "summary": p.summary,
+                    "default": p.default,
+                    "constraints": [f"{p.py_name} {c.op} {c.value}" + (f" ({_versions(c)})" if _versions(c) else "") for c in p.constraints],
+                }
+            )
+    return rows
+
+
+def binding_doc(spec: OpSpec, products: ProductTable) -> dict:
+    version = newest_version(spec)
+    return {
+        "version": version,
+        "families": _families_table(spec, products, version),
+        "rules": [_rule_text(r) + (f" ({_versions(r)})" if _versions(r) else "") for r in spec.rules],
+        "return_codes": [
+            {"status": r.status, "condition": r.condition, "versions": _versions(r)} for r in spec.return_codes
+        ],
+        "scalars": _scalars(spec),
+    }
+
+
+def reference_page(spec: OpSpec, products: ProductTable) -> dict:
+    data = binding_doc(spec, products)
+    page_version = spec.cann_version
+    data.update(
+        page_families=_families_table(spec, products, page_version),
+        prototypes=[spec.prototypes.get_workspace_size, spec.prototypes.launch],
+        page_differences=_page_differences(spec),
+        params=[{"name": p.name, "py": p.py_name, "role": p.role, "summary": p.summary} for p in spec.parameters],
+        defects=[{"kind": d.kind, "note": d.note, "versions": _versions(d), "claimed": d.claimed, "observed": d.observed} for d in spec.defects],
+    )
+    return data
+
+
+def _page_differences(spec: OpSpec) -> list[str]:
+    if spec.page_prototypes is None:
+        return []
+    out = []
+    for field in ("get_workspace_size", "launch"):
+        text = getattr(spec.page_prototypes, field)
+        if text:
+            header = cdecl.parse_prototype(getattr(spec.prototypes, field))
+            out += cdecl.diff_prototypes(header, cdecl.parse_prototype(text))
+    return out
+
+
+def support_matrix(specs: list[OpSpec], products: ProductTable) -> dict:
+    """op x product x dtype, at each op's newest documented release."""
+    rows = []
+    for spec in specs:
+        version = newest_version(spec)
+        op = resolve(spec, version)
+        first_input = next(p for p in spec.parameters if p.role == "input")
+        cells = []
+        for family in products.families:
+            dtypes = op.dtypes_of(first_input.name, family.id) if family.id in op.families else ()
+            cells.append(", ".join(dtypes) if dtypes else "—")
+        rows.append({"op": spec.name, "snake": spec.snake_name, "version": version, "cells": cells})
+    return {"families": [f.label for f in products.families], "rows": rows}

@@ -1,0 +1,328 @@
+"""What `aclnngen generate` writes: the plan of outputs, rendered in memory, then written if changed.
+
+Two layouts:
+- the repository (default): generated/, tests/generated/, docs/ops/ and specs/schema/ under the
+  repository root, for the specs under specs/;
+- a stand-alone package (`--specs DIR --out DIR`): bindings, references, tests and docs for specs kept
+  elsewhere, in one importable package that uses aclnngen.runtime like the built-in ops.
+
+Output is a pure function of the specs and the templates: no time, no paths of this machine, no
+dict-order or hash-seed dependence.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import abi as abi_model
+from . import metadata, render, testplan
+from .errors import GenerateError
+from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
+from .model import OpSpec
+from .products import ProductTable
+
+GENERATOR = "aclnngen generate"
+
+
+@dataclass(frozen=True)
+class Output:
+    path: str  # relative to the output root, POSIX separators
+    content: str
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each kind of output goes, relative to the output root."""
+
+    package: str  # the Python package the generated modules form
+    package_dir: str  # its folder
+    tests_dir: str
+    docs_dir: str
+    schema_dir: str | None  # only the repository publishes the schema
+    shared: bool  # whether the ABI, products and simulator declarations are rendered here
+
+    def module(self, kind: str, op: str) -> str:
+        return f"{self.package_dir}/{kind}/{op}.py"
+
+
+REPO_LAYOUT = Layout(
+    package="aclnngen.generated",
+    package_dir="generated",
+    tests_dir="tests/generated",
+    docs_dir="docs/ops",
+    schema_dir="specs/schema",
+    shared=True,
+)
+
+
+def package_layout(out: Path) -> Layout:
+    name = out.name
+    if not name.isidentifier():
+        raise GenerateError(f"--out {out}: the folder name {name!r} must be a valid Python package name")
+    return Layout(package=name, package_dir=".", tests_dir="tests", docs_dir="docs", schema_dir=None, shared=False)
+
+
+# Folders the generator owns entirely: a file there that no spec produces is an orphan.
+def owned_dirs(layout: Layout) -> list[str]:
+    dirs = [f"{layout.package_dir}/{k}" for k in ("meta", "ops", "reference", "c")]
+    dirs += [layout.tests_dir, layout.docs_dir, layout.package_dir]
+    if layout.schema_dir:
+        dirs.append(layout.schema_dir)
+    return [d.removeprefix("./") for d in dirs]
+
+
+def _header(kind: str, source: str, template: str) -> dict:
+    return {"source": source, "template": template, "generator": GENERATOR, "kind": kind}
+
+
+def _spec_source(loaded: LoadedSpec, specs_dir: Path) -> str:
+    try:
+        return loaded.path.resolve().relative_to(specs_dir.resolve().parent).as_posix()
+    except ValueError:
+        return f"{specs_dir.name}/ops/{loaded.path.name}"
+
+
+@dataclass
+class Plan:
+    specs_dir: Path
+    layout: Layout
+    only: tuple[str, ...] = ()
+    outputs: list[Output] = field(default_factory=list)
+
+    def add(self, path: str, content: str) -> None:
+        self.outputs.append(Output(path.removeprefix("./"), content))
+
+
+def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = ()) -> list[Output]:
+    products = load_products(specs_dir) if (specs_dir / "products.yaml").exists() else load_products()
+    loaded = load_all(specs_dir, products)
+    if not loaded:
+        raise GenerateError(f"no op specs found under {specs_dir / 'ops'}")
+    names = {ls.spec.snake_name for ls in loaded}
+    unknown = sorted(set(only) - names - {ls.spec.name for ls in loaded})
+    if unknown:
+        raise GenerateError(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+    p = Plan(specs_dir, layout, only)
+    selected = [ls for ls in loaded if not only or ls.spec.snake_name in only or ls.spec.name in only]
+    for ls in selected:
+        _render_op(p, ls, products)
+    _render_indexes(p, loaded, products)
+    if layout.shared:
+        _render_shared(p, loaded, products)
+    return sorted(p.outputs, key=lambda o: o.path)
+
+
+def _render_op(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
+    spec, layout = ls.spec, p.layout
+    source = _spec_source(ls, p.specs_dir)
+    meta = metadata.build(spec)
+    op = spec.snake_name
+    common = {"spec": spec, "op": op, "meta": meta, "package": layout.package, "products": products}
+    p.add(layout.module("meta", op), render.render("meta.py.j2", header=_header("metadata", source, "meta.py.j2"), **common))
+    p.add(
+        layout.module("ops", op),
+        render.render("binding.py.j2", header=_header("binding", source, "binding.py.j2"), doc=_binding_doc(spec, products), **common),
+    )
+    p.add(
+        layout.module("reference", op),
+        render.render("reference.py.j2", header=_header("reference", source, "reference.py.j2"), bodies=_bodies(spec), **common),
+    )
+    p.add(
+        f"{layout.tests_dir}/test_{op}.py",
+        render.render("test_op.py.j2", header=_header("tests", source, "test_op.py.j2"), plan=testplan.build(spec, products), **common),
+    )
+    p.add(
+        f"{layout.docs_dir}/{op}.md",
+        render.render("op.md.j2", header=_header("reference page", source, "op.md.j2"), doc=_page(spec, products), **common),
+    )
+
+
+def _bodies(spec: OpSpec) -> list[dict]:
+    """The formula and every defect's claimed or observed formula, as Python function bodies."""
+    from . import formula
+
+    bodies = [{"key": "spec", "name": "_spec", "lines": formula.render_program(metadata.program(spec, spec.formula))}]
+    for index, defect in enumerate(spec.defects):
+        for which in ("claimed", "observed"):
+            expr = getattr(defect, which)
+            if expr is not None:
+                bodies.append(
+                    {
+                        "key": f"{which}:{index}",
+                        "name": f"_{which}_{index}",
+                        "lines": formula.render_program(metadata.program(spec, expr)),
+                    }
+                )
+    return bodies
+
+
+def _binding_doc(spec: OpSpec, products: ProductTable) -> dict:
+    from .docs import binding_doc
+
+    return binding_doc(spec, products)
+
+
+def _page(spec: OpSpec, products: ProductTable) -> dict:
+    from .docs import reference_page
+
+    return reference_page(spec, products)
+
+
+def _render_indexes(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -> None:
+    from .docs import support_matrix
+
+    layout = p.layout
+    ops = [{"snake": ls.spec.snake_name, "name": ls.spec.name, "summary": ls.spec.summary} for ls in loaded]
+    init_header = _header("package index", "specs/ops/*.yaml", "package_init.py.j2")
+    p.add(f"{layout.package_dir}/__init__.py", render.render("package_init.py.j2", header=init_header, ops=ops, layout=layout))
+    for kind in ("meta", "ops", "reference"):
+        p.add(
+            f"{layout.package_dir}/{kind}/__init__.py",
+            render.render("kind_init.py.j2", header=_header("index", "specs/ops/*.yaml", "kind_init.py.j2"), ops=ops, kind=kind),
+        )
+    p.add(
+        f"{layout.docs_dir}/index.md",
+        render.render(
+            "index.md.j2",
+            header=_header("support matrix", "specs/ops/*.yaml", "index.md.j2"),
+            matrix=support_matrix([ls.spec for ls in loaded], products),
+            ops=ops,
+        ),
+    )
+    p.add(
+        f"{layout.package_dir}/c/sim_ops.c",
+        render.render(
+            "sim_ops.c.j2",
+            header=_header("simulator entry points", "specs/ops/*.yaml", "sim_ops.c.j2"),
+            ops=[_sim_op(ls.spec) for ls in loaded],
+        ),
+    )
+
+
+_SIM_KIND = {
+    "input": "SIM_ARG_TENSOR_IN",
+    "output": "SIM_ARG_TENSOR_OUT",
+    "scalar": "SIM_ARG_SCALAR",
+    "optional_scalar": "SIM_ARG_SCALAR_OPTIONAL",
+    ("attribute", "bool"): "SIM_ARG_BOOL",
+    ("attribute", "int64_t"): "SIM_ARG_INT64",
+    ("attribute", "double"): "SIM_ARG_DOUBLE",
+    ("attribute", "char*"): "SIM_ARG_STRING",
+    ("attribute", "aclIntArray*"): "SIM_ARG_INT_ARRAY",
+}
+
+
+def _sim_op(spec: OpSpec) -> dict:
+    from . import cdecl
+
+    args = []
+    for p in spec.parameters:
+        kind = _SIM_KIND[(p.role, p.c_type)] if p.role == "attribute" else _SIM_KIND[p.role]
+        if p.role in ("input", "output") and p.optional:
+            kind = "SIM_ARG_TENSOR_OPTIONAL"
+        args.append({"kind": kind, "name": p.name, "attr_type": p.c_type})
+    return {
+        "name": spec.name,
+        "get_workspace_size": cdecl.parse_prototype(spec.prototypes.get_workspace_size),
+        "launch": cdecl.parse_prototype(spec.prototypes.launch),
+        "args": args,
+    }
+
+
+def _render_shared(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -> None:
+    abi_path = p.specs_dir / "abi.yaml"
+    if not abi_path.exists():
+        abi_path = REPO_ROOT / "specs" / "abi.yaml"
+    abi = abi_model.load_abi(abi_path)
+    source = "specs/abi.yaml"
+    p.add(
+        "generated/c/acl_runtime.h",
+        render.render("acl_runtime.h.j2", header=_header("C declarations", source, "acl_runtime.h.j2"), abi=abi),
+    )
+    p.add(
+        "generated/c/acl_status.h",
+        render.render("acl_status.h.j2", header=_header("status codes", source, "acl_status.h.j2"), abi=abi),
+    )
+    p.add("generated/abi.py", render.render("abi.py.j2", header=_header("ABI data", source, "abi.py.j2"), abi=abi))
+    p.add(
+        "generated/products.py",
+        render.render(
+            "products.py.j2",
+            header=_header("product table", "specs/products.yaml", "products.py.j2"),
+            families=[f.model_dump(mode="python") for f in products.families],
+        ),
+    )
+    if p.layout.schema_dir:
+        from .model import OpSpec
+        from .products import ProductTable as Table
+
+        for name, model in (("op", OpSpec), ("products", Table)):
+            schema = model.model_json_schema()
+            schema["$id"] = f"https://aclnngen.invalid/schema/{name}.schema.json"
+            p.add(f"{p.layout.schema_dir}/{name}.schema.json", json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+# --- writing and checking -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Drift:
+    stale: list[str]
+    missing: list[str]
+    orphaned: list[str]
+
+    @property
+    def fresh(self) -> bool:
+        return not (self.stale or self.missing or self.orphaned)
+
+
+def _existing(root: Path, layout: Layout) -> set[str]:
+    found: set[str] = set()
+    for rel in owned_dirs(layout):
+        folder = root / rel
+        if not folder.is_dir():
+            continue
+        # The package folder itself is owned only for the files directly in it.
+        pattern = "*" if rel == layout.package_dir.removeprefix("./") else "**/*"
+        for path in folder.glob(pattern):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                found.add(path.relative_to(root).as_posix())
+    return found
+
+
+def compare(outputs: list[Output], root: Path, layout: Layout, *, partial: bool = False) -> Drift:
+    stale, missing = [], []
+    for out in outputs:
+        path = root / out.path
+        if not path.exists():
+            missing.append(out.path)
+        elif path.read_text(encoding="utf-8") != out.content:
+            stale.append(out.path)
+    orphaned = [] if partial else sorted(_existing(root, layout) - {o.path for o in outputs})
+    return Drift(stale, missing, orphaned)
+
+
+def write(outputs: list[Output], root: Path, layout: Layout, *, partial: bool = False) -> tuple[list[str], list[str]]:
+    """Write files whose content changed; remove orphans. Returns (written, removed)."""
+    drift = compare(outputs, root, layout, partial=partial)
+    changed = set(drift.stale) | set(drift.missing)
+    written = []
+    for out in outputs:
+        if out.path in changed:
+            path = root / out.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(out.content, encoding="utf-8", newline="\n")
+            written.append(out.path)
+    for rel in drift.orphaned:
+        (root / rel).unlink()
+    return written, list(drift.orphaned)
+
+
+def short_diff(old: str, new: str, path: str, limit: int = 20) -> str:
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"{path} (on disk)", f"{path} (rendered)", lineterm="", n=1))
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more diff lines)"]
+    return "\n".join(lines)

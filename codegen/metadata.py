@@ -1,0 +1,88 @@
+"""An op spec as the plain data the runtime reads at call time (no YAML, no pydantic at run time).
+
+The shape is documented here once; generated/meta/<op>.py holds one such dict per op.
+
+META = {
+    "name", "snake", "symbol", "library", "cann_version",
+    "cdef": the two prototypes as C declarations,
+    "products": [{"family", "supported", "since", "until"}],
+    "params": [{"name", "py", "role", "c_type", "optional", "dtypes": [{"families", "dtypes", "since", "until"}],
+                "scalar_dtype", "scalar_dtypes", "default", "constraints": [{"op", "value", "status", "since", "until"}],
+                "attr_type", "choices"}],
+    "rules": [{"kind", "status", "since", "until", ...the rule's own fields}],
+    "return_codes": [{"status", "check", "params", "condition", "since", "until"}],
+    "outputs": [C names of the output tensors, in order],
+    "formula": {"outputs": {py name: kind}, "boundaries": [[tensor py name, threshold expression]]},
+    "oracle": the oracle recipe as data,
+}
+"""
+
+from __future__ import annotations
+
+from . import cdecl, formula
+from .consistency import program_names
+from .model import OpSpec
+
+
+def _versions(entity) -> dict:
+    return {"since": entity.since, "until": entity.until}
+
+
+def _param(p) -> dict:
+    return {
+        "name": p.name,
+        "py": p.py_name,
+        "role": p.role,
+        "optional": p.optional,
+        "dtypes": [{"families": list(d.families), "dtypes": list(d.dtypes), **_versions(d)} for d in p.dtypes],
+        "scalar_dtype": p.scalar_dtype,
+        "scalar_dtypes": list(p.scalar_dtypes),
+        "default": p.default,
+        "constraints": [{"op": c.op, "value": c.value, "status": c.status, **_versions(c)} for c in p.constraints],
+        "attr_type": p.c_type,
+        "choices": list(p.choices),
+    }
+
+
+def _rule(rule) -> dict:
+    data = rule.model_dump(mode="python")
+    ordered = {"kind": data.pop("kind"), "status": data.pop("status")}
+    since, until = data.pop("since"), data.pop("until")
+    ordered.update(data)
+    ordered.update(since=since, until=until)
+    return ordered
+
+
+def program(spec: OpSpec, expr) -> "formula.FormulaProgram":
+    return formula.parse_program(expr.outputs, program_names(spec), lets=expr.lets, loc=("formula",))
+
+
+def cdef(spec: OpSpec) -> str:
+    gws = cdecl.parse_prototype(spec.prototypes.get_workspace_size)
+    launch = cdecl.parse_prototype(spec.prototypes.launch)
+    return f"{gws};\n{launch};\n"
+
+
+def build(spec: OpSpec) -> dict:
+    prog = program(spec, spec.formula)
+    return {
+        "name": spec.name,
+        "snake": spec.snake_name,
+        "symbol": spec.symbol,
+        "library": spec.library,
+        "cann_version": spec.cann_version,
+        "cdef": cdef(spec),
+        "products": [{"family": p.family, "supported": p.supported, **_versions(p)} for p in spec.products],
+        "params": [_param(p) for p in spec.parameters],
+        "rules": [_rule(r) for r in spec.rules],
+        "return_codes": [
+            {"status": r.status, "check": r.check, "params": list(r.params), "condition": r.condition, **_versions(r)}
+            for r in spec.return_codes
+        ],
+        "outputs": [p.name for p in spec.by_role("output")],
+        "formula": {
+            "outputs": formula.classify(prog),
+            "boundaries": [list(b) for b in formula.comparison_boundaries(prog)],
+        },
+        "oracle": spec.oracle.model_dump(mode="python"),
+    }

@@ -1,0 +1,113 @@
+"""Which generated test cases an op gets, with readable ids: computed once, from the spec, at generation.
+
+The generated test module only lists these cases and hands each to aclnngen.runtime.opcheck, which
+builds the data and checks it; the mechanism lives once in the runtime.
+"""
+
+from __future__ import annotations
+
+from aclnngen.runtime import cases
+from aclnngen.runtime.versions import CannVersion
+
+from . import metadata
+from .model import OpSpec
+from .products import ProductTable
+from .resolve import resolve
+
+# dtypes NumPy can hold (bfloat16 through ml_dtypes) that a reference can be computed in.
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+# Data sets for the reference against the oracle; shape sets join when the op's rules allow them.
+DATA_KINDS = ("adversarial", "special-values", "random")
+LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank0")
+
+
+def newest_version(spec: OpSpec) -> str:
+    """The newest release the spec documents: its tests check the facts that hold then."""
+    versions = [CannVersion(spec.cann_version)]
+    for entity in _versioned(spec):
+        if entity.since is not None:
+            versions.append(CannVersion(entity.since))
+    return str(max(versions))
+
+
+def _versioned(spec: OpSpec):
+    yield from spec.products
+    yield from spec.rules
+    yield from spec.return_codes
+    for p in spec.parameters:
+        yield from p.dtypes
+        yield from p.constraints
+
+
+def _case(id_: str, **values) -> dict:
+    return {"id": id_, **values}
+
+
+def build(spec: OpSpec, products: ProductTable) -> dict:
+    meta = metadata.build(spec)
+    version = newest_version(spec)
+    op = resolve(spec, version)
+    label = {f.id: f.label for f in products.families}
+    families = [f.id for f in products.families if f.id in op.families]
+    home = "a2" if "a2" in families else families[0]  # the family shape and scalar cases run on
+    home_dtype = "float32"
+
+    supported_anywhere = sorted(
+        {d for family in families for p in spec.parameters if p.is_tensor for d in op.dtypes_of(p.name, family)},
+        key=FLOAT_DTYPES.index,
+    )
+    applicable = dict(cases.applicable_cases(meta, version))
+    layouts = [layout for layout in LAYOUTS if applicable.get(layout) == 0]
+
+    reference = [
+        _case(f"{dtype}-{data}", dtype=dtype, data=data)
+        for dtype in supported_anywhere
+        for data in DATA_KINDS + tuple(k for k in ("broadcast", "rank0", "empty") if applicable.get(k) == 0)
+    ]
+    dtype_cases = [
+        _case(f"{label[f.id]}-{dtype}-{'accepted' if ok else 'rejected'}", family=f.id, dtype=dtype, accepted=ok)
+        for f in products.families
+        for dtype, ok in cases.dtype_cases(meta, f.id, version)
+    ]
+    shape_cases = [
+        _case(f"{label[home]}-{kind}-{'accepted' if status == 0 else status}", family=home, dtype=home_dtype, kind=kind, status=status)
+        for kind, status in cases.applicable_cases(meta, version)
+    ]
+    null_cases = [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in cases.null_cases(meta)]
+    scalar_cases = [
+        _case(f"{label[home]}-{param}-{_value_id(value)}", family=home, param=param, value=value, status=status)
+        for param, value, status in cases.scalar_violations(meta, version)
+    ]
+    return_codes = []
+    for index, row in enumerate(spec.return_codes):
+        if not row.holds_at(version):
+            continue
+        for param in row.params:
+            return_codes.append(
+                _case(f"row{index}-{row.check}-{param}", family=home, row=index, check=row.check, param=param, status=row.status)
+            )
+    binding = [
+        _case(f"{label[family]}-{dtype}-{layout}", family=family, dtype=dtype, layout=layout)
+        for family in families
+        for dtype in op.dtypes_of(_first_input(spec), family)
+        for layout in layouts
+    ]
+    return {
+        "version": version,
+        "reference": reference,
+        "dtypes": dtype_cases,
+        "shapes": shape_cases,
+        "nulls": null_cases,
+        "scalars": scalar_cases,
+        "return_codes": return_codes,
+        "binding": binding,
+    }
+
+
+def _first_input(spec: OpSpec) -> str:
+    return next(p.name for p in spec.parameters if p.role == "input")
+
+
+def _value_id(value) -> str:
+    text = repr(value)
+    return {"nan": "nan", "inf": "inf", "-inf": "minus-inf"}.get(text, text.replace("-", "minus").replace(".", "p"))
