@@ -87,6 +87,7 @@ def binding_doc(spec: OpSpec, products: ProductTable) -> dict:
             {"status": r.status, "condition": r.condition, "versions": _versions(r)} for r in spec.return_codes
         ],
         "scalars": _scalars(spec),
+        "returns": ", ".join(p.py_name for p in spec.by_role("output")),
     }
 
 

@@ -1,0 +1,71 @@
+"""Evaluate a generated reference: map an op's arguments onto its rendered formula and run it.
+
+Generated reference modules hold only the formula bodies; this is the one place that fills NULL
+optional scalars with their documented defaults, decides the output shapes and dtypes from the
+op's rules, and hands everything to `numerics.evaluate` in the requested precision mode.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import numpy as np
+
+from . import numerics
+from .shapes import infer_outputs
+
+
+class Reference:
+    def __init__(self, meta: dict, formulas: Mapping[str, Callable]):
+        self.meta = meta
+        self.formulas = dict(formulas)
+        params = meta["params"]
+        self._inputs = [(p["name"], p["py"]) for p in params if p["role"] == "input"]
+        self._scalars = [(p["name"], p["py"], p["default"]) for p in params if p["role"] in ("scalar", "optional_scalar")]
+        self._attributes = [(p["name"], p["py"], p["default"]) for p in params if p["role"] == "attribute"]
+        self._outputs = [(p["name"], p["py"]) for p in params if p["role"] == "output"]
+
+    def __call__(
+        self,
+        values: Mapping[str, object],
+        *,
+        out_dtypes: Mapping[str, object] | None = None,
+        mode: str = "opmath",
+        formula: str = "spec",
+        version: str | None = None,
+    ):
+        """`values` maps C parameter names to arrays, scalars and attributes (outputs not needed)."""
+        try:
+            body = self.formulas[formula]
+        except KeyError:
+            raise ValueError(f"{self.meta['name']} has no formula {formula!r}; known: {', '.join(self.formulas)}") from None
+        arrays = {name: np.asarray(values[name]) for name, _ in self._inputs if values.get(name) is not None}
+        missing = [name for name, _ in self._inputs if name not in arrays]
+        if missing:
+            raise ValueError(f"{self.meta['name']} reference needs the input tensors {missing}")
+        scalars = {}
+        for name, py, default in self._scalars:
+            value = values.get(name)
+            if value is None:
+                if default is None:
+                    raise ValueError(f"{self.meta['name']} reference needs the scalar {name!r}")
+                value = default
+            scalars[py] = value
+        attributes = {py: values.get(name, default) for name, py, default in self._attributes}
+        inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.meta["cann_version"])
+        dtypes = {py: (out_dtypes or {}).get(name, inferred[name][1]) for name, py in self._outputs}
+        results = numerics.evaluate(
+            body,
+            inputs={py: arrays[name] for name, py in self._inputs},
+            scalars=scalars,
+            attributes=attributes,
+            output_dtypes=dtypes,
+            mode=mode,
+        )
+        # A formula may produce a smaller (broadcastable) result, e.g. a constant; outputs have the
+        # shape the rules give them.
+        shaped = tuple(
+            np.ascontiguousarray(np.broadcast_to(r, inferred[name][0])) if r.shape != tuple(inferred[name][0]) else r
+            for r, (name, _) in zip(results, self._outputs)
+        )
+        return shaped[0] if len(shaped) == 1 else shaped
