@@ -1,0 +1,694 @@
+"""The formula language: elementwise expressions over an op's Python parameter names.
+
+A spec writes each output as an expression string such as
+`where((self > min) & (self < max), grad_output, 0)`. It is parsed with `ast` against a whitelist
+into a small immutable tree, checked (names, arity, booleans versus numbers) and rendered into
+Python that calls the numerics object `m` (runtime/numerics.py). Spec text is never evaluated and
+never copied into rendered code: names are validated identifiers, numbers and strings are
+re-emitted from their parsed values. The grammar is documented in docs/formula-language.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import inspect
+import keyword
+import math
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Mapping, Sequence, Union
+
+from .errors import FieldProblem
+
+KINDS = ("input", "output", "scalar", "optional_scalar", "attribute")
+CONSTANTS = ("pi", "inf", "nan")
+NUMERICS_NAME = "m"  # the numerics object in rendered code, so no parameter or let may be called this
+MAX_SOURCE_LENGTH = 4000
+MAX_DEPTH = 60
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+# --- the function table: the one source of truth for parser, renderer, classify and docs ----------
+
+@dataclass(frozen=True)
+class Function:
+    """A callable of the language. `args` are (name in docs, type); a type starting with `*`
+    takes any number of further arguments. Types: num, bool, any, tensor (the name of a tensor
+    parameter), dims (a tuple of int literals or an attribute), kernel (an extern kernel's name)."""
+
+    name: str
+    args: tuple[tuple[str, str], ...]
+    result: str  # "num" or "bool"
+    category: str  # "exact", "transcendental", "reduction" or "extern" (drives classify)
+    summary: str
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(a for a, _ in self.args)})"
+
+    @property
+    def variadic(self) -> bool:
+        return bool(self.args) and self.args[-1][1].startswith("*")
+
+
+def _fn(name, args, summary, category="exact", result="num") -> Function:
+    return Function(name, tuple(tuple(a.split(":")) for a in args.split()), result, category, summary)
+
+
+FUNCTIONS: dict[str, Function] = {
+    f.name: f
+    for f in (
+        _fn("where", "cond:bool a:num b:num", "elementwise select: `a` where `cond` holds, else `b`"),
+        _fn("exp", "x:num", "e to the power x", "transcendental"),
+        _fn("log", "x:num", "natural logarithm", "transcendental"),
+        _fn("log1p", "x:num", "log(1 + x), accurate for small x", "transcendental"),
+        _fn("expm1", "x:num", "exp(x) - 1, accurate for small x", "transcendental"),
+        _fn("sqrt", "x:num", "square root (correctly rounded)"),
+        _fn("abs", "x:num", "absolute value"),
+        _fn("sign", "x:num", "-1, 0 or 1 (NaN stays NaN)"),
+        _fn("erf", "x:num", "error function (scipy.special.erf)", "transcendental"),
+        _fn("tanh", "x:num", "hyperbolic tangent", "transcendental"),
+        _fn("sigmoid", "x:num", "1 / (1 + exp(-x)), computed without overflow", "transcendental"),
+        _fn("minimum", "a:num b:num", "elementwise minimum (NaN propagates)"),
+        _fn("maximum", "a:num b:num", "elementwise maximum (NaN propagates)"),
+        _fn("isnan", "x:num", "true where x is NaN", result="bool"),
+        _fn("round_to", "x:num p:tensor",
+            "round x to the storage dtype of tensor parameter p, then back to the compute dtype "
+            "(both modes)"),
+        _fn("per_channel", "w:num x:num",
+            "1-D weight w broadcast along dim 1 of x; numel 1 acts as a scalar"),
+        _fn("sum_per_channel", "e:num w:num",
+            "sum e over every dim except dim 1, shaped like w (numel 1: sum of everything)",
+            "reduction"),
+        _fn("sum", "e:num dims:dims", "sum e over dims (no kept dims)", "reduction"),
+        _fn("extern", "kernel:kernel args:*any",
+            "call the hand-written kernel registered in runtime/numerics.py EXTERN_KERNELS",
+            "extern"),
+    )
+}
+
+
+# --- the parsed tree (frozen, hashable) ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Literal:
+    value: Union[bool, int, float, str]
+    type: str  # "bool", "int", "float" or "str": keeps True, 1 and 1.0 apart under ==
+
+
+@dataclass(frozen=True)
+class Name:
+    id: str
+    kind: str  # a parameter kind, "let" or "constant"
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """A tensor parameter named for its storage dtype (round_to's second argument)."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class Dims:
+    values: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str  # "-", "+" or "~"
+    operand: "Node"
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # "+", "-", "*", "/", "**", "&" or "|"
+    left: "Node"
+    right: "Node"
+
+
+@dataclass(frozen=True)
+class Compare:
+    op: str
+    left: "Node"
+    right: "Node"
+
+
+@dataclass(frozen=True)
+class Call:
+    function: str
+    args: tuple["Node", ...]
+
+
+Node = Union[Literal, Name, TensorRef, Dims, Unary, Binary, Compare, Call]
+
+
+@dataclass(frozen=True)
+class Expression:
+    source: str
+    tree: Node
+    type: str  # "num", "bool" or "any" (an attribute's type is only known at run time)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Parameters and lets the expression reads (not constants, not round_to's dtype tensor)."""
+        return frozenset(n.id for n in _walk(self.tree) if isinstance(n, Name) and n.kind != "constant")
+
+
+@dataclass(frozen=True)
+class FormulaProgram:
+    lets: tuple[tuple[str, Expression], ...]
+    outputs: tuple[tuple[str, Expression], ...]
+
+
+# --- parsing ---------------------------------------------------------------------------------------
+
+_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
+           ast.BitAnd: "&", ast.BitOr: "|"}
+_OTHER_OPERATORS = {ast.BitXor: "^", ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<",
+                    ast.RShift: ">>", ast.MatMult: "@", ast.Is: "is", ast.IsNot: "is not",
+                    ast.In: "in", ast.NotIn: "not in"}
+_UNARY = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}
+_COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_FORBIDDEN = {
+    ast.Attribute: "attribute access", ast.Subscript: "subscript", ast.Slice: "slice",
+    ast.JoinedStr: "f-string", ast.FormattedValue: "f-string",
+    ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",
+    ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression",
+    ast.List: "list", ast.Set: "set", ast.Dict: "dict",
+    ast.Tuple: "tuple (tuples are only allowed as the dims of sum)",
+    ast.NamedExpr: "assignment expression (:=)", ast.Lambda: "lambda",
+    ast.IfExp: "conditional expression (write where(cond, a, b))",
+    ast.Starred: "starred argument", ast.Await: "await", ast.Yield: "yield",
+    ast.YieldFrom: "yield from",
+    ast.BoolOp: "`and`/`or` (write `&`/`|` between parenthesised comparisons)",
+}
+ALLOWED = ("allowed: numbers, True/False, parameter names, earlier lets, pi/inf/nan, "
+           "+ - * / **, unary - + ~, one comparison < <= > >= == != at a time, & |, "
+           "and the functions " + ", ".join(FUNCTIONS))
+_KEYWORD_HINTS = {
+    "and": "write `&` between parenthesised comparisons", "or": "write `|`", "not": "write `~`",
+    "if": "write where(cond, a, b)", "else": "write where(cond, a, b)",
+}
+
+
+def _check_names(names: Mapping[str, str], loc: tuple) -> None:
+    for name, kind in names.items():
+        if kind not in KINDS:
+            raise ValueError(f"parameter {name!r} has kind {kind!r}; kinds are {', '.join(KINDS)}")
+        problem = _identifier_problem(name)
+        if problem:
+            raise FieldProblem(loc, f"parameter name {name!r} cannot appear in a formula: {problem}")
+
+
+def _identifier_problem(name: object) -> str | None:
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        return "a name must be an ASCII Python identifier (letters, digits, underscores)"
+    if keyword.iskeyword(name):
+        return f"`{name}` is a Python keyword" + (" (the usual Python name is `lambd`)" if name == "lambda" else "")
+    if name == NUMERICS_NAME:
+        return f"`{NUMERICS_NAME}` is reserved for the numerics object in rendered code"
+    return None
+
+
+def _suggest(name: str, candidates) -> str:
+    close = difflib.get_close_matches(name, sorted(candidates), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(f'`{c}`' for c in close)}?)" if close else ""
+
+
+def _extern_kernels() -> Mapping:
+    from aclnngen.runtime.numerics import EXTERN_KERNELS  # late: codegen needs it only for extern
+
+    return EXTERN_KERNELS
+
+
+class _Parser:
+    def __init__(self, source: str, names: Mapping[str, str], loc: tuple,
+                 lets: Mapping[str, str], later_lets: Sequence[str]):
+        self.source, self.names, self.loc = source, names, tuple(loc)
+        self.lets, self.later_lets = lets, later_lets
+
+    def fail(self, message: str, node: ast.AST | None = None, hint: str = ""):
+        where = ""
+        if node is not None and hasattr(node, "col_offset"):
+            segment = ast.get_source_segment(self.source, node) or ""
+            segment = segment if len(segment) <= 60 else segment[:57] + "..."
+            where = f" (found `{segment}` at column {node.col_offset + 1})"
+        raise FieldProblem(self.loc, message + where + (f"; {hint}" if hint else ""))
+
+    def parse(self) -> Expression:
+        source = self.source
+        if not isinstance(source, str):
+            raise FieldProblem(self.loc, f"expected an expression string, found {type(source).__name__}")
+        if not source.strip():
+            raise FieldProblem(self.loc, "empty expression; write an expression over the parameters")
+        if len(source) > MAX_SOURCE_LENGTH:
+            raise FieldProblem(self.loc, f"expression is {len(source)} characters long; the limit is "
+                                         f"{MAX_SOURCE_LENGTH} (use lets)")
+        self.source = source = source.strip()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SyntaxWarnings of odd junk are not the spec's problem
+                module = ast.parse(source, mode="eval")
+        except SyntaxError as exc:
+            column = f" at column {exc.offset}" if exc.offset else ""
+            raise FieldProblem(self.loc, f"not a valid expression{self._quoted()}: {exc.msg}{column}"
+                                         f"{self._keyword_hint()}") from None
+        except (ValueError, MemoryError, RecursionError) as exc:
+            raise FieldProblem(self.loc, f"not a valid expression{self._quoted()}: "
+                                         f"{str(exc) or 'nested too deeply'}") from None
+        tree, type_ = self.visit(module.body, 0)
+        return Expression(source, tree, type_)
+
+    def _quoted(self) -> str:
+        text = self.source if len(self.source) <= 60 else self.source[:57] + "..."
+        return f" {text!r}"
+
+    def _keyword_hint(self) -> str:
+        for word in re.findall(r"[A-Za-z_]\w*", self.source):
+            if word == "lambda":
+                return ("; `lambda` is a Python keyword, not allowed in formulas"
+                        + _suggest(word, self._usable()))
+            if keyword.iskeyword(word) and word not in ("True", "False", "None"):
+                return f"; `{word}` is a Python keyword: {_KEYWORD_HINTS.get(word, 'not allowed in formulas')}"
+        return ""
+
+    def _usable(self) -> list[str]:
+        params = [n for n, k in self.names.items() if k != "output"]
+        return params + list(self.lets) + [c for c in CONSTANTS if c not in self.names]
+
+    def expect(self, found: str, wanted: str, node: ast.AST, role: str) -> None:
+        if found == wanted or "any" in (found, wanted):
+            return
+        if wanted == "num":
+            self.fail(f"{role} must be a number, but this is a boolean (a comparison or mask); "
+                      "turn a mask into numbers with where(cond, 1, 0)", node)
+        self.fail(f"{role} must be a boolean (a comparison, isnan(...), & | ~), but this is a number",
+                  node)
+
+    def visit(self, node: ast.AST, depth: int) -> tuple[Node, str]:
+        if depth > MAX_DEPTH:
+            self.fail(f"expression nested more than {MAX_DEPTH} levels deep; split it with lets")
+        depth += 1
+        if isinstance(node, ast.Constant):
+            return self.constant(node)
+        if isinstance(node, ast.Name):
+            return self.name(node)
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.Not):
+                self.fail("`not` is not allowed: write `~` for elementwise not", node)
+            op = _UNARY[type(node.op)]
+            operand, type_ = self.visit(node.operand, depth)
+            self.expect(type_, "bool" if op == "~" else "num", node.operand, f"the operand of `{op}`")
+            return Unary(op, operand), "bool" if op == "~" else "num"
+        if isinstance(node, ast.BinOp):
+            op = _BINARY.get(type(node.op))
+            if op is None:
+                self.fail(f"operator `{_OTHER_OPERATORS.get(type(node.op), '?')}` is not allowed",
+                          node, ALLOWED)
+            want = "bool" if op in "&|" else "num"
+            left, lt = self.visit(node.left, depth)
+            right, rt = self.visit(node.right, depth)
+            self.expect(lt, want, node.left, f"the left operand of `{op}`")
+            self.expect(rt, want, node.right, f"the right operand of `{op}`")
+            return Binary(op, left, right), want
+        if isinstance(node, ast.Compare):
+            return self.compare(node, depth)
+        if isinstance(node, ast.Call):
+            return self.call(node, depth)
+        what = _FORBIDDEN.get(type(node), f"`{type(node).__name__}` syntax")
+        self.fail(f"{what} is not allowed in a formula", node, ALLOWED)
+
+    def constant(self, node: ast.Constant) -> tuple[Node, str]:
+        value = node.value
+        if isinstance(value, bool):
+            return Literal(value, "bool"), "bool"
+        if isinstance(value, int):
+            try:
+                float(value)
+            except OverflowError:
+                self.fail("integer literal too large for a float", node)
+            return Literal(value, "int"), "num"
+        if isinstance(value, float):
+            if math.isinf(value):
+                self.fail("float literal overflows to infinity; write `inf`", node)
+            return Literal(value, "float"), "num"
+        if isinstance(value, str):
+            self.fail("a string literal is only allowed compared with == or != to an attribute "
+                      "(approximate == \"tanh\") or as the kernel name of extern(...)", node)
+        self.fail(f"literal of type {type(value).__name__} is not allowed; numbers and True/False are",
+                  node)
+
+    def name(self, node: ast.Name) -> tuple[Node, str]:
+        name, kind = node.id, self.names.get(node.id)
+        if kind == "output":
+            self.fail(f"`{name}` is an output of the op; outputs are what formulas compute and cannot "
+                      "be operands (use inputs, scalars, attributes or earlier lets)", node)
+        if kind is not None:
+            return Name(name, kind), "any" if kind == "attribute" else "num"
+        if name in self.lets:
+            return Name(name, "let"), self.lets[name]
+        if name in self.later_lets:
+            self.fail(f"let `{name}` is used before it is defined; a let may only use lets above it",
+                      node)
+        if name in CONSTANTS:
+            return Name(name, "constant"), "num"
+        if name in FUNCTIONS:
+            self.fail(f"`{name}` is a function; call it as {FUNCTIONS[name].signature}", node)
+        usable = self._usable()
+        self.fail(f"unknown name `{name}`{_suggest(name, usable)}", node,
+                  f"names you can use here: {', '.join(usable) or 'none'}")
+
+    def compare(self, node: ast.Compare, depth: int) -> tuple[Node, str]:
+        if len(node.ops) > 1:
+            self.fail("chained comparison is not allowed: write (a < b) & (b < c)", node)
+        op = _COMPARE.get(type(node.ops[0]))
+        if op is None:
+            self.fail(f"comparison `{_OTHER_OPERATORS.get(type(node.ops[0]), '?')}` is not allowed; "
+                      "use < <= > >= == !=", node)
+        left, right = node.left, node.comparators[0]
+        strings = [s for s in (left, right) if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+        if strings:
+            other = right if strings[0] is left else left
+            if (op not in ("==", "!=") or len(strings) > 1 or not isinstance(other, ast.Name)
+                    or self.names.get(other.id) != "attribute"):
+                self.fail("a string literal is only allowed compared with == or != to an attribute, "
+                          "e.g. approximate == \"tanh\"", node)
+            attr, text = Name(other.id, "attribute"), Literal(strings[0].value, "str")
+            return Compare(op, *((text, attr) if strings[0] is left else (attr, text))), "bool"
+        a, at = self.visit(left, depth)
+        b, bt = self.visit(right, depth)
+        if op in ("==", "!=") and "num" not in (at, bt):
+            return Compare(op, a, b), "bool"  # booleans may be compared with each other
+        self.expect(at, "num", left, f"the left side of `{op}`")
+        self.expect(bt, "num", right, f"the right side of `{op}`")
+        return Compare(op, a, b), "bool"
+
+    def call(self, node: ast.Call, depth: int) -> tuple[Node, str]:
+        if isinstance(node.func, ast.Attribute):
+            self.fail("attribute access is not allowed: call a function by its bare name, as in "
+                      f"{node.func.attr}(...)", node.func, f"functions: {', '.join(FUNCTIONS)}")
+        if not isinstance(node.func, ast.Name):
+            self.fail("only the functions of the language can be called", node,
+                      f"functions: {', '.join(FUNCTIONS)}")
+        name = node.func.id
+        fn = FUNCTIONS.get(name)
+        if fn is None:
+            if name in self.names or name in self.lets:
+                self.fail(f"`{name}` is a parameter or let, not a function", node,
+                          f"functions: {', '.join(FUNCTIONS)}")
+            self.fail(f"unknown function `{name}`{_suggest(name, FUNCTIONS)}", node,
+                      f"functions: {', '.join(FUNCTIONS)}")
+        if node.keywords:
+            self.fail(f"keyword arguments are not allowed; call {fn.signature}", node)
+        n, fixed = len(node.args), len(fn.args) - fn.variadic
+        if n < fixed or (n > fixed and not fn.variadic):
+            wanted = f"at least {fixed}" if fn.variadic else str(fixed)
+            self.fail(f"{fn.signature} takes {wanted} argument(s), found {n}", node)
+        args: list[Node] = []
+        for i, arg in enumerate(node.args):
+            arg_name, type_ = fn.args[min(i, len(fn.args) - 1)]
+            args.append(self.argument(fn, arg_name, type_.lstrip("*"), arg, depth))
+        if name == "extern":
+            self.check_extern_arity(args[0].value, n - 1, node)
+        return Call(name, tuple(args)), fn.result
+
+    def argument(self, fn: Function, arg_name: str, type_: str, arg: ast.AST, depth: int) -> Node:
+        role = f"argument `{arg_name}` of {fn.signature}"
+        if type_ == "tensor":
+            if not isinstance(arg, ast.Name) or self.names.get(arg.id) not in ("input", "output"):
+                tensors = [n for n, k in self.names.items() if k in ("input", "output")]
+                self.fail(f"{role} must name a tensor parameter ({', '.join(tensors) or 'none'})", arg)
+            return TensorRef(arg.id)
+        if type_ == "dims":
+            return self.dims(role, arg)
+        if type_ == "kernel":
+            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                self.fail(f"{role} must be a string literal naming a registered kernel", arg)
+            kernels = _extern_kernels()
+            if arg.value not in kernels:
+                self.fail(f"no extern kernel {arg.value!r} is registered in runtime/numerics.py "
+                          f"EXTERN_KERNELS{_suggest(arg.value, kernels)}; registered: "
+                          f"{', '.join(sorted(kernels)) or 'none'}", arg)
+            return Literal(arg.value, "str")
+        tree, found = self.visit(arg, depth)
+        self.expect(found, type_, arg, role)
+        return tree
+
+    def dims(self, role: str, arg: ast.AST) -> Node:
+        if isinstance(arg, ast.Name) and self.names.get(arg.id) == "attribute":
+            return Name(arg.id, "attribute")
+        if isinstance(arg, ast.Tuple):
+            values = []
+            for item in arg.elts:
+                sign, inner = 1, item
+                if isinstance(item, ast.UnaryOp) and isinstance(item.op, ast.USub):
+                    sign, inner = -1, item.operand
+                if not (isinstance(inner, ast.Constant) and type(inner.value) is int):
+                    break
+                values.append(sign * inner.value)
+            else:
+                return Dims(tuple(values))
+        self.fail(f"{role} must be a tuple of int literals such as (0, 2) or (1,), or the name of "
+                  "an attribute", arg)
+
+    def check_extern_arity(self, kernel_name: str, count: int, node: ast.AST) -> None:
+        kernel = _extern_kernels()[kernel_name]
+        try:
+            inspect.signature(kernel).bind(None, *([None] * count))
+        except TypeError:
+            self.fail(f"extern kernel {kernel_name!r} cannot take {count} argument(s); its "
+                      f"signature is {inspect.signature(kernel)} (the first is the numerics object)",
+                      node)
+        except ValueError:  # no introspectable signature: checked when called
+            pass
+
+
+def parse_expression(source: str, names: Mapping[str, str], *, loc: tuple,
+                     lets: Sequence[str] = ()) -> Expression:
+    """Parse one expression. `names` maps each parameter's Python name to its kind (KINDS);
+    `lets` are let names defined before it. Raises FieldProblem(loc, message)."""
+    _check_names(names, loc)
+    return _Parser(source, names, loc, {name: "any" for name in lets}, ()).parse()
+
+
+def parse_program(outputs: Mapping[str, str], names: Mapping[str, str], *,
+                  lets: Mapping[str, str] = {}, loc: tuple) -> FormulaProgram:
+    """Parse an op's formula: ordered lets, then one expression per output. Outputs come back in
+    the order `names` declares them; every declared output needs an expression."""
+    loc = tuple(loc)
+    _check_names(names, loc)
+    let_types: dict[str, str] = {}
+    parsed_lets = []
+    let_names = list(lets)
+    for i, (name, source) in enumerate(lets.items()):
+        where = loc + ("lets", name)
+        problem = _identifier_problem(name)
+        if problem is None and (name in names or name in FUNCTIONS or name in CONSTANTS):
+            what = "parameter" if name in names else "function" if name in FUNCTIONS else "constant"
+            problem = f"it would shadow the {what} `{name}`; choose another name"
+        if problem:
+            raise FieldProblem(where, f"invalid let name {name!r}: {problem}")
+        expr = _Parser(source, names, where, dict(let_types), let_names[i + 1:]).parse()
+        let_types[name] = expr.type
+        parsed_lets.append((name, expr))
+    declared = [n for n, k in names.items() if k == "output"]
+    for name in outputs:
+        if name not in declared:
+            raise FieldProblem(loc + ("outputs", name),
+                               f"`{name}` is not an output of the op{_suggest(name, declared)}; "
+                               f"outputs: {', '.join(declared) or 'none'}")
+    missing = [n for n in declared if n not in outputs]
+    if missing:
+        raise FieldProblem(loc + ("outputs",), f"no expression for output(s) {', '.join(missing)}")
+    parsed_outputs = []
+    for name in declared:
+        where = loc + ("outputs", name)
+        expr = _Parser(outputs[name], names, where, dict(let_types), ()).parse()
+        if expr.type == "bool":
+            raise FieldProblem(where, f"the expression of output `{name}` is a boolean; an output "
+                                      "must be a number: use where(cond, 1, 0)")
+        parsed_outputs.append((name, expr))
+    return FormulaProgram(tuple(parsed_lets), tuple(parsed_outputs))
+
+
+# --- rendering -------------------------------------------------------------------------------------
+
+_PRECEDENCE = {"cmp": 1, "|": 2, "&": 3, "+": 4, "-": 4, "*": 5, "/": 5, "unary": 6, "**": 7}
+_ATOM = 8
+
+
+def _number(value: int | float) -> str:
+    return repr(int(value)) if isinstance(value, int) else repr(float(value))
+
+
+def _render(node: Node, style: str, lets: Mapping[str, Node] = {}) -> tuple[str, int]:
+    """Render `node` as text with its precedence. Styles: "python" (calls on `m`), "formula"
+    (the language itself; re-parses to the same tree) and "threshold" (plain Python over scalar
+    names, constants as math.*, round_to dropped, lets inlined)."""
+    def sub(child):
+        return _render(child, style, lets)
+
+    if isinstance(node, Literal):
+        if node.type == "str":
+            return ascii(node.value), _ATOM
+        if node.type == "bool":
+            return ("True" if node.value else "False"), _ATOM
+        text = _number(node.value)
+        return (f"{NUMERICS_NAME}.lit({text})" if style == "python" else text), _ATOM
+    if isinstance(node, Name):
+        if node.kind == "constant":
+            prefix = {"python": f"{NUMERICS_NAME}.", "threshold": "math."}.get(style, "")
+            return prefix + node.id, _ATOM
+        if style == "threshold" and node.kind == "let":
+            return sub(lets[node.id])
+        return node.id, _ATOM
+    if isinstance(node, TensorRef):
+        return (ascii(node.id) if style == "python" else node.id), _ATOM
+    if isinstance(node, Dims):
+        inner = ", ".join(map(str, node.values))
+        return f"({inner}{',' if len(node.values) == 1 else ''})", _ATOM
+    if isinstance(node, Unary):
+        text, prec = sub(node.operand)
+        p = _PRECEDENCE["unary"]
+        return node.op + (f"({text})" if prec < p else text), p
+    if isinstance(node, Binary):
+        p = _PRECEDENCE[node.op]
+        (lt, lp), (rt, rp) = sub(node.left), sub(node.right)
+        if node.op == "**":  # right-associative; a unary operand on the left needs parentheses
+            wrap_left, wrap_right = lp <= p, rp < _PRECEDENCE["unary"]
+        else:
+            wrap_left, wrap_right = lp < p, rp <= p
+        lt = f"({lt})" if wrap_left else lt
+        rt = f"({rt})" if wrap_right else rt
+        return f"{lt} {node.op} {rt}", p
+    if isinstance(node, Compare):
+        p = _PRECEDENCE["cmp"]
+        (lt, lp), (rt, rp) = sub(node.left), sub(node.right)
+        lt = f"({lt})" if lp <= p else lt
+        rt = f"({rt})" if rp <= p else rt
+        return f"{lt} {node.op} {rt}", p
+    if isinstance(node, Call):
+        if style == "threshold" and node.function == "round_to":
+            return sub(node.args[0])  # the data generator rounds to the tensor's dtype itself
+        args = ", ".join(sub(a)[0] for a in node.args)
+        prefix = f"{NUMERICS_NAME}." if style == "python" else ""
+        return f"{prefix}{node.function}({args})", _ATOM
+    raise TypeError(f"not a formula node: {node!r}")
+
+
+def render_python(expr: Expression) -> str:
+    """A Python expression over the parameter and let names that calls the numerics as `m.<fn>`."""
+    return _render(expr.tree, "python")[0]
+
+
+def render_formula(expr: Expression) -> str:
+    """The expression in canonical formula syntax (for docs); it parses back to the same tree."""
+    return _render(expr.tree, "formula")[0]
+
+
+def render_program(prog: FormulaProgram) -> list[str]:
+    """Body lines of a function `(m, *, <parameters>)`: one assignment per let, then the return
+    of a tuple of the outputs in declaration order."""
+    lines = [f"{name} = {render_python(expr)}" for name, expr in prog.lets]
+    outs = [render_python(expr) for _, expr in prog.outputs]
+    lines.append(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    return lines
+
+
+# --- analysis --------------------------------------------------------------------------------------
+
+def _walk(node: Node):
+    yield node
+    for child in _children(node):
+        yield from _walk(child)
+
+
+def _children(node: Node) -> tuple:
+    if isinstance(node, Unary):
+        return (node.operand,)
+    if isinstance(node, (Binary, Compare)):
+        return (node.left, node.right)
+    if isinstance(node, Call):
+        return node.args
+    return ()
+
+
+def _is_threshold(node: Node, lets: Mapping[str, Node]) -> bool:
+    """True when `node` depends on no tensor: scalars, attributes, literals, constants, arithmetic
+    and round_to (lets are followed)."""
+    if isinstance(node, Literal):
+        return node.type in ("int", "float")
+    if isinstance(node, Name):
+        if node.kind == "let":
+            return _is_threshold(lets[node.id], lets)
+        return node.kind in ("scalar", "optional_scalar", "attribute", "constant")
+    if isinstance(node, Unary):
+        return node.op in "-+" and _is_threshold(node.operand, lets)
+    if isinstance(node, Binary):
+        return node.op in "+-*/**" and _is_threshold(node.left, lets) and _is_threshold(node.right, lets)
+    if isinstance(node, Call):
+        return node.function == "round_to" and _is_threshold(node.args[0], lets)
+    return False
+
+
+def _tensor_operand(node: Node) -> tuple[str, bool] | None:
+    """(input name, mirrored) for `x` or `abs(x)` (whose boundaries are at +t and -t)."""
+    if isinstance(node, Name) and node.kind == "input":
+        return node.id, False
+    if isinstance(node, Call) and node.function == "abs":
+        inner = _tensor_operand(node.args[0])
+        return (inner[0], True) if inner and not inner[1] else None
+    return None
+
+
+def comparison_boundaries(prog: FormulaProgram) -> list[tuple[str, str]]:
+    """(input tensor, threshold) for each comparison of an input (or its abs) with an expression
+    of scalars, attributes and constants, deduplicated, in order of appearance. Thresholds are
+    plain Python over the scalar names (constants as math.pi etc., round_to dropped)."""
+    lets = {name: expr.tree for name, expr in prog.lets}
+    found: list[tuple[str, str]] = []
+    for _, expr in prog.lets + prog.outputs:
+        for node in _walk(expr.tree):
+            if not isinstance(node, Compare):
+                continue
+            for tensor_side, other in ((node.left, node.right), (node.right, node.left)):
+                operand = _tensor_operand(tensor_side)
+                if operand is None or not _is_threshold(other, lets):
+                    continue
+                threshold = _render(other, "threshold", lets)[0]
+                candidates = [threshold]
+                if operand[1]:
+                    candidates = [_render(Unary("-", other), "threshold", lets)[0], threshold]
+                for candidate in candidates:
+                    if (operand[0], candidate) not in found:
+                        found.append((operand[0], candidate))
+    return found
+
+
+def _categories(node: Node, lets: Mapping[str, Node]) -> set[str]:
+    cats: set[str] = set()
+    for n in _walk(node):
+        if isinstance(n, Name) and n.kind == "let":
+            cats |= _categories(lets[n.id], lets)
+        elif isinstance(n, Call):
+            cats.add(FUNCTIONS[n.function].category)
+        elif isinstance(n, Binary) and n.op == "**":
+            exact_square = isinstance(n.right, Literal) and n.right.value in (1, 2)
+            cats.add("exact" if exact_square else "transcendental")  # general pow goes through libm
+    return cats
+
+
+def classify(prog: FormulaProgram) -> dict[str, str]:
+    """Per output: "reduction" if a sum is involved, else "transcendental" if exp/log/erf/tanh/
+    sigmoid/general ** or an extern kernel is, else "selection" (exactly reproducible)."""
+    lets = {name: expr.tree for name, expr in prog.lets}
+    result = {}
+    for name, expr in prog.outputs:
+        cats = _categories(expr.tree, lets)
+        result[name] = ("reduction" if "reduction" in cats
+                        else "transcendental" if cats & {"transcendental", "extern"}
+                        else "selection")
+    return result

@@ -1,0 +1,213 @@
+"""NumPy numerics that rendered formulas call as `m.<function>(...)`, and the driver `evaluate`.
+
+Two precision modes:
+- "opmath" models the device: fp16/bf16/fp32 tensors are computed in float32 and fp64 in float64;
+  inputs and scalars are cast to that compute dtype, and each output is rounded once
+  (round-to-nearest-even) to its storage dtype.
+- "golden" computes everything in float64 and returns float64 outputs.
+Literals and constants of a formula come through `m.lit`/`m.pi`/... so they take the compute dtype
+instead of promoting float32 work to float64.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import ml_dtypes
+import numpy as np
+from scipy import special
+
+MODES = ("opmath", "golden")
+FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
+
+# Hand-written kernels for formulas the language cannot express: `extern("name", a, b)` in a
+# spec calls EXTERN_KERNELS["name"](m, a, b) with arguments already in the compute dtype.
+EXTERN_KERNELS: dict[str, Callable[..., np.ndarray]] = {}
+
+
+def register_extern(name: str):
+    """Decorator registering `kernel(m, *args)` under `name` for extern(...) in formulas."""
+
+    def register(kernel):
+        if name in EXTERN_KERNELS:
+            raise ValueError(f"extern kernel {name!r} is already registered")
+        EXTERN_KERNELS[name] = kernel
+        return kernel
+
+    return register
+
+
+def storage_dtype(dtype, what: str = "tensor") -> np.dtype:
+    """`dtype` as a supported floating storage dtype, else TypeError naming it."""
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{what}: {dtype!r} is not a dtype") from None
+    if resolved not in FLOAT_DTYPES:
+        raise TypeError(f"{what}: dtype {resolved.name} is not supported; the numerics support "
+                        f"{', '.join(d.name for d in FLOAT_DTYPES)}")
+    return resolved
+
+
+def compute_dtype(mode: str, storage_dtypes) -> np.dtype:
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    wide = mode == "golden" or any(np.dtype(d) == np.float64 for d in storage_dtypes)
+    return np.dtype(np.float64 if wide else np.float32)
+
+
+class Numerics:
+    """The functions of the formula language (codegen/formula.py FUNCTIONS) for one evaluation."""
+
+    def __init__(self, mode: str = "opmath", storage_dtypes: Mapping[str, object] = {}):
+        self.storage = {name: storage_dtype(dt, name) for name, dt in storage_dtypes.items()}
+        self.mode = mode
+        self.dtype = compute_dtype(mode, self.storage.values())
+
+    # --- values --------------------------------------------------------------------------------
+    def lit(self, value) -> np.generic:
+        return self.dtype.type(value)
+
+    @property
+    def pi(self) -> np.generic:
+        return self.dtype.type(np.pi)
+
+    @property
+    def inf(self) -> np.generic:
+        return self.dtype.type(np.inf)
+
+    @property
+    def nan(self) -> np.generic:
+        return self.dtype.type(np.nan)
+
+    def tensor(self, value, name: str = "tensor") -> np.ndarray:
+        array = np.asarray(value)
+        storage_dtype(array.dtype, name)
+        return array.astype(self.dtype, copy=False)
+
+    def scalar(self, value, name: str = "scalar") -> np.generic:
+        if value is None:
+            raise TypeError(f"scalar {name!r} is None; substitute the optional scalar's default first")
+        if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+            raise TypeError(f"scalar {name!r} must be a real number, found {type(value).__name__}")
+        return self.dtype.type(value)
+
+    def _num(self, x):
+        """Python numbers, booleans and integer arrays as the compute dtype; floats unchanged."""
+        if isinstance(x, (bool, int, float)):
+            return self.dtype.type(x)
+        if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biu":
+            return x.astype(self.dtype)
+        return x
+
+    # --- elementwise ---------------------------------------------------------------------------
+    def where(self, cond, a, b):
+        return np.where(cond, self._num(a), self._num(b))
+
+    def exp(self, x):
+        return np.exp(self._num(x))
+
+    def log(self, x):
+        return np.log(self._num(x))
+
+    def log1p(self, x):
+        return np.log1p(self._num(x))
+
+    def expm1(self, x):
+        return np.expm1(self._num(x))
+
+    def sqrt(self, x):
+        return np.sqrt(self._num(x))
+
+    def abs(self, x):
+        return np.abs(self._num(x))
+
+    def sign(self, x):
+        return np.sign(self._num(x))
+
+    def erf(self, x):
+        return special.erf(self._num(x))
+
+    def tanh(self, x):
+        return np.tanh(self._num(x))
+
+    def sigmoid(self, x):
+        # exp of -|x| never overflows; the negative side uses e / (1 + e) to keep tiny results
+        x = self._num(x)
+        e = np.exp(-np.abs(x))
+        one = self.dtype.type(1)
+        return np.where(x >= 0, one / (one + e), e / (one + e))
+
+    def minimum(self, a, b):
+        return np.minimum(self._num(a), self._num(b))
+
+    def maximum(self, a, b):
+        return np.maximum(self._num(a), self._num(b))
+
+    def isnan(self, x):
+        return np.isnan(self._num(x))
+
+    def round_to(self, x, tensor: str):
+        if tensor not in self.storage:
+            raise ValueError(f"round_to: no storage dtype for tensor {tensor!r}; known: "
+                             f"{', '.join(self.storage) or 'none'}")
+        rounded = np.asarray(self._num(x)).astype(self.storage[tensor]).astype(self.dtype)
+        return rounded[()] if rounded.ndim == 0 else rounded
+
+    # --- channels and reductions ---------------------------------------------------------------
+    def per_channel(self, w, x):
+        w, x = np.asarray(self._num(w)), np.asarray(x)
+        if w.ndim > 1:
+            raise ValueError(f"per_channel: weight must be 0-d or 1-D, found shape {w.shape}")
+        if w.size == 1:
+            return w.reshape(())
+        if x.ndim < 2 or x.shape[1] != w.size:
+            raise ValueError(f"per_channel: a weight of {w.size} elements needs a tensor with "
+                             f"{w.size} channels in dim 1, found shape {x.shape}")
+        return w.reshape((1, w.size) + (1,) * (x.ndim - 2))
+
+    def sum_per_channel(self, e, w):
+        e, w = np.asarray(self._num(e)), np.asarray(w)
+        if w.size == 1:
+            return np.asarray(np.sum(e, dtype=self.dtype)).reshape(w.shape)
+        if e.ndim < 2 or e.shape[1] != w.size:
+            raise ValueError(f"sum_per_channel: a weight of {w.size} elements needs {w.size} "
+                             f"channels in dim 1, found shape {e.shape}")
+        axes = (0,) + tuple(range(2, e.ndim))
+        return np.sum(e, axis=axes, dtype=self.dtype).reshape(w.shape)
+
+    def sum(self, e, dims):
+        dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+        if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
+            raise TypeError(f"sum: dims must be integers, found {dims!r}")
+        return np.sum(self._num(e), axis=dims, dtype=self.dtype)
+
+    def extern(self, kernel: str, *args):
+        if kernel not in EXTERN_KERNELS:
+            raise ValueError(f"no extern kernel {kernel!r} is registered; registered: "
+                             f"{', '.join(sorted(EXTERN_KERNELS)) or 'none'}")
+        return EXTERN_KERNELS[kernel](self, *args)
+
+
+def evaluate(body: Callable[..., tuple], *, inputs: Mapping[str, np.ndarray],
+             scalars: Mapping[str, object], attributes: Mapping[str, object],
+             output_dtypes: Mapping[str, object], mode: str = "opmath") -> tuple[np.ndarray, ...]:
+    """Run a rendered formula `body(m, **values)` and return its outputs, in the order of
+    `output_dtypes`: rounded once to their storage dtypes (opmath) or as float64 (golden)."""
+    arrays = {name: np.asarray(value) for name, value in inputs.items()}
+    outputs = {name: storage_dtype(dt, name) for name, dt in output_dtypes.items()}
+    clash = (set(arrays) & set(scalars)) | (set(arrays) & set(attributes)) | (set(scalars) & set(attributes))
+    if clash:
+        raise ValueError(f"names given twice among inputs, scalars and attributes: {sorted(clash)}")
+    m = Numerics(mode, {**{n: a.dtype for n, a in arrays.items()}, **outputs})
+    with np.errstate(all="ignore"):  # inf/NaN are legitimate results of these formulas
+        values = {name: m.tensor(a, name) for name, a in arrays.items()}
+        values.update({name: m.scalar(v, name) for name, v in scalars.items()})
+        values.update(attributes)
+        results = body(m, **values)
+        if not isinstance(results, tuple) or len(results) != len(outputs):
+            raise ValueError(f"the formula returned {type(results).__name__} "
+                             f"{len(results) if isinstance(results, tuple) else ''}; expected a tuple "
+                             f"of {len(outputs)} output(s) ({', '.join(outputs)})")
+        return tuple(np.asarray(r).astype(np.float64 if mode == "golden" else dt)
+                     for r, dt in zip(results, outputs.values()))
