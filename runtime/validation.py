@@ -1,0 +1,633 @@
+"""Validation of an op's arguments against its doc page, driven only by META (codegen/metadata.py).
+
+`validate(meta, values, family=..., version=...)` checks, in this order, and raises
+`AclnnValidationError` with the status the page documents at the first violation:
+
+1. null pointers: a required tensor (inputs and outputs; the binding allocates outputs before
+   validating) or a required scalar that is None or absent -> 161001. Optional tensors and
+   optional scalars may be None;
+2. the op is supported on `family` at `version` (from META "products") -> 161002;
+3. dtypes: every tensor's dtype is in its list for the family at `version`. For the inputs of a
+   `promote` rule the promoted dtype is checked instead, and the rule's output must have the
+   promoted dtype;
+4. every rule that holds at `version`, in spec order: same_shape, same_dtype, broadcast,
+   broadcast_to, promote, per_channel, max_rank, empty, non_contiguous -> the rule's status;
+5. scalar constraints that hold at `version` (NaN satisfies no bound) -> the constraint's status;
+6. attributes: type and `choices` -> 161002.
+
+Everything that depends only on (META, family, version) is computed once and cached, so a repeated
+call does nothing but the checks on the actual values. Values are looked up by C name; tensors are
+anything with `.shape` and `.dtype`.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .errors import AclnnValidationError
+from .shapes import (
+    MetaCache,
+    broadcast_shapes,
+    BroadcastError,
+    channels,
+    dtype_name,
+    is_contiguous,
+    numel,
+    promote_names,
+    rules_at,
+    shape_of,
+    version_key,
+)
+from .versions import CannVersion, holds_at
+
+__all__ = ["validate", "supported_dtypes", "supported_families", "clear_cache"]
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+    "<": operator.lt,
+    "!=": operator.ne,
+}
+_POINTER_ATTRIBUTES = ("char*", "aclIntArray*")
+
+
+# --- what a META says at one (family, version) --------------------------------------------------
+
+
+def _holds(entity: Mapping, version: str) -> bool:
+    return holds_at(entity.get("since"), entity.get("until"), version)
+
+
+def _families_at(meta: Mapping, version: str) -> tuple[str, ...]:
+    supported: list[str] = []
+    for product in meta["products"]:
+        if not _holds(product, version):
+            continue
+        family = product["family"]
+        if product.get("supported", True):
+            if family not in supported:
+                supported.append(family)
+        elif family in supported:  # a holding "not supported" entry wins
+            supported.remove(family)
+    return tuple(supported)
+
+
+def _dtypes_at(param: Mapping, family: str, version: str) -> tuple[str, ...]:
+    found: list[str] = []
+    for entry in param.get("dtypes") or ():
+        if family in entry["families"] and _holds(entry, version):
+            for name in entry["dtypes"]:
+                if name not in found:
+                    found.append(name)
+    return tuple(found)
+
+
+def _param(meta: Mapping, name: str) -> Mapping:
+    for p in meta["params"]:
+        if p["name"] == name:
+            return p
+    raise KeyError(f"{meta['name']} has no parameter {name!r}; it has {', '.join(p['name'] for p in meta['params'])}")
+
+
+def supported_families(meta: Mapping, version: str | CannVersion) -> tuple[str, ...]:
+    """The product families the op is supported on at `version`, in the spec's order."""
+    return _families_at(meta, version_key(version))
+
+
+def supported_dtypes(meta: Mapping, param: str, family: str, version: str | CannVersion) -> tuple[str, ...]:
+    """The dtypes parameter `param` (C name) accepts on `family` at `version`; () when the op is
+    not supported on the family there. For a scalar: the dtypes the page lists for it (or the one
+    the binding creates)."""
+    version = version_key(version)
+    p = _param(meta, param)
+    if family not in _families_at(meta, version):
+        return ()
+    if p["role"] in ("scalar", "optional_scalar"):
+        return tuple(p.get("scalar_dtypes") or ()) or ((p["scalar_dtype"],) if p.get("scalar_dtype") else ())
+    return _dtypes_at(p, family, version)
+
+
+def _status_of(meta: Mapping, check: str, version: str, default: int) -> int:
+    for row in meta.get("return_codes") or ():
+        if row["check"] == check and _holds(row, version):
+            return row["status"]
+    return default
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    op: str
+    family: str
+    version: str
+    required: tuple[tuple[str, str], ...]  # (C name, "tensor" | "scalar" | "attribute")
+    null_status: int
+    families: tuple[str, ...]
+    supported: bool
+    tensors: tuple[str, ...]
+    allowed: dict[str, tuple[str, ...]]
+    dtype_status: int
+    promotes: tuple[tuple[tuple[str, ...], str, int], ...]  # (inputs, output, status)
+    plain_dtype_params: tuple[str, ...]  # tensors whose own dtype is checked against their list
+    rule_checks: tuple[Callable[[dict], None], ...]
+    scalars: tuple[str, ...]
+    constraints: tuple[tuple[str, str, Any, int, Callable], ...]
+    attributes: tuple[tuple[str, str | None, tuple[str, ...], bool], ...]
+
+    def fail(self, status, param, check, detail, found=None, allowed=None):
+        raise AclnnValidationError(
+            status=status,
+            op=self.op,
+            param=param,
+            family=self.family,
+            version=self.version,
+            check=check,
+            detail=detail,
+            found=found,
+            allowed=allowed,
+        )
+
+
+def _fmt(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _names(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
+    params = meta["params"]
+    tensors = tuple(p["name"] for p in params if p["role"] in ("input", "output"))
+    required = []
+    for p in params:
+        role = p["role"]
+        if role in ("input", "output") and not p.get("optional"):
+            required.append((p["name"], "tensor"))
+        elif role == "scalar":
+            required.append((p["name"], "scalar"))
+        elif role == "attribute" and p.get("attr_type") in _POINTER_ATTRIBUTES and p.get("default") is None:
+            required.append((p["name"], "attribute"))
+    families = _families_at(meta, version)
+    allowed = {p["name"]: _dtypes_at(p, family, version) for p in params if p["role"] in ("input", "output")}
+    rules = rules_at(meta, version)
+    promotes = tuple((tuple(r["inputs"]), r["output"], r["status"]) for r in rules if r["kind"] == "promote")
+    promoted_inputs = {name for inputs, _, _ in promotes for name in inputs}
+    plan_fields = dict(
+        op=meta["name"],
+        family=family,
+        version=version,
+        required=tuple(required),
+        null_status=_status_of(meta, "null_pointer", version, 161001),
+        families=families,
+        supported=family in families,
+        tensors=tensors,
+        allowed=allowed,
+        dtype_status=_status_of(meta, "dtype", version, 161002),
+        promotes=promotes,
+        plain_dtype_params=tuple(t for t in tensors if t not in promoted_inputs),
+        scalars=tuple(p["name"] for p in params if p["role"] in ("scalar", "optional_scalar")),
+        constraints=tuple(
+            (p["name"], c["op"], c["value"], c["status"], _COMPARE[c["op"]])
+            for p in params
+            if p["role"] in ("scalar", "optional_scalar")
+            for c in p.get("constraints") or ()
+            if _holds(c, version)
+        ),
+        attributes=tuple(
+            (p["name"], p.get("attr_type"), tuple(p.get("choices") or ()), p.get("default") is not None)
+            for p in params
+            if p["role"] == "attribute"
+        ),
+    )
+    # The rule checks close over a plan for its error context (op, family, version) only.
+    context = _Plan(rule_checks=(), **plan_fields)
+    checks: list[Callable[[dict], None]] = []
+    for rule in rules:
+        builder = _RULE_BUILDERS.get(rule["kind"])
+        if builder is None:
+            raise ValueError(f"{meta['name']}: unknown rule kind {rule['kind']!r} in META")
+        check = builder(context, rule)
+        if check is not None:
+            checks.append(check)
+    return replace(context, rule_checks=tuple(checks))
+
+
+_PLANS = MetaCache(_build_plan)
+
+
+def clear_cache() -> None:
+    """Forget every cached plan (for tests that build many throwaway METAs)."""
+    _PLANS.clear()
+
+
+# --- rule checks (each builder returns a closure over the plan and the rule) ---------------------
+# `info` maps each present tensor's C name to (shape, dtype name, value).
+
+
+def _same_shape(plan: _Plan, rule: Mapping):
+    params, status = tuple(rule["params"]), rule["status"]
+
+    def check(info):
+        ref = None
+        for name in params:
+            entry = info.get(name)
+            if entry is None:
+                continue
+            if ref is None:
+                ref = (name, entry[0])
+            elif entry[0] != ref[1]:
+                plan.fail(
+                    status, name, "same_shape",
+                    f"{name} has shape {_fmt(entry[0])} but {ref[0]} has shape {_fmt(ref[1])}; "
+                    f"{_names(params)} must have the same shape",
+                    found=entry[0], allowed=ref[1],
+                )
+
+    return check
+
+
+def _same_dtype(plan: _Plan, rule: Mapping):
+    params, status = tuple(rule["params"]), rule["status"]
+
+    def check(info):
+        ref = None
+        for name in params:
+            entry = info.get(name)
+            if entry is None:
+                continue
+            if ref is None:
+                ref = (name, entry[1])
+            elif entry[1] != ref[1]:
+                plan.fail(
+                    status, name, "same_dtype",
+                    f"{name} has dtype {entry[1]} but {ref[0]} has dtype {ref[1]}; "
+                    f"{_names(params)} must have the same dtype",
+                    found=entry[1], allowed=ref[1],
+                )
+
+    return check
+
+
+def _broadcast(plan: _Plan, rule: Mapping):
+    inputs, output, status = tuple(rule["inputs"]), rule["output"], rule["status"]
+
+    def check(info):
+        present = [(n, info[n][0]) for n in inputs if n in info]
+        if not present:
+            return
+        try:
+            shape = broadcast_shapes(*(s for _, s in present))
+        except BroadcastError:
+            # name the first input that does not broadcast with the ones before it
+            acc = present[0][1]
+            for index in range(1, len(present)):
+                name, s = present[index]
+                try:
+                    acc = broadcast_shapes(acc, s)
+                except BroadcastError:
+                    before = _names(n for n, _ in present[:index])
+                    plan.fail(
+                        status, name, "broadcast",
+                        f"{name} has shape {_fmt(s)}, which does not broadcast with {before} (shape {_fmt(acc)})",
+                        found=s, allowed=f"a shape that broadcasts with {_fmt(acc)}",
+                    )
+            raise  # pragma: no cover - broadcast_shapes is pairwise-consistent
+        out = info.get(output)
+        if out is not None and out[0] != shape:
+            plan.fail(
+                status, output, "broadcast",
+                f"{output} has shape {_fmt(out[0])}, not the broadcast shape {_fmt(shape)} of "
+                f"{_names(n for n, _ in present)}",
+                found=out[0], allowed=shape,
+            )
+
+    return check
+
+
+def _broadcast_to(plan: _Plan, rule: Mapping):
+    param, target, status = rule["param"], rule["target"], rule["status"]
+
+    def check(info):
+        p, t = info.get(param), info.get(target)
+        if p is None or t is None:
+            return
+        try:
+            result = broadcast_shapes(p[0], t[0])
+        except BroadcastError:
+            result = None
+        if result != t[0]:
+            how = "does not broadcast with it" if result is None else f"broadcasts to {_fmt(result)}"
+            plan.fail(
+                status, param, "broadcast_to",
+                f"{param} has shape {_fmt(p[0])}, which does not broadcast to exactly {target}'s shape "
+                f"{_fmt(t[0])} ({how})",
+                found=p[0], allowed=f"a shape that broadcasts to {_fmt(t[0])}",
+            )
+
+    return check
+
+
+def _promote(plan: _Plan, rule: Mapping):
+    inputs, output, status = tuple(rule["inputs"]), rule["output"], rule["status"]
+
+    def check(info):
+        _check_promotion(plan, info, inputs, output, status)
+
+    return check
+
+
+def _check_promotion(plan: _Plan, info, inputs, output, status) -> str | None:
+    present = [(n, info[n][1]) for n in inputs if n in info]
+    if not present:
+        return None
+    promoted = promote_names(d for _, d in present)
+    described = _names(f"{n} ({d})" for n, d in present)
+    if promoted is None:
+        plan.fail(
+            status, present[-1][0], "promote",
+            f"{described} have no common dtype to promote to",
+            found=tuple(d for _, d in present), allowed="dtypes with a common promoted dtype",
+        )
+    out = info.get(output)
+    if out is not None and out[1] != promoted:
+        plan.fail(
+            status, output, "promote",
+            f"{output} has dtype {out[1]}; it must have the promoted dtype {promoted} of {described}",
+            found=out[1], allowed=promoted,
+        )
+    return promoted
+
+
+def _per_channel(plan: _Plan, rule: Mapping):
+    weight, source, grad, status = rule["weight"], rule["input"], rule.get("grad"), rule["status"]
+
+    def check(info):
+        w, x = info.get(weight), info.get(source)
+        if w is None or x is None:
+            return
+        n = numel(w[0])
+        c = channels(x[0])
+        if n != 1 and n != c:
+            if len(x[0]) == 0:
+                why = f"{source} is 0-d, so {weight} must have exactly one element"
+            elif len(x[0]) == 1:
+                why = f"{source} has rank 1, so its channel count is 1"
+            else:
+                why = f"{source} has shape {_fmt(x[0])}, so C = {c}"
+            plan.fail(
+                status, weight, "per_channel",
+                f"{weight} has {n} elements (shape {_fmt(w[0])}); it must have 1 or one per channel "
+                f"of {source} ({why})",
+                found=w[0], allowed=f"1 or {c} elements",
+            )
+        if grad is None:
+            return
+        g = info.get(grad)
+        if g is None:
+            return
+        expected = w[0] if n == 1 else (c,)
+        if g[0] != expected:
+            plan.fail(
+                status, grad, "per_channel",
+                f"{grad} has shape {_fmt(g[0])}; with {weight} of shape {_fmt(w[0])} it must have shape "
+                f"{_fmt(expected)}",
+                found=g[0], allowed=expected,
+            )
+
+    return check
+
+
+def _max_rank(plan: _Plan, rule: Mapping):
+    params, rank, status = tuple(rule["params"]), rule["rank"], rule["status"]
+
+    def check(info):
+        for name in params:
+            entry = info.get(name)
+            if entry is not None and len(entry[0]) > rank:
+                plan.fail(
+                    status, name, "max_rank",
+                    f"{name} has {len(entry[0])} dims (shape {_fmt(entry[0])}); at most {rank} are allowed",
+                    found=entry[0], allowed=f"at most {rank} dims",
+                )
+
+    return check
+
+
+def _empty(plan: _Plan, rule: Mapping):
+    if rule["allowed"]:
+        return None
+    params, status = tuple(rule["params"]), rule["status"]
+
+    def check(info):
+        for name in params:
+            entry = info.get(name)
+            if entry is not None and 0 in entry[0]:
+                plan.fail(
+                    status, name, "empty",
+                    f"{name} is empty (shape {_fmt(entry[0])}); empty tensors are not allowed",
+                    found=entry[0], allowed="tensors without a zero-sized dim",
+                )
+
+    return check
+
+
+def _non_contiguous(plan: _Plan, rule: Mapping):
+    if rule["allowed"]:
+        return None
+    params, status = tuple(rule["params"]), rule["status"]
+
+    def check(info):
+        for name in params:
+            entry = info.get(name)
+            if entry is None:
+                continue
+            try:
+                contiguous = is_contiguous(entry[2])
+            except Exception:
+                contiguous = False
+            if not contiguous:
+                plan.fail(
+                    status, name, "non_contiguous",
+                    f"{name} (shape {_fmt(entry[0])}) is not contiguous; non-contiguous tensors are not allowed",
+                    found="non-contiguous", allowed="contiguous tensors",
+                )
+
+    return check
+
+
+_RULE_BUILDERS = {
+    "same_shape": _same_shape,
+    "same_dtype": _same_dtype,
+    "broadcast": _broadcast,
+    "broadcast_to": _broadcast_to,
+    "promote": _promote,
+    "per_channel": _per_channel,
+    "max_rank": _max_rank,
+    "empty": _empty,
+    "non_contiguous": _non_contiguous,
+}
+
+
+# --- values -------------------------------------------------------------------------------------
+
+
+def _tensor_info(plan: _Plan, name: str, value: Any):
+    try:
+        shape = shape_of(value)
+        dtype = dtype_name(value)
+    except Exception:
+        plan.fail(
+            161002, name, "tensor",
+            f"{name} must be a tensor (an array with .shape and .dtype), not {type(value).__name__}",
+            found=type(value).__name__, allowed="an array-like with .shape and .dtype",
+        )
+    return (shape, dtype, value)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real)
+
+
+def _check_attribute(plan: _Plan, name: str, c_type: str | None, choices: tuple[str, ...], value: Any):
+    ok = True
+    if c_type == "bool":
+        ok = isinstance(value, (bool, np.bool_))
+    elif c_type == "int64_t":
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+    elif c_type == "double":
+        ok = _is_real(value) and not isinstance(value, bool)
+    elif c_type == "char*":
+        ok = isinstance(value, str) and "\x00" not in value
+    elif c_type == "aclIntArray*":
+        ok = isinstance(value, (list, tuple)) and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) and -(2**63) <= v < 2**63 for v in value
+        )
+    if not ok:
+        plan.fail(
+            161002, name, "attribute",
+            f"{name} = {value!r} is not a valid {c_type}", found=value, allowed=c_type,
+        )
+    if choices and value not in choices:
+        plan.fail(
+            161002, name, "attribute",
+            f"{name} = {value!r} is not one of {', '.join(map(repr, choices))}", found=value, allowed=choices,
+        )
+
+
+def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: str | CannVersion) -> None:
+    """Check `values` (C name -> array-like, number, attribute or None) against the op's META on
+    product `family` at CANN `version`; raise AclnnValidationError at the first violation."""
+    plan: _Plan = _PLANS.get(meta, family, version_key(version))
+    get = values.get
+
+    # 1. null pointers
+    for name, what in plan.required:
+        if get(name) is None:
+            plan.fail(
+                plan.null_status, name, "null_pointer",
+                f"{name} is None (a NULL {what}); it is required",
+                found=None, allowed=f"a {what}",
+            )
+
+    # 2. the product family
+    if not plan.supported:
+        supported = ", ".join(plan.families) if plan.families else "none"
+        plan.fail(
+            161002, None, "product",
+            f"the op is not supported on product family {plan.family!r} at CANN {plan.version}; "
+            f"supported families: {supported}",
+            found=plan.family, allowed=plan.families,
+        )
+
+    # 3. dtypes
+    info = {}
+    for name in plan.tensors:
+        value = get(name)
+        if value is not None:
+            info[name] = _tensor_info(plan, name, value)
+    for inputs, output, status in plan.promotes:
+        present = [(n, info[n][1]) for n in inputs if n in info]
+        if not present:
+            continue
+        promoted = promote_names(d for _, d in present)
+        if promoted is None:
+            plan.fail(
+                status, present[-1][0], "promote",
+                f"{_names(f'{n} ({d})' for n, d in present)} have no common dtype to promote to",
+                found=tuple(d for _, d in present), allowed="dtypes with a common promoted dtype",
+            )
+        for name, found in present:
+            allowed = plan.allowed[name]
+            if promoted not in allowed:
+                what = f"dtype {found}" if promoted == found else f"dtype {found}, promoted to {promoted},"
+                plan.fail(
+                    plan.dtype_status, name, "dtype",
+                    f"{name} has {what} which is not supported on family {plan.family!r}; "
+                    f"allowed: {', '.join(allowed) or 'none'}",
+                    found=found, allowed=allowed,
+                )
+    for name in plan.plain_dtype_params:
+        entry = info.get(name)
+        if entry is None:
+            continue
+        allowed = plan.allowed[name]
+        if entry[1] not in allowed:
+            plan.fail(
+                plan.dtype_status, name, "dtype",
+                f"{name} has dtype {entry[1]}, which is not supported on family {plan.family!r}; "
+                f"allowed: {', '.join(allowed) or 'none'}",
+                found=entry[1], allowed=allowed,
+            )
+    for inputs, output, status in plan.promotes:
+        _check_promotion(plan, info, inputs, output, status)
+
+    # 4. rules
+    for check in plan.rule_checks:
+        check(info)
+
+    # 5. scalars
+    for name in plan.scalars:
+        value = get(name)
+        if value is not None and not _is_real(value):
+            plan.fail(
+                161002, name, "scalar",
+                f"{name} = {value!r} is not a real number", found=value, allowed="a real number",
+            )
+    for name, op, bound, status, compare in plan.constraints:
+        value = get(name)
+        if value is None:
+            continue
+        if value != value:  # NaN satisfies no bound
+            plan.fail(
+                status, name, "scalar_range",
+                f"{name} is NaN, which satisfies no bound; it must be {op} {bound}",
+                found=value, allowed=f"{op} {bound}",
+            )
+        if not compare(value, bound):
+            plan.fail(
+                status, name, "scalar_range",
+                f"{name} = {value!r} is out of range; it must be {op} {bound}",
+                found=value, allowed=f"{op} {bound}",
+            )
+
+    # 6. attributes
+    for name, c_type, choices, has_default in plan.attributes:
+        value = get(name)
+        if value is None:
+            if has_default or c_type in _POINTER_ATTRIBUTES:
+                continue  # the binding supplies the default (pointer attributes were checked above)
+            plan.fail(
+                161002, name, "attribute",
+                f"{name} is None and has no default; a {c_type} is required", found=None, allowed=c_type,
+            )
+        _check_attribute(plan, name, c_type, choices, value)
