@@ -128,7 +128,14 @@ def _render_op(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
     )
     p.add(
         layout.module("reference", op),
-        render.render("reference.py.j2", header=_header("reference", source, "reference.py.j2"), bodies=_bodies(spec), **common),
+        render.render(
+            "reference.py.j2",
+            header=_header("reference", source, "reference.py.j2"),
+            bodies=_bodies(spec),
+            bounds=meta["formula"]["boundaries"],
+            bounds_need_math=any("math." in expr for _, expr in meta["formula"]["boundaries"]),
+            **common,
+        ),
     )
     p.add(
         f"{layout.tests_dir}/test_{op}.py",
