@@ -183,18 +183,18 @@ def _render_indexes(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -
 
     layout = p.layout
     ops = [{"snake": ls.spec.snake_name, "name": ls.spec.name, "summary": ls.spec.summary} for ls in loaded]
-    init_header = _header("package index", "specs/ops/*.yaml", "package_init.py.j2")
+    init_header = _header("package index", "specs/ops/", "package_init.py.j2")
     p.add(f"{layout.package_dir}/__init__.py", render.render("package_init.py.j2", header=init_header, ops=ops, layout=layout))
     for kind in ("meta", "ops", "reference"):
         p.add(
             f"{layout.package_dir}/{kind}/__init__.py",
-            render.render("kind_init.py.j2", header=_header("index", "specs/ops/*.yaml", "kind_init.py.j2"), ops=ops, kind=kind),
+            render.render("kind_init.py.j2", header=_header("index", "specs/ops/", "kind_init.py.j2"), ops=ops, kind=kind),
         )
     p.add(
         f"{layout.docs_dir}/index.md",
         render.render(
             "index.md.j2",
-            header=_header("support matrix", "specs/ops/*.yaml", "index.md.j2"),
+            header=_header("support matrix", "specs/ops/", "index.md.j2"),
             matrix=support_matrix([ls.spec for ls in loaded], products),
             ops=ops,
         ),
@@ -203,7 +203,7 @@ def _render_indexes(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -
         f"{layout.package_dir}/c/sim_ops.c",
         render.render(
             "sim_ops.c.j2",
-            header=_header("simulator entry points", "specs/ops/*.yaml", "sim_ops.c.j2"),
+            header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"),
             ops=[_sim_op(ls.spec) for ls in loaded],
         ),
     )
@@ -228,8 +228,8 @@ def _sim_op(spec: OpSpec) -> dict:
     args = []
     for p in spec.parameters:
         kind = _SIM_KIND[(p.role, p.c_type)] if p.role == "attribute" else _SIM_KIND[p.role]
-        if p.role in ("input", "output") and p.optional:
-            kind = "SIM_ARG_TENSOR_OPTIONAL"
+        if p.optional:
+            kind = "SIM_ARG_TENSOR_OUT_OPTIONAL" if p.role == "output" else "SIM_ARG_TENSOR_OPTIONAL"
         args.append({"kind": kind, "name": p.name, "attr_type": p.c_type})
     return {
         "name": spec.name,
