@@ -19,8 +19,9 @@ def pyrepr(value) -> str:
 
 
 def docstring(text: str) -> str:
-    """Text that can sit inside a triple-quoted docstring and mean the same."""
-    return str(text).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    """Text that can sit inside a triple-quoted docstring and mean the same (every quote escaped,
+    so neither a triple quote nor a quote next to the closing one can end the string)."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def c_string(text: str) -> str:

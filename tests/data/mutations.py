@@ -1,0 +1,29 @@
+"""A pytest plugin that deliberately breaks one piece, to show the generated tests can fail.
+
+Loaded with `-p mutations` (tests/data on sys.path); ACLNNGEN_MUTATION picks what to break:
+- validator: the validator accepts everything;
+- reference: the formula's `where` swaps its branches;
+- oracle_compare: the tolerance policy compares against a shifted reference.
+"""
+
+import os
+
+import numpy as np
+
+
+def pytest_configure(config):
+    mutation = os.environ.get("ACLNNGEN_MUTATION", "")
+    from aclnngen.runtime import numerics, opcheck
+
+    if mutation == "validator":
+        opcheck.validate = lambda *args, **kwargs: None
+    elif mutation == "reference":
+        original = numerics.Numerics.where
+        numerics.Numerics.where = lambda self, cond, a, b: original(self, cond, b, a)
+    elif mutation == "oracle_compare":
+        original_run = opcheck.OpUnderTest.run_reference
+        opcheck.OpUnderTest.run_reference = lambda self, values, **kw: tuple(
+            (r.astype(np.float64) + 1).astype(r.dtype) for r in original_run(self, values, **kw)
+        )
+    elif mutation:
+        raise ValueError(f"unknown mutation {mutation!r}")

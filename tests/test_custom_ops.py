@@ -1,0 +1,109 @@
+"""Adding an op only requires a spec: ops outside the five, generated into a stand-alone package.
+
+LeakyReluBackward has a scalar and a bool attribute; EluBackward has three scalars and an
+attribute before its tensor and a formula that branches on the attribute. Only the specs are
+written by hand (copied into a temporary directory); everything else is generated, then the
+generated reference and validator tests run, and run again with one piece deliberately broken to
+show that each kind of generated test can fail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SPECS = HERE / "data" / "custom_specs"
+
+
+def _run(args, **kwargs):
+    return subprocess.run(args, capture_output=True, text=True, timeout=900, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    root = tmp_path_factory.mktemp("custom")
+    specs = root / "specs"
+    shutil.copytree(SPECS, specs)
+    out = root / "pkg" / "custom_ops"
+    result = _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)])
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def _pytest(package: Path, mutation: str = "", *extra):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(HERE / "data")]), ACLNNGEN_MUTATION=mutation)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    args = [sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-p", "mutations",
+            "-m", "not needs_runtime", "-o", "addopts=", *extra]
+    return _run(args, env=env, cwd=package.parent)
+
+
+def test_only_generated_files_besides_the_specs(package):
+    files = sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for op in ("leaky_relu_backward", "elu_backward"):
+        for expected in (f"meta/{op}.py", f"ops/{op}.py", f"reference/{op}.py", f"tests/test_{op}.py", f"docs/{op}.md"):
+            assert expected in files
+    for path in files:
+        if path.endswith((".py", ".c", ".md")):
+            assert "Do not edit by hand" in (package / path).read_text(encoding="utf-8"), path
+
+
+def test_check_sees_the_package_fresh_then_stale(package):
+    specs = package.parent.parent / "specs"
+    ok = _run([sys.executable, "-m", "aclnngen.codegen.cli", "check", "--specs", str(specs), "--out", str(package)])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    victim = package / "reference" / "elu_backward.py"
+    original = victim.read_text(encoding="utf-8")
+    victim.write_text(original + "\n# edited\n", encoding="utf-8")
+    try:
+        stale = _run([sys.executable, "-m", "aclnngen.codegen.cli", "check", "--specs", str(specs), "--out", str(package)])
+    finally:
+        victim.write_text(original, encoding="utf-8")
+    assert stale.returncode == 1 and "stale: reference/elu_backward.py" in stale.stdout and "aclnngen generate --specs" in stale.stdout
+
+
+def _outcome(result) -> tuple[int, int]:
+    passed = re.search(r"(\d+) passed", result.stdout)
+    failed = re.search(r"(\d+) failed", result.stdout)
+    return int(passed.group(1)) if passed else 0, int(failed.group(1)) if failed else 0
+
+
+def test_generated_reference_and_validator_tests_pass(package):
+    result = _pytest(package)
+    passed, failed = _outcome(result)
+    assert result.returncode == 0 and failed == 0 and passed > 100, result.stdout[-3000:]
+    for kind in ("test_reference_matches_oracle", "test_validator_dtype", "test_validator_shape", "test_null_pointer", "test_return_code"):
+        assert kind in _pytest(package, "", "--collect-only").stdout
+
+
+@pytest.mark.parametrize(
+    "mutation,must_fail",
+    [
+        ("validator", ("test_validator_dtype", "test_validator_shape", "test_null_pointer", "test_return_code")),
+        ("reference", ("test_reference_matches_oracle",)),
+        ("oracle_compare", ("test_reference_matches_oracle",)),
+    ],
+)
+def test_generated_tests_fail_when_a_piece_is_broken(package, mutation, must_fail):
+    result = _pytest(package, mutation, "-rf")
+    assert result.returncode == 1, result.stdout[-2000:]
+    for kind in must_fail:
+        assert re.search(rf"FAILED \S+::{kind}\[", result.stdout), f"{mutation} broke nothing in {kind}:\n{result.stdout[-2000:]}"
+
+
+def test_a_wrong_formula_in_the_spec_fails_the_oracle_tests(tmp_path):
+    specs = tmp_path / "specs"
+    shutil.copytree(SPECS, specs)
+    spec = specs / "ops" / "leaky_relu_backward.yaml"
+    spec.write_text(spec.read_text(encoding="utf-8").replace("grad_output * negative_slope)", "grad_output * negative_slope * 2)"), encoding="utf-8")
+    out = tmp_path / "pkg" / "broken_ops"
+    assert _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)]).returncode == 0
+    result = _pytest(out, "", "-rf", "-k", "leaky and reference")
+    assert result.returncode == 1 and "FAILED" in result.stdout, result.stdout[-2000:]
