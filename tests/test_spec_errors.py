@@ -45,7 +45,7 @@ CASES = [
     ("param-name-not-c-identifier", _edit("  - name: betaOptional", "  - name: beta.Optional"), "name: beta.Optional", r"not a C identifier"),
     ("py-name-keyword", _edit("    py_name: beta\n", "    py_name: lambda\n"), "py_name: lambda", r"keyword"),
     ("py-name-not-snake", _edit("    py_name: beta\n", "    py_name: Beta\n"), "py_name: Beta", r"snake_case"),
-    ("formula-outside-language", _edit("    s: sigmoid(beta * self)", "    s: __import__('os').system('true')"), "__import__", r"only the functions of the language can be called"),
+    ("formula-outside-language", _edit("    s: sigmoid(beta * self)", "    s: __import__('os').system('true')"), "__import__", r"(only the functions of the language can be called|attribute access is not allowed)"),
     ("formula-unknown-name", _edit("    s: sigmoid(beta * self)", "    s: sigmoid(betta * self)"), "betta", r"betta.*did you mean .beta."),
     ("formula-uses-output", _edit("    s: sigmoid(beta * self)", "    s: sigmoid(beta * grad_input)"), "grad_input)", r"output"),
     ("unknown-dtype", _edit("{families: [training, inference], dtypes: [float16, float32]}", "{families: [training, inference], dtypes: [float8, float32]}"), "float8", r"unknown dtype 'float8'"),
