@@ -262,6 +262,15 @@ def _render_shared(p: Plan, loaded: list[LoadedSpec], products: ProductTable) ->
             families=[f.model_dump(mode="python") for f in products.families],
         ),
     )
+    from .profiles import load_profiles
+
+    profiles: dict = {}
+    for name, profile in load_profiles(p.specs_dir, {ls.spec.name: ls.spec for ls in loaded}):
+        profiles.setdefault(name, {}).setdefault(profile.op, {})[profile.cann_version] = profile.model_dump(mode="python")
+    p.add(
+        "generated/profiles.py",
+        render.render("profiles.py.j2", header=_header("behaviour profiles", "specs/profiles/", "profiles.py.j2"), profiles=profiles),
+    )
     if p.layout.schema_dir:
         from .model import OpSpec
         from .products import ProductTable as Table

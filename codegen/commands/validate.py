@@ -38,9 +38,17 @@ def _validate_dir(specs_dir: Path) -> list[Problem]:
     paths = spec_paths(specs_dir)
     if not paths:
         problems.append(Problem(str(specs_dir / "ops"), 0, "no op specs (*.yaml) found"))
+    specs = {}
     for path in paths:
         try:
-            load_spec(path, products)
+            specs[path] = load_spec(path, products).spec
+        except SpecError as exc:
+            problems += exc.problems
+    if not problems:
+        from ..profiles import load_profiles
+
+        try:
+            load_profiles(specs_dir, {s.name: s for s in specs.values()})
         except SpecError as exc:
             problems += exc.problems
     return problems

@@ -1,0 +1,74 @@
+"""Behaviour profiles: what an implementation of an op really checks, kept apart from the spec.
+
+A profile is data, one file per (op, CANN release), under `specs/profiles/<profile>/<release>/<op>.yaml`.
+The simulator checks parameters by a profile: `spec` (implicit) follows the spec's own rules;
+`vendor` models the vendor implementation's known checks; a recorded audit of a real NPU can be
+written as another profile. Each change to the spec's rules carries its reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from .errors import Problem, SpecError
+from .loader import validate_model
+from .model import CIdentifier, Frozen, NonEmptyText, OpSpec, Version, rule_params
+from .yamlio import read_yaml
+
+
+class ProfileChange(Frozen):
+    action: Literal["drop", "allow", "exclude_params"]
+    rule: Literal["same_shape", "same_dtype", "broadcast", "broadcast_to", "promote", "per_channel", "max_rank", "empty", "non_contiguous"]
+    params: list[CIdentifier] = []
+    reason: NonEmptyText
+
+
+class Profile(Frozen):
+    op: CIdentifier
+    cann_version: Version
+    evidence: NonEmptyText
+    null_out_pointers: Literal["checked", "unchecked"]
+    changes: list[ProfileChange] = Field(default_factory=list)
+
+
+def profile_paths(specs_dir: Path) -> list[Path]:
+    return sorted((Path(specs_dir) / "profiles").glob("*/*/*.yaml"))
+
+
+def load_profiles(specs_dir: Path, specs: dict[str, OpSpec]) -> list[tuple[str, Profile]]:
+    """(profile name, profile) for every profile file, checked against the op it names."""
+    found, problems = [], []
+    for path in profile_paths(specs_dir):
+        try:
+            data, lines = read_yaml(path)
+            profile = validate_model(Profile, data, path, lines)
+            _check(profile, path, lines, specs)
+            found.append((path.parent.parent.name, profile))
+        except SpecError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SpecError(problems)
+    return found
+
+
+def _check(profile: Profile, path: Path, lines, specs: dict[str, OpSpec]) -> None:
+    spec = specs.get(profile.op)
+    if spec is None:
+        raise SpecError(Problem(str(path), lines.line_of(("op",)), f"no spec for op {profile.op!r}"))
+    if path.stem != spec.snake_name or path.parent.name != profile.cann_version:
+        raise SpecError(
+            Problem(str(path), 1, f"a profile of {profile.op} at {profile.cann_version} lives in {profile.cann_version}/{spec.snake_name}.yaml")
+        )
+    for i, change in enumerate(profile.changes):
+        rules = [r for r in spec.rules if r.kind == change.rule]
+        if not rules:
+            raise SpecError(Problem(str(path), lines.line_of(("changes", i, "rule")), f"{profile.op} has no {change.rule!r} rule to change"))
+        named = {n for r in rules for _, n in rule_params(r)}
+        for j, param in enumerate(change.params):
+            if param not in named:
+                raise SpecError(Problem(str(path), lines.line_of(("changes", i, "params", j)), f"no {change.rule!r} rule names {param!r}"))
+        if (change.action == "exclude_params") != bool(change.params):
+            raise SpecError(Problem(str(path), lines.line_of(("changes", i)), "'params' goes with (and only with) action exclude_params"))

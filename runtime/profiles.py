@@ -1,0 +1,87 @@
+"""Apply a behaviour profile to an op's metadata: the rules an implementation really checks.
+
+The simulator validates parameters with `validation.validate` on the META this returns, so one
+validator serves both the spec's claims (profile "spec", the default) and an implementation's
+recorded behaviour (e.g. "vendor"). Select with `ACLNNGEN_SIM_PROFILE` or `session`.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+from .versions import CannVersion
+
+SPEC = "spec"
+NULL_CHECKED = "checked"
+
+
+def _table() -> dict:
+    from aclnngen.generated.profiles import PROFILES
+
+    return PROFILES
+
+
+def names() -> tuple[str, ...]:
+    return (SPEC,) + tuple(sorted(_table()))
+
+
+def active() -> str:
+    return os.environ.get("ACLNNGEN_SIM_PROFILE", SPEC)
+
+
+def select(profile: str, op: str, version: str) -> dict | None:
+    """The profile entry for `op` that holds at `version`: the newest release not after it."""
+    if profile == SPEC:
+        return None
+    table = _table()
+    if profile not in table:
+        raise ValueError(f"unknown behaviour profile {profile!r}; known: {', '.join(names())}")
+    releases = table[profile].get(op, {})
+    holding = [r for r in releases if not CannVersion(version) < CannVersion(r)]
+    return releases[max(holding, key=CannVersion)] if holding else None
+
+
+def null_out_pointers_checked(profile: str, op: str, version: str) -> bool:
+    entry = select(profile, op, version)
+    return entry is None or entry["null_out_pointers"] == NULL_CHECKED
+
+
+_PARAM_FIELDS = ("params", "inputs")
+
+
+def apply(meta: dict, profile: str, version: str) -> dict:
+    """META with the profile's changes to its rules (the same object when nothing changes)."""
+    entry = select(profile, meta["name"], version)
+    if entry is None or not entry["changes"]:
+        return meta
+    key = (meta["name"], id(meta), profile, entry["cann_version"])
+    cached = _APPLIED.get(key)
+    if cached is None or cached[0] is not meta:
+        cached = _APPLIED[key] = (meta, _changed(meta, entry))  # keeps `meta` alive, so its id stays unique
+    return cached[1]
+
+
+_APPLIED: dict = {}
+
+
+def _changed(meta: dict, entry: dict) -> dict:
+    changed = copy.deepcopy(meta)
+    for change in entry["changes"]:
+        kept = []
+        for rule in changed["rules"]:
+            if rule["kind"] != change["rule"]:
+                kept.append(rule)
+            elif change["action"] == "drop":
+                continue
+            elif change["action"] == "allow":
+                kept.append({**rule, "allowed": True})
+            else:  # exclude_params
+                rule = dict(rule)
+                for field in _PARAM_FIELDS:
+                    if field in rule:
+                        rule[field] = [p for p in rule[field] if p not in change["params"]]
+                if all(len(rule.get(f, [None, None])) >= 2 for f in _PARAM_FIELDS if f in rule):
+                    kept.append(rule)
+        changed["rules"] = kept
+    return changed
