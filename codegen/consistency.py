@@ -192,14 +192,14 @@ def _dtypes(spec: "OpSpec", families: Iterable[str]) -> None:
 def _checkpoints(spec: "OpSpec") -> list[str]:
     """Releases at which the set of holding facts can change: the page's own and every boundary."""
     points = {spec.cann_version}
-    for entity in _versioned(spec):
+    for entity in versioned_facts(spec):
         for v in (entity.since, entity.until):
             if v is not None:
                 points.add(v)
     return sorted(points, key=CannVersion)
 
 
-def _versioned(spec: "OpSpec"):
+def versioned_facts(spec: "OpSpec"):
     yield from spec.products
     yield from spec.rules
     yield from spec.return_codes

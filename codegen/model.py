@@ -20,31 +20,16 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchema, model_validator
 
 from .errors import FieldProblem
+from aclnngen.runtime.shapes import ALL_DTYPES
 from aclnngen.runtime.versions import VERSION_HELP, holds_at, is_version
 
 C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SNAKE_CASE = re.compile(r"^[a-z_][a-z0-9_]*$")
 STATUS_CODES = {161001: "ACLNN_ERR_PARAM_NULLPTR", 161002: "ACLNN_ERR_PARAM_INVALID"}
 
-# dtype names a spec may use, as NumPy (and ml_dtypes) spell them; the ABI data file maps each to
-# its aclDataType, and a test checks the two agree.
-DTYPES = (
-    "float16",
-    "float32",
-    "bfloat16",
-    "float64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "bool",
-    "complex64",
-    "complex128",
-)
+# dtype names a spec may use, as NumPy (and ml_dtypes) spell them: one list, the runtime's; the
+# ABI data file maps each to its aclDataType, and a test checks the two agree.
+DTYPES = ALL_DTYPES
 
 ATTRIBUTE_C_TYPES = ("bool", "int64_t", "double", "char*", "aclIntArray*")
 

@@ -10,6 +10,7 @@ from aclnngen.runtime import cases
 from aclnngen.runtime.versions import CannVersion
 
 from . import metadata
+from .consistency import versioned_facts
 from .model import OpSpec
 from .products import ProductTable
 from .resolve import resolve
@@ -24,19 +25,10 @@ LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank
 def newest_version(spec: OpSpec) -> str:
     """The newest release the spec documents: its tests check the facts that hold then."""
     versions = [CannVersion(spec.cann_version)]
-    for entity in _versioned(spec):
+    for entity in versioned_facts(spec):
         if entity.since is not None:
             versions.append(CannVersion(entity.since))
     return str(max(versions))
-
-
-def _versioned(spec: OpSpec):
-    yield from spec.products
-    yield from spec.rules
-    yield from spec.return_codes
-    for p in spec.parameters:
-        yield from p.dtypes
-        yield from p.constraints
 
 
 def _case(id_: str, **values) -> dict:

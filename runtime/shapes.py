@@ -23,8 +23,8 @@ import numpy as np
 
 from .versions import CannVersion, holds_at
 
-# The dtype names a spec may use, as NumPy and ml_dtypes spell them (the same list as
-# codegen.model.DTYPES; a test checks they agree; the runtime does not import codegen).
+# The dtype names a spec may use, as NumPy and ml_dtypes spell them (codegen.model.DTYPES is this
+# list; the runtime does not import codegen).
 ALL_DTYPES: tuple[str, ...] = (
     "float16",
     "float32",

@@ -125,3 +125,13 @@ def test_mutated_specs_only_raise_spec_errors(data):
         validate_model(OpSpec, parsed, "mutated.yaml", lines, context={"families": PRODUCTS.ids})
     except SpecError as exc:
         assert exc.problems and all(p.path == "mutated.yaml" and p.line >= 1 for p in exc.problems)
+
+
+def test_every_spec_dtype_has_an_acl_data_type():
+    from aclnngen.codegen.abi import default_abi
+    from aclnngen.codegen.model import DTYPES
+
+    abi = default_abi()
+    for name in DTYPES:
+        info = abi.dtype_for_numpy(name)
+        assert info.numpy == name and info.acl_value >= 0
