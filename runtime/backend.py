@@ -1,0 +1,672 @@
+"""Backends: the real CANN libraries, or the simulator built from C on first use.
+
+Selection (`select_backend_name`): an explicit name, else `$ACLNNGEN_BACKEND` (`cann` or `sim`),
+else CANN when it is found and the simulator otherwise.
+
+Finding CANN (`find_cann`), the way an Ascend user expects:
+  1. `$ASCEND_HOME_PATH`, then `$ASCEND_TOOLKIT_HOME`: their `lib64/` and `<arch>-linux/lib64/`;
+  2. the directories of `$LD_LIBRARY_PATH`;
+  3. a plain `dlopen` by file name (the loader's own search: rpath, ldconfig cache, ...).
+The runtime API comes from `libascendcl.so`, else `libacl_rt.so` (generated/abi.py LIBRARIES);
+the tensor API from `libnnopbase.so`. Op symbols are searched in op-plugin's order: custom
+`libcust_opapi.so` under `$ASCEND_CUSTOM_OPP_PATH/*/op_api/lib/` and the vendors listed in
+`$ASCEND_OPP_PATH/vendors/config.ini`, then LIBRARIES["opapi"] in the library directories
+(`libcust_opapi.so`, `libopapi_*.so`, `libopapi.so`, the feature libraries), then those names through
+the loader. An op's symbols are looked up on its first use only: an op missing from every op library
+raises BackendError naming the op, the CANN version and every library searched, and the other ops
+keep working.
+
+The simulator (`SimBackend`) compiles runtime/sim/*.c with the generated `c/sim_ops.c` (and any
+extra op sources registered with `simkernels.register_sim_sources`, or found beside the META of a
+stand-alone generated package) through `simbuild.build_simulator(abi_header=generated
+acl_runtime.h)` into the user's cache, loads it with the same runtime cdef as CANN and registers the
+Python kernels of runtime/simkernels.py as its prepare/run hooks.
+
+Both backends expose the same things: `api` (every runtime/tensor function of
+generated/abi.py FUNCTIONS, None for a missing optional one), `ffi`, `libraries` (purpose -> path),
+`op_functions(meta)`, `soc_name()`, `family()`, `version_info()`, per-thread device setup
+(`ensure_thread`) and `shutdown()`.
+"""
+
+from __future__ import annotations
+
+import configparser
+import glob
+import itertools
+import os
+import platform
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import ffi as ffimod
+from .errors import AclRuntimeError, BackendError
+
+__all__ = [
+    "BACKEND_ENV",
+    "Backend",
+    "CannBackend",
+    "SimBackend",
+    "CannInstall",
+    "find_cann",
+    "load_backend",
+    "select_backend_name",
+]
+
+BACKEND_ENV = "ACLNNGEN_BACKEND"
+DEVICE_ENV = "ACLNNGEN_DEVICE"
+BACKEND_NAMES = ("cann", "sim")
+SIM_LIB_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
+VERSION_PACKAGES = (b"cann", b"runtime", b"toolkit", b"opp")
+VERSION_BUFFER = 256
+
+ACL_ERROR_REPEAT_INITIALIZE = 100002
+ACL_MEM_MALLOC_HUGE_FIRST = 0
+
+_generations = itertools.count(1)
+
+
+def _abi():
+    from aclnngen.generated import abi
+
+    return abi
+
+
+def select_backend_name(name: str | None = None) -> str | None:
+    """"cann", "sim", or None (= auto: CANN when found, else the simulator)."""
+    chosen = name if name is not None else os.environ.get(BACKEND_ENV, "").strip() or None
+    if chosen is None or chosen == "auto":
+        return None
+    chosen = chosen.lower()
+    if chosen not in BACKEND_NAMES:
+        source = "argument" if name is not None else f"${BACKEND_ENV}"
+        raise BackendError(reason=f"unknown backend {chosen!r} ({source}); use 'cann' or 'sim'")
+    return chosen
+
+
+# --- the runtime API facade -----------------------------------------------------------------------
+
+
+class RuntimeApi:
+    """The functions of generated/abi.py FUNCTIONS as attributes, each from its own library.
+
+    A required function the library lacks is reported at load time; an optional one (newer
+    releases only) is None."""
+
+    def __init__(self, libs: Mapping[str, Any], paths: Mapping[str, str]):
+        missing = []
+        self.optional_missing: list[str] = []
+        for name, (key, optional) in _abi().FUNCTIONS.items():
+            fn = ffimod.lookup(libs[key], name)
+            if fn is None:
+                if optional:
+                    self.optional_missing.append(name)
+                else:
+                    missing.append(f"{name} ({paths.get(key, key)})")
+            setattr(self, name, fn)
+        if missing:
+            raise BackendError(
+                reason="the runtime libraries lack required functions: " + ", ".join(missing),
+                searched=paths.values(),
+                hint="the install is incomplete or too old; check ASCEND_HOME_PATH",
+            )
+
+
+# --- the common part ------------------------------------------------------------------------------
+
+
+class Backend:
+    """What the runtime needs from a backend; see the module docstring."""
+
+    kind = "?"
+
+    def __init__(self):
+        self.ffi = ffimod.runtime_ffi()
+        self.api: RuntimeApi
+        self.libraries: dict[str, str] = {}  # purpose -> path
+        self.generation = next(_generations)
+        self.alive = True
+        self.device = int(os.environ.get(DEVICE_ENV, "0") or 0)
+        self._lock = threading.RLock()
+        self._tls = threading.local()
+        self._initialized = False
+        self.owns_init = False
+        self._devices_set: dict[int, int] = {}
+        self._ops: dict[tuple[str, str], tuple[Any, Any, str]] = {}
+        self._missing_ops: dict[tuple[str, str], BackendError] = {}
+
+    # -- errors --------------------------------------------------------------------------------
+    def recent_error(self) -> str:
+        """aclGetRecentErrMsg() (which also clears it); '' when there is none."""
+        fn = self.api.aclGetRecentErrMsg
+        try:
+            ptr = fn()
+        except Exception:  # noqa: BLE001 - diagnostics must never raise
+            return ""
+        if ptr == self.ffi.NULL:
+            return ""
+        return self.ffi.string(ptr).decode("utf-8", "replace").strip()
+
+    def check(self, function: str, rc: int) -> None:
+        if rc != 0:
+            raise AclRuntimeError(status=rc, function=function, detail=self.recent_error() or None)
+
+    # -- process and thread setup --------------------------------------------------------------
+    def ensure_init(self) -> None:
+        if self._initialized:
+            return
+        with self._lock:
+            if self._initialized:
+                return
+            if not self.alive:
+                raise BackendError(reason=f"the {self.kind} backend was shut down")
+            rc = self.api.aclInit(self.ffi.NULL)
+            if rc == 0:
+                self.owns_init = True
+            elif rc == ACL_ERROR_REPEAT_INITIALIZE:
+                # Someone else initialised ACL in this process: use it, never finalise it.
+                self.owns_init = False
+                self.recent_error()
+            else:
+                self.check("aclInit", rc)
+            self._initialized = True
+
+    def ensure_thread(self) -> None:
+        """Make sure the calling thread can issue work: ACL initialised, and a current context
+        (the thread's own, or the device's default context through aclrtSetDevice)."""
+        tls = self._tls
+        if getattr(tls, "ready", False):
+            return
+        self.ensure_init()
+        dev = self.ffi.new("int32_t *")
+        if self.api.aclrtGetDevice(dev) == 0:
+            tls.ready = True  # the thread already has a context (set by the user, or shared)
+            return
+        self.recent_error()  # the expected "no context" message
+        self.set_device(self.device)
+        tls.ready = True
+
+    def set_device(self, device: int) -> None:
+        self.ensure_init()
+        self.check("aclrtSetDevice", self.api.aclrtSetDevice(int(device)))
+        with self._lock:
+            self._devices_set[device] = self._devices_set.get(device, 0) + 1
+
+    def reset_device(self, device: int) -> None:
+        self.check("aclrtResetDevice", self.api.aclrtResetDevice(int(device)))
+        with self._lock:
+            count = self._devices_set.get(device, 0) - 1
+            if count > 0:
+                self._devices_set[device] = count
+            else:
+                self._devices_set.pop(device, None)
+
+    def mark_thread_ready(self, ready: bool) -> None:
+        self._tls.ready = ready
+
+    def shutdown(self) -> None:
+        """Release what this process set up: the devices it set, and ACL when it initialised it.
+        Called at exit; safe to call twice; never raises."""
+        with self._lock:
+            if not self.alive:
+                return
+            self.alive = False
+            if not self._initialized:
+                return
+            try:
+                for device, count in list(self._devices_set.items()):
+                    for _ in range(count):
+                        self.api.aclrtResetDevice(device)
+                self._devices_set.clear()
+                if self.owns_init:
+                    self.api.aclFinalize()
+            except Exception:  # noqa: BLE001 - at exit, nothing may raise
+                pass
+
+    # -- facts ---------------------------------------------------------------------------------
+    def soc_name(self) -> str | None:
+        ptr = self.api.aclrtGetSocName()
+        if ptr == self.ffi.NULL:
+            self.recent_error()
+            return None
+        return self.ffi.string(ptr).decode("utf-8", "replace")
+
+    def family(self) -> str:
+        from .products import family_of
+
+        return family_of(self.soc_name())
+
+    def library_version(self) -> str | None:
+        """aclsysGetVersionStr, when the library offers it."""
+        fn = self.api.aclsysGetVersionStr
+        if fn is None:
+            return None
+        buf = self.ffi.new("char[]", VERSION_BUFFER)
+        for package in VERSION_PACKAGES:
+            name = self.ffi.new("char[]", package)
+            if fn(name, buf) == 0:
+                text = self.ffi.string(buf).decode("utf-8", "replace").strip()
+                if text:
+                    return text
+        self.recent_error()
+        return None
+
+    def version_info(self) -> tuple[str | None, str]:
+        """(CANN version or None, where it came from)."""
+        version = self.library_version()
+        if version is not None:
+            return version, "aclsysGetVersionStr"
+        return None, "unknown (aclsysGetVersionStr missing or failed)"
+
+    def version(self) -> str | None:
+        return self.version_info()[0]
+
+    # -- op symbols ----------------------------------------------------------------------------
+    def op_library_candidates(self) -> list[str]:
+        raise NotImplementedError
+
+    def op_functions(self, meta: Mapping[str, Any]):
+        """(GetWorkspaceSize function, launch function, library path) of the op, looked up on
+        first use and cached. BackendError when no op library exports both symbols."""
+        key = (meta["symbol"], meta["cdef"])
+        found = self._ops.get(key)
+        if found is not None:
+            return found
+        error = self._missing_ops.get(key)
+        if error is not None:
+            raise error
+        with self._lock:
+            found = self._ops.get(key)
+            if found is not None:
+                return found
+            op_ffi = ffimod.op_ffi(meta)
+            gws_name, launch_name = meta["symbol"] + "GetWorkspaceSize", meta["symbol"]
+            searched = []
+            for candidate in self.op_library_candidates():
+                try:
+                    lib = ffimod.dlopen(op_ffi, candidate)
+                except OSError as exc:
+                    searched.append(f"{candidate} (not loadable: {_first_line(exc)})")
+                    continue
+                gws, launch = ffimod.lookup(lib, gws_name), ffimod.lookup(lib, launch_name)
+                if gws is not None and launch is not None:
+                    self._ops[key] = found = (gws, launch, candidate)
+                    return found
+                if gws is not None or launch is not None:
+                    searched.append(f"{candidate} (exports only {gws_name if gws is not None else launch_name})")
+                else:
+                    searched.append(candidate)
+            error = self._missing_op_error(meta, searched)
+            self._missing_ops[key] = error
+            raise error
+
+    def _missing_op_error(self, meta, searched) -> BackendError:
+        return BackendError(
+            reason=f"{meta['symbol']}GetWorkspaceSize/{meta['symbol']} is not exported by any op library",
+            op=meta.get("name") or meta["symbol"],
+            cann_version=self.version(),
+            searched=searched,
+            hint="the installed CANN may predate the op; the other ops still work",
+        )
+
+    def describe(self) -> dict:
+        version, source = self.version_info()
+        return {"backend": self.kind, "libraries": dict(self.libraries), "version": version, "version_source": source}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --- CANN -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class CannInstall:
+    """Where CANN was found: the library files, the install home (if known) and the search log."""
+
+    runtime: str
+    nnopbase: str
+    home: Path | None
+    lib_dirs: list[Path]
+    searched: list[str] = field(default_factory=list)
+
+
+def _arch_dir() -> str:
+    machine = platform.machine() or "x86_64"
+    return {"arm64": "aarch64", "amd64": "x86_64"}.get(machine.lower(), machine) + "-linux"
+
+
+def install_homes(env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+    env = os.environ if env is None else env
+    homes = []
+    for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
+        value = (env.get(var) or "").strip()
+        if value:
+            homes.append((var, Path(value)))
+    return homes
+
+
+def _home_lib_dirs(home: Path) -> list[Path]:
+    return [home / "lib64", home / _arch_dir() / "lib64"]
+
+
+def _loader_dirs(env: Mapping[str, str]) -> list[Path]:
+    return [Path(d) for d in (env.get("LD_LIBRARY_PATH") or "").split(":") if d.strip()]
+
+
+def _loaded_path(name: str) -> str:
+    """The file the loader picked for `name` (from /proc/self/maps), else the bare name."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and os.path.basename(parts[5].strip()).startswith(name):
+                    return parts[5].strip()
+    except OSError:
+        pass
+    return f"{name} (found by the dynamic loader)"
+
+
+def find_cann(env: Mapping[str, str] | None = None) -> tuple[CannInstall | None, list[str]]:
+    """Locates libascendcl/libacl_rt and libnnopbase; (None, searched) when CANN is absent.
+    Raises BackendError when a library file exists but cannot be loaded."""
+    env = os.environ if env is None else env
+    ffi = ffimod.runtime_ffi()
+    libraries = _abi().LIBRARIES
+    rt_names = libraries["ascendcl"][1]
+    nn_names = libraries["nnopbase"][1]
+    searched: list[str] = []
+    dirs: list[tuple[Path | None, Path]] = []
+    for _, home in install_homes(env):
+        for d in _home_lib_dirs(home):
+            dirs.append((home, d))
+    for d in _loader_dirs(env):
+        dirs.append((None, d))
+
+    def try_load(path: str) -> str | None:
+        try:
+            ffimod.dlopen(ffi, path)
+            return None
+        except OSError as exc:
+            return _first_line(exc)
+
+    runtime = home_found = None
+    rt_dir: Path | None = None
+    for home, d in dirs:
+        for name in rt_names:
+            path = d / name
+            searched.append(str(path))
+            if path.exists():
+                problem = try_load(str(path))
+                if problem is not None:
+                    raise BackendError(
+                        reason=f"CANN's runtime library {path} exists but cannot be loaded: {problem}",
+                        searched=searched,
+                        hint=f"source the install's set_env.sh, or use the simulator with {BACKEND_ENV}=sim",
+                    )
+                runtime, home_found, rt_dir = str(path), home, d
+                break
+        if runtime:
+            break
+    if runtime is None:
+        for name in rt_names:
+            searched.append(f"{name} (dynamic loader search)")
+            if try_load(name) is None:
+                runtime = _loaded_path(name)
+                break
+    if runtime is None:
+        return None, searched
+
+    nnopbase = None
+    nn_dirs = ([rt_dir] if rt_dir else []) + [d for _, d in dirs if d != rt_dir]
+    for d in nn_dirs:
+        for name in nn_names:
+            path = d / name
+            searched.append(str(path))
+            if path.exists():
+                problem = try_load(str(path))
+                if problem is not None:
+                    raise BackendError(
+                        reason=f"CANN's tensor library {path} exists but cannot be loaded: {problem}",
+                        searched=searched,
+                        hint=f"source the install's set_env.sh, or use the simulator with {BACKEND_ENV}=sim",
+                    )
+                nnopbase = str(path)
+                break
+        if nnopbase:
+            break
+    if nnopbase is None:
+        for name in nn_names:
+            searched.append(f"{name} (dynamic loader search)")
+            if try_load(name) is None:
+                nnopbase = _loaded_path(name)
+                break
+    if nnopbase is None:
+        raise BackendError(
+            reason=f"CANN's runtime library was found ({runtime}) but libnnopbase.so was not",
+            searched=searched,
+            hint=f"set ASCEND_HOME_PATH to a complete install, or use the simulator with {BACKEND_ENV}=sim",
+        )
+    lib_dirs = []
+    if home_found is not None:
+        lib_dirs += [d for d in _home_lib_dirs(home_found) if d.is_dir()]
+    for _, d in dirs:
+        if d.is_dir() and d not in lib_dirs:
+            lib_dirs.append(d)
+    return CannInstall(runtime, nnopbase, home_found, lib_dirs, searched), searched
+
+
+def cann_not_found(searched) -> BackendError:
+    return BackendError(
+        reason="CANN was not found (no libascendcl.so or libacl_rt.so)",
+        searched=searched,
+        hint=(
+            f"Set ASCEND_HOME_PATH (source <install>/set_env.sh) or install CANN; to run on the "
+            f"simulator instead, set {BACKEND_ENV}=sim"
+        ),
+    )
+
+
+def _custom_opapi_libs(env: Mapping[str, str]) -> list[str]:
+    found = []
+    for root in (env.get("ASCEND_CUSTOM_OPP_PATH") or "").split(":"):
+        root = root.strip()
+        if not root:
+            continue
+        # op-plugin: $ASCEND_CUSTOM_OPP_PATH/*/op_api/lib/libcust_opapi.so, and the path itself
+        found += sorted(glob.glob(os.path.join(root, "*", "op_api", "lib", "libcust_opapi.so")))
+        direct = os.path.join(root, "op_api", "lib", "libcust_opapi.so")
+        if os.path.exists(direct):
+            found.append(direct)
+    opp = (env.get("ASCEND_OPP_PATH") or "").strip()
+    if opp:
+        config = Path(opp) / "vendors" / "config.ini"
+        if config.is_file():
+            parser = configparser.ConfigParser()
+            try:
+                parser.read_string("[vendors]\n" + config.read_text(encoding="utf-8", errors="replace"))
+                order = parser.get("vendors", "load_priority", fallback="")
+            except configparser.Error:
+                order = ""
+            for vendor in (v.strip() for v in order.split(",")):
+                path = Path(opp) / "vendors" / vendor / "op_api" / "lib" / "libcust_opapi.so"
+                if vendor and path.exists():
+                    found.append(str(path))
+    return found
+
+
+class CannBackend(Backend):
+    kind = "cann"
+
+    def __init__(self, install: CannInstall, env: Mapping[str, str] | None = None):
+        super().__init__()
+        self.install = install
+        self.env = dict(os.environ if env is None else env)
+        rt = ffimod.dlopen(self.ffi, install.runtime)
+        nn = ffimod.dlopen(self.ffi, install.nnopbase)
+        self.libraries = {"ascendcl": install.runtime, "nnopbase": install.nnopbase}
+        self.api = RuntimeApi({"ascendcl": rt, "nnopbase": nn}, self.libraries)
+        self._candidates: list[str] | None = None
+        self._version: tuple[str | None, str] | None = None
+
+    def op_library_candidates(self) -> list[str]:
+        if self._candidates is not None:
+            return self._candidates
+        names = _abi().LIBRARIES["opapi"][1]
+        found: list[str] = _custom_opapi_libs(self.env)
+        for name in names:
+            for d in self.install.lib_dirs:
+                pattern = str(d / name)
+                hits = sorted(glob.glob(pattern)) if "*" in name else ([pattern] if os.path.exists(pattern) else [])
+                for hit in hits:
+                    if hit not in found:
+                        found.append(hit)
+        located = {os.path.basename(p) for p in found}
+        for name in names:  # the loader's own search for names no directory had
+            if "*" not in name and name not in located:
+                found.append(name)
+        self._candidates = found
+        return found
+
+    def version_info(self) -> tuple[str | None, str]:
+        if self._version is None:
+            version = self.library_version()
+            if version is not None:
+                self._version = (version, "aclsysGetVersionStr")
+            else:
+                self._version = self._version_from_files()
+        return self._version
+
+    def _version_from_files(self) -> tuple[str | None, str]:
+        homes = [self.install.home] if self.install.home else []
+        homes += [h for _, h in install_homes(self.env) if h not in homes]
+        for home in homes:
+            for d in (home / _arch_dir(), home):
+                info = d / "ascend_toolkit_install.info"
+                try:
+                    text = info.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                for line in text.splitlines():
+                    key, _, value = line.partition("=")
+                    if key.strip() == "version" and value.strip():
+                        return value.strip().strip('"'), str(info)
+        return None, "unknown (no aclsysGetVersionStr, no ascend_toolkit_install.info)"
+
+
+# --- the simulator ----------------------------------------------------------------------------------
+
+
+class SimBackend(Backend):
+    kind = "sim"
+
+    def __init__(self, cache_dir: str | os.PathLike | None = None):
+        super().__init__()
+        from . import simkernels
+        from .simbuild import SimulatorBuildError, build_simulator
+
+        self.sources = [ffimod.sim_ops_path(), *simkernels.extra_sources()]
+        try:
+            path = build_simulator(
+                self.sources,
+                abi_header=ffimod.runtime_cdef_path(),
+                lib_names=SIM_LIB_NAMES,
+                cache_dir=cache_dir,
+            )
+        except SimulatorBuildError as exc:
+            raise BackendError(reason=f"the simulator could not be built: {exc}") from None
+        directory = path.parent
+        self.libraries = {
+            "ascendcl": str(directory / SIM_LIB_NAMES[0]),
+            "nnopbase": str(directory / SIM_LIB_NAMES[1]),
+            "opapi": str(directory / SIM_LIB_NAMES[2]),
+        }
+        self.path = str(path)
+        rt = ffimod.dlopen(self.ffi, self.libraries["ascendcl"])
+        nn = ffimod.dlopen(self.ffi, self.libraries["nnopbase"])
+        self.api = RuntimeApi({"ascendcl": rt, "nnopbase": nn}, self.libraries)
+        self.controls = ffimod.dlopen(ffimod.sim_ffi(), self.path)
+        self._soc_setting: str | None = None
+        self._version_setting: str | None = None
+        simkernels.install(self)
+
+    def op_library_candidates(self) -> list[str]:
+        return [self.libraries["opapi"]]
+
+    def _missing_op_error(self, meta, searched) -> BackendError:
+        from . import simkernels
+
+        error = super()._missing_op_error(meta, searched)
+        late = [str(p) for p in simkernels.extra_sources() if p not in self.sources]
+        if late:
+            error = BackendError(
+                reason=error.reason,
+                op=error.op,
+                cann_version=error.cann_version,
+                searched=error.searched,
+                hint=(
+                    "simulator sources were registered after the simulator was built ("
+                    + ", ".join(late)
+                    + "); import the package before the first call, or call "
+                    "aclnngen.runtime.session.reset() to rebuild"
+                ),
+            )
+        return error
+
+    def version_info(self) -> tuple[str | None, str]:
+        version = self.library_version()
+        if version is None:
+            return None, "unknown (the simulator did not answer aclsysGetVersionStr)"
+        return version, "aclsysGetVersionStr (simulator setting)"
+
+    # -- simulator controls --------------------------------------------------------------------
+    def set_soc(self, name: str | None) -> None:
+        arg = self.ffi.NULL if name is None else name.encode()
+        rc = self.controls.aclsim_set_soc_name(arg)
+        if rc != 0:
+            raise ValueError(f"the simulator refused SoC name {name!r}: {self.recent_error()}")
+        self._soc_setting = name
+
+    def set_version(self, version: str | None) -> None:
+        arg = self.ffi.NULL if version is None else str(version).encode()
+        rc = self.controls.aclsim_set_version(arg)
+        if rc != 0:
+            raise ValueError(f"the simulator refused CANN version {version!r}: {self.recent_error()}")
+        self._version_setting = None if version is None else str(version)
+
+    @property
+    def settings(self) -> tuple[str | None, str | None]:
+        """(SoC name, version) set through this backend; None = the simulator's default."""
+        return self._soc_setting, self._version_setting
+
+    def counters(self) -> dict[str, int]:
+        sim = ffimod.sim_ffi()
+        c = sim.new("struct aclsim_counters *")
+        self.controls.aclsim_get_counters(c)
+        return {name: getattr(c, name) for name, _ in sim.typeof("struct aclsim_counters").fields}
+
+    def reset(self) -> None:
+        """Free everything the simulator holds (aclsim_reset) and forget this process's setup."""
+        with self._lock:
+            rc = self.controls.aclsim_reset()
+            if rc != 0:
+                raise AclRuntimeError(status=rc, function="aclsim_reset", detail=self.recent_error() or None)
+            self.alive = False
+            self._initialized = False
+            self._devices_set.clear()
+
+
+def load_backend(name: str | None = None, *, env: Mapping[str, str] | None = None) -> Backend:
+    """The backend `name` ("cann" | "sim" | None = $ACLNNGEN_BACKEND, else auto)."""
+    chosen = select_backend_name(name)
+    if chosen == "sim":
+        return SimBackend()
+    install, searched = find_cann(env)
+    if install is not None:
+        return CannBackend(install, env)
+    if chosen == "cann":
+        raise cann_not_found(searched)
+    return SimBackend()

@@ -1,0 +1,539 @@
+"""The two-phase aclnn call, generic over an op's META: `bind(meta)` -> a callable.
+
+`bind(meta)` precomputes, once per op, everything a call needs (the parameters in prototype order
+with their roles, scalar dtypes as aclDataType values, the output positions) and returns a
+`BoundOp`. Calling it with all parameters in prototype order, plus `stream=` and `validate=`:
+
+  1. makes sure the session is up (backend loaded, ACL initialised, this thread has a context);
+  2. infers the missing outputs (`shapes.infer_outputs`), then validates every argument against
+     the spec for the session's product family and CANN version (unless validate=False) BEFORE
+     anything reaches C: no device memory is allocated for a call the validator rejects;
+  3. brings the tensors to the device (NumPy inputs are copied with their view layout, see
+     arrays.py; DeviceArrays are used in place), creates aclTensor/aclScalar descriptors;
+  4. calls XxxGetWorkspaceSize, allocates the workspace only when it is non-zero, launches Xxx on
+     the stream, and destroys every descriptor right after the launch (as op-plugin does);
+  5. NumPy call: synchronises the stream, copies the outputs back (into the NumPy outputs the
+     caller passed, honouring their layout, else into new arrays) and returns NumPy arrays.
+     Device call (any DeviceArray argument): with stream=None it synchronises the session's stream
+     and returns DeviceArrays; with an explicit `Stream` it returns right after the launch, and the
+     workspace and temporaries stay referenced by the stream until `stream.synchronize()`.
+
+Every path, errors included, destroys what it created and frees what it allocated (try/finally);
+an executor that was prepared but never launched is destroyed. A non-zero aclnnStatus raises
+AclnnStatusError (status, symbolic name, op, function, aclGetRecentErrMsg()); a failing runtime call
+raises AclRuntimeError.
+
+`BoundOp.prepare(...)` exposes the two phases separately (a `Prepared` with the executor, the
+announced workspace size and `launch(stream=, workspace=, workspace_size=)`), for tests and audits
+of the library's own checks (an executor launched twice, a short workspace). On the simulator those
+reach the library, which checks them; on real CANN, which is not known to check them and would read
+freed or short memory, the runtime refuses them itself with the same status (161002).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from . import session as session_mod
+from .arrays import (
+    ArrayError,
+    DeviceArray,
+    DeviceBuffer,
+    acl_dtype,
+    device_like,
+    upload,
+)
+from .errors import AclnnStatusError
+from .shapes import infer_outputs
+from .validation import validate as validate_values
+from .versions import CannVersion, is_version
+
+__all__ = ["bind", "BoundOp", "Prepared", "tensor_descriptor"]
+
+ACL_FORMAT_ND = 2
+ACLNN_ERR_PARAM_INVALID = 161002
+ACLNN_ERR_INNER_NULLPTR = 561103
+_TENSOR_ROLES = ("input", "output")
+_SCALAR_ROLES = ("scalar", "optional_scalar")
+
+
+def bind(meta: Mapping[str, Any]) -> "BoundOp":
+    """The callable behind a generated binding: `call(*params_in_prototype_order, stream=None,
+    validate=True)`."""
+    return BoundOp(meta)
+
+
+@dataclass(frozen=True)
+class _Param:
+    index: int
+    name: str
+    py: str
+    role: str
+    kind: str  # "tensor" | "scalar" | "attribute"
+    optional: bool
+    output: bool
+    scalar_acl: int | None = None
+    scalar_np: Any = None
+    attr_type: str | None = None
+    default: Any = None
+
+
+def _param(index: int, p: Mapping) -> _Param:
+    role = p["role"]
+    if role in _TENSOR_ROLES:
+        return _Param(index, p["name"], p["py"], role, "tensor", bool(p.get("optional")), role == "output")
+    if role in _SCALAR_ROLES:
+        from .shapes import NUMPY_DTYPES
+
+        dtype_name = p.get("scalar_dtype") or "float32"
+        np_dtype = NUMPY_DTYPES.get(dtype_name) or np.dtype(dtype_name)
+        return _Param(
+            index, p["name"], p["py"], role, "scalar", role == "optional_scalar", False,
+            scalar_acl=acl_dtype(np_dtype), scalar_np=np_dtype, default=p.get("default"),
+        )
+    if role == "attribute":
+        return _Param(index, p["name"], p["py"], role, "attribute", False, False, attr_type=p.get("attr_type"), default=p.get("default"))
+    raise ValueError(f"{p['name']}: unknown parameter role {role!r}")
+
+
+def _newest_version(meta: Mapping) -> str:
+    """The newest CANN release a META mentions: the version validation assumes when the
+    installed one is unknown."""
+    found = {meta["cann_version"]}
+
+    def visit(node):
+        if isinstance(node, Mapping):
+            for key in ("since", "until"):
+                value = node.get(key)
+                if isinstance(value, str) and is_version(value):
+                    found.add(value)
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, (list, tuple)):
+            for value in node:
+                visit(value)
+
+    visit(meta)
+    return str(max(CannVersion(v) for v in found if is_version(v)))
+
+
+class _OutputSpec:
+    """Shape and dtype of an output that the binding will allocate (what the validator sees)."""
+
+    __slots__ = ("shape", "dtype")
+    contiguous = True
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+
+class BoundOp:
+    """One op's two-phase call; see the module docstring."""
+
+    def __init__(self, meta: Mapping[str, Any]):
+        self.meta = meta
+        self.name = meta["name"]
+        self.symbol = meta["symbol"]
+        self.gws_name = self.symbol + "GetWorkspaceSize"
+        self.params = tuple(_param(i, p) for i, p in enumerate(meta["params"]))
+        self.nparams = len(self.params)
+        self.tensors = tuple(p for p in self.params if p.kind == "tensor")
+        self.inputs = tuple(p for p in self.tensors if not p.output)
+        by_name = {p.name: p for p in self.params}
+        self.outputs = tuple(by_name[name] for name in meta["outputs"])
+        self.newest_version = _newest_version(meta)
+        self._versions: dict[str | None, str] = {}
+        from . import simkernels
+
+        simkernels.register_op(meta)  # the simulator's kernel for it (and its package's C sources)
+
+    def __repr__(self) -> str:
+        return f"<aclnn binding {self.symbol}({', '.join(p.py for p in self.params)})>"
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def validation_version(self, version: str | None) -> str:
+        found = self._versions.get(version)
+        if found is None:
+            found = version if version is not None and is_version(version) else self.newest_version
+            self._versions[version] = found
+        return found
+
+    def functions(self, backend):
+        return backend.op_functions(self.meta)
+
+    # -- the call ----------------------------------------------------------------------------------
+    def __call__(self, *args, stream=None, validate: bool = True):
+        prepared = self.prepare(*args, stream=stream, validate=validate)
+        try:
+            prepared.launch(stream)
+        except BaseException:
+            prepared.close()
+            raise
+        return prepared.finish(stream)
+
+    def prepare(self, *args, stream=None, validate: bool = True) -> "Prepared":
+        """Phase one only: validation, device copies, descriptors and GetWorkspaceSize."""
+        if len(args) != self.nparams:
+            raise TypeError(
+                f"{self.symbol} takes {self.nparams} arguments in prototype order "
+                f"({', '.join(p.py for p in self.params)}), got {len(args)}"
+            )
+        backend = _stream_backend(stream)
+        return Prepared(self, backend, args, validate)
+
+
+def _stream_backend(stream):
+    if stream is None:
+        return session_mod.backend()
+    b = getattr(stream, "backend", None)
+    if b is None:
+        return session_mod.backend()  # a raw aclrtStream handle: the active backend's
+    if not b.alive:
+        from .errors import BackendError
+
+        raise BackendError(reason=f"the stream belongs to a {b.kind} backend that was shut down or reset")
+    b.ensure_thread()
+    return b
+
+
+def _as_tensor(value):
+    """NumPy-compatible values become arrays; DeviceArrays and None stay; anything else is
+    returned as is (the validator, or the conversion, reports it)."""
+    if value is None or isinstance(value, (np.ndarray, DeviceArray)):
+        return value
+    if isinstance(value, np.generic) or hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
+        try:
+            return np.asarray(value)
+        except Exception:  # noqa: BLE001 - reported below as a non-tensor
+            return value
+    return value
+
+
+class _Temporaries:
+    """Device buffers a call owns, handed to a stream: freed once it has been synchronised."""
+
+    def __init__(self, buffers):
+        self.buffers = list(buffers)
+
+    def _release_after_sync(self):
+        buffers, self.buffers = self.buffers, []
+        for buf in buffers:
+            try:
+                buf.free()
+            except Exception:  # noqa: BLE001 - the finaliser retries; never raise from a sync
+                pass
+
+
+class Prepared:
+    """One call between its two phases. Owns descriptors, temporaries, the workspace and the
+    executor until `close()` (or `finish()`)."""
+
+    def __init__(self, op: BoundOp, backend, args: Sequence[Any], validate: bool):
+        self.op = op
+        self.backend = backend
+        self.executor = None
+        self.workspace_size = 0
+        self.workspace: DeviceBuffer | None = None
+        self.launched = False
+        self._stream = None
+        self.launches = 0
+        self.closed = False
+        self._handles: list[tuple[Any, Any]] = []  # (destroy function, handle)
+        self._temps: list[DeviceBuffer] = []
+        self._device: list[DeviceArray | None] = [None] * op.nparams
+        self._host_targets: list[tuple[_Param, np.ndarray | None, DeviceArray]] = []
+        self.results: list[DeviceArray | None] = []
+        try:
+            self._phase_one(args, validate)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- phase one -------------------------------------------------------------------------------
+    def _phase_one(self, args, validate: bool) -> None:
+        op, b = self.op, self.backend
+        meta = op.meta
+        values: dict[str, Any] = {}
+        for p in op.params:
+            value = args[p.index]
+            values[p.name] = _as_tensor(value) if p.kind == "tensor" else value
+        self.device_mode = any(isinstance(values[p.name], DeviceArray) for p in op.tensors)
+        version = op.validation_version(b.version())
+        missing = [p for p in op.outputs if values[p.name] is None]
+        if missing:
+            inferred = infer_outputs(meta, values, version)
+            for p in missing:
+                if p.name in inferred:
+                    shape, dtype = inferred[p.name]
+                    values[p.name] = _OutputSpec(shape, dtype)
+        if validate:
+            validate_values(meta, values, family=b.family(), version=version)
+        self.values = values
+        gws, self._launch_fn, self.library = op.functions(b)
+
+        ffi = b.ffi
+        cargs = []
+        for p in op.params:
+            value = values[p.name]
+            if p.kind == "tensor":
+                cargs.append(self._tensor(p, value))
+            elif p.kind == "scalar":
+                cargs.append(self._scalar(p, value))
+            else:
+                cargs.append(self._attribute(p, value))
+        ws = ffi.new("uint64_t *")
+        ex = ffi.new("aclOpExecutor **")
+        rc = gws(*cargs, ws, ex)
+        if rc != 0:
+            raise AclnnStatusError(status=rc, op=op.name, function=op.gws_name, recent_message=b.recent_error() or None)
+        self.executor = ex[0]
+        self.workspace_size = int(ws[0])
+
+    def _tensor(self, p: _Param, value):
+        b, ffi = self.backend, self.backend.ffi
+        if value is None:
+            return ffi.NULL
+        if isinstance(value, _OutputSpec):
+            dev = DeviceArray.empty(value.shape, value.dtype, backend=b)
+            if not self.device_mode:
+                self._temps.append(dev.buffer)
+            self._host_targets.append((p, None, dev))
+        elif isinstance(value, DeviceArray):
+            if value.backend is not b:
+                raise ArrayError(f"{p.py}: the device array belongs to another backend ({value.backend.kind})")
+            value._check_live()
+            dev = value
+            if p.output:
+                self._host_targets.append((p, None, dev))
+        elif isinstance(value, np.ndarray):
+            if p.output:
+                if not value.flags.writeable:
+                    raise ArrayError(f"{self.op.symbol}: output {p.py} is a read-only array")
+                acl_dtype(value.dtype, param=p.name, op=self.op.name)
+                dev = device_like(b, value)
+                self._host_targets.append((p, value, dev))
+            else:
+                acl_dtype(value.dtype, param=p.name, op=self.op.name)
+                dev = upload(b, value)
+            self._temps.append(dev.buffer)
+        else:
+            raise ArrayError(
+                f"{self.op.symbol}: {p.py} must be a NumPy array or a DeviceArray, not {type(value).__name__}"
+            )
+        self._device[p.index] = dev
+        return self._create_tensor(dev, p)
+
+    def _create_tensor(self, dev: DeviceArray, p: _Param | None = None):
+        b, ffi = self.backend, self.backend.ffi
+        handle = tensor_descriptor(b, dev, param=p.name if p else None, op=self.op.name)
+        self._handles.append((b.api.aclDestroyTensor, handle))
+        return handle
+
+    def _scalar(self, p: _Param, value):
+        b, ffi = self.backend, self.backend.ffi
+        if value is None:
+            return ffi.NULL
+        if not isinstance(value, (numbers.Real, np.bool_, np.integer, np.floating)):
+            raise ArrayError(f"{self.op.symbol}: scalar {p.py} must be a real number, not {value!r}")
+        raw = np.asarray(value).astype(p.scalar_np)
+        buf = ffi.new("uint8_t[]", raw.tobytes())
+        handle = b.api.aclCreateScalar(buf, p.scalar_acl)
+        if handle == ffi.NULL:
+            raise AclnnStatusError(
+                status=ACLNN_ERR_INNER_NULLPTR, op=self.op.name, function="aclCreateScalar",
+                recent_message=b.recent_error() or f"aclCreateScalar returned NULL for {p.name}",
+            )
+        self._handles.append((b.api.aclDestroyScalar, handle))
+        return handle
+
+    def _attribute(self, p: _Param, value):
+        b, ffi = self.backend, self.backend.ffi
+        if value is None:
+            value = p.default
+        if value is None:
+            return ffi.NULL if p.attr_type in ("char*", "aclIntArray*") else 0
+        if p.attr_type == "char*":
+            if not isinstance(value, str):
+                raise ArrayError(f"{self.op.symbol}: attribute {p.py} must be a str")
+            buf = ffi.new("char[]", value.encode())
+            self._handles.append((None, buf))  # keeps the buffer alive
+            return buf
+        if p.attr_type == "aclIntArray*":
+            items = [int(v) for v in value]
+            arr = ffi.new("int64_t[]", items or [0])
+            handle = b.api.aclCreateIntArray(arr, len(items))
+            if handle == ffi.NULL:
+                raise AclnnStatusError(
+                    status=ACLNN_ERR_INNER_NULLPTR, op=self.op.name, function="aclCreateIntArray",
+                    recent_message=b.recent_error() or None,
+                )
+            self._handles.append((b.api.aclDestroyIntArray, handle))
+            return handle
+        if p.attr_type == "bool":
+            return bool(value)
+        if p.attr_type == "int64_t":
+            return int(value)
+        if p.attr_type == "double":
+            return float(value)
+        raise ArrayError(f"{self.op.symbol}: attribute type {p.attr_type!r} of {p.py} is not supported")
+
+    # -- phase two -------------------------------------------------------------------------------
+    def launch(self, stream=None, *, workspace=None, workspace_size: int | None = None) -> None:
+        """aclnnXxx(workspace, workspaceSize, executor, stream). The workspace is allocated here
+        (only when the announced size is non-zero) unless given; `workspace_size` defaults to the
+        announced size. Descriptors are destroyed right after the launch."""
+        if self.closed:
+            raise ArrayError(f"{self.op.symbol}: this prepared call was closed")
+        b, ffi = self.backend, self.backend.ffi
+        size = self.workspace_size if workspace_size is None else int(workspace_size)
+        guard = b.kind != "sim"  # real CANN is not known to check these: refuse them here
+        if guard and self.launches:
+            raise AclnnStatusError(
+                status=ACLNN_ERR_PARAM_INVALID, op=self.op.name, function=self.op.symbol,
+                recent_message="the executor was already launched (refused by aclnngen before reaching the library)",
+            )
+        if guard and size < self.workspace_size:
+            raise AclnnStatusError(
+                status=ACLNN_ERR_PARAM_INVALID, op=self.op.name, function=self.op.symbol,
+                recent_message=(
+                    f"workspaceSize {size} is smaller than the {self.workspace_size} bytes announced "
+                    "(refused by aclnngen before reaching the library)"
+                ),
+            )
+        if workspace is None:
+            if self.workspace is None and self.workspace_size > 0:
+                self.workspace = DeviceBuffer(b, self.workspace_size)
+            ws_ptr = self.workspace.ptr if self.workspace is not None else ffi.NULL
+        elif isinstance(workspace, (DeviceBuffer, DeviceArray)):
+            ws_ptr = ffi.cast("void *", workspace.address)
+        else:
+            ws_ptr = ffi.cast("void *", workspace) if isinstance(workspace, int) else workspace
+        handle = ffi.NULL if stream is None else getattr(stream, "handle", stream)
+        self._stream = stream
+        self.launches += 1
+        try:
+            rc = self._launch_fn(ws_ptr, size, self.executor, handle)
+        finally:
+            self._destroy_descriptors()
+        if rc != 0:
+            raise AclnnStatusError(status=rc, op=self.op.name, function=self.op.symbol, recent_message=b.recent_error() or None)
+        self.launched = True
+
+    def _destroy_descriptors(self) -> None:
+        handles, self._handles = self._handles, []
+        for destroy, handle in reversed(handles):
+            if destroy is not None:
+                try:
+                    destroy(handle)
+                except Exception:  # noqa: BLE001 - cleanup continues
+                    pass
+
+    def finish(self, stream=None):
+        """After a successful launch: synchronise (unless a device call on an explicit stream),
+        copy results back, release temporaries; returns the outputs."""
+        b = self.backend
+        explicit = stream is not None and hasattr(stream, "keep") and not getattr(stream, "is_default", False)
+        outputs = {p.name: dev for p, _, dev in self._host_targets}
+        try:
+            if self.device_mode and explicit:
+                owned = [buf for buf in self._temps]
+                if self.workspace is not None:
+                    owned.append(self.workspace)
+                # the holder comes last: Stream releases the buffers' busy marks, then frees
+                stream.keep(*owned, *(d for d in self._device if d is not None), _Temporaries(owned))
+                self._temps, self.workspace = [], None
+                results = [outputs.get(p.name) for p in self.op.outputs]
+                return results[0] if len(results) == 1 else tuple(results)
+            s = stream if stream is not None and hasattr(stream, "synchronize") else session_mod.default_stream(b)
+            if stream is not None and not hasattr(stream, "synchronize"):
+                b.check("aclrtSynchronizeStream", b.api.aclrtSynchronizeStream(stream))
+            else:
+                s.synchronize()
+            if self.device_mode:
+                results = [outputs.get(p.name) for p in self.op.outputs]
+            else:
+                results = []
+                by_name = {p.name: (host, dev) for p, host, dev in self._host_targets}
+                for p in self.op.outputs:
+                    found = by_name.get(p.name)
+                    if found is None:
+                        results.append(None)
+                        continue
+                    host, dev = found
+                    if host is None:
+                        results.append(dev.to_host())
+                    else:
+                        dev.copy_to(host)
+                        results.append(host)
+            return results[0] if len(results) == 1 else tuple(results)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Releases everything this call still owns. An executor that was never launched is
+        destroyed; buffers a launch used are freed only once nothing queued can touch them."""
+        if self.closed:
+            return
+        self.closed = True
+        b = self.backend
+        self._destroy_descriptors()
+        if self.executor is not None and not self.launched:
+            try:
+                if b.api.aclDestroyAclOpExecutor(self.executor) != 0:
+                    b.recent_error()
+            except Exception:  # noqa: BLE001
+                pass
+        self.executor = None
+        buffers = list(self._temps)
+        if self.workspace is not None:
+            buffers.append(self.workspace)
+        self._temps, self.workspace = [], None
+        if self.launched and buffers:
+            # a launch that was never synchronised (an error between launch and sync): wait for
+            # the default stream so the memory is no longer in use before freeing it
+            try:
+                s = self._stream
+                if s is None:
+                    session_mod.default_stream(b).synchronize()
+                elif hasattr(s, "synchronize"):
+                    s.synchronize()
+                else:
+                    b.api.aclrtSynchronizeStream(s)
+            except Exception:  # noqa: BLE001
+                pass
+        for buf in buffers:
+            try:
+                buf.free()
+            except Exception:  # noqa: BLE001 - the finaliser is the last resort
+                pass
+
+    def __enter__(self) -> "Prepared":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def tensor_descriptor(backend, dev: DeviceArray, *, param: str | None = None, op: str | None = None):
+    """aclCreateTensor for a device array: view dims/strides/offset in elements, format ND, 1-D
+    storage dims (the storage's element count), data = the storage base (NULL when empty). The
+    caller destroys it (aclDestroyTensor)."""
+    ffi = backend.ffi
+    dtype = acl_dtype(dev.dtype, param=param, op=op)
+    shape = dev.shape
+    dims = ffi.new("int64_t[]", list(shape) or [0])
+    strides = ffi.new("int64_t[]", list(dev.strides) or [0])
+    storage = ffi.new("int64_t[]", [dev.storage_size])
+    data = ffi.cast("void *", dev.address) if dev.address else ffi.NULL
+    handle = backend.api.aclCreateTensor(dims, len(shape), dtype, strides, dev.offset, ACL_FORMAT_ND, storage, 1, data)
+    if handle == ffi.NULL:
+        raise AclnnStatusError(
+            status=ACLNN_ERR_INNER_NULLPTR, op=op, function="aclCreateTensor",
+            recent_message=backend.recent_error() or f"aclCreateTensor returned NULL for {param}",
+        )
+    return handle

@@ -1,0 +1,134 @@
+"""cffi declarations (ABI mode): the runtime cdef, the simulator's controls and one FFI per op.
+
+- `runtime_ffi()`: one process-wide `cffi.FFI` whose cdef is the generated
+  generated/c/acl_runtime.h, read as text (the same text the simulator compiles against).
+- `sim_ffi()`: the simulator-only controls (runtime/sim/aclsim_controls.h), in an FFI that
+  `include`s the runtime FFI, so handles and callbacks share one type system.
+- `op_ffi(meta)`: an FFI for one op's two prototypes (META["cdef"]), including the runtime FFI;
+  parsed on first use of the op and cached.
+- `dlopen(ffi, path_or_name)`: `ffi.dlopen` that turns loader failures into `OSError` text.
+- `lookup(lib, name)`: a symbol of a loaded library, or None when the library does not export it.
+
+Nothing here loads a library by itself; backend.py decides which files to load.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+import cffi
+
+from .errors import BackendError
+
+__all__ = [
+    "runtime_cdef_path",
+    "runtime_cdef",
+    "runtime_ffi",
+    "sim_ffi",
+    "op_ffi",
+    "dlopen",
+    "lookup",
+]
+
+_lock = threading.Lock()
+
+
+def runtime_cdef_path() -> Path:
+    """generated/c/acl_runtime.h as installed (package data of aclnngen.generated)."""
+    return Path(str(resources.files("aclnngen.generated") / "c" / "acl_runtime.h"))
+
+
+def sim_ops_path() -> Path:
+    """generated/c/sim_ops.c: the simulator entry points of the ops in aclnngen.generated."""
+    return Path(str(resources.files("aclnngen.generated") / "c" / "sim_ops.c"))
+
+
+@lru_cache(maxsize=None)
+def runtime_cdef() -> str:
+    path = runtime_cdef_path()
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BackendError(
+            reason=f"cannot read the runtime declarations {path}: {exc.strerror or exc}",
+            hint="reinstall aclnngen (the file is package data of aclnngen.generated)",
+        ) from None
+
+
+_RUNTIME: cffi.FFI | None = None
+_SIM: cffi.FFI | None = None
+_OPS: dict[tuple[str, str], cffi.FFI] = {}
+
+
+def runtime_ffi() -> cffi.FFI:
+    """The FFI of the CANN runtime and tensor API (created once per process)."""
+    global _RUNTIME
+    if _RUNTIME is None:
+        with _lock:
+            if _RUNTIME is None:
+                ffi = cffi.FFI()
+                ffi.cdef(runtime_cdef())
+                _RUNTIME = ffi
+    return _RUNTIME
+
+
+def sim_ffi() -> cffi.FFI:
+    """The FFI of the simulator's own controls (hooks, SoC name, version, counters, view)."""
+    global _SIM
+    if _SIM is None:
+        base = runtime_ffi()
+        from .simbuild import sim_header_text
+
+        with _lock:
+            if _SIM is None:
+                ffi = cffi.FFI()
+                ffi.include(base)
+                ffi.cdef(sim_header_text("aclsim_controls.h"))
+                _SIM = ffi
+    return _SIM
+
+
+def op_ffi(meta: Mapping[str, Any]) -> cffi.FFI:
+    """An FFI holding the op's two prototypes, on top of the runtime FFI (cached per op)."""
+    key = (meta["symbol"], meta["cdef"])
+    ffi = _OPS.get(key)
+    if ffi is not None:
+        return ffi
+    base = runtime_ffi()
+    with _lock:
+        ffi = _OPS.get(key)
+        if ffi is None:
+            ffi = cffi.FFI()
+            ffi.include(base)
+            try:
+                ffi.cdef(meta["cdef"])
+            except cffi.CDefError as exc:
+                raise BackendError(
+                    reason=f"the declarations of {meta['symbol']} do not parse: {exc}",
+                    op=meta.get("name"),
+                    hint="regenerate the bindings with `aclnngen generate`",
+                ) from None
+            _OPS[key] = ffi
+    return ffi
+
+
+def dlopen(ffi: cffi.FFI, path: str | Path):
+    """`ffi.dlopen(path)`; OSError with the loader's message when it fails."""
+    try:
+        return ffi.dlopen(str(path))
+    except OSError:
+        raise
+    except Exception as exc:  # cffi raises OSError for loader errors; be defensive anyway
+        raise OSError(str(exc)) from None
+
+
+def lookup(lib, name: str):
+    """The function `name` of a cffi library object, or None if the library does not export it."""
+    try:
+        return getattr(lib, name)
+    except (AttributeError, NotImplementedError):
+        return None

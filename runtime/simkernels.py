@@ -1,0 +1,594 @@
+"""The simulator's kernels: Python prepare/run hooks behind the generated C entry points.
+
+The simulator's C core (runtime/sim) checks what the library itself guarantees (NULL handles,
+live descriptors, device memory, the two-phase protocol) and asks two hooks about everything
+op-specific. This module provides them.
+
+Ops. A hook receives the op symbol ("aclnnSwishBackward") and maps it to the op's META and
+reference: an op registered by `bind(meta)` (every generated binding does this at import), else
+`aclnngen.generated.meta.<snake>` / `aclnngen.generated.reference.<snake>`, else the same modules
+of a package registered with `register_package(name)`.
+
+Extra op sources. The simulator library is compiled from the core, the repository's
+generated/c/sim_ops.c and every source in `extra_sources()`: files registered with
+`register_sim_sources(path)` and, automatically, `PKG/c/sim_ops.c` of a stand-alone generated
+package (`aclnngen generate --specs D --out PKG`) as soon as one of its bindings is imported
+(`bind` finds the package that defines the META). Sources registered after the simulator was
+built are compiled in by `session.reset()` (the next call rebuilds); calling such an op before
+that raises BackendError saying so.
+
+Profiles. What the prepare hook checks is a behaviour profile, kept apart from the specs' claims:
+- "spec" (the default): the spec itself, `validation.validate(meta, values, family=<from the
+  SoC>, version=<the simulator's version>)` on descriptors built from the executor view, so a
+  binding called with validate=False still gets 161001/161002 from the library as on real CANN;
+  NULL workspaceSize/executor pointers give 161001.
+- "lenient": no op-specific checks (only the core's own); for tests and audits.
+Profiles also announce the workspace: by default 512 bytes for an op with a reduction output (for
+example PreluBackward's gradWeight), 0 otherwise, so the workspace path is exercised.
+Select with `use_profile(...)`, `set_profile(...)` or $ACLNNGEN_SIM_PROFILE; per op or for all.
+
+The run hook builds NumPy views over the simulated device memory for every tensor (a buffer over
+the covering extent, `as_strided` with the view's strides and offset), runs the op's generated
+reference in opmath mode and writes the results into the output views.
+
+Nothing raised inside a hook reaches C: every exception becomes a status (561000 from prepare,
+561000 from run, which the synchronising call reports as 507015) with the message written into the
+hook's message buffer.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from .errors import AclnnValidationError, UnknownSocError
+
+__all__ = [
+    "Profile",
+    "PROFILES",
+    "DEFAULT_REDUCTION_WORKSPACE",
+    "register_op",
+    "register_package",
+    "register_sim_sources",
+    "extra_sources",
+    "set_profile",
+    "use_profile",
+    "profile_for",
+    "install",
+    "recorded",
+    "read_view",
+]
+
+PROFILE_ENV = "ACLNNGEN_SIM_PROFILE"
+DEFAULT_REDUCTION_WORKSPACE = 512
+ACLNN_ERR_PARAM_NULLPTR = 161001
+ACLNN_ERR_INNER = 561000
+ACLNN_ERR_INNER_FIND_KERNEL_ERROR = 561003
+NULL_WORKSPACE_SIZE_PTR, NULL_EXECUTOR_PTR = 1, 2
+TENSOR_KINDS = (0, 1, 2, 3)
+OUTPUT_KINDS = (1, 3)
+SCALAR_KINDS = (4, 5)
+_SCRIBBLE_LIMIT = 1 << 20
+
+_lock = threading.RLock()
+
+
+# --- ops, packages and sources --------------------------------------------------------------------
+
+
+@dataclass
+class OpEntry:
+    meta: Mapping[str, Any]
+    package: str | None  # the package whose meta/ and reference/ hold the op
+    _reference: Any = None
+
+    def reference(self):
+        """The callable reference: Reference(values by C name, out_dtypes=, mode=, version=)."""
+        if self._reference is None:
+            if self.package is None:
+                raise LookupError(f"no reference is known for {self.meta['symbol']} (its META belongs to no package)")
+            module = importlib.import_module(f"{self.package}.reference.{self.meta['snake']}")
+            ref = getattr(module, "_REFERENCE", None)
+            if ref is None:
+                ref = _PyNamedReference(self.meta, module.reference)
+            self._reference = ref
+        return self._reference
+
+
+class _PyNamedReference:
+    """Adapts a module's `reference(*inputs, **scalars, out_dtypes=, mode=)` to C names."""
+
+    def __init__(self, meta, fn):
+        self.meta, self.fn = meta, fn
+
+    def __call__(self, values, *, out_dtypes=None, mode="opmath", version=None):
+        params = self.meta["params"]
+        positional = [values.get(p["name"]) for p in params if p["role"] == "input"]
+        keywords = {p["py"]: values.get(p["name"]) for p in params if p["role"] in ("scalar", "optional_scalar", "attribute")}
+        return self.fn(*positional, **keywords, out_dtypes=out_dtypes, mode=mode)
+
+
+_OPS: dict[str, OpEntry] = {}
+_PACKAGES: list[str] = ["aclnngen.generated"]
+_SOURCES: list[Path] = []
+
+
+def _snake(symbol: str) -> str:
+    name = symbol[len("aclnn"):] if symbol.startswith("aclnn") else symbol
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def _package_of(meta: Mapping) -> str | None:
+    """The package whose `meta.<snake>` module defines this very META dict."""
+    suffix = f".meta.{meta.get('snake')}"
+    for name, module in list(sys.modules.items()):
+        if name.endswith(suffix) and getattr(module, "META", None) is meta:
+            return name[: -len(suffix)]
+    return None
+
+
+def _package_source(package: str) -> Path | None:
+    module = sys.modules.get(package) or importlib.import_module(package)
+    files = getattr(module, "__file__", None)
+    if not files:
+        return None
+    path = Path(files).resolve().parent / "c" / "sim_ops.c"
+    return path if path.is_file() else None
+
+
+def register_sim_sources(*paths: str | os.PathLike) -> list[Path]:
+    """Adds C files with simulator entry points (like generated c/sim_ops.c) to the simulator
+    build. Returns the list of extra sources."""
+    with _lock:
+        for p in paths:
+            path = Path(p).resolve()
+            if not path.is_file():
+                raise FileNotFoundError(f"simulator source {path} does not exist")
+            if path not in _SOURCES and path != _default_source():
+                _SOURCES.append(path)
+        return list(_SOURCES)
+
+
+def _default_source() -> Path:
+    from .ffi import sim_ops_path
+
+    return sim_ops_path().resolve()
+
+
+def extra_sources() -> list[Path]:
+    with _lock:
+        return list(_SOURCES)
+
+
+def register_package(package: str) -> None:
+    """Makes a generated package's ops known to the simulator: its `meta`/`reference` modules and
+    its `c/sim_ops.c`."""
+    with _lock:
+        if package not in _PACKAGES:
+            _PACKAGES.append(package)
+        if package != "aclnngen.generated":
+            source = _package_source(package)
+            if source is not None:
+                register_sim_sources(source)
+
+
+def register_op(meta: Mapping[str, Any], *, package: str | None = None) -> OpEntry:
+    """Registers the op of `meta` (called by `bind`); finds its package when not given."""
+    with _lock:
+        if package is None:
+            package = _package_of(meta)
+        entry = OpEntry(meta, package)
+        existing = _OPS.get(meta["symbol"])
+        # a META copy that belongs to no package never replaces the real op's entry
+        if existing is None or package is not None:
+            _OPS[meta["symbol"]] = entry
+        if package is not None and package not in _PACKAGES:
+            register_package(package)
+        return entry
+
+
+def entry_for(symbol: str) -> OpEntry:
+    found = _OPS.get(symbol)
+    if found is not None:
+        return found
+    snake = _snake(symbol)
+    with _lock:
+        for package in list(_PACKAGES):
+            try:
+                module = importlib.import_module(f"{package}.meta.{snake}")
+            except ImportError:
+                continue
+            meta = getattr(module, "META", None)
+            if meta is not None and meta.get("symbol") == symbol:
+                entry = OpEntry(meta, package)
+                _OPS[symbol] = entry
+                return entry
+    raise LookupError(f"no kernel for {symbol}: no generated META under {', '.join(_PACKAGES)}")
+
+
+# --- profiles ---------------------------------------------------------------------------------------
+
+
+def _spec_check(meta, values, *, family, version):
+    from .validation import validate
+
+    validate(meta, values, family=family, version=version)
+
+
+def default_workspace(meta: Mapping, args: Mapping[str, "ViewArg"]) -> int:
+    """512 bytes for an op with a reduction output, else 0."""
+    kinds = (meta.get("formula") or {}).get("outputs") or {}
+    return DEFAULT_REDUCTION_WORKSPACE if "reduction" in kinds.values() else 0
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What the simulated library checks and announces for an op.
+
+    check: raises AclnnValidationError (its status is returned) or returns None; None = no
+        op-specific checks.
+    null_out_pointer_status: the status for a NULL workspaceSize/executor out-pointer; None = the
+        library does not check them (the core then reports 561103, a null dereference).
+    workspace: bytes announced by GetWorkspaceSize, from (meta, arguments).
+    """
+
+    name: str
+    description: str
+    check: Callable[..., None] | None = _spec_check
+    null_out_pointer_status: int | None = ACLNN_ERR_PARAM_NULLPTR
+    workspace: Callable[[Mapping, Mapping], int] = default_workspace
+
+
+PROFILES: dict[str, Profile] = {
+    "spec": Profile("spec", "the spec's own rules (validation.validate), NULL out-pointers -> 161001"),
+    "lenient": Profile("lenient", "no op-specific checks beyond the core's (null handles, device memory)", check=None),
+}
+_default_profile: str | Profile | None = None
+_op_profiles: dict[str, str | Profile] = {}
+
+
+def _resolve(profile: str | Profile) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    try:
+        return PROFILES[profile]
+    except KeyError:
+        raise ValueError(f"unknown simulator profile {profile!r}; known: {', '.join(PROFILES)}") from None
+
+
+def set_profile(profile: str | Profile | None, op: str | None = None) -> None:
+    """Sets the profile for op `op` (symbol, e.g. "aclnnGeluBackward") or, with op=None, the
+    default for all ops; None clears it (back to $ACLNNGEN_SIM_PROFILE, else "spec")."""
+    global _default_profile
+    if profile is not None:
+        _resolve(profile)
+    with _lock:
+        if op is None:
+            _default_profile = profile
+        elif profile is None:
+            _op_profiles.pop(op, None)
+        else:
+            _op_profiles[op] = profile
+
+
+@contextlib.contextmanager
+def use_profile(profile: str | Profile, op: str | None = None) -> Iterator[Profile]:
+    with _lock:
+        previous = _default_profile if op is None else _op_profiles.get(op)
+    set_profile(profile, op)
+    try:
+        yield _resolve(profile)
+    finally:
+        set_profile(previous, op)
+
+
+def profile_for(symbol: str) -> Profile:
+    chosen = _op_profiles.get(symbol) or _default_profile or os.environ.get(PROFILE_ENV) or "spec"
+    return _resolve(chosen)
+
+
+# --- the executor view ------------------------------------------------------------------------------
+
+
+@dataclass
+class ViewArg:
+    """One argument of an executor as the simulator snapshotted it. Tensors have .shape, .dtype
+    (NumPy dtype, or a text naming an aclDataType NumPy cannot hold), .strides and .offset in
+    elements, .contiguous, and `array()` (a NumPy view of the device memory)."""
+
+    kind: int
+    name: str
+    is_null: bool
+    shape: tuple = ()
+    strides: tuple = ()
+    offset: int = 0
+    storage: tuple = ()
+    acl_dtype: int = -1
+    dtype: Any = None
+    format: int = -1
+    data: int = 0
+    value: Any = None
+    i: int = 0
+    f: float = 0.0
+    _ffi: Any = field(default=None, repr=False)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind in TENSOR_KINDS
+
+    @property
+    def contiguous(self) -> bool:
+        if 0 in self.shape:
+            return True
+        expected = 1
+        for d, s in zip(reversed(self.shape), reversed(self.strides)):
+            if d != 1 and s != expected:
+                return False
+            expected *= d
+        return True
+
+    def array(self) -> np.ndarray:
+        """A NumPy view of the tensor's elements in (simulated) device memory."""
+        if not isinstance(self.dtype, np.dtype):
+            raise TypeError(f"{self.name}: {self.dtype} cannot be viewed from NumPy")
+        if 0 in self.shape:
+            return np.zeros(self.shape, self.dtype)
+        isz = self.dtype.itemsize
+        end = self.offset + sum((d - 1) * s for d, s in zip(self.shape, self.strides)) + 1
+        ffi = self._ffi
+        raw = np.frombuffer(ffi.buffer(ffi.cast("char *", self.data), end * isz), dtype=np.uint8)
+        base = raw.view(self.dtype)
+        return np.lib.stride_tricks.as_strided(
+            base[self.offset:], shape=self.shape, strides=[s * isz for s in self.strides], writeable=True
+        )
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name, "kind": self.kind, "is_null": self.is_null, "shape": self.shape,
+            "strides": self.strides, "offset": self.offset, "storage": self.storage,
+            "dtype": str(self.dtype), "format": self.format, "value": self.value,
+        }
+
+
+def _dtype_text(acl: int) -> str:
+    from aclnngen.generated.abi import ENUMS
+
+    for name, value in ENUMS["aclDataType"].items():
+        if value == acl:
+            return f"{name} (aclDataType {acl})"
+    return f"aclDataType {acl}"
+
+
+class _NotANumber:
+    """A scalar whose dtype NumPy cannot read: the validator rejects it as not a real number."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def read_view(sim_ffi, controls, view) -> list[ViewArg]:
+    from .arrays import numpy_dtype
+
+    n = controls.aclsim_view_num_args(view)
+    if n < 0:
+        raise LookupError("the executor view is not a live executor")
+    out = []
+    a = sim_ffi.new("struct aclsim_arg_view *")
+    for i in range(n):
+        rc = controls.aclsim_view_arg(view, i, a)
+        if rc != 0:
+            raise LookupError(f"aclsim_view_arg({i}) returned {rc}")
+        name = sim_ffi.string(a.name).decode() if a.name != sim_ffi.NULL else f"arg{i}"
+        arg = ViewArg(kind=a.kind, name=name, is_null=bool(a.is_null), i=a.i, f=a.f, _ffi=sim_ffi)
+        if a.kind in TENSOR_KINDS and not a.is_null:
+            arg.shape = tuple(a.dims[k] for k in range(a.ndim))
+            arg.strides = tuple(a.strides[k] for k in range(a.ndim))
+            arg.storage = tuple(a.storage_dims[k] for k in range(a.storage_ndim))
+            arg.offset = a.offset
+            arg.acl_dtype = a.dtype
+            arg.format = a.format
+            arg.data = int(sim_ffi.cast("uintptr_t", a.data))
+            arg.dtype = numpy_dtype(a.dtype) or _dtype_text(a.dtype)
+        elif a.kind in SCALAR_KINDS and not a.is_null:
+            arg.acl_dtype = a.dtype
+            dt = numpy_dtype(a.dtype)
+            if dt is None or a.nbytes != dt.itemsize:
+                arg.value = _NotANumber(f"<scalar of {_dtype_text(a.dtype)}>")
+            else:
+                raw = bytes(sim_ffi.buffer(sim_ffi.cast("char *", a.value), a.nbytes))
+                scalar = np.frombuffer(raw, dtype=dt)[0]
+                arg.value = bool(scalar) if dt.kind == "b" else int(scalar) if dt.kind in "iu" else float(scalar)
+        elif a.kind in (9, 10) and not a.is_null:
+            arg.value = sim_ffi.string(sim_ffi.cast("char *", a.value)).decode("utf-8", "replace")
+        elif a.kind in (11, 12, 13, 14) and not a.is_null:
+            ctype = {11: "int64_t", 12: "int64_t", 13: "float", 14: "bool"}[a.kind]
+            ptr = sim_ffi.cast(f"{ctype} *", a.value)
+            arg.value = [ptr[k] for k in range(a.count)]
+        elif a.kind == 6:
+            arg.value = bool(a.i)
+        elif a.kind == 7:
+            arg.value = int(a.i)
+        elif a.kind == 8:
+            arg.value = float(a.f)
+        out.append(arg)
+    return out
+
+
+# --- recording (for tests: what the library received) -----------------------------------------------
+
+_RECORD: collections.deque = collections.deque(maxlen=64)
+
+
+def recorded(symbol: str | None = None) -> list[dict]:
+    """The most recent prepared executors (newest last), as {"op", "args": {name: describe()},
+    "workspace"}; only those of `symbol` when given."""
+    with _lock:
+        items = list(_RECORD)
+    return [r for r in items if symbol is None or r["op"] == symbol]
+
+
+def clear_recorded() -> None:
+    with _lock:
+        _RECORD.clear()
+
+
+# --- the hooks ----------------------------------------------------------------------------------------
+
+
+def _write_message(sim_ffi, buf, cap: int, text: str) -> None:
+    try:
+        data = text.encode("utf-8", "replace")[: max(0, int(cap) - 1)] + b"\0"
+        sim_ffi.memmove(buf, data, len(data))
+    except Exception:  # noqa: BLE001 - a message is best effort
+        pass
+
+
+class Kernels:
+    """The hook pair of one loaded simulator library (its backend's runtime API and controls)."""
+
+    def __init__(self, backend, controls=None):
+        from .ffi import sim_ffi
+
+        self.backend = backend
+        self.controls = controls if controls is not None else backend.controls
+        self.ffi = sim_ffi()
+        self.c_prepare = self.ffi.callback("aclsim_prepare_hook", self._prepare_guarded, error=ACLNN_ERR_INNER, onerror=self._onerror)
+        self.c_run = self.ffi.callback("aclsim_run_hook", self._run_guarded, error=ACLNN_ERR_INNER, onerror=self._onerror)
+
+    @staticmethod
+    def _onerror(exception, exc_value, traceback):
+        return None  # the declared error value (561000) is returned to C
+
+    def install(self) -> None:
+        self.controls.aclsim_set_hooks(self.c_prepare, self.c_run)
+
+    # -- facts of the simulated device -----------------------------------------------------------
+    def _family(self) -> str:
+        return self.backend.family()
+
+    def _version(self) -> str:
+        version = self.backend.library_version()
+        if version is None:
+            raise LookupError("the simulator did not answer aclsysGetVersionStr")
+        return version
+
+    # -- prepare ---------------------------------------------------------------------------------
+    def _prepare_guarded(self, op, view, workspace_size, message, cap):
+        try:
+            return self._prepare(op, view, workspace_size, message, cap)
+        except BaseException as exc:  # noqa: BLE001 - nothing may propagate into C
+            _write_message(self.ffi, message, cap, f"simulator kernel error in prepare: {type(exc).__name__}: {exc}")
+            return ACLNN_ERR_INNER
+
+    def _prepare(self, op, view, workspace_size, message, cap) -> int:
+        ffi = self.ffi
+        symbol = ffi.string(op).decode()
+        try:
+            entry = entry_for(symbol)
+        except LookupError as exc:
+            _write_message(ffi, message, cap, str(exc))
+            return ACLNN_ERR_INNER_FIND_KERNEL_ERROR
+        profile = profile_for(symbol)
+        args = read_view(ffi, self.controls, view)
+        by_name = {a.name: a for a in args}
+        flags = self.controls.aclsim_view_flags(view)
+        if flags and profile.null_out_pointer_status is not None:
+            which = "workspaceSize" if flags & NULL_WORKSPACE_SIZE_PTR else "executor"
+            _write_message(ffi, message, cap, f"{which} is a null pointer (profile {profile.name!r})")
+            return profile.null_out_pointer_status
+        if profile.check is not None:
+            values = {a.name: (None if a.is_null else (a if a.is_tensor else a.value)) for a in args}
+            try:
+                family = self._family()
+            except UnknownSocError as exc:
+                _write_message(ffi, message, cap, str(exc))
+                return ACLNN_ERR_INNER
+            try:
+                profile.check(entry.meta, values, family=family, version=self._version())
+            except AclnnValidationError as exc:
+                _write_message(ffi, message, cap, f"{exc} (profile {profile.name!r})")
+                return exc.status
+        size = int(profile.workspace(entry.meta, by_name))
+        workspace_size[0] = size
+        with _lock:
+            _RECORD.append({"op": symbol, "args": {a.name: a.describe() for a in args}, "workspace": size})
+        return 0
+
+    # -- run -------------------------------------------------------------------------------------
+    def _run_guarded(self, op, view, workspace, workspace_size, message, cap):
+        try:
+            return self._run(op, view, workspace, workspace_size, message, cap)
+        except BaseException as exc:  # noqa: BLE001 - nothing may propagate into C
+            _write_message(self.ffi, message, cap, f"simulator kernel error: {type(exc).__name__}: {exc}")
+            return ACLNN_ERR_INNER
+
+    def _run(self, op, view, workspace, workspace_size, message, cap) -> int:
+        ffi = self.ffi
+        symbol = ffi.string(op).decode()
+        entry = entry_for(symbol)
+        args = read_view(ffi, self.controls, view)
+        meta = entry.meta
+        roles = {p["name"]: p["role"] for p in meta["params"]}
+        values: dict[str, Any] = {}
+        outputs: dict[str, np.ndarray] = {}
+        for a in args:
+            role = roles.get(a.name)
+            if a.is_tensor:
+                if a.is_null:
+                    values[a.name] = None
+                elif a.kind in OUTPUT_KINDS or role == "output":
+                    outputs[a.name] = a.array()
+                else:
+                    values[a.name] = np.array(a.array())  # a private copy: outputs may alias inputs
+            else:
+                values[a.name] = None if a.is_null else a.value
+        if workspace != ffi.NULL and workspace_size:
+            n = min(int(workspace_size), _SCRIBBLE_LIMIT)
+            ffi.memmove(workspace, b"\x5a" * n, n)  # the kernel owns its workspace
+        reference = entry.reference()
+        out_dtypes = {name: arr.dtype for name, arr in outputs.items()}
+        results = reference(values, out_dtypes=out_dtypes, mode="opmath", version=self._version_for_reference(meta))
+        if not isinstance(results, tuple):
+            results = (results,)
+        for name, result in zip(meta["outputs"], results):
+            target = outputs.get(name)
+            if target is None or target.size == 0:
+                continue
+            result = np.asarray(result)
+            if result.shape != target.shape:
+                _write_message(ffi, message, cap, f"{symbol}: {name} has shape {target.shape} but the kernel computed {result.shape}")
+                return ACLNN_ERR_INNER
+            target[...] = result
+        return 0
+
+    def _version_for_reference(self, meta) -> str:
+        from .versions import is_version
+
+        version = self.backend.library_version()
+        return version if version is not None and is_version(version) else meta["cann_version"]
+
+
+_INSTALLED: dict[str, Kernels] = {}  # library path -> hooks (module-level: keeps the callbacks alive)
+
+
+def install(backend, controls=None, *, key: str | None = None) -> Kernels:
+    """Registers the Python kernels as the prepare/run hooks of `backend`'s simulator library
+    (`controls`: the aclsim_* functions of that library; default backend.controls)."""
+    kernels = Kernels(backend, controls)
+    with _lock:
+        _INSTALLED[key or getattr(backend, "path", None) or str(id(backend))] = kernels
+    kernels.install()
+    return kernels
