@@ -214,6 +214,10 @@ def _as_tensor(value):
     return value
 
 
+def _is_array(value) -> bool:
+    return isinstance(value, (np.ndarray, DeviceArray))
+
+
 class _Temporaries:
     """Device buffers a call owns, handed to a stream: freed once it has been synchronised."""
 
@@ -267,10 +271,15 @@ class Prepared:
         missing = [p for p in op.outputs if values[p.name] is None]
         if missing:
             inferred = infer_outputs(meta, values, version)
+            first = next((values[p.name] for p in op.inputs if _is_array(values[p.name])), None)
             for p in missing:
                 if p.name in inferred:
                     shape, dtype = inferred[p.name]
                     values[p.name] = _OutputSpec(shape, dtype)
+                elif first is not None:
+                    # nothing to infer from (e.g. an input dtype NumPy cannot promote): follow the
+                    # first input, so the validator reports the input, not a "NULL" output
+                    values[p.name] = _OutputSpec(first.shape, first.dtype)
         if validate:
             validate_values(meta, values, family=b.family(), version=version)
         self.values = values

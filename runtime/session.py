@@ -39,6 +39,7 @@ __all__ = [
     "version",
     "soc_name",
     "simulated",
+    "activate",
     "device",
     "stream",
     "default_stream",
@@ -153,6 +154,21 @@ def simulated(family: str | None = None, version: str | None = None, soc: str | 
                 sim.set_soc(previous_soc)
                 sim.set_version(previous_version)
             _active = previous_backend
+
+
+@contextlib.contextmanager
+def activate(b: Backend) -> Iterator[Backend]:
+    """Make backend `b` the active one for the body (e.g. a CannBackend built by hand), then
+    restore the previous one."""
+    global _active
+    with _lock:
+        previous, _active = _active, _register(b)
+    try:
+        b.ensure_thread()
+        yield b
+    finally:
+        with _lock:
+            _active = previous
 
 
 @contextlib.contextmanager

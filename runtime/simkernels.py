@@ -356,7 +356,8 @@ class ViewArg:
         return {
             "name": self.name, "kind": self.kind, "is_null": self.is_null, "shape": self.shape,
             "strides": self.strides, "offset": self.offset, "storage": self.storage,
-            "dtype": str(self.dtype), "format": self.format, "value": self.value,
+            "dtype": str(self.dtype), "acl_dtype": self.acl_dtype, "format": self.format, "value": self.value,
+            "data": self.data,
         }
 
 

@@ -1,0 +1,157 @@
+"""`aclnngen run`: run every generated op on the active backend and compare with the reference.
+
+For each op in aclnngen.generated.OPS and each dtype it supports on the current product family
+(or only the first with --one-dtype), the inputs are `runtime.cases.make_values(meta, "contiguous",
+dtype)`; the binding's results are compared with the generated reference (opmath mode): bit for
+bit on the simulator, within opcheck's tolerance policy on CANN. Prints a table (op, dtype, shape,
+status, max |diff|, match) and exits 1 when anything failed. An op the family does not support is
+listed as skipped, not failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        choices=("cann", "sim"),
+        help="use this backend (default: $ACLNNGEN_BACKEND, else CANN when found, else the simulator)",
+    )
+    parser.add_argument("--ops", nargs="+", metavar="OP", help="only these ops (snake_case or aclnn name)")
+    parser.add_argument("--one-dtype", action="store_true", help="one supported dtype per op instead of all")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the input data (default 0)")
+
+
+def _bitwise_equal(got, want) -> bool:
+    import numpy as np
+
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    return np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+def _max_diff(got, want) -> float:
+    import numpy as np
+
+    if got.size == 0 or got.shape != want.shape:
+        return 0.0
+    a, b = got.astype(np.float64), want.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(a - b)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    diff = np.where(same, 0.0, diff)
+    return float(np.nanmax(np.where(np.isnan(diff), np.inf, diff)))
+
+
+def _ops(selected):
+    from aclnngen.generated import OPS
+
+    if not selected:
+        return list(OPS)
+    chosen = []
+    for name in selected:
+        snake = name
+        if name not in OPS:
+            for op in OPS:
+                meta = importlib.import_module(f"aclnngen.generated.meta.{op}").META
+                if name in (meta["name"], meta["symbol"]):
+                    snake = op
+        if snake not in OPS:
+            from ..errors import GenerateError
+
+            raise GenerateError(f"unknown op {name!r}; known: {', '.join(OPS)}")
+        chosen.append(snake)
+    return chosen
+
+
+def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dtype: bool, seed: int):
+    """Rows (op, dtype, shape, status, max |diff|, match) for one op; match is True/False/None."""
+    import numpy as np
+
+    from aclnngen.runtime import cases, directives, opcheck
+    from aclnngen.runtime.errors import AclnnError
+    from aclnngen.runtime.validation import supported_dtypes, supported_families
+
+    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
+    reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
+    op = opcheck.OpUnderTest(meta, reference=reference, binding=binding, version=version)
+    name = meta["name"]
+    if family not in supported_families(meta, version):
+        return [(name, "-", "-", f"skipped: not supported on {family} at CANN {version}", "-", None)]
+    tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
+    dtypes = [d for d in supported_dtypes(meta, tensors[0], family, version)
+              if all(d in supported_dtypes(meta, t, family, version) for t in tensors)]
+    if one_dtype:
+        dtypes = dtypes[:1]
+    if not dtypes:
+        return [(name, "-", "-", f"skipped: no dtype every tensor accepts on {family}", "-", None)]
+    kinds = meta["formula"]["outputs"]
+    rows = []
+    for dtype in dtypes:
+        values = dict(cases.make_values(meta, "contiguous", dtype, version=version, seed=seed))
+        shape = "x".join(str(d) for d in values[op.params("input")[0]["name"]].shape) or "()"
+        positional, keywords, _ = op.split(values)
+        try:
+            result = binding(*positional, **keywords)
+        except AclnnError as exc:
+            rows.append((name, dtype, shape, f"error: {type(exc).__name__}: {exc}", "-", False))
+            continue
+        got = result if isinstance(result, tuple) else (result,)
+        want = op.run_reference(values)
+        worst, ok, problems = 0.0, True, []
+        for (py, kind), g, w in zip(kinds.items(), got, want):
+            g = np.asarray(g)
+            worst = max(worst, _max_diff(g, w))
+            if backend_kind == "sim":
+                if not _bitwise_equal(g, w):
+                    ok = False
+                    problems.append(f"{py} differs bit-wise")
+            else:
+                tolerance = directives.load().tolerance(name, "binding", family, dtype)
+                try:
+                    opcheck._compare(op, values, py, kind, dtype, g, w, tolerance)
+                except AssertionError as exc:
+                    ok = False
+                    problems.append(str(exc).splitlines()[0])
+        status = "ok" if ok else "; ".join(problems)
+        rows.append((name, dtype, shape, status, f"{worst:.3g}", ok))
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from aclnngen.runtime import session
+    from aclnngen.runtime.versions import is_version
+
+    backend = session.init(args.backend)
+    family = backend.family()
+    version = backend.version()
+    shown_version = version or "unknown"
+    if version is None or not is_version(version):
+        version = None
+    print(f"backend {backend.kind}, SoC {backend.soc_name()}, family {family}, CANN {shown_version}")
+    rows = []
+    for snake in _ops(args.ops):
+        if version is None:
+            from aclnngen.runtime.call import _newest_version
+
+            meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+            op_version = _newest_version(meta)
+        else:
+            op_version = version
+        rows += check_op(snake, family, op_version, backend.kind, one_dtype=args.one_dtype, seed=args.seed)
+    header = ("op", "dtype", "shape", "status", "max |diff|", "match")
+    table = [header] + [(r[0], r[1], r[2], r[3], r[4], "-" if r[5] is None else ("yes" if r[5] else "no")) for r in rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    for index, row in enumerate(table):
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+    failed = sum(1 for r in rows if r[5] is False)
+    passed = sum(1 for r in rows if r[5] is True)
+    skipped = sum(1 for r in rows if r[5] is None)
+    print(f"{passed} matched, {failed} failed, {skipped} skipped")
+    return 1 if failed else 0

@@ -1,0 +1,439 @@
+"""Everything that can go wrong in a binding call gives a typed error, never a crash, and leaves
+nothing behind: the validator's errors before any C call, the library's own 161001/161002 with
+validate=False, misuse of the two-phase protocol, bad memory, missing ops, absent CANN, unknown
+SoCs, and failures inside the simulator's Python kernels."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from aclnngen.runtime import cases, session, simkernels
+from aclnngen.runtime.arrays import ArrayError, DeviceArray, UnsupportedDtypeError
+from aclnngen.runtime.call import bind, tensor_descriptor
+from aclnngen.runtime.errors import (
+    AclnnError,
+    AclnnStatusError,
+    AclnnValidationError,
+    AclRuntimeError,
+    BackendError,
+    UnknownSocError,
+)
+
+VERSION = "8.5.0"
+LEAK_FIELDS = ("tensors", "scalars", "int_arrays", "executors", "allocations", "allocated_bytes", "queued_launches")
+
+
+def _op(snake):
+    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
+    return meta, binding
+
+
+def _values(snake, layout="contiguous", dtype="float32"):
+    meta, _ = _op(snake)
+    return dict(cases.make_values(meta, layout, dtype, version=VERSION))
+
+
+def _counters():
+    c = session.backend().counters()
+    return {k: c[k] for k in LEAK_FIELDS}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    """Every test here must leave the simulator's live objects where it found them."""
+    assert session.backend().kind == "sim"
+    session.synchronize()
+    before = _counters()
+    yield
+    session.synchronize()
+    gc.collect()
+    assert _counters() == before
+
+
+def _reaches_c() -> int:
+    return len(simkernels.recorded())
+
+
+# --- validation before C, the library's own checks after ---------------------------------------------
+
+
+def test_wrong_dtype_for_the_product():
+    _, binding = _op("prelu_backward")
+    v = _values("prelu_backward", dtype="bfloat16")
+    simkernels.clear_recorded()
+    with session.simulated(family="training", version=VERSION):  # no bfloat16 on the training series
+        with pytest.raises(AclnnValidationError) as err:
+            binding(v["gradOutput"], v["self"], v["weight"])
+        assert _reaches_c() == 0, "the validator must reject before anything reaches C"
+        assert err.value.status == 161002 and err.value.check == "dtype" and err.value.family == "training"
+        with pytest.raises(AclnnStatusError) as lib:
+            binding(v["gradOutput"], v["self"], v["weight"], validate=False)
+    e = lib.value
+    assert e.status == 161002 and e.status_name == "ACLNN_ERR_PARAM_INVALID"
+    assert e.op == "PreluBackward" and e.function == "aclnnPreluBackwardGetWorkspaceSize"
+    assert "bfloat16" in e.recent_message and "training" in e.recent_message
+    assert "161002" in str(e) and "aclnnPreluBackward" in str(e)
+
+
+def test_bad_shape():
+    _, binding = _op("gelu_backward")
+    v = _values("gelu_backward")
+    bad = np.zeros((2, 5, 4), np.float32)  # does not broadcast with (2, 3, 4)
+    with pytest.raises(AclnnValidationError) as err:
+        binding(bad, v["self"])
+    assert err.value.status == 161002 and err.value.check == "broadcast" and "(2, 5, 4)" in str(err.value)
+    with pytest.raises(AclnnStatusError) as lib:
+        binding(bad, v["self"], validate=False)
+    assert lib.value.status == 161002 and "broadcast" in lib.value.recent_message
+
+
+def test_wrong_output_shape_passed_in():
+    _, binding = _op("swish_backward")
+    v = _values("swish_backward")
+    out = np.zeros((2, 3, 5), np.float32)
+    with pytest.raises(AclnnValidationError):
+        binding(v["gradOutput"], v["self"], grad_input=out)
+    with pytest.raises(AclnnStatusError) as lib:
+        binding(v["gradOutput"], v["self"], grad_input=out, validate=False)
+    assert lib.value.status == 161002
+    assert (out == 0).all()
+
+
+def test_null_pointer_for_a_required_argument():
+    _, binding = _op("hardtanh_backward")
+    v = _values("hardtanh_backward")
+    with pytest.raises(AclnnValidationError) as err:
+        binding(None, v["self"], min=-1.0, max=1.0)
+    assert err.value.status == 161001 and err.value.param == "gradOutput"
+    with pytest.raises(AclnnStatusError) as lib:
+        binding(None, v["self"], min=-1.0, max=1.0, validate=False)
+    assert lib.value.status == 161001 and lib.value.status_name == "ACLNN_ERR_PARAM_NULLPTR"
+    assert "gradOutput" in lib.value.recent_message
+    with pytest.raises(AclnnStatusError) as lib:
+        binding(v["gradOutput"], v["self"], min=None, max=1.0, validate=False)  # a NULL scalar
+    assert lib.value.status == 161001 and "min" in lib.value.recent_message
+
+
+def test_scalar_constraint_from_the_library():
+    meta, binding = _op("softshrink_backward")
+    v = _values("softshrink_backward")
+    bad = cases.scalar_violations(meta, VERSION)
+    if not bad:
+        pytest.skip("no scalar constraint at this version")
+    name, value, status = bad[0]
+    with pytest.raises(AclnnValidationError) as err:
+        binding(v["gradOutput"], v["self"], lambd=value)
+    assert err.value.status == status
+    with pytest.raises(AclnnStatusError) as lib:
+        binding(v["gradOutput"], v["self"], lambd=value, validate=False)
+    assert lib.value.status == status
+
+
+def test_op_not_supported_on_the_family():
+    _, binding = _op("prelu_backward")
+    v = _values("prelu_backward")
+    with session.simulated(family="inference", version=VERSION):
+        with pytest.raises(AclnnValidationError) as err:
+            binding(v["gradOutput"], v["self"], v["weight"])
+        assert err.value.check == "product"
+        with pytest.raises(AclnnStatusError) as lib:
+            binding(v["gradOutput"], v["self"], v["weight"], validate=False)
+    assert lib.value.status == 161002
+
+
+def test_unmappable_dtype():
+    _, binding = _op("gelu_backward")
+    x = np.ones((2, 3), dtype=">f4")  # non-native byte order: no aclDataType
+    with pytest.raises(AclnnValidationError) as err:
+        binding(x, x)
+    assert err.value.status == 161002
+    with pytest.raises(UnsupportedDtypeError) as typed:
+        binding(x, x, validate=False)
+    assert isinstance(typed.value, TypeError) and isinstance(typed.value, AclnnError)
+    assert "no aclDataType" in str(typed.value) and "gradOutput" in str(typed.value)
+    longdouble = np.ones(3, np.longdouble)
+    with pytest.raises(UnsupportedDtypeError):
+        binding(longdouble, longdouble, validate=False)
+
+
+def test_not_an_array():
+    _, binding = _op("gelu_backward")
+    with pytest.raises(AclnnValidationError) as err:
+        binding("not a tensor", np.ones(3, np.float32))
+    assert err.value.status == 161002
+    with pytest.raises(ArrayError) as typed:
+        binding("not a tensor", np.ones(3, np.float32), validate=False)
+    assert isinstance(typed.value, ValueError)
+    _, swish = _op("swish_backward")
+    with pytest.raises(ArrayError, match="real number"):
+        swish(np.ones(3, np.float32), np.ones(3, np.float32), beta="2", validate=False)
+
+
+def test_read_only_output():
+    _, binding = _op("gelu_backward")
+    x = np.ones(4, np.float32)
+    out = np.zeros(4, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(ArrayError, match="read-only"):
+        binding(x, x, grad_input=out)
+
+
+def test_wrong_number_of_arguments():
+    meta, _ = _op("gelu_backward")
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        bind(meta)(np.ones(3, np.float32))
+
+
+# --- memory -----------------------------------------------------------------------------------------------
+
+
+def test_device_array_pointing_into_host_memory():
+    _, binding = _op("gelu_backward")
+    host = np.ones(64, np.float32)
+    # a 32-byte aligned address inside a host array, posing as device memory
+    address = (host.ctypes.data + 31) // 32 * 32
+    fake = DeviceArray.wrap(address, (4,), np.float32)
+    x = DeviceArray.from_host(np.ones(4, np.float32))
+    try:
+        with pytest.raises(AclnnStatusError) as lib:
+            binding(fake, x, validate=False)
+        assert lib.value.status == 161002
+        assert "host memory" in lib.value.recent_message and "gradOutput" in lib.value.recent_message
+        with pytest.raises(AclnnStatusError):  # validation cannot see it; the library does
+            binding(fake, x)
+    finally:
+        x.free()
+
+
+def test_device_array_past_the_end_of_its_block():
+    _, binding = _op("gelu_backward")
+    x = DeviceArray.from_host(np.ones(4, np.float32))
+    try:
+        too_long = DeviceArray.wrap(x.address, (64,), np.float32)
+        with pytest.raises(AclnnStatusError) as lib:
+            binding(too_long, too_long, validate=False)
+        assert lib.value.status == 161002 and "past the end" in lib.value.recent_message
+    finally:
+        x.free()
+
+
+def test_freed_device_array():
+    _, binding = _op("gelu_backward")
+    x = DeviceArray.from_host(np.ones(4, np.float32))
+    x.free()
+    x.free()  # twice is fine
+    with pytest.raises(ArrayError, match="freed"):
+        binding(x, x)
+    with pytest.raises(ArrayError):
+        x.to_host()
+
+
+def test_device_array_of_another_backend(tmp_path):
+    from aclnngen.runtime.backend import SimBackend
+
+    other = SimBackend(cache_dir=tmp_path)  # a private simulator: another library instance
+    try:
+        other.ensure_thread()
+        foreign = DeviceArray.from_host(np.ones(4, np.float32), backend=other)
+        _, binding = _op("gelu_backward")
+        with pytest.raises(ArrayError, match="another backend"):
+            binding(foreign, np.ones(4, np.float32))
+        foreign.free()
+    finally:
+        other.shutdown()
+
+
+# --- the two-phase protocol ------------------------------------------------------------------------------
+
+
+def test_executor_reused():
+    meta, _ = _op("gelu_backward")
+    v = _values("gelu_backward")
+    call = bind(meta)
+    with call.prepare(v["gradOutput"], v["self"], None) as prepared:
+        prepared.launch()
+        with pytest.raises(AclnnStatusError) as err:
+            prepared.launch()  # before the first run
+        assert err.value.status == 161002 and "already ran" in err.value.recent_message
+        session.synchronize()
+        with pytest.raises(AclnnStatusError) as err:
+            prepared.launch()  # after it ran and was released
+        assert err.value.status == 161002 and err.value.function == "aclnnGeluBackward"
+
+
+def test_short_workspace():
+    meta, _ = _op("prelu_backward")
+    v = _values("prelu_backward")
+    with bind(meta).prepare(v["gradOutput"], v["self"], v["weight"], None, None) as prepared:
+        assert prepared.workspace_size == simkernels.DEFAULT_REDUCTION_WORKSPACE
+        with pytest.raises(AclnnStatusError) as err:
+            prepared.launch(workspace_size=prepared.workspace_size // 2)
+    assert err.value.status == 161002
+    assert "smaller than the 512 bytes" in err.value.recent_message
+
+
+def test_missing_workspace():
+    meta, _ = _op("prelu_backward")
+    v = _values("prelu_backward")
+    with bind(meta).prepare(v["gradOutput"], v["self"], v["weight"], None, None) as prepared:
+        with pytest.raises(AclnnStatusError) as err:
+            prepared.launch(workspace=0)
+    assert err.value.status == 161001
+
+
+def test_null_out_pointers_follow_the_profile():
+    meta, _ = _op("gelu_backward")
+    b = session.backend()
+    gws, _, _ = b.op_functions(meta)
+    x = DeviceArray.from_host(np.ones(4, np.float32))
+    out = DeviceArray.empty((4,), np.float32)
+    handles = [tensor_descriptor(b, x), tensor_descriptor(b, x), tensor_descriptor(b, out)]
+    try:
+        ws = b.ffi.new("uint64_t *")
+        assert gws(*handles, ws, b.ffi.NULL) == 161001
+        assert "executor" in b.recent_error()
+        unchecked = simkernels.Profile("unchecked", "does not check the out-pointers", null_out_pointer_status=None)
+        with simkernels.use_profile(unchecked, op="aclnnGeluBackward"):
+            assert gws(*handles, b.ffi.NULL, b.ffi.NULL) == 561103  # the real library would crash
+        b.recent_error()
+    finally:
+        for h in handles:
+            b.api.aclDestroyTensor(h)
+        x.free()
+        out.free()
+
+
+def test_launch_on_a_destroyed_stream():
+    _, binding = _op("gelu_backward")
+    x = DeviceArray.from_host(np.ones(4, np.float32))
+    s = session.stream()
+    s.destroy()
+    try:
+        with pytest.raises(AclnnStatusError) as err:
+            binding(x, x, stream=s)
+        assert err.value.status == 361001
+        with pytest.raises(AclRuntimeError):
+            s.synchronize()
+    finally:
+        x.free()
+
+
+# --- backends, ops and SoCs -----------------------------------------------------------------------------
+
+
+def test_missing_op_symbol_and_the_others_keep_working():
+    meta, gelu = _op("gelu_backward")
+    bogus = dict(meta, name="NoSuchBackward", symbol="aclnnNoSuchBackward",
+                 cdef=meta["cdef"].replace("aclnnGeluBackward", "aclnnNoSuchBackward"))
+    x = np.ones(4, np.float32)
+    simkernels.clear_recorded()
+    for _ in range(2):  # the lookup failure is remembered and raised again
+        with pytest.raises(BackendError) as err:
+            bind(bogus)(x, x, None)
+    e = err.value
+    assert e.op == "NoSuchBackward" and e.cann_version == "8.5.0"
+    assert any("libopapi.so" in s for s in e.searched)
+    text = str(e)
+    assert "aclnnNoSuchBackward" in text and "CANN version: 8.5.0" in text and "searched:" in text
+    assert _reaches_c() == 0
+    assert gelu(x, x).shape == (4,)
+    assert simkernels.entry_for("aclnnGeluBackward").meta is meta, "a META copy replaced the real op"
+
+
+def test_forced_cann_without_cann():
+    code = """
+        import numpy as np
+        from aclnngen.generated.ops.gelu_backward import gelu_backward
+        from aclnngen.runtime.errors import BackendError
+        try:
+            gelu_backward(np.ones(3, np.float32), np.ones(3, np.float32))
+        except BackendError as exc:
+            print("BackendError:", exc)
+    """
+    env = dict(os.environ, ACLNNGEN_BACKEND="cann", ASCEND_HOME_PATH="/opt/no/cann")
+    env.pop("ASCEND_TOOLKIT_HOME", None)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "BackendError: CANN was not found" in out
+    assert "/opt/no/cann/lib64/libascendcl.so" in out and "libacl_rt.so" in out
+    assert "ACLNNGEN_BACKEND=sim" in out and "install CANN" in out
+
+
+def test_unknown_soc_from_the_environment(monkeypatch):
+    _, binding = _op("gelu_backward")
+    x = np.ones(4, np.float32)
+    monkeypatch.setenv("ACLNNGEN_SIM_SOC", "Ascend999X")
+    assert session.soc_name() == "Ascend999X"
+    with pytest.raises(UnknownSocError) as err:
+        binding(x, x)
+    assert err.value.soc_name == "Ascend999X" and "refusing to guess" in str(err.value)
+    assert "Ascend910B2" in err.value.known
+    # without the Python validator, the simulated library cannot pick a family either
+    with pytest.raises(AclnnStatusError) as lib:
+        binding(x, x, validate=False)
+    assert lib.value.status == 561000 and "Ascend999X" in lib.value.recent_message
+    with pytest.raises(UnknownSocError):
+        session.family()
+    monkeypatch.delenv("ACLNNGEN_SIM_SOC")
+    assert binding(x, x).shape == (4,)
+
+
+# --- failures inside the simulator's kernels -------------------------------------------------------------
+
+
+def test_exception_in_the_prepare_hook_is_a_status():
+    _, binding = _op("gelu_backward")
+    x = np.ones(4, np.float32)
+
+    def explode(meta, values, *, family, version):
+        raise RuntimeError("the profile exploded")
+
+    with simkernels.use_profile(simkernels.Profile("boom", "raises", check=explode)):
+        with pytest.raises(AclnnStatusError) as err:
+            binding(x, x, validate=False)
+    assert err.value.status == 561000
+    assert "RuntimeError: the profile exploded" in err.value.recent_message
+
+
+def test_kernel_failure_reports_at_synchronisation():
+    _, binding = _op("gelu_backward")
+    x = np.ones((2, 3), np.float32)
+    out = np.zeros((2, 4), np.float32)  # wrong shape; the lenient profile lets it through
+    with simkernels.use_profile("lenient"):
+        with pytest.raises(AclRuntimeError) as err:
+            binding(x, x, grad_input=out, validate=False)
+    e = err.value
+    assert e.status == 507015 and e.status_name == "ACL_ERROR_RT_AICORE_EXCEPTION"
+    assert e.function == "aclrtSynchronizeStream" and "aclnnGeluBackward" in e.detail
+    assert (out == 0).all()
+
+
+def test_profiles_decide_what_the_library_checks():
+    _, binding = _op("gelu_backward")
+    x = np.linspace(-2, 2, 6)  # float64: outside every family's dtype list
+    with pytest.raises(AclnnStatusError):
+        binding(x, x, validate=False)
+    with simkernels.use_profile("lenient", op="aclnnGeluBackward"):
+        got = binding(x, x, validate=False)
+        assert got.dtype == np.float64
+    assert simkernels.profile_for("aclnnGeluBackward").name == "spec"
+    with pytest.raises(ValueError, match="unknown simulator profile"):
+        simkernels.set_profile("nonsense")
+
+
+def test_errors_cross_process_boundaries():
+    import pickle
+
+    error = AclnnStatusError(status=161002, op="GeluBackward", function="aclnnGeluBackwardGetWorkspaceSize", recent_message="m")
+    again = pickle.loads(pickle.dumps(error))
+    assert again.status == 161002 and str(again) == str(error)
