@@ -137,6 +137,7 @@ class Backend:
         self._devices_set: dict[int, int] = {}
         self._ops: dict[tuple[str, str], tuple[Any, Any, str]] = {}
         self._missing_ops: dict[tuple[str, str], BackendError] = {}
+        self._op_libs: list[Any] = []
 
     # -- errors --------------------------------------------------------------------------------
     def recent_error(self) -> str:
@@ -293,6 +294,7 @@ class Backend:
                     continue
                 gws, launch = ffimod.lookup(lib, gws_name), ffimod.lookup(lib, launch_name)
                 if gws is not None and launch is not None:
+                    self._op_libs.append(lib)  # never let the handle go while its functions are used
                     self._ops[key] = found = (gws, launch, candidate)
                     return found
                 if gws is not None or launch is not None:

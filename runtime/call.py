@@ -55,6 +55,7 @@ from .versions import CannVersion, is_version
 __all__ = ["bind", "BoundOp", "Prepared", "tensor_descriptor"]
 
 ACL_FORMAT_ND = 2
+ACLNN_ERR_PARAM_NULLPTR = 161001
 ACLNN_ERR_PARAM_INVALID = 161002
 ACLNN_ERR_INNER_NULLPTR = 561103
 _TENSOR_ROLES = ("input", "output")
@@ -214,6 +215,14 @@ def _as_tensor(value):
     return value
 
 
+def _address_of(workspace) -> int:
+    if isinstance(workspace, (DeviceBuffer, DeviceArray)):
+        return workspace.address
+    if isinstance(workspace, int):
+        return workspace
+    return 1  # a cdata pointer: the library judges it
+
+
 def _is_array(value) -> bool:
     return isinstance(value, (np.ndarray, DeviceArray))
 
@@ -251,7 +260,7 @@ class Prepared:
         self._temps: list[DeviceBuffer] = []
         self._device: list[DeviceArray | None] = [None] * op.nparams
         self._host_targets: list[tuple[_Param, np.ndarray | None, DeviceArray]] = []
-        self.results: list[DeviceArray | None] = []
+        self._fresh: list[DeviceBuffer] = []  # outputs allocated for a device call: the caller's on success
         try:
             self._phase_one(args, validate)
         except BaseException:
@@ -309,8 +318,7 @@ class Prepared:
             return ffi.NULL
         if isinstance(value, _OutputSpec):
             dev = DeviceArray.empty(value.shape, value.dtype, backend=b)
-            if not self.device_mode:
-                self._temps.append(dev.buffer)
+            (self._fresh if self.device_mode else self._temps).append(dev.buffer)
             self._host_targets.append((p, None, dev))
         elif isinstance(value, DeviceArray):
             if value.backend is not b:
@@ -414,6 +422,14 @@ class Prepared:
                     "(refused by aclnngen before reaching the library)"
                 ),
             )
+        if guard and self.workspace_size > 0 and workspace is not None and not _address_of(workspace):
+            raise AclnnStatusError(
+                status=ACLNN_ERR_PARAM_NULLPTR, op=self.op.name, function=self.op.symbol,
+                recent_message=(
+                    f"workspace is NULL but {self.workspace_size} bytes were announced "
+                    "(refused by aclnngen before reaching the library)"
+                ),
+            )
         if workspace is None:
             if self.workspace is None and self.workspace_size > 0:
                 self.workspace = DeviceBuffer(b, self.workspace_size)
@@ -455,7 +471,7 @@ class Prepared:
                     owned.append(self.workspace)
                 # the holder comes last: Stream releases the buffers' busy marks, then frees
                 stream.keep(*owned, *(d for d in self._device if d is not None), _Temporaries(owned))
-                self._temps, self.workspace = [], None
+                self._temps, self.workspace, self._fresh = [], None, []
                 results = [outputs.get(p.name) for p in self.op.outputs]
                 return results[0] if len(results) == 1 else tuple(results)
             s = stream if stream is not None and hasattr(stream, "synchronize") else session_mod.default_stream(b)
@@ -465,6 +481,7 @@ class Prepared:
                 s.synchronize()
             if self.device_mode:
                 results = [outputs.get(p.name) for p in self.op.outputs]
+                self._fresh = []  # delivered to the caller
             else:
                 results = []
                 by_name = {p.name: (host, dev) for p, host, dev in self._host_targets}
@@ -498,10 +515,10 @@ class Prepared:
             except Exception:  # noqa: BLE001
                 pass
         self.executor = None
-        buffers = list(self._temps)
+        buffers = self._temps + self._fresh
         if self.workspace is not None:
             buffers.append(self.workspace)
-        self._temps, self.workspace = [], None
+        self._temps, self._fresh, self.workspace = [], [], None
         if self.launched and buffers:
             # a launch that was never synchronised (an error between launch and sync): wait for
             # the default stream so the memory is no longer in use before freeing it

@@ -108,6 +108,19 @@ def test_wrong_output_shape_passed_in():
     assert (out == 0).all()
 
 
+def test_device_call_failing_in_c_frees_its_outputs_at_once():
+    _, binding = _op("prelu_backward")
+    v = _values("prelu_backward")
+    with DeviceArray.from_host(v["gradOutput"]) as g, DeviceArray.from_host(v["self"]) as x:
+        bad_weight = DeviceArray.from_host(np.ones(5, np.float32))  # 5 channels for C = 3
+        before = _counters()
+        with pytest.raises(AclnnStatusError) as lib:
+            binding(g, x, bad_weight, validate=False)
+        assert lib.value.status == 161002
+        assert _counters() == before, "the outputs allocated for the call outlived its failure"
+        bad_weight.free()
+
+
 def test_null_pointer_for_a_required_argument():
     _, binding = _op("hardtanh_backward")
     v = _values("hardtanh_backward")

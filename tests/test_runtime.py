@@ -23,7 +23,7 @@ from aclnngen.generated.abi import DTYPES, LIBRARIES
 from aclnngen.runtime import arrays, backend as backend_mod, cases, products, session, simkernels
 from aclnngen.runtime.arrays import DeviceArray, DeviceBuffer
 from aclnngen.runtime.call import bind, tensor_descriptor
-from aclnngen.runtime.errors import AclRuntimeError, BackendError, UnknownSocError
+from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
 from aclnngen.runtime.shapes import NUMPY_DTYPES
 from aclnngen.runtime.validation import supported_dtypes, supported_families
 
@@ -630,6 +630,35 @@ def test_fake_cann_install_runs_the_bindings_unchanged(fake_cann, monkeypatch):
     b._version = None
     version, source = b.version_info()
     assert version == "8.3.RC1" and source.endswith("ascend_toolkit_install.info")
+    b.shutdown()
+
+
+def test_on_cann_the_runtime_refuses_what_the_library_may_not_check(fake_cann, monkeypatch):
+    """Real CANN is not known to check a reused executor or a short workspace (it would read freed
+    or short memory): there the runtime refuses them itself, with the library's status."""
+    from aclnngen.runtime import ffi
+
+    home, real = fake_cann
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(home))
+    install, _ = backend_mod.find_cann()
+    b = backend_mod.CannBackend(install)
+    simkernels.install(b, ffi.dlopen(ffi.sim_ffi(), str(real)), key="fake-cann")
+    meta, _, _ = _op("prelu_backward")
+    values = dict(cases.make_values(meta, "contiguous", "float32", version=VERSION))
+    call = bind(meta)
+    with session.activate(b):
+        with call.prepare(values["gradOutput"], values["self"], values["weight"], None, None) as prepared:
+            with pytest.raises(AclnnStatusError) as err:
+                prepared.launch(workspace_size=8)
+            assert err.value.status == 161002 and "refused by aclnngen" in err.value.recent_message
+            with pytest.raises(AclnnStatusError) as err:
+                prepared.launch(workspace=0)
+            assert err.value.status == 161001 and "refused by aclnngen" in err.value.recent_message
+            prepared.launch()
+            with pytest.raises(AclnnStatusError) as err:
+                prepared.launch()
+            assert err.value.status == 161002 and "already launched" in err.value.recent_message
+            session.synchronize()
     b.shutdown()
 
 

@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     from aclnngen.runtime import session
     from aclnngen.runtime.versions import is_version
 
+    selected = _ops(args.ops)
     backend = session.init(args.backend)
     family = backend.family()
     version = backend.version()
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         version = None
     print(f"backend {backend.kind}, SoC {backend.soc_name()}, family {family}, CANN {shown_version}")
     rows = []
-    for snake in _ops(args.ops):
+    for snake in selected:
         if version is None:
             from aclnngen.runtime.call import _newest_version
 
