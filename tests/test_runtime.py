@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-import platform
 import subprocess
 import sys
 import textwrap
