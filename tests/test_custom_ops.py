@@ -3,7 +3,8 @@
 LeakyReluBackward has a scalar and a bool attribute; EluBackward has three scalars and an
 attribute before its tensor and a formula that branches on the attribute. Only the specs are
 written by hand (copied into a temporary directory); everything else is generated, then the
-generated reference and validator tests run, and run again with one piece deliberately broken to
+generated reference, validator and binding tests (the custom ops' simulator entry points are built
+into the simulator automatically) run, and run again with one piece deliberately broken to
 show that each kind of generated test can fail.
 """
 
@@ -41,7 +42,7 @@ def _pytest(package: Path, mutation: str = "", *extra):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(HERE / "data")]), ACLNNGEN_MUTATION=mutation)
     env.pop("PYTEST_XDIST_WORKER", None)
     args = [sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-p", "mutations",
-            "-m", "not needs_runtime", "-o", "addopts=", *extra]
+            "-o", "addopts=", *extra]
     return _run(args, env=env, cwd=package.parent)
 
 
@@ -78,8 +79,9 @@ def _outcome(result) -> tuple[int, int]:
 def test_generated_reference_and_validator_tests_pass(package):
     result = _pytest(package)
     passed, failed = _outcome(result)
-    assert result.returncode == 0 and failed == 0 and passed > 100, result.stdout[-3000:]
-    for kind in ("test_reference_matches_oracle", "test_validator_dtype", "test_validator_shape", "test_null_pointer", "test_return_code"):
+    assert result.returncode == 0 and failed == 0 and passed > 300, result.stdout[-3000:]
+    for kind in ("test_reference_matches_oracle", "test_validator_dtype", "test_validator_shape", "test_null_pointer",
+                 "test_return_code", "test_binding_on_simulator"):
         assert kind in _pytest(package, "", "--collect-only").stdout
 
 
@@ -89,6 +91,7 @@ def test_generated_reference_and_validator_tests_pass(package):
         ("validator", ("test_validator_dtype", "test_validator_shape", "test_null_pointer", "test_return_code")),
         ("reference", ("test_reference_matches_oracle",)),
         ("oracle_compare", ("test_reference_matches_oracle",)),
+        ("descriptor", ("test_binding_on_simulator",)),
     ],
 )
 def test_generated_tests_fail_when_a_piece_is_broken(package, mutation, must_fail):

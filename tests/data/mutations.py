@@ -3,7 +3,8 @@
 Loaded with `-p mutations` (tests/data on sys.path); ACLNNGEN_MUTATION picks what to break:
 - validator: the validator accepts everything;
 - reference: the formula's `where` swaps its branches;
-- oracle_compare: the tolerance policy compares against a shifted reference.
+- oracle_compare: the tolerance policy compares against a shifted reference;
+- descriptor: tensors reach C with their view offset dropped (a conversion bug the binding tests catch).
 """
 
 import os
@@ -25,5 +26,19 @@ def pytest_configure(config):
         opcheck.OpUnderTest.run_reference = lambda self, values, **kw: tuple(
             (r.astype(np.float64) + 1).astype(r.dtype) for r in original_run(self, values, **kw)
         )
+    elif mutation == "descriptor":
+        from aclnngen.runtime import call
+
+        original_descriptor = call.tensor_descriptor
+
+        def without_offset(backend, dev, **kwargs):
+            saved = dev.offset
+            dev.offset = 0
+            try:
+                return original_descriptor(backend, dev, **kwargs)
+            finally:
+                dev.offset = saved
+
+        call.tensor_descriptor = without_offset
     elif mutation:
         raise ValueError(f"unknown mutation {mutation!r}")
