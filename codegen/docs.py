@@ -71,6 +71,9 @@ def _scalars(spec: OpSpec) -> list[dict]:
                     "role": p.role,
                     "summary": p.summary,
                     "default": p.default,
+                    "when_null": (
+                        f"means {p.default}" if p.role == "optional_scalar" else "required: NULL gives 161001"
+                    ),
                     "constraints": [f"{p.py_name} {c.op} {c.value}" + (f" ({_versions(c)})" if _versions(c) else "") for c in p.constraints],
                 }
             )
