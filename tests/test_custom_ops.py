@@ -110,3 +110,39 @@ def test_a_wrong_formula_in_the_spec_fails_the_oracle_tests(tmp_path):
     assert _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)]).returncode == 0
     result = _pytest(out, "", "-rf", "-k", "leaky and reference")
     assert result.returncode == 1 and "FAILED" in result.stdout, result.stdout[-2000:]
+
+
+def test_directives_mark_expected_failures_and_report_those_that_start_passing(package, tmp_path):
+    directives = tmp_path / "directives.yaml"
+    directives.write_text(
+        "expected_failures:\n"
+        "  - {op: LeakyReluBackward, test: validator_dtype, family: a2, dtype: float16,\n"
+        "     reason: 'pretend float16 is broken on A2'}\n"
+        "tolerances: []\n",
+        encoding="utf-8",
+    )
+    env_extra = {"ACLNNGEN_DIRECTIVES": str(directives)}
+    result = _pytest_env(package, env_extra, "-rfX", "-k", "leaky and validator_dtype and A2-float16")
+    # The case passes, so the strict expected failure is reported as a failure that names the reason.
+    assert result.returncode == 1 and "XPASS(strict)" in result.stdout and "pretend float16 is broken" in result.stdout, result.stdout[-2000:]
+
+
+def test_a_tolerance_override_replaces_the_policy(package, tmp_path):
+    directives = tmp_path / "directives.yaml"
+    directives.write_text(
+        "expected_failures: []\n"
+        "tolerances:\n"
+        "  - {op: EluBackward, test: reference, dtype: float32, rtol: 0.0, atol: 0.0,\n"
+        "     reason: 'demand bit-exact float32 to show the override applies'}\n",
+        encoding="utf-8",
+    )
+    result = _pytest_env(package, {"ACLNNGEN_DIRECTIVES": str(directives)}, "-rf", "-k", "elu and reference and float32-adversarial")
+    # The transcendental elu differs from torch by an ULP somewhere: a zero tolerance must fail it,
+    # while the default policy passes it (test_generated_reference_and_validator_tests_pass).
+    assert result.returncode == 1 and "outside rtol=0, atol=0" in result.stdout, result.stdout[-2000:]
+
+
+def _pytest_env(package: Path, env_extra: dict, *extra):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(HERE / "data")]), **env_extra)
+    args = [sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-o", "addopts=", *extra]
+    return _run(args, env=env, cwd=package.parent)

@@ -159,3 +159,14 @@ def test_spec_text_never_becomes_code(tmp_path, monkeypatch):
     np.testing.assert_array_equal(reference.reference(g, x, min=-0.5, max=0.5), builtin(g, x, min=-0.5, max=0.5))
     page = (out / "docs" / "hardtanh_backward.md").read_text(encoding="utf-8")
     assert "{{ 7*7 }}" in page
+
+
+def test_the_generator_never_imports_generated_code():
+    script = (
+        "import sys; from aclnngen.codegen.generate import plan; from aclnngen.codegen.loader import DEFAULT_SPECS_DIR; "
+        "plan(DEFAULT_SPECS_DIR); import aclnngen.codegen.cli as cli; "
+        "print(sorted(m for m in sys.modules if m.startswith('aclnngen.generated')))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", f"the generator imported {result.stdout.strip()}"
