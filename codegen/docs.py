@@ -94,6 +94,29 @@ def binding_doc(spec: OpSpec, products: ProductTable) -> dict:
     }
 
 
+def promotion_tables(spec: OpSpec, products: ProductTable, version: str) -> list[dict]:
+    """For each promote rule, the table it implies over the dtypes the inputs accept anywhere:
+    row dtype x column dtype -> the promoted dtype, marked when no family supports the result."""
+    from aclnngen.runtime.shapes import PROMOTION
+
+    op = resolve(spec, version)
+    tables = []
+    for rule in spec.rules:
+        if rule.kind != "promote":
+            continue
+        accepted = sorted({d for f in op.families for name in rule.inputs for d in op.dtypes_of(name, f)})
+        output_ok = {d for f in op.families for d in op.dtypes_of(rule.output, f)}
+        rows = []
+        for a in accepted:
+            cells = []
+            for b in accepted:
+                promoted = PROMOTION.get((a, b))
+                cells.append("—" if promoted is None else promoted if promoted in output_ok else f"{promoted} (unsupported)")
+            rows.append({"dtype": a, "cells": cells})
+        tables.append({"inputs": list(rule.inputs), "output": rule.output, "dtypes": accepted, "rows": rows})
+    return tables
+
+
 def reference_page(spec: OpSpec, products: ProductTable) -> dict:
     data = binding_doc(spec, products)
     page_version = spec.cann_version
@@ -101,6 +124,7 @@ def reference_page(spec: OpSpec, products: ProductTable) -> dict:
         page_families=_families_table(spec, products, page_version),
         prototypes=[spec.prototypes.get_workspace_size, spec.prototypes.launch],
         page_differences=_page_differences(spec),
+        promotions=promotion_tables(spec, products, data["version"]),
         params=[{"name": p.name, "py": p.py_name, "role": p.role, "summary": p.summary} for p in spec.parameters],
         defects=[{"kind": d.kind, "note": d.note, "versions": _versions(d), "claimed": d.claimed, "observed": d.observed} for d in spec.defects],
     )
