@@ -199,14 +199,32 @@ def _render_indexes(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -
             ops=ops,
         ),
     )
-    p.add(
-        f"{layout.package_dir}/c/sim_ops.c",
-        render.render(
-            "sim_ops.c.j2",
-            header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"),
-            ops=[_sim_op(ls.spec) for ls in loaded],
-        ),
+    p.add(f"{layout.package_dir}/c/sim_ops.c", _render_sim_ops([ls.spec for ls in loaded]))
+
+
+def _render_sim_ops(specs: list[OpSpec]) -> str:
+    return render.render(
+        "sim_ops.c.j2",
+        header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"),
+        ops=[_sim_op(spec) for spec in specs],
     )
+
+
+def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[str] | None = None) -> str:
+    """The text of sim_ops.c (the simulator's op entry points) for the ops `ops` only (snake or
+    CANN names, e.g. "swish_backward" or "SwishBackward"; None = every op), with the template the
+    generator uses for generated/c/sim_ops.c. For simulated installs that lack some op."""
+    specs_dir = Path(specs_dir) if specs_dir is not None else REPO_ROOT / "specs"
+    products = load_products(specs_dir) if (specs_dir / "products.yaml").exists() else load_products()
+    loaded = load_all(specs_dir, products)
+    if ops is not None:
+        wanted = set(ops)
+        known = {ls.spec.snake_name for ls in loaded} | {ls.spec.name for ls in loaded}
+        unknown = sorted(wanted - known)
+        if unknown:
+            raise GenerateError(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        loaded = [ls for ls in loaded if ls.spec.snake_name in wanted or ls.spec.name in wanted]
+    return _render_sim_ops([ls.spec for ls in loaded])
 
 
 _SIM_KIND = {

@@ -290,7 +290,7 @@ class Backend:
                 try:
                     lib = ffimod.dlopen(op_ffi, candidate)
                 except OSError as exc:
-                    searched.append(f"{candidate} (not loadable: {_first_line(exc)})")
+                    searched.append(f"{candidate} ({_load_failure(candidate, exc)})")
                     continue
                 gws, launch = ffimod.lookup(lib, gws_name), ffimod.lookup(lib, launch_name)
                 if gws is not None and launch is not None:
@@ -321,7 +321,18 @@ class Backend:
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    text = text.splitlines()[0] if text else type(exc).__name__
+    # cffi appends its ctypes.util.find_library() retry to every loader message: noise here
+    return text.split("  Additionally, ctypes.util.find_library()")[0].strip()
+
+
+def _load_failure(candidate: str, exc: BaseException) -> str:
+    """Why an op library candidate did not load, short: a bare name the loader does not know is
+    the common case (most installs have only some of the names)."""
+    text = _first_line(exc)
+    if os.sep not in candidate and "No such file or directory" in text:
+        return "not found by the dynamic loader"
+    return f"not loadable: {text}"
 
 
 # --- CANN -----------------------------------------------------------------------------------------
@@ -546,19 +557,29 @@ class CannBackend(Backend):
         return self._version
 
     def _version_from_files(self) -> tuple[str | None, str]:
+        """version= of ascend_toolkit_install.info: under the install's home (<home>/<arch>-linux/
+        or <home>/), else beside the runtime library's directory (a CANN found through the loader
+        path: <home>/lib64 or <home>/<arch>-linux/lib64, each as given and resolved)."""
+        arch = _arch_dir()
         homes = [self.install.home] if self.install.home else []
         homes += [h for _, h in install_homes(self.env) if h not in homes]
+        places: list[Path] = []
         for home in homes:
-            for d in (home / _arch_dir(), home):
-                info = d / "ascend_toolkit_install.info"
-                try:
-                    text = info.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    continue
-                for line in text.splitlines():
-                    key, _, value = line.partition("=")
-                    if key.strip() == "version" and value.strip():
-                        return value.strip().strip('"'), str(info)
+            places += [home / arch, home]
+        lib_dir = Path(self.install.runtime).parent
+        if lib_dir != Path("."):
+            for d in dict.fromkeys((lib_dir, Path(os.path.realpath(lib_dir)))):
+                places += [d.parent / arch, d.parent]
+        for d in dict.fromkeys(places):
+            info = d / "ascend_toolkit_install.info"
+            try:
+                text = info.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "version" and value.strip():
+                    return value.strip().strip('"'), str(info)
         return None, "unknown (no aclsysGetVersionStr, no ascend_toolkit_install.info)"
 
 

@@ -23,6 +23,19 @@ load as ONE library with ONE state (device memory allocated through one name is 
 tensors checked through another). Whoever lays out a fake CANN install must link to these names
 (or to the returned path), not copy them.
 
+An op library apart from the core (`link_core=`): CANN keeps the op symbols out of the runtime
+and tensor libraries (libopapi.so / libopapi_nn.so next to libascendcl.so and libnnopbase.so).
+`build_simulator(ops_c, link_core=core_dir / "libnnopbase.so")` compiles ONLY the extra sources
+and links them against a core built earlier (`build_simulator(lib_names=("libascendcl.so",
+"libnnopbase.so"))`, no extra sources): the result has `DT_NEEDED libnnopbase.so` (the file name
+of `link_core`) and `RUNPATH $ORIGIN`, like CANN's own op libraries. The loader resolves that
+name in the directory the op library was loaded from (a symlink's own directory, not its
+target's), so put the op library beside a `libnnopbase.so` that leads to the same core file the
+runtime loaded: the loader then recognises the file (same inode) and binds the op entry points to
+the ONE loaded core and its state, whatever the dlopen flags (no RTLD_GLOBAL needed) and in any
+load order (an op library loaded first pulls the core in). Built with `-z defs`: an op source
+that needs a symbol the core lacks fails at build time, not at dlopen.
+
 Failures raise `SimulatorBuildError` (compiler missing, compile error with the compiler's
 stderr, unwritable cache), never a raw subprocess traceback.
 """
@@ -193,6 +206,7 @@ def build_simulator(
     abi_header: str | os.PathLike | None = None,
     cache_dir: str | os.PathLike | None = None,
     core_dir: str | os.PathLike | None = None,
+    link_core: str | os.PathLike | None = None,
 ) -> Path:
     """Builds (or reuses) the simulator library and returns the path of `lib_names[0]`.
 
@@ -207,10 +221,14 @@ def build_simulator(
         ACLSIM_ABI_HEADER to its name, replacing the core's stand-in aclsim_abi.h.
     cache_dir: overrides the cache location (default: see `cache_root`).
     core_dir: the directory of the core sources (default: the installed runtime/sim).
+    link_core: build an op library instead: only `extra_sources` are compiled, linked against
+        this core library (a path returned by an earlier build, named as the op library should
+        need it, e.g. ".../libnnopbase.so"); see the module docstring for the layout it needs.
     """
     names = _check_lib_names(lib_names)
     if isinstance(extra_sources, (str, os.PathLike)):
         extra_sources = (extra_sources,)
+    extra_sources = tuple(extra_sources)
     if isinstance(include_dirs, (str, os.PathLike)):
         include_dirs = (include_dirs,)
     core = Path(core_dir).resolve() if core_dir is not None else SIM_DIR
@@ -229,6 +247,18 @@ def build_simulator(
     core_sources = sorted(core.glob("*.c"))
     if not core_sources:
         raise SimulatorBuildError(f"no simulator sources (*.c) in {core}")
+    link_flags: list[str] = []
+    if link_core is not None:
+        core_lib = Path(link_core)
+        if not core_lib.is_absolute():
+            core_lib = core_lib.resolve()
+        if not core_lib.is_file() or not _LIB_NAME.fullmatch(core_lib.name):
+            raise SimulatorBuildError(f"link_core {core_lib} is not a library file")
+        if not extra_sources:
+            raise SimulatorBuildError("link_core: an op library needs extra sources (the op entry points)")
+        hashed_files.append(core_lib.resolve())  # the core's content, whatever the link is named
+        core_sources = []  # the core's code lives in link_core; only the ops are compiled here
+        link_flags = [f"-L{core_lib.parent}", f"-l:{core_lib.name}", "-Wl,-rpath,$ORIGIN", "-Wl,-z,defs"]
     extras = []
     for src in extra_sources:
         path = Path(src).resolve()
@@ -254,6 +284,7 @@ def build_simulator(
         *(str(p) for p in core_sources),
         *(str(p) for p in extras),
         *LDFLAGS,
+        *link_flags,
     ]
 
     digest = hashlib.sha256()

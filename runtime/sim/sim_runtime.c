@@ -639,6 +639,10 @@ aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *
     return SIM_OK;
 }
 
+/* -DACLSIM_NO_VERSION_API builds a library without aclsysGetVersionStr/Num, like a CANN release
+ * that predates them (tests of the version fallback to ascend_toolkit_install.info). */
+#ifndef ACLSIM_NO_VERSION_API
+
 /* Package names the simulated install answers for (directories of share/info). */
 static int known_package(const char *name)
 {
@@ -694,6 +698,8 @@ aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum)
     *versionNum = num;
     return SIM_OK;
 }
+
+#endif /* ACLSIM_NO_VERSION_API */
 
 /* ------------------------------------------------------------------------------------------ */
 /* aclnn_base.h                                                                               */

@@ -1,0 +1,299 @@
+"""The CANN backend against a fake CANN install (tests/fakecann.py: the simulator built under
+CANN's library names, with the op library a separate shared object linked to the core).
+
+Every scenario runs in a fresh interpreter: dlopen and the session are per process, and CANN is
+discovered from the environment the process starts with."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import fakecann
+from aclnngen.codegen.errors import GenerateError
+from aclnngen.codegen.generate import render_sim_ops
+from aclnngen.runtime import ffi as ffimod
+from aclnngen.runtime.simbuild import SimulatorBuildError, build_simulator
+
+ARCH = fakecann.ARCH
+ALL_OPS = list(fakecann.OPS)
+
+
+def _lib64(home):
+    return home / "lib64"
+
+
+def _info(home):
+    return str(home / ARCH / "ascend_toolkit_install.info")
+
+
+# --- the pieces: a subset of sim_ops.c, an op library linked to the core ---------------------------
+
+
+def test_render_sim_ops_reuses_the_template_and_selects_ops():
+    full = render_sim_ops()
+    assert full == ffimod.sim_ops_path().read_text(encoding="utf-8"), "must equal generated/c/sim_ops.c"
+    subset = render_sim_ops(ops=["gelu_backward", "HardtanhBackward"])
+    assert "aclnnGeluBackwardGetWorkspaceSize(" in subset and "aclnnHardtanhBackward(" in subset
+    assert "Swish" not in subset and "Prelu" not in subset and "Softshrink" not in subset
+    assert subset.splitlines()[:3] == full.splitlines()[:3]  # the same header
+    with pytest.raises(GenerateError, match="unknown op"):
+        render_sim_ops(ops=["NoSuchOp"])
+
+
+def _dynamic(path) -> str:
+    return subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def _defined(path) -> set[str]:
+    out = subprocess.run(["nm", "-D", "--defined-only", str(path)], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+def test_op_library_is_a_separate_object_that_needs_the_core():
+    assert shutil.which("readelf") and shutil.which("nm"), "binutils come with the C compiler"
+    core = fakecann.build_core()
+    ops = fakecann.build_ops(core).resolve()
+    dynamic = _dynamic(ops)
+    assert "Shared library: [libnnopbase.so]" in dynamic and "[$ORIGIN]" in dynamic
+    exported = _defined(ops)
+    assert {f"aclnn{n}" for n in ("GeluBackward", "SwishBackward", "PreluBackwardGetWorkspaceSize")} <= exported
+    assert not exported & {"aclInit", "aclCreateTensor", "sim_prepare", "aclsim_set_hooks"}, "no core code inside"
+    core_syms = _defined(core.resolve())
+    assert {"aclInit", "aclCreateTensor", "sim_prepare", "aclsim_set_hooks", "aclsysGetVersionStr"} <= core_syms
+    assert not [s for s in core_syms if s.startswith("aclnn") and s.endswith("Backward")], "the core has no op"
+    without = fakecann.build_ops(core, tuple(op for op in fakecann.OPS if op != "swish_backward"))
+    assert "aclnnSwishBackward" not in _defined(without.resolve())
+    assert "aclnnGeluBackward" in _defined(without.resolve())
+    no_version = fakecann.build_core(no_version_api=True).resolve()
+    assert not {"aclsysGetVersionStr", "aclsysGetVersionNum"} & _defined(no_version)
+    assert "aclrtGetVersion" in _defined(no_version)
+
+
+def test_an_op_library_needing_what_the_core_lacks_fails_at_build_time(tmp_path):
+    src = tmp_path / "bad_ops.c"
+    src.write_text('#include "aclsim_core.h"\nint sim_no_such_function(void);\nint f(void) { return sim_no_such_function(); }\n')
+    core = fakecann.build_core()
+    with pytest.raises(SimulatorBuildError, match="sim_no_such_function"):
+        build_simulator([src], abi_header=ffimod.runtime_cdef_path(), lib_names=("libopapi.so",), link_core=core, cache_dir=tmp_path / "cache")
+    with pytest.raises(SimulatorBuildError, match="needs extra sources"):
+        build_simulator((), lib_names=("libopapi.so",), link_core=core, cache_dir=tmp_path / "cache")
+
+
+# --- discovery -------------------------------------------------------------------------------------
+
+_RUN_ALL = """
+b = session.backend()
+install_kernels(b)
+emit({
+    "kind": b.kind,
+    "libraries": b.libraries,
+    "home": b.install.home,
+    "ops": {s: check_op(s) for s in %r},
+    "op_library": {s: library_of(b, s) for s in %r},
+    "version": b.version_info(),
+})
+""" % (ALL_OPS, ALL_OPS)
+
+
+@pytest.mark.parametrize("how", ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH"])
+def test_discovery_and_every_op_bit_for_bit(fake_cann_homes, how):
+    home = fake_cann_homes["standard"]
+    if how == "LD_LIBRARY_PATH":
+        env = fakecann.scenario_env(LD_LIBRARY_PATH=str(_lib64(home)), ACLNNGEN_BACKEND="cann")
+    else:
+        env = fakecann.scenario_env(**{how: str(home)}, ACLNNGEN_BACKEND="cann")
+    got = fakecann.run_scenario(_RUN_ALL, env)
+    assert got["kind"] == "cann"
+    assert got["libraries"] == {"ascendcl": str(_lib64(home) / "libascendcl.so"), "nnopbase": str(_lib64(home) / "libnnopbase.so")}
+    assert got["home"] == (None if how == "LD_LIBRARY_PATH" else str(home))
+    assert got["ops"] == {s: True for s in ALL_OPS}, "every op equals its reference bit for bit"
+    assert set(got["op_library"].values()) == {str(_lib64(home) / "libopapi.so")}
+    assert got["version"] == [fakecann.LIBRARY_VERSION, "aclsysGetVersionStr"]
+
+
+@pytest.mark.parametrize(
+    "layout,key,name",
+    [
+        ("acl-rt", "runtime", "libacl_rt.so"),
+        ("split", "ops", "libopapi_nn.so"),
+        ("feature-lib", "ops", "libaclnn_ops_train.so"),
+    ],
+)
+def test_library_fallbacks(fake_cann_homes, layout, key, name):
+    home = fake_cann_homes[layout]
+    got = fakecann.run_scenario(_RUN_ALL, fakecann.scenario_env(ASCEND_HOME_PATH=str(home)))
+    assert got["kind"] == "cann"
+    assert got["ops"] == {s: True for s in ALL_OPS}
+    if key == "runtime":
+        assert got["libraries"]["ascendcl"] == str(_lib64(home) / name)
+        assert set(got["op_library"].values()) == {str(_lib64(home) / "libopapi.so")}
+    else:
+        assert got["libraries"]["ascendcl"] == str(_lib64(home) / "libascendcl.so")
+        assert set(got["op_library"].values()) == {str(_lib64(home) / name)}
+
+
+def test_op_library_loaded_before_the_runtime_shares_its_core(fake_cann_homes):
+    """Load order does not matter: an op library dlopen'd first pulls the core in (DT_NEEDED) and
+    the runtime's later dlopen of libascendcl.so finds that same file."""
+    home = fake_cann_homes["standard"]
+    got = fakecann.run_scenario(
+        f"""
+        first = ffimod.dlopen(ffimod.runtime_ffi(), {str(_lib64(home) / 'libopapi.so')!r})
+        b = session.backend()
+        install_kernels(b)
+        emit({{"kind": b.kind, "ok": [check_op(s) for s in {ALL_OPS!r}]}})
+        """,
+        fakecann.scenario_env(ASCEND_HOME_PATH=str(home)),
+    )
+    assert got == {"kind": "cann", "ok": [True] * len(ALL_OPS)}
+
+
+# --- an op the install lacks -------------------------------------------------------------------------
+
+
+def test_missing_op_names_op_version_and_libraries_and_the_others_keep_working(fake_cann_homes):
+    home = fake_cann_homes["missing-op"]
+    got = fakecann.run_scenario(
+        """
+        b = session.backend()
+        kernels = install_kernels(b)
+        sim = ffimod.sim_ffi()
+
+        def counters():
+            c = sim.new("struct aclsim_counters *")
+            kernels.controls.aclsim_get_counters(c)
+            return {name: getattr(c, name) for name, _ in sim.typeof("struct aclsim_counters").fields}
+
+        result = {"before": check_op("gelu_backward")}
+        start = counters()
+        errors = []
+        for _ in range(2):
+            try:
+                check_op("swish_backward")
+                errors.append(None)
+            except BackendError as exc:
+                errors.append({"type": type(exc).__name__, "text": str(exc), "op": exc.op,
+                               "version": exc.cann_version, "searched": list(exc.searched)})
+        result["errors"] = errors
+        result["leak"] = counters() != start
+        result["others"] = {s: check_op(s) for s in ("gelu_backward", "hardtanh_backward", "prelu_backward", "softshrink_backward")}
+        emit(result)
+        """,
+        fakecann.scenario_env(ASCEND_HOME_PATH=str(home)),
+    )
+    assert got["before"] is True
+    first, second = got["errors"]
+    assert first is not None and first["type"] == "BackendError" and second == first
+    assert first["op"] == fakecann.MISSING_OP and first["version"] == fakecann.LIBRARY_VERSION
+    opapi = str(_lib64(home) / "libopapi.so")
+    assert first["searched"][0] == opapi
+    assert "libaclnn_ops_train.so (not found by the dynamic loader)" in first["searched"]
+    text = first["text"]
+    assert "aclnnSwishBackward" in text and f"CANN version: {fakecann.LIBRARY_VERSION}" in text and opapi in text
+    assert "Additionally, ctypes" not in text, "the loader's messages are kept short"
+    assert got["leak"] is False, "the refused call allocated nothing"
+    assert got["others"] == {s: True for s in ("gelu_backward", "hardtanh_backward", "prelu_backward", "softshrink_backward")}
+
+
+# --- versions --------------------------------------------------------------------------------------
+
+_VERSION = """
+b = session.backend()
+emit({"kind": b.kind, "version": b.version_info(), "str_fn": b.api.aclsysGetVersionStr is not None,
+      "optional_missing": b.api.optional_missing})
+"""
+
+
+@pytest.mark.parametrize("how", ["ASCEND_HOME_PATH", "LD_LIBRARY_PATH"])
+def test_version_from_the_info_file_when_the_library_has_no_version_api(fake_cann_homes, how):
+    home = fake_cann_homes["no-version-api"]
+    env = fakecann.scenario_env(**({how: str(_lib64(home))} if how == "LD_LIBRARY_PATH" else {how: str(home)}))
+    got = fakecann.run_scenario(_VERSION, env)
+    assert got["kind"] == "cann" and got["str_fn"] is False
+    assert got["optional_missing"] == ["aclsysGetVersionStr", "aclsysGetVersionNum"]
+    assert got["version"] == [fakecann.INFO_VERSION, _info(home)]
+
+
+def test_version_from_the_library_when_it_offers_one(fake_cann_homes):
+    home = fake_cann_homes["standard"]
+    got = fakecann.run_scenario(_VERSION, fakecann.scenario_env(ASCEND_HOME_PATH=str(home)))
+    assert got["str_fn"] is True and got["optional_missing"] == []
+    assert got["version"] == [fakecann.LIBRARY_VERSION, "aclsysGetVersionStr"], "the library wins over the file"
+
+
+@pytest.mark.parametrize(
+    "layout,line",
+    [
+        ("standard", f"{fakecann.LIBRARY_VERSION} (from aclsysGetVersionStr)"),
+        ("no-version-api", f"{fakecann.INFO_VERSION} (from {{info}})"),
+    ],
+)
+def test_info_command_names_the_version_source(fake_cann_homes, layout, line):
+    home = fake_cann_homes[layout]
+    proc = fakecann.run_cli("info", env=fakecann.scenario_env(ASCEND_HOME_PATH=str(home)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in proc.stdout.splitlines() if line.strip())
+    assert rows["backend"] == "cann (CANN; CANN found)"
+    assert rows["runtime library"] == str(_lib64(home) / "libascendcl.so")
+    assert rows["CANN version"] == line.format(info=_info(home))
+    if layout == "no-version-api":
+        assert rows["optional functions missing"] == "aclsysGetVersionStr, aclsysGetVersionNum"
+
+
+# --- selection ---------------------------------------------------------------------------------------
+
+
+def test_default_selection_picks_the_cann_it_finds(fake_cann_homes):
+    code = 'b = session.backend()\nemit({"kind": b.kind})'
+    found = fakecann.run_scenario(code, fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"])))
+    assert found == {"kind": "cann"}
+    absent = fakecann.run_scenario(code, fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"] / "nowhere")))
+    assert absent == {"kind": "sim"}
+    forced = fakecann.run_scenario(
+        code, fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"]), ACLNNGEN_BACKEND="sim")
+    )
+    assert forced == {"kind": "sim"}
+
+
+def test_forced_cann_without_an_install_is_a_backend_error(tmp_path):
+    nowhere = tmp_path / "nowhere"
+    got = fakecann.run_scenario(
+        """
+        try:
+            session.backend()
+            emit({"raised": None})
+        except BackendError as exc:
+            emit({"raised": type(exc).__name__, "text": str(exc), "searched": list(exc.searched)})
+        """,
+        fakecann.scenario_env(ASCEND_HOME_PATH=str(nowhere), ACLNNGEN_BACKEND="cann"),
+    )
+    assert got["raised"] == "BackendError"
+    assert "CANN was not found" in got["text"] and "ACLNNGEN_BACKEND=sim" in got["text"]
+    assert str(nowhere / "lib64" / "libascendcl.so") in got["searched"]
+    assert "libacl_rt.so (dynamic loader search)" in got["searched"]
+    proc = fakecann.run_cli("info", env=fakecann.scenario_env(ASCEND_HOME_PATH=str(nowhere), ACLNNGEN_BACKEND="cann"))
+    assert proc.returncode == 1 and "CANN was not found" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_cann_backend_never_installs_simulator_hooks(fake_cann_homes):
+    """Production code treats the install as real CANN: no aclsim_* declarations, no hooks. The
+    fake library, left without the tests' kernels, then has no kernel to run (561003)."""
+    got = fakecann.run_scenario(
+        """
+        from aclnngen.runtime.errors import AclnnStatusError
+        b = session.backend()
+        try:
+            check_op("gelu_backward")
+            status = None
+        except AclnnStatusError as exc:
+            status = exc.status
+        emit({"kind": b.kind, "status": status, "controls": hasattr(b, "controls"),
+              "sim_ffi_made": ffimod._SIM is not None})
+        """,
+        fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"])),
+    )
+    assert got == {"kind": "cann", "status": 561003, "controls": False, "sim_ffi_made": False}
