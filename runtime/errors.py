@@ -17,70 +17,42 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-# aclnnStatus (include/aclnn/opdev/op_errno.h).
-ACLNN_STATUS_NAMES: dict[int, str] = {
-    0: "ACLNN_SUCCESS",
-    161001: "ACLNN_ERR_PARAM_NULLPTR",
-    161002: "ACLNN_ERR_PARAM_INVALID",
-    361001: "ACLNN_ERR_RUNTIME_ERROR",
-    561000: "ACLNN_ERR_INNER",
-    561001: "ACLNN_ERR_INNER_INFERSHAPE_ERROR",
-    561002: "ACLNN_ERR_INNER_TILING_ERROR",
-    561003: "ACLNN_ERR_INNER_FIND_KERNEL_ERROR",
-    561101: "ACLNN_ERR_INNER_CREATE_EXECUTOR",
-    561102: "ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR",
-    561103: "ACLNN_ERR_INNER_NULLPTR",
-    561104: "ACLNN_ERR_INNER_WRONG_ATTR_INFO_SIZE",
-    561105: "ACLNN_ERR_INNER_KEY_CONFLICT",
-    561106: "ACLNN_ERR_INNER_INVALID_IMPL_MODE",
-    561107: "ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND",
-    561108: "ACLNN_ERR_INNER_LOAD_JSON_FAILED",
-    561109: "ACLNN_ERR_INNER_JSON_VALUE_NOT_FOUND",
-    561110: "ACLNN_ERR_INNER_JSON_FORMAT_INVALID",
-    561111: "ACLNN_ERR_INNER_JSON_DTYPE_INVALID",
-    561112: "ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND",
-    561113: "ACLNN_ERR_INNER_OP_FILE_INVALID",
-    561114: "ACLNN_ERR_INNER_ATTR_NUM_OUT_OF_BOUND",
-    561115: "ACLNN_ERR_INNER_ATTR_LEN_NOT_ENOUGH",
-    561116: "ACLNN_ERR_INNER_INPUT_NUM_IN_JSON_TOO_LARGE",
-    561117: "ACLNN_ERR_INNER_INPUT_JSON_IS_NULL",
-    561118: "ACLNN_ERR_INNER_STATIC_WORKSPACE_INVALID",
-    561119: "ACLNN_ERR_INNER_STATIC_BLOCK_DIM_INVALID",
-}
+# The symbolic names have one source, specs/abi.yaml, rendered to generated/abi.py STATUS:
+# aclnnStatus (include/aclnn/opdev/op_errno.h) and aclError (acl/acl_base_rt.h,
+# acl/error_codes/rt_error_codes.h), the codes the fact sheet lists. `ACLNN_STATUS_NAMES` and
+# `ACL_ERROR_NAMES` (code -> name) are built from it on first use, so importing this module never
+# depends on the generated package being importable (the generator itself imports the runtime).
+_NAME_TABLES = {"ACLNN_STATUS_NAMES": "aclnnStatus", "ACL_ERROR_NAMES": "aclError"}
+_names: dict[str, dict[int, str]] = {}
 
-# aclError (acl/acl_base_rt.h, acl/error_codes/rt_error_codes.h): the codes the fact sheet lists.
-ACL_ERROR_NAMES: dict[int, str] = {
-    0: "ACL_SUCCESS",
-    100000: "ACL_ERROR_INVALID_PARAM",
-    100001: "ACL_ERROR_UNINITIALIZE",
-    100002: "ACL_ERROR_REPEAT_INITIALIZE",
-    100037: "ACL_ERROR_REPEAT_FINALIZE",
-    107000: "ACL_ERROR_RT_PARAM_INVALID",
-    107002: "ACL_ERROR_RT_CONTEXT_NULL",
-    200000: "ACL_ERROR_BAD_ALLOC",
-    200001: "ACL_ERROR_API_NOT_SUPPORT",
-    200002: "ACL_ERROR_INVALID_DEVICE",
-    207000: "ACL_ERROR_RT_FEATURE_NOT_SUPPORT",
-    207001: "ACL_ERROR_RT_MEMORY_ALLOCATION",
-    500000: "ACL_ERROR_INTERNAL_ERROR",
-    500001: "ACL_ERROR_FAILURE",
-    500003: "ACL_ERROR_RT_FAILURE",
-    507000: "ACL_ERROR_RT_INTERNAL_ERROR",
-    507015: "ACL_ERROR_RT_AICORE_EXCEPTION",
-    507046: "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT",
-}
+
+def _table(kind: str) -> dict[int, str]:
+    found = _names.get(kind)
+    if found is None:
+        from aclnngen.generated.abi import STATUS
+
+        found = _names[kind] = {int(code): name for code, (name, _meaning) in STATUS[kind].items()}
+    return found
+
+
+def __getattr__(attr: str):
+    kind = _NAME_TABLES.get(attr)
+    if kind is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    return _table(kind)
+
 
 VALIDATION_STATUSES = (161001, 161002)
 
 
 def status_name(status: int) -> str:
     """The symbolic name of an aclnnStatus, or `UNKNOWN_ACLNN_STATUS` for a code not in the header."""
-    return ACLNN_STATUS_NAMES.get(status, "UNKNOWN_ACLNN_STATUS")
+    return _table("aclnnStatus").get(status, "UNKNOWN_ACLNN_STATUS")
 
 
 def acl_error_name(code: int) -> str:
     """The symbolic name of an aclError, or `UNKNOWN_ACL_ERROR`."""
-    return ACL_ERROR_NAMES.get(code, "UNKNOWN_ACL_ERROR")
+    return _table("aclError").get(code, "UNKNOWN_ACL_ERROR")
 
 
 def _symbol(op: str | None) -> str:
