@@ -12,9 +12,10 @@
 - `stream()`: a new `Stream` (a context manager: synchronised and destroyed on exit). A launch on an
   explicit stream keeps the memory it uses (workspace, temporaries, arguments) alive until
   `stream.synchronize()`.
-- `simulated(family=..., version=..., soc=None)`: for tests; selects the simulator, sets its SoC name
-  to one of the family (the first exact name, or prefix + "9579") and its CANN version, and restores
-  the previous backend and settings afterwards.
+- `simulated(family=..., version=..., soc=None, profile=None)`: for tests and audits; selects the
+  simulator, sets its SoC name to one of the family (the first exact name, or prefix + "9579"), its
+  CANN version and the behaviour profile its library checks by ("spec", "vendor", "lenient", see
+  simkernels), and restores the previous backend and settings afterwards.
 - `family()`: the product family from aclrtGetSocName() (runtime/products.py); an unknown SoC raises
   UnknownSocError. `version()`: the CANN version (the simulator: its configured version).
 - `reset()`: shut the active backend down (the simulator: free everything) so that the next call
@@ -126,9 +127,18 @@ def describe() -> dict:
 
 
 @contextlib.contextmanager
-def simulated(family: str | None = None, version: str | None = None, soc: str | None = None) -> Iterator[SimBackend]:
-    """Run the body on the simulator as product `family` (or SoC `soc`) at CANN `version`;
-    restores the previous backend, SoC name and version afterwards."""
+def simulated(
+    family: str | None = None,
+    version: str | None = None,
+    soc: str | None = None,
+    profile: Any = None,
+) -> Iterator[SimBackend]:
+    """Run the body on the simulator as product `family` (or SoC `soc`) at CANN `version`, its
+    library checking parameters by behaviour profile `profile` (a name of
+    `simkernels.known_profiles()`: "spec", "vendor", "lenient", ...; or a simkernels.Profile;
+    None keeps the current one); restores the previous backend, SoC name, version and profile
+    afterwards."""
+    from . import simkernels
     from .products import family_of, soc_for_family
 
     global _active
@@ -136,6 +146,9 @@ def simulated(family: str | None = None, version: str | None = None, soc: str | 
         soc = soc_for_family(family)
     elif soc is not None and family is not None and family_of(soc) != family:
         raise ValueError(f"SoC {soc!r} belongs to family {family_of(soc)!r}, not {family!r}")
+    if profile is not None:
+        simkernels.resolve_profile(profile)  # an unknown name fails before anything changes
+    profile_scope = simkernels.use_profile(profile) if profile is not None else contextlib.nullcontext()
     sim = _sim_backend()
     with _lock:
         previous_backend = _active
@@ -147,7 +160,8 @@ def simulated(family: str | None = None, version: str | None = None, soc: str | 
             sim.set_soc(soc)
         if version is not None:
             sim.set_version(version)
-        yield sim
+        with profile_scope:
+            yield sim
     finally:
         with _lock:
             if sim.alive:

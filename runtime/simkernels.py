@@ -17,19 +17,32 @@ package (`aclnngen generate --specs D --out PKG`) as soon as one of its bindings
 built are compiled in by `session.reset()` (the next call rebuilds); calling such an op before
 that raises BackendError saying so.
 
-Profiles. What the prepare hook checks is a behaviour profile, kept apart from the specs' claims:
+Profiles. What the prepare hook checks is a behaviour profile, kept apart from the specs' claims.
+The profiles are data (runtime/profiles.py over specs/profiles/, rendered to
+generated/profiles.py): every name of `profiles.names()` is a profile here.
 - "spec" (the default): the spec itself, `validation.validate(meta, values, family=<from the
   SoC>, version=<the simulator's version>)` on descriptors built from the executor view, so a
   binding called with validate=False still gets 161001/161002 from the library as on real CANN;
   NULL workspaceSize/executor pointers give 161001.
+- a data profile such as "vendor": `validation.validate(profiles.apply(meta, name, version), ...)`,
+  i.e. the rules the implementation is recorded to check at the simulator's CANN version; a NULL
+  workspaceSize/executor pointer gives 161001 when `profiles.null_out_pointers_checked(name, op,
+  version)`, else the core answers 561103 (the real library would dereference it and crash).
 - "lenient": no op-specific checks (only the core's own); for tests and audits.
+- a `Profile` object built by hand (tests).
 Profiles also announce the workspace: by default 512 bytes for an op with a reduction output (for
 example PreluBackward's gradWeight), 0 otherwise, so the workspace path is exercised.
-Select with `use_profile(...)`, `set_profile(...)` or $ACLNNGEN_SIM_PROFILE; per op or for all.
+Select with `use_profile(...)`, `set_profile(...)`, `session.simulated(profile=...)` or
+$ACLNNGEN_SIM_PROFILE; per op or for all.
 
 The run hook builds NumPy views over the simulated device memory for every tensor (a buffer over
 the covering extent, `as_strided` with the view's strides and offset), runs the op's generated
-reference in opmath mode and writes the results into the output views.
+reference in opmath mode and writes the results into the output views. The reference is
+elementwise over any rank, so inputs of more than 8 dims that a profile lets through (the vendor
+flattens them) are computed like any other. An output the profile did not check and whose shape
+differs from what the kernel computes (the vendor never checks HardtanhBackward's `out`) is not
+written: the launch fails at synchronisation (507015) with a message naming the output and both
+shapes, instead of writing out of bounds.
 
 Nothing raised inside a hook reaches C: every exception becomes a status (561000 from prepare,
 561000 from run, which the synchronising call reports as 507015) with the message written into the
@@ -39,6 +52,7 @@ hook's message buffer.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import contextlib
 import importlib
 import os
@@ -56,6 +70,9 @@ from .errors import AclnnValidationError, UnknownSocError
 __all__ = [
     "Profile",
     "PROFILES",
+    "LENIENT",
+    "known_profiles",
+    "resolve_profile",
     "DEFAULT_REDUCTION_WORKSPACE",
     "register_op",
     "register_package",
@@ -235,10 +252,16 @@ def default_workspace(meta: Mapping, args: Mapping[str, "ViewArg"]) -> int:
 class Profile:
     """What the simulated library checks and announces for an op.
 
+    data: the name of a behaviour profile of runtime/profiles.py ("spec", "vendor", ...). When
+        set, the check is `validation.validate(profiles.apply(meta, data, version), ...)` and a
+        NULL workspaceSize/executor out-pointer gives 161001 when
+        `profiles.null_out_pointers_checked(data, op, version)`, else None; `check` and
+        `null_out_pointer_status` are then unused.
     check: raises AclnnValidationError (its status is returned) or returns None; None = no
         op-specific checks.
     null_out_pointer_status: the status for a NULL workspaceSize/executor out-pointer; None = the
-        library does not check them (the core then reports 561103, a null dereference).
+        library does not check them (the core then reports 561103, modelling the null
+        dereference of the real library).
     workspace: bytes announced by GetWorkspaceSize, from (meta, arguments).
     """
 
@@ -247,23 +270,109 @@ class Profile:
     check: Callable[..., None] | None = _spec_check
     null_out_pointer_status: int | None = ACLNN_ERR_PARAM_NULLPTR
     workspace: Callable[[Mapping, Mapping], int] = default_workspace
+    data: str | None = None
+
+    def validate(self, meta: Mapping, values: Mapping, *, family: str, version: str) -> None:
+        """Raises AclnnValidationError when the simulated library rejects `values`."""
+        if self.data is not None:
+            from . import profiles
+            from .validation import validate
+
+            validate(profiles.apply(meta, self.data, _profile_version(self.data, version)), values, family=family, version=version)
+        elif self.check is not None:
+            self.check(meta, values, family=family, version=version)
+
+    @property
+    def checks(self) -> bool:
+        return self.data is not None or self.check is not None
+
+    def null_status(self, meta: Mapping, version: str) -> int | None:
+        """The status for a NULL workspaceSize/executor out-pointer, None when unchecked."""
+        if self.data is None:
+            return self.null_out_pointer_status
+        from . import profiles
+
+        checked = profiles.null_out_pointers_checked(self.data, meta["name"], _profile_version(self.data, version))
+        return ACLNN_ERR_PARAM_NULLPTR if checked else None
 
 
-PROFILES: dict[str, Profile] = {
-    "spec": Profile("spec", "the spec's own rules (validation.validate), NULL out-pointers -> 161001"),
-    "lenient": Profile("lenient", "no op-specific checks beyond the core's (null handles, device memory)", check=None),
-}
-_default_profile: str | Profile | None = None
-_op_profiles: dict[str, str | Profile] = {}
+def _profile_version(profile: str, version: str) -> str:
+    from . import profiles
+    from .versions import VERSION_HELP, is_version
+
+    if profile != profiles.SPEC and not is_version(str(version)):
+        raise ValueError(
+            f"the simulator's CANN version {version!r} is not {VERSION_HELP}; a behaviour profile "
+            "cannot be placed at it (set one with session.simulated(version=...))"
+        )
+    return str(version)
+
+
+LENIENT = Profile("lenient", "no op-specific checks beyond the core's (null handles, device memory)", check=None)
+_BUILTIN: dict[str, Profile] = {"lenient": LENIENT}
+_DATA: dict[str, Profile] = {}
+
+
+def known_profiles() -> tuple[str, ...]:
+    """Every profile name `use_profile` accepts: the data profiles (`profiles.names()`, "spec"
+    first) and the built-in "lenient"."""
+    from . import profiles
+
+    return tuple(profiles.names()) + tuple(n for n in _BUILTIN if n not in profiles.names())
+
+
+def _data_profile(name: str) -> Profile:
+    found = _DATA.get(name)
+    if found is None:
+        from . import profiles
+
+        if name == profiles.SPEC:
+            text = "the spec's own rules (validation.validate); NULL out-pointers -> 161001"
+        else:
+            text = f"the recorded behaviour {name!r} (specs/profiles/{name}), per op and CANN release"
+        found = _DATA.setdefault(name, Profile(name, text, check=None, data=name))
+    return found
 
 
 def _resolve(profile: str | Profile) -> Profile:
     if isinstance(profile, Profile):
         return profile
-    try:
-        return PROFILES[profile]
-    except KeyError:
-        raise ValueError(f"unknown simulator profile {profile!r}; known: {', '.join(PROFILES)}") from None
+    from . import profiles
+
+    if isinstance(profile, str):
+        if profile in profiles.names():
+            return _data_profile(profile)
+        if profile in _BUILTIN:
+            return _BUILTIN[profile]
+    raise ValueError(f"unknown simulator profile {profile!r}; known: {', '.join(known_profiles())}")
+
+
+def resolve_profile(profile: str | Profile) -> Profile:
+    """The Profile a name (or Profile) stands for; ValueError naming the known ones otherwise."""
+    return _resolve(profile)
+
+
+class _ProfileTable(collections.abc.Mapping):
+    """name -> Profile for every known profile, read from the profile data on each access."""
+
+    def __getitem__(self, name: str) -> Profile:
+        if name not in known_profiles():
+            raise KeyError(name)
+        return _resolve(name)
+
+    def __iter__(self):
+        return iter(known_profiles())
+
+    def __len__(self) -> int:
+        return len(known_profiles())
+
+    def __repr__(self) -> str:
+        return f"PROFILES({', '.join(known_profiles())})"
+
+
+PROFILES: Mapping[str, Profile] = _ProfileTable()
+_default_profile: str | Profile | None = None
+_op_profiles: dict[str, str | Profile] = {}
 
 
 def set_profile(profile: str | Profile | None, op: str | None = None) -> None:
@@ -283,17 +392,28 @@ def set_profile(profile: str | Profile | None, op: str | None = None) -> None:
 
 @contextlib.contextmanager
 def use_profile(profile: str | Profile, op: str | None = None) -> Iterator[Profile]:
+    """Makes `profile` (a name of `known_profiles()`, or a Profile) the one the simulated library
+    checks by, for op `op` or for all ops, for the body."""
+    resolved = _resolve(profile)
     with _lock:
         previous = _default_profile if op is None else _op_profiles.get(op)
     set_profile(profile, op)
     try:
-        yield _resolve(profile)
+        yield resolved
     finally:
         set_profile(previous, op)
 
 
 def profile_for(symbol: str) -> Profile:
-    chosen = _op_profiles.get(symbol) or _default_profile or os.environ.get(PROFILE_ENV) or "spec"
+    chosen = _op_profiles.get(symbol) or _default_profile
+    if chosen is None:
+        env = os.environ.get(PROFILE_ENV, "").strip()
+        if env:
+            try:
+                return _resolve(env)
+            except ValueError as exc:
+                raise ValueError(f"${PROFILE_ENV}: {exc}") from None
+        chosen = "spec"
     return _resolve(chosen)
 
 
@@ -506,11 +626,13 @@ class Kernels:
         args = read_view(ffi, self.controls, view)
         by_name = {a.name: a for a in args}
         flags = self.controls.aclsim_view_flags(view)
-        if flags and profile.null_out_pointer_status is not None:
-            which = "workspaceSize" if flags & NULL_WORKSPACE_SIZE_PTR else "executor"
-            _write_message(ffi, message, cap, f"{which} is a null pointer (profile {profile.name!r})")
-            return profile.null_out_pointer_status
-        if profile.check is not None:
+        if flags:
+            status = profile.null_status(entry.meta, self._version())
+            if status is not None:
+                which = "workspaceSize" if flags & NULL_WORKSPACE_SIZE_PTR else "executor"
+                _write_message(ffi, message, cap, f"{which} is a null pointer (profile {profile.name!r})")
+                return status
+        if profile.checks:
             values = {a.name: (None if a.is_null else (a if a.is_tensor else a.value)) for a in args}
             try:
                 family = self._family()
@@ -518,7 +640,7 @@ class Kernels:
                 _write_message(ffi, message, cap, str(exc))
                 return ACLNN_ERR_INNER
             try:
-                profile.check(entry.meta, values, family=family, version=self._version())
+                profile.validate(entry.meta, values, family=family, version=self._version())
             except AclnnValidationError as exc:
                 _write_message(ffi, message, cap, f"{exc} (profile {profile.name!r})")
                 return exc.status
@@ -564,14 +686,24 @@ class Kernels:
         results = reference(values, out_dtypes=out_dtypes, mode="opmath", version=self._version_for_reference(meta))
         if not isinstance(results, tuple):
             results = (results,)
+        writes = []
         for name, result in zip(meta["outputs"], results):
             target = outputs.get(name)
             if target is None or target.size == 0:
-                continue
+                continue  # nothing to write
             result = np.asarray(result)
             if result.shape != target.shape:
-                _write_message(ffi, message, cap, f"{symbol}: {name} has shape {target.shape} but the kernel computed {result.shape}")
+                # GetWorkspaceSize did not check this output's shape (a profile that does not,
+                # like the vendor's for HardtanhBackward's out): a device kernel would write
+                # past or short of it. Write nothing and fail the launch instead.
+                _write_message(
+                    ffi, message, cap,
+                    f"{symbol}: output {name} has shape {tuple(target.shape)} but the kernel computes "
+                    f"{tuple(result.shape)}; GetWorkspaceSize did not check it, and nothing was written",
+                )
                 return ACLNN_ERR_INNER
+            writes.append((target, result))
+        for target, result in writes:
             target[...] = result
         return 0
 
