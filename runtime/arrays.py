@@ -198,11 +198,11 @@ class DeviceBuffer:
                 "this device buffer is still used by a launch queued on a stream; call "
                 "stream.synchronize() before freeing it"
             )
-        self._finalizer.detach()
-        address, self.address = self.address, 0
-        rc = _release(self.backend, self.generation, address)
-        if rc != 0:
+        rc = _release(self.backend, self.generation, self.address)
+        if rc != 0:  # still allocated: keep the address and the finalizer, so nothing leaks
             raise AclRuntimeError(status=rc, function="aclrtFree", detail=self.backend.recent_error() or None)
+        self._finalizer.detach()
+        self.address = 0
 
     def __enter__(self):
         return self
