@@ -80,7 +80,7 @@ FUNCTIONS: dict[str, Function] = {
         _fn("per_channel", "w:num x:num",
             "1-D weight w broadcast along dim 1 of x; numel 1 acts as a scalar"),
         _fn("sum_per_channel", "e:num w:num",
-            "sum e over every dim except dim 1, shaped like w (numel 1: sum of everything)",
+            "sum e over every dim except dim 1, shape (C,) (numel-1 w: sum of everything, shaped like w)",
             "reduction"),
         _fn("sum", "e:num dims:dims", "sum e over dims (no kept dims)", "reduction"),
         _fn("extern", "kernel:kernel args:*any",

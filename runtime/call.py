@@ -464,8 +464,11 @@ class Prepared:
         b = self.backend
         explicit = stream is not None and hasattr(stream, "keep") and not getattr(stream, "is_default", False)
         outputs = {p.name: dev for p, _, dev in self._host_targets}
+        by_name = {p.name: (host, dev) for p, host, dev in self._host_targets}
+        # A NumPy output the caller passed in must be filled before returning, even on a device call.
+        host_outputs = any(host is not None for host, _ in by_name.values())
         try:
-            if self.device_mode and explicit:
+            if self.device_mode and explicit and not host_outputs:
                 owned = [buf for buf in self._temps]
                 if self.workspace is not None:
                     owned.append(self.workspace)
@@ -480,11 +483,17 @@ class Prepared:
             else:
                 s.synchronize()
             if self.device_mode:
-                results = [outputs.get(p.name) for p in self.op.outputs]
+                results = []
+                for p in self.op.outputs:
+                    host, dev = by_name.get(p.name, (None, None))
+                    if host is not None:
+                        dev.copy_to(host)
+                        results.append(host)
+                    else:
+                        results.append(dev)
                 self._fresh = []  # delivered to the caller
             else:
                 results = []
-                by_name = {p.name: (host, dev) for p, host, dev in self._host_targets}
                 for p in self.op.outputs:
                     found = by_name.get(p.name)
                     if found is None:

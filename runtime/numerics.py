@@ -157,8 +157,10 @@ class Numerics:
     # --- channels and reductions ---------------------------------------------------------------
     def per_channel(self, w, x):
         w, x = np.asarray(self._num(w)), np.asarray(x)
+        if w.ndim > 1 and (sum(d != 1 for d in w.shape) <= 1 or w.size == 0):
+            w = w.reshape(-1)  # (1, C, 1, ...) or (1, 1): the same weights, laid out along one axis
         if w.ndim > 1:
-            raise ValueError(f"per_channel: weight must be 0-d or 1-D, found shape {w.shape}")
+            raise ValueError(f"per_channel: weight must hold its channels along one axis, found shape {w.shape}")
         if w.size == 1:
             return w.reshape(())
         if x.ndim < 2 or x.shape[1] != w.size:
@@ -167,20 +169,22 @@ class Numerics:
         return w.reshape((1, w.size) + (1,) * (x.ndim - 2))
 
     def sum_per_channel(self, e, w):
-        e, w = np.asarray(self._num(e)), np.asarray(w)
+        # Summation order follows memory order: a C-ordered copy makes the result independent of
+        # the inputs' layouts (a strided view on the device and a contiguous array on the host).
+        e, w = np.asarray(self._num(e), order="C"), np.asarray(w)
         if w.size == 1:
             return np.asarray(np.sum(e, dtype=self.dtype)).reshape(w.shape)
         if e.ndim < 2 or e.shape[1] != w.size:
             raise ValueError(f"sum_per_channel: a weight of {w.size} elements needs {w.size} "
                              f"channels in dim 1, found shape {e.shape}")
         axes = (0,) + tuple(range(2, e.ndim))
-        return np.sum(e, axis=axes, dtype=self.dtype).reshape(w.shape)
+        return np.sum(e, axis=axes, dtype=self.dtype)  # (C,), whatever axes the weight's C lie on
 
     def sum(self, e, dims):
         dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
         if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
             raise TypeError(f"sum: dims must be integers, found {dims!r}")
-        return np.sum(self._num(e), axis=dims, dtype=self.dtype)
+        return np.sum(np.asarray(self._num(e), order="C"), axis=dims, dtype=self.dtype)
 
     def extern(self, kernel: str, *args):
         if kernel not in EXTERN_KERNELS:

@@ -12,7 +12,20 @@ from typing import Callable, Mapping
 import numpy as np
 
 from . import numerics
-from .shapes import infer_outputs
+from .shapes import PromotionError, infer_outputs, promote_dtypes
+
+
+def _promote_non_float(arrays: dict) -> dict:
+    """Integer or bool inputs that promote with float ones (an op with a promote rule accepts
+    int32 beside float32) are computed as the promoted float dtype, as the library does."""
+    odd = [name for name, a in arrays.items() if a.dtype.kind in "biu"]
+    if not odd or len(odd) == len(arrays):
+        return arrays
+    try:
+        target = promote_dtypes(*(a.dtype for a in arrays.values()))
+    except PromotionError:
+        return arrays
+    return {name: a.astype(target) if name in odd else a for name, a in arrays.items()}
 
 
 class Reference:
@@ -43,6 +56,7 @@ class Reference:
         missing = [name for name, _ in self._inputs if name not in arrays]
         if missing:
             raise ValueError(f"{self.meta['name']} reference needs the input tensors {missing}")
+        arrays = _promote_non_float(arrays)
         scalars = {}
         for name, py, default in self._scalars:
             value = values.get(name)
@@ -64,8 +78,13 @@ class Reference:
         )
         # A formula may produce a smaller (broadcastable) result, e.g. a constant; outputs have the
         # shape the rules give them.
-        shaped = tuple(
-            np.ascontiguousarray(np.broadcast_to(r, inferred[name][0])) if r.shape != tuple(inferred[name][0]) else r
-            for r, (name, _) in zip(results, self._outputs)
-        )
+        shaped = tuple(_to_shape(r, tuple(inferred[name][0])) for r, (name, _) in zip(results, self._outputs))
         return shaped[0] if len(shaped) == 1 else shaped
+
+
+def _to_shape(result: np.ndarray, shape: tuple) -> np.ndarray:
+    if result.shape == shape:
+        return result
+    if result.size == int(np.prod(shape)) and result.ndim != len(shape):
+        return result.reshape(shape)  # the same elements on other axes (a (C,) gradient of a (1, C) weight)
+    return np.ascontiguousarray(np.broadcast_to(result, shape))

@@ -601,9 +601,11 @@ class Kernels:
         return self.backend.family()
 
     def _version(self) -> str:
-        version = self.backend.library_version()
+        # The backend's answer falls back to ascend_toolkit_install.info when the library has no
+        # version call (a fake CANN built without one).
+        version = self.backend.version()
         if version is None:
-            raise LookupError("the simulator did not answer aclsysGetVersionStr")
+            raise LookupError("the CANN version is unknown (no aclsysGetVersionStr, no ascend_toolkit_install.info)")
         return version
 
     # -- prepare ---------------------------------------------------------------------------------

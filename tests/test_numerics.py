@@ -251,8 +251,11 @@ def test_per_channel_broadcasts_along_dim_1():
     for x in (np.zeros((7,)), np.zeros(()), np.zeros((2, 4, 5))):
         with pytest.raises(ValueError, match="3 channels"):
             m.per_channel(w, x)
-    with pytest.raises(ValueError, match="0-d or 1-D"):
-        m.per_channel(np.zeros((1, 3), FP32), np.zeros((2, 3)))
+    # A weight of self's rank with its C along dim 1 (or any single element) is the same weight.
+    assert m.per_channel(np.ones((1, 3), FP32), np.zeros((2, 3))).shape == (1, 3)
+    assert m.per_channel(np.ones((1, 1, 1), FP32), np.zeros((2, 3))).shape == ()
+    with pytest.raises(ValueError, match="along one axis"):
+        m.per_channel(np.zeros((2, 3), FP32), np.zeros((2, 3)))
 
 
 def test_sum_per_channel_and_sum():

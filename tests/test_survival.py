@@ -15,13 +15,12 @@ import importlib
 import time
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from aclnngen.generated import OPS
 from aclnngen.runtime import arrays, cases, products, session
-from aclnngen.runtime.arrays import ArrayError, DeviceArray
+from aclnngen.runtime.arrays import DeviceArray
 from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnError, AclnnStatusError, AclRuntimeError
 from aclnngen.runtime.shapes import ALL_DTYPES, NUMPY_DTYPES, infer_outputs
@@ -131,25 +130,6 @@ CRASH_STATUSES = {561000, 561103, 507015}
 FLOAT_NAMES = {"float16", "float32", "bfloat16", "float64"}
 
 
-def known_kernel_bug(meta, values) -> bool:
-    """KNOWN BUGS of the simulator's numerics (reported; remove each when fixed). The validator
-    accepts these arguments, as the spec says, but runtime/numerics.py cannot evaluate them, so
-    the simulator's kernel fails (561000, surfacing as 507015 at synchronisation) and the
-    reference raises. The runtime itself behaves: a typed error, nothing leaked.
-      1. an op with a `promote` rule (GeluBackward) given an integer or bool input that promotes
-         with a float one (the vendor's own sample passes an INT32 gradOutput): the numerics
-         evaluate float inputs only;
-      2. PreluBackward with a weight of more than one dimension (one element of any rank, or
-         self's rank with dim 1 = C, both allowed by cann-abi.md 4.3): per_channel takes 0-d or
-         1-D weights only."""
-    tensors = {p["name"]: values[p["name"]] for p in meta["params"] if p["role"] == "input"}
-    if any(r["kind"] == "promote" for r in meta.get("rules", ())):
-        if any(isinstance(t, np.ndarray) and t.dtype.name not in FLOAT_NAMES for t in tensors.values()):
-            return True
-    weight = tensors.get("weight")
-    return meta["name"] == "PreluBackward" and isinstance(weight, np.ndarray) and weight.ndim > 1
-
-
 @st.composite
 def layouts(draw, rank):
     """How a view lies in its storage: axis order, steps, flipped axes, leading offset."""
@@ -253,13 +233,6 @@ def examples(draw):
     return snake, family, version, values, device
 
 
-def known_runtime_bug(meta, values, device) -> bool:
-    """KNOWN BUG of runtime/call.py (reported; remove when fixed): a device call (DeviceArray
-    inputs) given a NumPy output array returns a DeviceArray whose memory was already freed (a
-    temporary of the call) and never fills the NumPy array."""
-    return device == "device-inputs" and any(isinstance(values.get(n), np.ndarray) for n in meta["outputs"])
-
-
 def _reference(meta, reference, values):
     """The generated reference of the arguments, in the dtypes of the outputs the caller gave."""
     inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
@@ -296,9 +269,8 @@ def test_random_arguments_never_crash_never_leak_and_match_the_reference(example
                     result = call(*args)
             except AclnnError as exc:
                 crashed = isinstance(exc, (AclnnStatusError, AclRuntimeError)) and exc.status in CRASH_STATUSES
-                if crashed:
-                    assert known_kernel_bug(meta, values), f"the simulated library broke: {exc}"
-                event("known bug: the numerics cannot evaluate it" if crashed else f"rejected: {type(exc).__name__}")
+                assert not crashed, f"the simulated library broke: {exc}"
+                event(f"rejected: {type(exc).__name__}")
                 result = None
             else:
                 event(f"accepted ({device})")
@@ -308,12 +280,7 @@ def test_random_arguments_never_crash_never_leak_and_match_the_reference(example
                 for r in results:
                     if isinstance(r, DeviceArray) and all(r is not m for m in made):
                         made.append(r)
-                try:
-                    got = [_host(r) for r in results]
-                except ArrayError:
-                    if not known_runtime_bug(meta, values, device):
-                        raise
-                    event("known bug: device call with NumPy outputs")
+                got = [_host(r) for r in results]
         finally:
             for d in made:
                 d.free()
@@ -325,5 +292,5 @@ def test_random_arguments_never_crash_never_leak_and_match_the_reference(example
         for name, g, w in zip(meta["outputs"], got, want):
             assert _same_bits(np.asarray(g), np.asarray(w)), f"{snake} {name}: {g!r} != {w!r}"
             given_out = values.get(name)
-            if isinstance(given_out, np.ndarray) and device == "host":
+            if isinstance(given_out, np.ndarray) and device in ("host", "device-inputs"):
                 assert g is given_out, "a NumPy output is filled in place and returned"
