@@ -27,6 +27,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .errors import AclnnError, AclRuntimeError
+from .shapes import c_contiguous
 
 __all__ = [
     "ACL_MEM_MALLOC_HUGE_FIRST",
@@ -302,14 +303,7 @@ class DeviceArray:
     @property
     def contiguous(self) -> bool:
         """C-contiguous (size-1 dims ignored; an empty array is contiguous)."""
-        if self.size == 0:
-            return True
-        expected = 1
-        for d, s in zip(reversed(self.shape), reversed(self.strides)):
-            if d != 1 and s != expected:
-                return False
-            expected *= d
-        return True
+        return c_contiguous(self.shape, self.strides)
 
     @property
     def acl_dtype(self) -> int:

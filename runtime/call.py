@@ -346,7 +346,7 @@ class Prepared:
         return self._create_tensor(dev, p)
 
     def _create_tensor(self, dev: DeviceArray, p: _Param | None = None):
-        b, ffi = self.backend, self.backend.ffi
+        b = self.backend
         handle = tensor_descriptor(b, dev, param=p.name if p else None, op=self.op.name)
         self._handles.append((b.api.aclDestroyTensor, handle))
         return handle

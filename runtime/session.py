@@ -67,7 +67,7 @@ def init(backend: str | None = None) -> Backend:
     """Selects and loads the backend ("cann", "sim", None = $ACLNNGEN_BACKEND or auto) and
     initialises ACL. Calling it again with another name switches backends (the old one stays
     loaded for arrays that still use it)."""
-    global _active, _requested, _sim
+    global _active, _requested
     with _lock:
         name = select_backend_name(backend)
         if _active is not None and _active.alive and (backend is None or _active.kind == name):

@@ -239,6 +239,19 @@ def _itemsize(x: Any) -> int | None:
         return None
 
 
+def c_contiguous(shape, strides) -> bool:
+    """Whether `strides` (in elements) lay `shape` out C-contiguously; sizes of 1 ignore their
+    stride and an empty tensor is contiguous."""
+    if 0 in tuple(shape):
+        return True
+    expected = 1
+    for d, s in zip(reversed(tuple(shape)), reversed(tuple(strides))):
+        if d != 1 and s != expected:
+            return False
+        expected *= d
+    return True
+
+
 def is_contiguous(x: Any) -> bool:
     """Whether an array-like is C-contiguous: from a boolean `contiguous` attribute, NumPy
     `.flags`, an `is_contiguous()` method, or `.strides` (in bytes, NumPy-style, or in elements).

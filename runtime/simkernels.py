@@ -66,6 +66,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 
 from .errors import AclnnValidationError, UnknownSocError
+from .shapes import c_contiguous
 
 __all__ = [
     "Profile",
@@ -448,14 +449,7 @@ class ViewArg:
 
     @property
     def contiguous(self) -> bool:
-        if 0 in self.shape:
-            return True
-        expected = 1
-        for d, s in zip(reversed(self.shape), reversed(self.strides)):
-            if d != 1 and s != expected:
-                return False
-            expected *= d
-        return True
+        return c_contiguous(self.shape, self.strides)
 
     def array(self) -> np.ndarray:
         """A NumPy view of the tensor's elements in (simulated) device memory."""

@@ -5,7 +5,6 @@ SoCs, and failures inside the simulator's Python kernels."""
 
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 import subprocess
@@ -26,9 +25,9 @@ from aclnngen.runtime.errors import (
     BackendError,
     UnknownSocError,
 )
+from simtools import leak_counters as _counters, no_leaks_around
 
 VERSION = "8.5.0"
-LEAK_FIELDS = ("tensors", "scalars", "int_arrays", "executors", "allocations", "allocated_bytes", "queued_launches")
 
 
 def _op(snake):
@@ -42,21 +41,11 @@ def _values(snake, layout="contiguous", dtype="float32"):
     return dict(cases.make_values(meta, layout, dtype, version=VERSION))
 
 
-def _counters():
-    c = session.backend().counters()
-    return {k: c[k] for k in LEAK_FIELDS}
-
-
 @pytest.fixture(autouse=True)
 def no_leaks():
     """Every test here must leave the simulator's live objects where it found them."""
-    assert session.backend().kind == "sim"
-    session.synchronize()
-    before = _counters()
-    yield
-    session.synchronize()
-    gc.collect()
-    assert _counters() == before
+    with no_leaks_around():
+        yield
 
 
 def _reaches_c() -> int:

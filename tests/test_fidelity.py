@@ -26,9 +26,9 @@ from aclnngen.runtime import cases, errors, profiles, session, simkernels
 from aclnngen.runtime.arrays import ArrayError, DeviceArray
 from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError
+from simtools import leak_counters, same_bits, sim_backend
 
 VERSION = "8.5.0"
-LEAK_FIELDS = ("tensors", "scalars", "int_arrays", "executors", "allocations", "allocated_bytes", "queued_launches")
 ACL_ERROR_RT_PARAM_INVALID = 107000
 ACL_ERROR_RT_CONTEXT_NULL = 107002
 ACL_ERROR_RT_AICORE_EXCEPTION = 507015
@@ -58,19 +58,7 @@ def _reference(snake, values):
     return result if isinstance(result, tuple) else (result,)
 
 
-def _same_bits(got, want) -> bool:
-    return got.shape == want.shape and got.dtype == want.dtype and got.tobytes() == want.tobytes()
-
-
-def _sim():
-    b = session.backend()
-    assert b.kind == "sim", "these tests run on the simulator (no CANN here)"
-    return b
-
-
-def _counters():
-    c = _sim().counters()
-    return {k: c[k] for k in LEAK_FIELDS}
+_same_bits, _sim, _counters = same_bits, sim_backend, leak_counters
 
 
 def _peek(dev: DeviceArray) -> bytes:

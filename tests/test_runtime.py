@@ -25,10 +25,10 @@ from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
 from aclnngen.runtime.shapes import NUMPY_DTYPES
 from aclnngen.runtime.validation import supported_dtypes, supported_families
+from simtools import leak_counters, no_leaks_around, same_bits, sim_backend
 
 VERSION = "8.5.0"
 LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank0")
-LEAK_FIELDS = ("tensors", "scalars", "int_arrays", "executors", "allocations", "allocated_bytes", "queued_launches")
 
 
 def _op(snake):
@@ -50,29 +50,13 @@ def _reference(meta, reference, values):
     return result if isinstance(result, tuple) else (result,)
 
 
-def _same_bits(got, want) -> bool:
-    return got.shape == want.shape and got.dtype == want.dtype and got.tobytes() == want.tobytes()
-
-
-def _sim():
-    b = session.backend()
-    assert b.kind == "sim", "these tests run on the simulator (no CANN here)"
-    return b
-
-
-def _counters():
-    c = _sim().counters()
-    return {k: c[k] for k in LEAK_FIELDS}
+_same_bits, _sim, _counters = same_bits, sim_backend, leak_counters
 
 
 @pytest.fixture
 def no_leaks():
-    session.synchronize()
-    before = _counters()
-    yield
-    session.synchronize()
-    gc.collect()
-    assert _counters() == before
+    with no_leaks_around():
+        yield
 
 
 def _binding_cases():

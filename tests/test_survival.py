@@ -25,6 +25,7 @@ from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnError, AclnnStatusError, AclRuntimeError
 from aclnngen.runtime.shapes import ALL_DTYPES, NUMPY_DTYPES, infer_outputs
 from aclnngen.runtime.validation import supported_dtypes
+from simtools import same_bits
 
 VERSION = "8.5.0"
 SURVIVAL_CALLS = 100_000
@@ -48,8 +49,7 @@ def _counters():
     return b.counters()
 
 
-def _same_bits(got, want) -> bool:
-    return got.shape == want.shape and got.dtype == want.dtype and got.tobytes() == want.tobytes()
+_same_bits = same_bits
 
 
 def _host(result):

@@ -1,0 +1,39 @@
+"""Helpers the runtime tests share: the simulator backend, its live-object counters, and exact
+comparison of results."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+
+from aclnngen.runtime import session
+
+# Counters that must come back to their start value after any call (streams and contexts may be
+# created lazily per thread and live on).
+LEAK_FIELDS = ("tensors", "scalars", "int_arrays", "executors", "allocations", "allocated_bytes", "queued_launches")
+
+
+def sim_backend():
+    b = session.backend()
+    assert b.kind == "sim", "these tests run on the simulator (no CANN here)"
+    return b
+
+
+def leak_counters() -> dict:
+    c = sim_backend().counters()
+    return {k: c[k] for k in LEAK_FIELDS}
+
+
+@contextlib.contextmanager
+def no_leaks_around():
+    """Asserts that the block leaves the simulator's live objects where it found them."""
+    session.synchronize()
+    before = leak_counters()
+    yield
+    session.synchronize()
+    gc.collect()
+    assert leak_counters() == before
+
+
+def same_bits(got, want) -> bool:
+    return got.shape == want.shape and got.dtype == want.dtype and got.tobytes() == want.tobytes()
