@@ -13,8 +13,13 @@ import pprint
 import jinja2
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
 def pyrepr(value) -> str:
     """A Python literal for plain data (dicts keep their order; output is deterministic)."""
+    if isinstance(value, _ATOMS) and not (isinstance(value, str) and len(value) > 80):
+        return repr(value)  # what pprint gives for a short atom, without its machinery
     return pprint.pformat(value, width=100, sort_dicts=False)
 
 
