@@ -26,6 +26,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from . import acl
 from .errors import AclnnError, AclRuntimeError
 from .shapes import c_contiguous
 
@@ -42,8 +43,9 @@ __all__ = [
     "from_host",
 ]
 
-ACL_MEM_MALLOC_HUGE_FIRST = 0
-H2D, D2H = 1, 2
+ACL_MEM_MALLOC_HUGE_FIRST = acl.enum_value("ACL_MEM_MALLOC_HUGE_FIRST")
+H2D = acl.enum_value("ACL_MEMCPY_HOST_TO_DEVICE")
+D2H = acl.enum_value("ACL_MEMCPY_DEVICE_TO_HOST")
 
 
 class UnsupportedDtypeError(AclnnError, TypeError):

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import ffi as ffimod
+from . import acl
 from .errors import AclRuntimeError, BackendError
 
 __all__ = [
@@ -63,8 +64,8 @@ SIM_LIB_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
 VERSION_PACKAGES = (b"cann", b"runtime", b"toolkit", b"opp")
 VERSION_BUFFER = 256
 
-ACL_ERROR_REPEAT_INITIALIZE = 100002
-ACL_MEM_MALLOC_HUGE_FIRST = 0
+ACL_ERROR_REPEAT_INITIALIZE = acl.status_code("ACL_ERROR_REPEAT_INITIALIZE")
+ACL_MEM_MALLOC_HUGE_FIRST = acl.enum_value("ACL_MEM_MALLOC_HUGE_FIRST")
 
 _generations = itertools.count(1)
 

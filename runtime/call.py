@@ -39,6 +39,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import session as session_mod
+from . import acl
 from .arrays import (
     ArrayError,
     DeviceArray,
@@ -54,10 +55,10 @@ from .versions import CannVersion, is_version
 
 __all__ = ["bind", "BoundOp", "Prepared", "tensor_descriptor"]
 
-ACL_FORMAT_ND = 2
-ACLNN_ERR_PARAM_NULLPTR = 161001
-ACLNN_ERR_PARAM_INVALID = 161002
-ACLNN_ERR_INNER_NULLPTR = 561103
+ACL_FORMAT_ND = acl.enum_value("ACL_FORMAT_ND")
+ACLNN_ERR_PARAM_NULLPTR = acl.status_code("ACLNN_ERR_PARAM_NULLPTR")
+ACLNN_ERR_PARAM_INVALID = acl.status_code("ACLNN_ERR_PARAM_INVALID")
+ACLNN_ERR_INNER_NULLPTR = acl.status_code("ACLNN_ERR_INNER_NULLPTR")
 _TENSOR_ROLES = ("input", "output")
 _SCALAR_ROLES = ("scalar", "optional_scalar")
 

@@ -65,6 +65,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from . import acl
 from .errors import AclnnValidationError, UnknownSocError
 from .shapes import c_contiguous
 
@@ -89,9 +90,9 @@ __all__ = [
 
 PROFILE_ENV = "ACLNNGEN_SIM_PROFILE"
 DEFAULT_REDUCTION_WORKSPACE = 512
-ACLNN_ERR_PARAM_NULLPTR = 161001
-ACLNN_ERR_INNER = 561000
-ACLNN_ERR_INNER_FIND_KERNEL_ERROR = 561003
+ACLNN_ERR_PARAM_NULLPTR = acl.status_code("ACLNN_ERR_PARAM_NULLPTR")
+ACLNN_ERR_INNER = acl.status_code("ACLNN_ERR_INNER")
+ACLNN_ERR_INNER_FIND_KERNEL_ERROR = acl.status_code("ACLNN_ERR_INNER_FIND_KERNEL_ERROR")
 NULL_WORKSPACE_SIZE_PTR, NULL_EXECUTOR_PTR = 1, 2
 TENSOR_KINDS = (0, 1, 2, 3)
 OUTPUT_KINDS = (1, 3)

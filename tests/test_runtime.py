@@ -820,3 +820,14 @@ def test_run_command_fails_when_the_library_disagrees(tmp_path):
     proc = _subprocess(code)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "differs bit-wise" in proc.stdout and "0 matched, 1 failed" in proc.stdout
+
+
+def test_the_runtime_takes_abi_values_from_the_abi_table():
+    from aclnngen.codegen.abi import default_abi
+    from aclnngen.runtime import acl, arrays, backend, call
+
+    abi = default_abi()
+    assert call.ACL_FORMAT_ND == abi.enum_value("ACL_FORMAT_ND") == 2
+    assert arrays.H2D == abi.enum_value("ACL_MEMCPY_HOST_TO_DEVICE") and arrays.D2H == abi.enum_value("ACL_MEMCPY_DEVICE_TO_HOST")
+    assert backend.ACL_ERROR_REPEAT_INITIALIZE == abi.status_code("ACL_ERROR_REPEAT_INITIALIZE") == 100002
+    assert acl.status_code("ACLNN_ERR_PARAM_INVALID") == 161002
