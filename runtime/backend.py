@@ -412,57 +412,34 @@ def find_cann(env: Mapping[str, str] | None = None) -> tuple[CannInstall | None,
         except OSError as exc:
             return _first_line(exc)
 
-    runtime = home_found = None
-    rt_dir: Path | None = None
-    for home, d in dirs:
-        for name in rt_names:
-            path = d / name
-            searched.append(str(path))
-            if path.exists():
-                problem = try_load(str(path))
-                if problem is not None:
-                    raise BackendError(
-                        reason=f"CANN's runtime library {path} exists but cannot be loaded: {problem}",
-                        searched=searched,
-                        hint=f"source the install's set_env.sh, or use the simulator with {BACKEND_ENV}=sim",
-                    )
-                runtime, home_found, rt_dir = str(path), home, d
-                break
-        if runtime:
-            break
-    if runtime is None:
-        for name in rt_names:
+    def search(candidates, names, what):
+        """The first of `names` in the directories `candidates` ((home, dir) pairs), else by the
+        dynamic loader: (path, home, dir), or (None, None, None)."""
+        for home, d in candidates:
+            for name in names:
+                path = d / name
+                searched.append(str(path))
+                if path.exists():
+                    problem = try_load(str(path))
+                    if problem is not None:
+                        raise BackendError(
+                            reason=f"CANN's {what} library {path} exists but cannot be loaded: {problem}",
+                            searched=searched,
+                            hint=f"source the install's set_env.sh, or use the simulator with {BACKEND_ENV}=sim",
+                        )
+                    return str(path), home, d
+        for name in names:
             searched.append(f"{name} (dynamic loader search)")
             if try_load(name) is None:
-                runtime = _loaded_path(name)
-                break
+                return _loaded_path(name), None, None
+        return None, None, None
+
+    runtime, home_found, rt_dir = search(dirs, rt_names, "runtime")
     if runtime is None:
         return None, searched
-
-    nnopbase = None
-    nn_dirs = ([rt_dir] if rt_dir else []) + [d for _, d in dirs if d != rt_dir]
-    for d in nn_dirs:
-        for name in nn_names:
-            path = d / name
-            searched.append(str(path))
-            if path.exists():
-                problem = try_load(str(path))
-                if problem is not None:
-                    raise BackendError(
-                        reason=f"CANN's tensor library {path} exists but cannot be loaded: {problem}",
-                        searched=searched,
-                        hint=f"source the install's set_env.sh, or use the simulator with {BACKEND_ENV}=sim",
-                    )
-                nnopbase = str(path)
-                break
-        if nnopbase:
-            break
-    if nnopbase is None:
-        for name in nn_names:
-            searched.append(f"{name} (dynamic loader search)")
-            if try_load(name) is None:
-                nnopbase = _loaded_path(name)
-                break
+    # libnnopbase beside the runtime library first, then the other directories
+    nn_dirs = ([(home_found, rt_dir)] if rt_dir else []) + [(h, d) for h, d in dirs if d != rt_dir]
+    nnopbase, _, _ = search(nn_dirs, nn_names, "tensor")
     if nnopbase is None:
         raise BackendError(
             reason=f"CANN's runtime library was found ({runtime}) but libnnopbase.so was not",

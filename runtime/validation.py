@@ -234,48 +234,37 @@ def clear_cache() -> None:
 # `info` maps each present tensor's C name to (shape, dtype name, value).
 
 
-def _same_shape(plan: _Plan, rule: Mapping):
-    params, status = tuple(rule["params"]), rule["status"]
+def _same(field: int, noun: str, show):
+    """A builder for a rule that all its tensors agree on one property: `info` field `field`
+    (0 shape, 1 dtype), named `noun` in messages and printed by `show`."""
+    kind = f"same_{noun}"
 
-    def check(info):
-        ref = None
-        for name in params:
-            entry = info.get(name)
-            if entry is None:
-                continue
-            if ref is None:
-                ref = (name, entry[0])
-            elif entry[0] != ref[1]:
-                plan.fail(
-                    status, name, "same_shape",
-                    f"{name} has shape {_fmt(entry[0])} but {ref[0]} has shape {_fmt(ref[1])}; "
-                    f"{_names(params)} must have the same shape",
-                    found=entry[0], allowed=ref[1],
-                )
+    def build(plan: _Plan, rule: Mapping):
+        params, status = tuple(rule["params"]), rule["status"]
 
-    return check
+        def check(info):
+            ref = None
+            for name in params:
+                entry = info.get(name)
+                if entry is None:
+                    continue
+                if ref is None:
+                    ref = (name, entry[field])
+                elif entry[field] != ref[1]:
+                    plan.fail(
+                        status, name, kind,
+                        f"{name} has {noun} {show(entry[field])} but {ref[0]} has {noun} {show(ref[1])}; "
+                        f"{_names(params)} must have the same {noun}",
+                        found=entry[field], allowed=ref[1],
+                    )
+
+        return check
+
+    return build
 
 
-def _same_dtype(plan: _Plan, rule: Mapping):
-    params, status = tuple(rule["params"]), rule["status"]
-
-    def check(info):
-        ref = None
-        for name in params:
-            entry = info.get(name)
-            if entry is None:
-                continue
-            if ref is None:
-                ref = (name, entry[1])
-            elif entry[1] != ref[1]:
-                plan.fail(
-                    status, name, "same_dtype",
-                    f"{name} has dtype {entry[1]} but {ref[0]} has dtype {ref[1]}; "
-                    f"{_names(params)} must have the same dtype",
-                    found=entry[1], allowed=ref[1],
-                )
-
-    return check
+_same_shape = _same(0, "shape", _fmt)
+_same_dtype = _same(1, "dtype", str)
 
 
 def _broadcast(plan: _Plan, rule: Mapping):
