@@ -50,6 +50,13 @@ class OpUnderTest:
         outputs = {p["py"]: values.get(p["name"]) for p in self.params("output")}
         return positional, keywords, outputs
 
+    def case(self, test: str, family: str | None, dtype: str | None, *values, id: str):
+        """A pytest case of this op, marked with its scope so tests/directives.yaml can apply."""
+        import pytest
+
+        marker = pytest.mark.aclnngen_case(op=self.name, test=test, family=family, dtype=dtype)
+        return pytest.param(*values, id=id, marks=marker)
+
     def run_reference(self, values: Mapping[str, Any], **options):
         positional, keywords, _ = self.split(values)
         result = self.reference.reference(*positional, **keywords, **options)

@@ -17,8 +17,7 @@ from aclnngen.generated.reference import gelu_backward as reference
 OP = opcheck.OpUnderTest(META, reference=reference, binding=binding, version='8.5.0')
 
 
-def _case(test, family, dtype, *values, id):
-    return pytest.param(*values, id=id, marks=pytest.mark.aclnngen_case(op='GeluBackward', test=test, family=family, dtype=dtype))
+_case = OP.case
 
 
 @pytest.mark.needs_torch
