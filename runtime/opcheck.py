@@ -315,6 +315,16 @@ def _compare(op, values, py, kind, dtype, ours, theirs, tolerance) -> None:
 # --- binding on the simulator -------------------------------------------------------------------
 
 
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    """Equal shape, dtype and bytes (so -0.0 differs from 0.0 and NaN payloads count)."""
+    return (
+        got.shape == want.shape
+        and got.dtype == want.dtype
+        and np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
+    )
+
+
+
 def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None:
     from . import session
 
@@ -327,7 +337,4 @@ def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None
     for p, got, want in zip(op.params("output"), results, expected):
         assert isinstance(got, np.ndarray), f"{p['py']}: the binding returned {type(got).__name__}"
         assert got.shape == want.shape and got.dtype == want.dtype, f"{p['py']}: {got.shape}/{got.dtype} vs {want.shape}/{want.dtype}"
-        same = np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
-        assert same or np.array_equal(got.astype(np.float64), want.astype(np.float64), equal_nan=True), (
-            f"{p['py']}: the simulator's result differs from the reference"
-        )
+        assert same_bits(got, want), f"{p['py']}: the simulator's result differs from the reference bit-wise"

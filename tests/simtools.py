@@ -7,6 +7,9 @@ import contextlib
 import gc
 
 from aclnngen.runtime import session
+from aclnngen.runtime.opcheck import same_bits
+
+__all__ = ["LEAK_FIELDS", "sim_backend", "leak_counters", "no_leaks_around", "same_bits"]
 
 # Counters that must come back to their start value after any call (streams and contexts may be
 # created lazily per thread and live on).
@@ -33,7 +36,3 @@ def no_leaks_around():
     session.synchronize()
     gc.collect()
     assert leak_counters() == before
-
-
-def same_bits(got, want) -> bool:
-    return got.shape == want.shape and got.dtype == want.dtype and got.tobytes() == want.tobytes()

@@ -25,14 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the input data (default 0)")
 
 
-def _bitwise_equal(got, want) -> bool:
-    import numpy as np
-
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return False
-    return np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
-
-
 def _max_diff(got, want) -> float:
     import numpy as np
 
@@ -107,7 +99,7 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
             g = np.asarray(g)
             worst = max(worst, _max_diff(g, w))
             if backend_kind == "sim":
-                if not _bitwise_equal(g, w):
+                if not opcheck.same_bits(g, w):
                     ok = False
                     problems.append(f"{py} differs bit-wise")
             else:
