@@ -272,10 +272,12 @@ def check_reference_against_oracle(op: OpUnderTest, dtype: str, data: str) -> No
     for (py, kind), a, b in zip(kinds.items(), ours, theirs):
         assert a.shape == b.shape, f"{py}: reference shape {a.shape}, oracle {b.shape}"
         assert a.dtype == b.dtype, f"{py}: reference dtype {a.dtype}, oracle {b.dtype}"
-        _compare(op, values, py, kind, dtype, a, b, tolerance)
+        compare_within_policy(op, values, py, kind, dtype, a, b, tolerance)
 
 
-def _compare(op, values, py, kind, dtype, ours, theirs, tolerance) -> None:
+def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) -> None:
+    """Assert `ours` matches `theirs` under the policy for the output's kind: selection bit-exact,
+    transcendental rtol/atol scaled by max|grad|, reduction within the summation-error bound."""
     a, b = ours.astype(np.float64), theirs.astype(np.float64)
     if kind == "selection":
         # NaN x gives 0 in the vector body of aten and in ours, but passes in aten's scalar tail:

@@ -105,7 +105,7 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
             else:
                 tolerance = directives.load().tolerance(name, "binding", family, dtype)
                 try:
-                    opcheck._compare(op, values, py, kind, dtype, g, w, tolerance)
+                    opcheck.compare_within_policy(op, values, py, kind, dtype, g, w, tolerance)
                 except AssertionError as exc:
                     ok = False
                     problems.append(str(exc).splitlines()[0])
