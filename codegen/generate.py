@@ -23,8 +23,10 @@ from .errors import GenerateError
 from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
 from .model import OpSpec
 from .products import ProductTable
+from .writer import Folder, Manifest, read_manifest, write_owned
 
 GENERATOR = "aclnngen generate"
+MANIFEST_NAME = "aclnngen-manifest.json"
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,11 @@ class Layout:
     docs_dir: str
     schema_dir: str | None  # only the repository publishes the schema
     shared: bool  # whether the ABI, products and simulator declarations are rendered here
+
+    @property
+    def manifest(self) -> str:
+        """The manifest of what the generator wrote here (see codegen/writer.py)."""
+        return f"{self.package_dir}/{MANIFEST_NAME}".removeprefix("./")
 
     def module(self, kind: str, op: str) -> str:
         return f"{self.package_dir}/{kind}/{op}.py"
@@ -112,7 +119,10 @@ def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = 
     _render_indexes(p, loaded, products)
     if layout.shared:
         _render_shared(p, loaded, products)
-    return sorted(p.outputs, key=lambda o: o.path)
+    outputs = sorted(p.outputs, key=lambda o: o.path)
+    if not only:  # a partial run's manifest is merged with the one on disk by the writer
+        outputs.append(Output(layout.manifest, Manifest.of({o.path: o.content.encode("utf-8") for o in outputs}).text()))
+    return outputs
 
 
 def _render_op(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
@@ -313,8 +323,12 @@ class Drift:
         return not (self.stale or self.missing or self.orphaned)
 
 
-def _existing(root: Path, layout: Layout) -> set[str]:
+def _scanned(root: Path, layout: Layout) -> set[str]:
+    """Files in the folders the repository layout owns entirely (a stand-alone package owns only what
+    its manifest lists, so the user's own files beside it are never orphans)."""
     found: set[str] = set()
+    if not layout.shared:
+        return found
     for rel in owned_dirs(layout):
         folder = root / rel
         if not folder.is_dir():
@@ -327,32 +341,33 @@ def _existing(root: Path, layout: Layout) -> set[str]:
     return found
 
 
+def _existing(root: Path, layout: Layout) -> set[str]:
+    manifest = read_manifest(root, layout.manifest) if root.is_dir() else None
+    listed = {rel for rel in (manifest.files if manifest else ()) if (root / rel).is_file()}
+    return _scanned(root, layout) | listed
+
+
 def compare(outputs: list[Output], root: Path, layout: Layout, *, partial: bool = False) -> Drift:
     stale, missing = [], []
+    folder = Folder(root)
     for out in outputs:
-        path = root / out.path
-        if not path.exists():
+        current = folder.read(out.path) if root.is_dir() else None
+        if current is None:
             missing.append(out.path)
-        elif path.read_text(encoding="utf-8") != out.content:
+        elif current != out.content.encode("utf-8"):
             stale.append(out.path)
     orphaned = [] if partial else sorted(_existing(root, layout) - {o.path for o in outputs})
     return Drift(stale, missing, orphaned)
 
 
-def write(outputs: list[Output], root: Path, layout: Layout, *, partial: bool = False) -> tuple[list[str], list[str]]:
-    """Write files whose content changed; remove orphans. Returns (written, removed)."""
-    drift = compare(outputs, root, layout, partial=partial)
-    changed = set(drift.stale) | set(drift.missing)
-    written = []
-    for out in outputs:
-        if out.path in changed:
-            path = root / out.path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(out.content, encoding="utf-8", newline="\n")
-            written.append(out.path)
-    for rel in drift.orphaned:
-        (root / rel).unlink()
-    return written, list(drift.orphaned)
+def write(
+    outputs: list[Output], root: Path, layout: Layout, *, partial: bool = False, force: bool = False
+) -> tuple[list[str], list[str]]:
+    """Write the files whose content changed and remove the manifest's files no spec produces any
+    more, by the ownership rules of codegen/writer.py. Returns (written, removed)."""
+    files = {o.path: o.content.encode("utf-8") for o in outputs if o.path != layout.manifest}
+    result = write_owned(root, files, layout.manifest, partial=partial, force=force)
+    return result.written, result.removed
 
 
 def short_diff(old: str, new: str, path: str, limit: int = 20) -> str:

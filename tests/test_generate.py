@@ -65,10 +65,19 @@ def test_check_lists_stale_missing_and_orphaned_files(tmp_path):
     assert drift.stale == ["generated/ops/gelu_backward.py"]
     assert drift.missing == ["docs/ops/swish_backward.md"]
     assert drift.orphaned == ["generated/ops/forgotten_op.py"]
-    written, removed = write(outputs, tmp_path, REPO_LAYOUT)
+    with pytest.raises(GenerateError, match="generated/ops/gelu_backward.py .edited since aclnngen wrote it"):
+        write(outputs, tmp_path, REPO_LAYOUT)  # a hand edit is the user's: refused, and nothing written
+    assert not (tmp_path / "docs/ops/swish_backward.md").exists()
+    written, removed = write(outputs, tmp_path, REPO_LAYOUT, force=True)
     assert sorted(written) == ["docs/ops/swish_backward.md", "generated/ops/gelu_backward.py"]
-    assert removed == ["generated/ops/forgotten_op.py"]
+    assert removed == [], "a file the manifest does not list is never removed"
+    assert compare(outputs, tmp_path, REPO_LAYOUT).orphaned == ["generated/ops/forgotten_op.py"]
+    (tmp_path / "generated/ops/forgotten_op.py").unlink()
     assert compare(outputs, tmp_path, REPO_LAYOUT).fresh
+    fewer = [o for o in outputs if o.path != "docs/ops/swish_backward.md"]
+    _, removed = write(fewer, tmp_path, REPO_LAYOUT)
+    assert removed == ["docs/ops/swish_backward.md"], "a manifest-listed, unedited file no spec produces is removed"
+    write(outputs, tmp_path, REPO_LAYOUT)
     again, _ = write(outputs, tmp_path, REPO_LAYOUT)
     assert again == [], "unchanged files must not be rewritten"
 

@@ -14,6 +14,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ops", nargs="*", metavar="OP", help="only these ops (snake_case or aclnn name), plus the shared index files")
     parser.add_argument("--specs", type=Path, help="a specs directory kept outside this repository (with ops/*.yaml)")
     parser.add_argument("--out", type=Path, help="with --specs: the folder of the stand-alone package to write")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="also overwrite or remove files the manifest does not list or that were edited by hand (never through a link)",
+    )
 
 
 def target(args: argparse.Namespace):
@@ -24,6 +29,8 @@ def target(args: argparse.Namespace):
         raise GenerateError("--specs and --out go together: a stand-alone package needs both")
     if not (args.specs / "ops").is_dir():
         raise GenerateError(f"--specs {args.specs}: expected a folder with an ops/ subfolder of *.yaml specs")
+    if args.out.exists() and not args.out.is_dir():
+        raise GenerateError(f"--out {args.out}: is a file, not a folder; name the folder of the package to write")
     out = args.out.resolve()
     return args.specs, out, package_layout(out)
 
@@ -31,7 +38,7 @@ def target(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     specs_dir, root, layout = target(args)
     outputs = plan(specs_dir, layout, tuple(args.ops))
-    written, removed = write(outputs, root, layout, partial=bool(args.ops))
+    written, removed = write(outputs, root, layout, partial=bool(args.ops), force=args.force)
     for path in written:
         print(f"wrote {path}")
     for path in removed:

@@ -1,0 +1,256 @@
+"""Writing generated files into a folder the generator does not fully own.
+
+The rules (docs/security.md):
+- The output folder keeps a manifest (`Manifest`): each file the generator wrote, with the SHA-256 of
+  its content. Deterministic (sorted, no timestamps), so it can be committed.
+- A file is overwritten or deleted only when the manifest lists it and its content still has the
+  manifest's hash (the user has not edited it), or when it already holds exactly the new content.
+  Anything else is refused, unless `force`.
+- A non-empty folder without a manifest is refused, unless `force`.
+- No symbolic link is followed: every folder is opened relative to its parent with O_NOFOLLOW, and a
+  link where a file or folder should be is refused, even with `force`.
+- Every write is atomic: a temporary file in the same folder, fsynced, then os.replace, so a killed run
+  leaves the old file or the new one, never a partial one.
+
+All refusals are found before the first write, so a refused run changes nothing.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import stat
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import GenerateError
+
+MANIFEST_VERSION = 1
+_TMP_MARK = ".aclnngen-tmp-"
+
+
+def digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Path (POSIX, relative to the output root) -> SHA-256 of the content the generator wrote."""
+
+    files: dict[str, str]
+
+    def text(self) -> str:
+        data = {
+            "about": "files written by `aclnngen generate`, with their SHA-256; it changes only files listed here",
+            "version": MANIFEST_VERSION,
+            "files": dict(sorted(self.files.items())),
+        }
+        return json.dumps(data, indent=1, ensure_ascii=True) + "\n"
+
+    @classmethod
+    def of(cls, outputs: dict[str, bytes]) -> "Manifest":
+        return cls({path: digest(content) for path, content in outputs.items()})
+
+    @classmethod
+    def parse(cls, text: bytes, where: str) -> "Manifest":
+        try:
+            data = json.loads(text.decode("utf-8"))
+            files = data["files"]
+            if data.get("version") != MANIFEST_VERSION or not isinstance(files, dict):
+                raise ValueError("unknown manifest version")
+            if not all(isinstance(k, str) and isinstance(v, str) and _safe_relative(k) for k, v in files.items()):
+                raise ValueError("entries must be relative paths inside the folder with a hash each")
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            raise GenerateError(f"{where}: not a manifest aclnngen can read ({exc}); remove it or use --force") from None
+        return cls(dict(files))
+
+
+def _safe_relative(path: str) -> bool:
+    parts = path.split("/")
+    return bool(path) and not path.startswith("/") and all(p not in ("", ".", "..") for p in parts) and "\0" not in path
+
+
+# --- link-free file access relative to the root -------------------------------------------------
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+class Folder:
+    """Access to paths under `root` that never follows a symbolic link (file or folder)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    @contextmanager
+    def _dir(self, parts: list[str], create: bool):
+        fd = os.open(self.root, _DIR_FLAGS)
+        try:
+            for index, name in enumerate(parts):
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    os.mkdir(name, 0o777, dir_fd=fd)
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise GenerateError(self._not_plain("/".join(parts[: index + 1]), "folder")) from None
+                    raise
+                os.close(fd)
+                fd = child
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _not_plain(self, rel: str, what: str) -> str:
+        return f"{self.root / rel}: expected a plain {what}, found a symbolic link or something else; aclnngen never writes through it"
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        *parents, name = rel.split("/")
+        try:
+            with self._dir(parents, create=False) as fd:
+                return os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def read(self, rel: str) -> bytes | None:
+        """The content of a regular file, None when absent; a link or special file is an error."""
+        st = self.lstat(rel)
+        if st is None:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            raise GenerateError(self._not_plain(rel, "file"))
+        *parents, name = rel.split("/")
+        with self._dir(parents, create=False) as dfd:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
+            with os.fdopen(fd, "rb") as f:
+                return f.read()
+
+    def write(self, rel: str, content: bytes) -> None:
+        """Replace `rel` atomically: a temporary file in the same folder, fsynced, then os.replace."""
+        *parents, name = rel.split("/")
+        with self._dir(parents, create=True) as dfd:
+            tmp = f".{name}{_TMP_MARK}{os.getpid()}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(content)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except OSError:
+                    pass
+                raise
+
+    def sweep_temporaries(self, folder: str) -> None:
+        """Remove temporary files a killed run of the generator left in `folder` (named by _TMP_MARK)."""
+        parts = [p for p in folder.split("/") if p]
+        try:
+            with self._dir(parts, create=False) as dfd:
+                for name in os.listdir(dfd):
+                    if name.startswith(".") and _TMP_MARK in name and name.rsplit(_TMP_MARK, 1)[1].isdigit():
+                        os.unlink(name, dir_fd=dfd)
+        except FileNotFoundError:
+            pass
+
+    def remove(self, rel: str) -> None:
+        *parents, name = rel.split("/")
+        with self._dir(parents, create=False) as dfd:
+            os.unlink(name, dir_fd=dfd)
+
+
+# --- the write plan -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    written: list[str]
+    removed: list[str]
+
+
+def prepare_root(root: Path) -> None:
+    """The output root exists as a folder (created if absent); a file there is a one-line error."""
+    if root.is_symlink() and not root.is_dir():
+        raise GenerateError(f"{root}: a symbolic link to no folder; name a folder")
+    if root.exists() and not root.is_dir():
+        raise GenerateError(f"{root}: exists and is not a folder; name a folder for the generated files")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GenerateError(f"{root}: cannot create the folder ({exc.strerror})") from None
+
+
+def write_owned(
+    root: Path, outputs: dict[str, bytes], manifest_path: str, *, partial: bool = False, force: bool = False
+) -> WriteResult:
+    """Write `outputs` (path -> bytes) under `root` by the ownership rules above.
+
+    `partial`: the outputs are a subset (some ops only): nothing is removed and the manifest keeps the
+    entries of the files not rendered this time."""
+    prepare_root(root)
+    folder = Folder(root)
+    old_text = folder.read(manifest_path)
+    if old_text is None:
+        old = Manifest({})
+        if not force and any(True for _ in root.iterdir()):
+            raise GenerateError(
+                f"{root}: the folder is not empty and has no {manifest_path} (the list of files aclnngen wrote "
+                f"there); aclnngen writes only into an empty folder or one it generated; --force writes anyway"
+            )
+    else:
+        old = Manifest.parse(old_text, str(root / manifest_path))
+
+    refused: list[str] = []
+    to_write: list[str] = []
+    for rel, content in sorted(outputs.items()):
+        current = folder.read(rel)
+        if current == content:
+            continue
+        if current is not None and not force and old.files.get(rel) != digest(current):
+            why = "edited since aclnngen wrote it" if rel in old.files else "not written by aclnngen (not in the manifest)"
+            refused.append(f"{rel} ({why})")
+        to_write.append(rel)
+
+    to_remove: list[str] = []
+    if not partial:
+        for rel in sorted(set(old.files) - set(outputs)):
+            current = folder.read(rel)
+            if current is None:
+                continue
+            if not force and digest(current) != old.files[rel]:
+                refused.append(f"{rel} (no spec produces it any more, but it was edited since aclnngen wrote it)")
+            to_remove.append(rel)
+
+    if refused:
+        listing = "; ".join(refused[:5]) + (f"; and {len(refused) - 5} more" if len(refused) > 5 else "")
+        raise GenerateError(f"{root}: refusing to change {len(refused)} file(s): {listing}; nothing was written; --force overrides")
+
+    for parent in sorted({rel.rpartition("/")[0] for rel in outputs}):
+        folder.sweep_temporaries(parent)
+    files = dict(old.files) if partial else {}
+    files.update({rel: digest(content) for rel, content in outputs.items()})
+    for rel in to_write:
+        folder.write(rel, outputs[rel])
+    for rel in to_remove:
+        folder.remove(rel)
+    new_text = Manifest(files).text().encode("utf-8")
+    if new_text != old_text:
+        folder.write(manifest_path, new_text)
+        to_write.append(manifest_path)
+    return WriteResult(to_write, to_remove)
+
+
+def read_manifest(root: Path, manifest_path: str) -> Manifest | None:
+    try:
+        text = Folder(root).read(manifest_path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return None if text is None else Manifest.parse(text, str(root / manifest_path))
