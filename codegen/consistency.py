@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from . import cdecl, formula
+from . import cdecl, formula, names
 from .errors import FieldProblem
 from aclnngen.runtime.versions import CannVersion
 
@@ -32,6 +32,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     if families is None:
         raise FieldProblem((), "an op spec must be loaded through aclnngen.codegen.loader (it needs the product table)")
     _unique_names(spec)
+    _reserved(spec)
     _prototypes(spec)
     _products(spec, families)
     _dtypes(spec, families)
@@ -50,17 +51,35 @@ def _unique_names(spec: "OpSpec") -> None:
             raise FieldProblem(("parameters", i, "name"), f"parameter {p.name!r} is listed twice (first as #{seen_c[p.name]})")
         if p.py_name in seen_py:
             raise FieldProblem(("parameters", i, "py_name"), f"Python name {p.py_name!r} is used twice")
-        if p.py_name in _reserved_names():
-            raise FieldProblem(
-                ("parameters", i, "py_name"),
-                f"Python name {p.py_name!r} is reserved by the formula language; pick another",
-            )
         seen_c[p.name] = i
         seen_py[p.py_name] = i
 
 
-def _reserved_names() -> set[str]:
-    return set(formula.FUNCTIONS) | set(formula.CONSTANTS) | {formula.NUMERICS_NAME}
+def _reserved(spec: "OpSpec") -> None:
+    """No name of the spec clashes with a name generated code uses (codegen/names.py)."""
+    problem = names.op_clash(spec.name, spec.snake_name)
+    if problem:
+        raise FieldProblem(("name",), f"op name {spec.name!r} is {problem}")
+    for i, p in enumerate(spec.parameters):
+        problem = names.c_clash(p.name)
+        if problem:
+            raise FieldProblem(("parameters", i, "name"), f"C name {p.name!r} is {problem}")
+        problem = names.python_clash(p.py_name)
+        if problem:
+            raise FieldProblem(("parameters", i, "py_name"), f"Python name {p.py_name!r} is {problem}")
+    for section, expr in _formula_exprs(spec):
+        for name in expr.lets:
+            problem = names.python_clash(name)
+            if problem:
+                raise FieldProblem(section + ("lets", name), f"let name {name!r} is {problem}")
+
+
+def _formula_exprs(spec: "OpSpec"):
+    yield ("formula",), spec.formula
+    for i, defect in enumerate(spec.defects):
+        for which in ("claimed", "observed"):
+            if getattr(defect, which) is not None:
+                yield ("defects", i, which), getattr(defect, which)
 
 
 def _parse_page_prototype(text: str, loc: tuple):

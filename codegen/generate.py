@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import abi as abi_model
-from . import metadata, render, testplan
+from . import metadata, names, render, testplan
 from .errors import GenerateError
 from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
 from .model import OpSpec
@@ -130,7 +130,15 @@ def _render_op(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
     source = _spec_source(ls, p.specs_dir)
     meta = metadata.build(spec)
     op = spec.snake_name
-    common = {"spec": spec, "op": op, "meta": meta, "package": layout.package, "products": products}
+    common = {
+        "spec": spec,
+        "op": op,
+        "meta": meta,
+        "package": layout.package,
+        "products": products,
+        "binding_keywords": names.BINDING_KEYWORDS,
+        "reference_keywords": names.REFERENCE_KEYWORDS,
+    }
     p.add(layout.module("meta", op), render.render("meta.py.j2", header=_header("metadata", source, "meta.py.j2"), **common))
     p.add(
         layout.module("ops", op),

@@ -44,8 +44,8 @@ def reference(
     self,
     *,
     out_dtypes=None,
-    mode="opmath",
-    formula="spec",
+    mode='opmath',
+    formula='spec',
 ):
     """Reference values of grad_input (a tuple when there are several)."""
     return _REFERENCE(

@@ -46,8 +46,8 @@ def reference(
     min,
     max,
     out_dtypes=None,
-    mode="opmath",
-    formula="spec",
+    mode='opmath',
+    formula='spec',
 ):
     """Reference values of out (a tuple when there are several)."""
     return _REFERENCE(
