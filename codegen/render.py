@@ -8,7 +8,9 @@ the model before they get here.
 from __future__ import annotations
 
 import functools
+import math
 import pprint
+import re
 
 import jinja2
 
@@ -16,17 +18,48 @@ import jinja2
 _ATOMS = (str, int, float, bool, type(None))
 
 
+def _finite(value) -> None:
+    """A non-finite float has no literal (repr gives `inf`, a NameError): the model rejects it, and
+    this refuses to render one should it get through."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} has no Python literal; the spec model must reject it")
+    if isinstance(value, dict):
+        for item in value.values():
+            _finite(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _finite(item)
+
+
 def pyrepr(value) -> str:
     """A Python literal for plain data (dicts keep their order; output is deterministic)."""
+    _finite(value)
     if isinstance(value, _ATOMS) and not (isinstance(value, str) and len(value) > 80):
         return repr(value)  # what pprint gives for a short atom, without its machinery
     return pprint.pformat(value, width=100, sort_dicts=False)
 
 
+# Characters that are invisible or reorder text (C0/C1 controls but newline and tab, bidi controls,
+# line and paragraph separators): written as escapes, so source shows what the string holds.
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def _escape_invisible(text: str) -> str:
+    return _INVISIBLE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
 def docstring(text: str) -> str:
     """Text that can sit inside a triple-quoted docstring and mean the same (every quote escaped,
-    so neither a triple quote nor a quote next to the closing one can end the string)."""
-    return str(text).replace("\\", "\\\\").replace('"', '\\"')
+    so neither a triple quote nor a quote next to the closing one can end the string; invisible and
+    bidi characters as escapes)."""
+    return _escape_invisible(str(text).replace("\\", "\\\\").replace('"', '\\"'))
+
+
+def comment_text(text: str) -> str:
+    """Text that stays inside one line of a Python, C or Markdown comment: only printable ASCII, the
+    rest as escapes, and no sequence that ends a C or HTML comment."""
+    out = "".join(ch if 32 <= ord(ch) < 127 and ch != "\\" else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+    return out.replace("*/", "*\\/").replace("--", "-\\-")
 
 
 def c_string(text: str) -> str:
@@ -62,7 +95,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pyrepr=pyrepr, docstring=docstring, c_string=c_string, md_cell=md_cell, indent_lines=indent_lines)
+    env.filters.update(pyrepr=pyrepr, docstring=docstring, comment_text=comment_text, c_string=c_string, md_cell=md_cell, indent_lines=indent_lines)
     return env
 
 

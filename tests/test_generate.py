@@ -100,7 +100,7 @@ def test_partial_generation_renders_only_the_named_ops_and_the_shared_files():
 ALLOWED_STATEMENTS = {"for", "endfor", "if", "elif", "else", "endif", "import", "macro", "endmacro"}
 # Calls that only read the model (lookups and views), and the header macros.
 ALLOWED_CALLS = {"join", "items", "splitlines", "rstrip", "py", "c", "md", "typedef_decl", "enum_decl", "enum_value", "functions_by_library"}
-ALLOWED_FILTERS = {"pyrepr", "docstring", "c_string", "md_cell", "indent_lines", "join", "length", "list", "string"}
+ALLOWED_FILTERS = {"pyrepr", "docstring", "comment_text", "c_string", "md_cell", "indent_lines", "join", "length", "list", "string"}
 
 
 @pytest.mark.parametrize("template", sorted(p.name for p in TEMPLATES.glob("*.j2")))
