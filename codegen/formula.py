@@ -27,6 +27,7 @@ CONSTANTS = ("pi", "inf", "nan")
 NUMERICS_NAME = "m"  # the numerics object in rendered code, so no parameter or let may be called this
 MAX_SOURCE_LENGTH = 4000
 MAX_DEPTH = 60
+MAX_CONSTANT_BITS = 1024  # a constant the formula computes must fit a double (docs/security.md)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -163,6 +164,62 @@ class FormulaProgram:
     outputs: tuple[tuple[str, Expression], ...]
 
 
+# --- bounded constant folding ---------------------------------------------------------------------
+
+
+class ConstantTooLarge(ValueError):
+    pass
+
+
+_CONSTANT_VALUES = {"pi": math.pi, "inf": math.inf, "nan": math.nan}
+
+
+def fold(node: "Node", lets: Mapping[str, object] = {}) -> int | float | None:
+    """The value of `node` when it is a constant (numbers, pi/inf/nan, constant lets and arithmetic
+    on them), else None. Raises ConstantTooLarge before computing anything beyond MAX_CONSTANT_BITS
+    or overflowing a double, so `2**2**2**2**2**2` is an error at once, never a hang."""
+    if isinstance(node, Literal):
+        return node.value if node.type in ("int", "float") else None
+    if isinstance(node, Name):
+        return _CONSTANT_VALUES.get(node.id) if node.kind == "constant" else lets.get(node.id) if node.kind == "let" else None
+    if isinstance(node, Unary) and node.op in "+-":
+        value = fold(node.operand, lets)
+        return None if value is None else -value if node.op == "-" else value
+    if not (isinstance(node, Binary) and node.op in ("+", "-", "*", "/", "**")):
+        return None
+    a, b = fold(node.left, lets), fold(node.right, lets)
+    if a is None or b is None:
+        return None
+    too_large = ConstantTooLarge(f"the constant `{node.op}` of {_short(a)} and {_short(b)} exceeds "
+                                 f"{MAX_CONSTANT_BITS} bits (a double's range); write a smaller constant")
+    if isinstance(a, int) and isinstance(b, int):
+        if node.op == "**" and b > 0 and abs(a) > 1 and b * (abs(a).bit_length() - 1) > MAX_CONSTANT_BITS:
+            raise too_large
+        if node.op == "*" and a.bit_length() + b.bit_length() > MAX_CONSTANT_BITS + 1:
+            raise too_large
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                     "/": lambda: a / b, "**": lambda: a ** b}[node.op]()
+    except OverflowError:
+        raise too_large from None
+    except (ZeroDivisionError, ValueError, ArithmeticError):
+        return None  # 1/0 and the like are computed at run time, with the numerics' semantics
+    if isinstance(value, complex):
+        return None
+    if isinstance(value, int) and value.bit_length() > MAX_CONSTANT_BITS:
+        raise too_large
+    if isinstance(value, float) and math.isinf(value) and not (math.isinf(a) or math.isinf(b)):
+        raise too_large
+    return value
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
 # --- parsing ---------------------------------------------------------------------------------------
 
 _BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
@@ -226,9 +283,10 @@ def _extern_kernels() -> Mapping:
 
 class _Parser:
     def __init__(self, source: str, names: Mapping[str, str], loc: tuple,
-                 lets: Mapping[str, str], later_lets: Sequence[str]):
+                 lets: Mapping[str, str], later_lets: Sequence[str], let_values: Mapping = {}):
         self.source, self.names, self.loc = source, names, tuple(loc)
         self.lets, self.later_lets = lets, later_lets
+        self.let_values = let_values  # lets whose value is a constant, for bounded folding
 
     def fail(self, message: str, node: ast.AST | None = None, hint: str = ""):
         where = ""
@@ -313,7 +371,12 @@ class _Parser:
             right, rt = self.visit(node.right, depth)
             self.expect(lt, want, node.left, f"the left operand of `{op}`")
             self.expect(rt, want, node.right, f"the right operand of `{op}`")
-            return Binary(op, left, right), want
+            tree = Binary(op, left, right)
+            try:
+                fold(tree, self.let_values)
+            except ConstantTooLarge as exc:
+                self.fail(str(exc), node)
+            return tree, want
         if isinstance(node, ast.Compare):
             return self.compare(node, depth)
         if isinstance(node, ast.Call):
@@ -481,6 +544,7 @@ def parse_program(outputs: Mapping[str, str], names: Mapping[str, str], *,
     loc = tuple(loc)
     _check_names(names, loc)
     let_types: dict[str, str] = {}
+    let_values: dict[str, object] = {}
     parsed_lets = []
     let_names = list(lets)
     for i, (name, source) in enumerate(lets.items()):
@@ -491,8 +555,14 @@ def parse_program(outputs: Mapping[str, str], names: Mapping[str, str], *,
             problem = f"it would shadow the {what} `{name}`; choose another name"
         if problem:
             raise FieldProblem(where, f"invalid let name {name!r}: {problem}")
-        expr = _Parser(source, names, where, dict(let_types), let_names[i + 1:]).parse()
+        expr = _Parser(source, names, where, dict(let_types), let_names[i + 1:], dict(let_values)).parse()
         let_types[name] = expr.type
+        try:
+            value = fold(expr.tree, let_values)
+        except ConstantTooLarge as exc:
+            raise FieldProblem(where, str(exc)) from None
+        if value is not None:
+            let_values[name] = value
         parsed_lets.append((name, expr))
     declared = [n for n, k in names.items() if k == "output"]
     for name in outputs:
@@ -506,7 +576,7 @@ def parse_program(outputs: Mapping[str, str], names: Mapping[str, str], *,
     parsed_outputs = []
     for name in declared:
         where = loc + ("outputs", name)
-        expr = _Parser(outputs[name], names, where, dict(let_types), ()).parse()
+        expr = _Parser(outputs[name], names, where, dict(let_types), (), let_values).parse()
         if expr.type == "bool":
             raise FieldProblem(where, f"the expression of output `{name}` is a boolean; an output "
                                       "must be a number: use where(cond, 1, 0)")

@@ -7,6 +7,8 @@ node starts, so a pydantic error location becomes `file:line`.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,11 @@ import yaml
 from .errors import Problem, SpecError
 
 Loc = tuple
+
+# Limits on every YAML file aclnngen reads (docs/security.md): each gives one line, at once.
+MAX_BYTES = 1 << 20  # 1 MiB; the largest spec is about 10 KiB
+MAX_DEPTH = 40  # nested mappings and sequences; a spec needs about 8
+MAX_INT_BITS = 64  # integers beyond 64 bits mean nothing to the C API
 
 
 class LineMap:
@@ -64,6 +71,45 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
+    # Checked on the text first: converting a 5,000-digit integer is itself slow and raises.
+    digits = sum(ch.isalnum() for ch in node.value)
+    if digits > 2 + MAX_INT_BITS:  # 0b and 64 binary digits is the longest 64-bit spelling
+        raise yaml.constructor.ConstructorError(
+            None, None, f"integer with {digits} digits; integers are limited to {MAX_INT_BITS} bits", node.start_mark
+        )
+    value = yaml.SafeLoader.construct_yaml_int(loader, node)
+    if not -(1 << MAX_INT_BITS) < value < (1 << MAX_INT_BITS):
+        raise yaml.constructor.ConstructorError(
+            None, None, f"integer {node.value} is out of range; integers are limited to {MAX_INT_BITS} bits", node.start_mark
+        )
+    return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def _check_events(text: str, path: str | Path) -> None:
+    """No anchors or aliases (a small file must not expand into a huge one) and no nesting deeper
+    than MAX_DEPTH, found from the parser's events before anything is built."""
+    depth = 0
+    loader = _StrictLoader(text)
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            line = event.start_mark.line + 1 if event.start_mark is not None else 1
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise SpecError(Problem(str(path), line, "YAML anchors and aliases (& and *) are not allowed in specs; write the value out"))
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise SpecError(Problem(str(path), line, f"nested more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}"))
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
 def _collect_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
     lines[loc] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
@@ -81,6 +127,7 @@ def _collect_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
 def parse_yaml(text: str, path: str | Path) -> tuple[Any, LineMap]:
     """Parse `text` strictly; raise SpecError naming `path:line` on any YAML problem."""
     try:
+        _check_events(text, path)
         loader = _StrictLoader(text)
         try:
             node = loader.get_single_node()
@@ -104,12 +151,37 @@ def parse_yaml(text: str, path: str | Path) -> tuple[Any, LineMap]:
     return data, LineMap(lines)
 
 
-def read_yaml(path: str | Path) -> tuple[Any, LineMap]:
+def read_text(path: str | Path) -> str:
+    """The text of a spec file: a regular file (a FIFO or device is refused without reading it), at
+    most MAX_BYTES, UTF-8 (a bad byte is reported with its line)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise SpecError(Problem(str(path), 0, "no such file")) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(Problem(str(path), 0, f"cannot read the file: {exc}")) from None
-    return parse_yaml(text, path)
+    except OSError as exc:
+        raise SpecError(Problem(str(path), 0, f"cannot read the file: {exc.strerror}")) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise SpecError(Problem(str(path), 0, "a folder; a spec is a regular file"))
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecError(Problem(str(path), 0, "not a regular file (a FIFO, device or socket); a spec is a regular file"))
+        raise SpecError(Problem(str(path), 0, f"{info.st_size} bytes; spec files are limited to {MAX_BYTES} bytes (1 MiB)"))
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise SpecError(Problem(str(path), 0, f"cannot read the file: {exc.strerror}")) from None
+    if len(data) > MAX_BYTES:
+        raise SpecError(Problem(str(path), 0, f"more than {MAX_BYTES} bytes; spec files are limited to {MAX_BYTES} bytes (1 MiB)"))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SpecError(Problem(str(path), line, f"not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {exc.start}")) from None
+
+
+def read_yaml(path: str | Path) -> tuple[Any, LineMap]:
+    return parse_yaml(read_text(path), path)
