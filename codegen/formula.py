@@ -27,6 +27,7 @@ CONSTANTS = ("pi", "inf", "nan")
 NUMERICS_NAME = "m"  # the numerics object in rendered code, so no parameter or let may be called this
 MAX_SOURCE_LENGTH = 4000
 MAX_DEPTH = 60
+MAX_CONSTANT_BITS = 1024  # folding an integer constant beyond this gives inf, as a double would (docs/security.md)
 MAX_CONSTANT_BITS = 1024  # a constant the formula computes must fit a double (docs/security.md)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -601,6 +602,11 @@ def _render(node: Node, style: str, lets: Mapping[str, Node] = {}) -> tuple[str,
     def sub(child):
         return _render(child, style, lets)
 
+    if style == "threshold" and isinstance(node, (Unary, Binary)):
+        value = fold(node, lets)  # thresholds are plain Python: never leave it a constant to compute
+        if value is not None:
+            return _constant_text(value), (_ATOM if value >= 0 or math.isnan(value) else _PRECEDENCE["unary"])
+
     if isinstance(node, Literal):
         if node.type == "str":
             return ascii(node.value), _ATOM
@@ -647,6 +653,55 @@ def _render(node: Node, style: str, lets: Mapping[str, Node] = {}) -> tuple[str,
         prefix = f"{NUMERICS_NAME}." if style == "python" else ""
         return f"{prefix}{node.function}({args})", _ATOM
     raise TypeError(f"not a formula node: {node!r}")
+
+
+_CONSTANT_VALUES = {"pi": math.pi, "inf": math.inf, "nan": math.nan}
+
+
+def fold(node: Node, lets: Mapping[str, Node] = {}) -> int | float | None:
+    """The value of `node` when it is a constant (numbers, pi/inf/nan, lets of constants, arithmetic
+    on them), else None. Bounded: an integer result beyond MAX_CONSTANT_BITS is computed as a double
+    (inf when it overflows), so `2**2**2**2**2**2` folds at once to inf instead of running forever."""
+    if isinstance(node, Literal):
+        return node.value if node.type in ("int", "float") else None
+    if isinstance(node, Name):
+        if node.kind == "constant":
+            return _CONSTANT_VALUES.get(node.id)
+        return fold(lets[node.id], lets) if node.kind == "let" and node.id in lets else None
+    if isinstance(node, Unary) and node.op in "+-":
+        value = fold(node.operand, lets)
+        return None if value is None else -value if node.op == "-" else value
+    if not (isinstance(node, Binary) and node.op in ("+", "-", "*", "/", "**")):
+        return None
+    a, b = fold(node.left, lets), fold(node.right, lets)
+    if a is None or b is None:
+        return None
+    if isinstance(a, int) and isinstance(b, int) and _int_too_large(node.op, a, b):
+        a = float(a)
+    try:
+        value = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                 "/": lambda: a / b, "**": lambda: a ** b}[node.op]()
+    except OverflowError:
+        negative = (a < 0 and node.op == "**" and float(b).is_integer() and int(b) % 2 == 1) or (
+            node.op == "*" and (a < 0) != (b < 0))
+        return -math.inf if negative else math.inf
+    except (ZeroDivisionError, ValueError, ArithmeticError):
+        return None  # computed at run time, with the numerics' semantics
+    return None if isinstance(value, complex) else value
+
+
+def _int_too_large(op: str, a: int, b: int) -> bool:
+    if op == "**":
+        return b > 0 and abs(a) > 1 and b * (abs(a).bit_length() - 1) > MAX_CONSTANT_BITS
+    if op == "*":
+        return a.bit_length() + b.bit_length() > MAX_CONSTANT_BITS
+    return max(a.bit_length(), b.bit_length()) > MAX_CONSTANT_BITS
+
+
+def _constant_text(value: int | float) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "math.nan" if math.isnan(value) else ("-math.inf" if value < 0 else "math.inf")
+    return _number(value)
 
 
 def render_python(expr: Expression) -> str:
