@@ -602,8 +602,9 @@ def _render(node: Node, style: str, lets: Mapping[str, Node] = {}) -> tuple[str,
     def sub(child):
         return _render(child, style, lets)
 
-    if style == "threshold" and isinstance(node, (Unary, Binary)):
-        value = fold(node, lets)  # thresholds are plain Python: never leave it a constant to compute
+    if style == "threshold" and isinstance(node, Binary) and node.op == "**":
+        # Thresholds are plain Python, where a constant power can run for ever: fold it here, bounded.
+        value = fold(node, lets)
         if value is not None:
             return _constant_text(value), (_ATOM if value >= 0 or math.isnan(value) else _PRECEDENCE["unary"])
 
