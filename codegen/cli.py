@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # name -> one-line help; the module is aclnngen.codegen.commands.<name>
@@ -60,9 +61,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # typed errors of the runtime carry their own message
         if getattr(exc, "user_facing", False):
-            print(f"aclnngen {args.command}: {exc}", file=sys.stderr)
+            print(f"aclnngen {args.command}: {_one_line(str(exc))}", file=sys.stderr)
             return 1
-        raise
+        return _internal_error(args.command, exc)
+    except RecursionError as exc:  # pragma: no cover - RecursionError is an Exception; kept for clarity
+        return _internal_error(args.command, exc)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "(no message)"
+
+
+def _internal_error(command: str, exc: BaseException) -> int:
+    """Anything unexpected is a bug of aclnngen: one line and how to see more, never a traceback
+    (unless ACLNNGEN_DEBUG=1)."""
+    if os.environ.get("ACLNNGEN_DEBUG") == "1":
+        raise exc
+    print(
+        f"aclnngen {command}: internal error: {type(exc).__name__}: {_one_line(str(exc))[:300]} "
+        "(a bug in aclnngen: please report it; ACLNNGEN_DEBUG=1 shows the traceback)",
+        file=sys.stderr,
+    )
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

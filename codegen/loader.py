@@ -79,7 +79,18 @@ def load_products(specs_dir: Path = DEFAULT_SPECS_DIR) -> ProductTable:
 
 
 def load_spec(path: Path, products: ProductTable) -> LoadedSpec:
-    path = Path(path)
+    """One spec, validated. Every problem is a SpecError naming the file: even an unexpected failure
+    (a bug of aclnngen) is reported against this spec, so it never stops the others' validation."""
+    try:
+        return _load_spec(Path(path), products)
+    except SpecError:
+        raise
+    except Exception as exc:
+        raise SpecError(Problem(str(path), 0, f"aclnngen could not validate this spec ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+                                              "this is a bug in aclnngen, please report it")) from exc
+
+
+def _load_spec(path: Path, products: ProductTable) -> LoadedSpec:
     data, lines = read_yaml(path)
     if not isinstance(data, dict):
         raise SpecError(Problem(str(path), 1, "a spec is a YAML mapping at the top level"))

@@ -22,7 +22,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ops", nargs="+", metavar="OP", help="only these ops (snake_case or aclnn name)")
     parser.add_argument("--one-dtype", action="store_true", help="one supported dtype per op instead of all")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the input data (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of the input data, 0 to 2**32-1 (default 0)")
+
+
+def _seed(text: str) -> int:
+    """A seed NumPy accepts (an argparse type: a bad one is a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; a seed is 0 to {2**32 - 1}")
+    return value
 
 
 def _max_diff(got, want) -> float:
