@@ -206,7 +206,12 @@ def write_owned(
                 f"there); aclnngen writes only into an empty folder or one it generated; --force writes anyway"
             )
     else:
-        old = Manifest.parse(old_text, str(root / manifest_path))
+        try:
+            old = Manifest.parse(old_text, str(root / manifest_path))
+        except GenerateError:
+            if not force:
+                raise
+            old = Manifest({})  # --force: an unreadable manifest owns nothing
 
     refused: list[str] = []
     to_write: list[str] = []
