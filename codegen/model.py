@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchema, model_validator
 
+from . import names
 from .errors import FieldProblem
 from aclnngen.runtime.shapes import ALL_DTYPES
 from aclnngen.runtime.versions import VERSION_HELP, holds_at, is_version
@@ -67,6 +68,13 @@ CIdentifier = Annotated[
 ]
 PythonName = Annotated[
     str, AfterValidator(_python_name), WithJsonSchema({"type": "string", "pattern": SNAKE_CASE.pattern})
+]
+# A parameter's Python name: the schema also lists the reserved names (docs/security.md), so an editor
+# flags one as it is typed; validation gives the table it clashes with.
+ParameterPythonName = Annotated[
+    str,
+    AfterValidator(_python_name),
+    WithJsonSchema({"type": "string", "pattern": SNAKE_CASE.pattern, "not": {"enum": names.reserved_python_names()}}),
 ]
 Version = Annotated[
     str,
@@ -164,7 +172,7 @@ Role = Literal["input", "output", "scalar", "optional_scalar", "attribute"]
 
 class Parameter(Frozen):
     name: CIdentifier  # the header's name
-    py_name: PythonName
+    py_name: ParameterPythonName
     role: Role
     summary: NonEmptyText
     # tensors: dtypes per product family

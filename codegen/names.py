@@ -140,6 +140,11 @@ def _python_tables() -> dict[str, frozenset[str]]:
     }
 
 
+def reserved_python_names() -> list[str]:
+    """Every name of the Python tables, sorted (for the JSON Schema of `py_name`)."""
+    return sorted(set().union(*_python_tables().values()))
+
+
 def python_clash(name: str) -> str | None:
     """Why `name` cannot be a Python name of a spec (py_name, let, formula output), or None."""
     if name.startswith("_"):
