@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Iterable
 
 from . import cdecl, formula, names
@@ -33,6 +34,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
         raise FieldProblem((), "an op spec must be loaded through aclnngen.codegen.loader (it needs the product table)")
     _unique_names(spec)
     _reserved(spec)
+    _defaults(spec)
     _prototypes(spec)
     _products(spec, families)
     _dtypes(spec, families)
@@ -72,6 +74,41 @@ def _reserved(spec: "OpSpec") -> None:
             problem = names.python_clash(name)
             if problem:
                 raise FieldProblem(section + ("lets", name), f"let name {name!r} is {problem}")
+
+
+class _DefaultProblem(Exception):
+    pass
+
+
+def _defaults(spec: "OpSpec") -> None:
+    for i, p in enumerate(spec.parameters):
+        if p.default is not None:
+            try:
+                _check_default(p)
+            except _DefaultProblem as exc:
+                raise FieldProblem(("parameters", i, "default"), str(exc)) from None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_default(p: "Parameter") -> None:
+    """A default is rendered as a Python literal: it must be a finite value of the parameter's type."""
+    value = p.default
+    if p.is_scalar or p.c_type in ("double", "int64_t"):
+        if not _is_number(value):
+            raise _DefaultProblem(f"{p.name!r} default must be a number, found {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _DefaultProblem(f"{p.name!r} default must be finite, found {value!r}")
+        if p.c_type == "int64_t" and not (isinstance(value, int) and -(2**63) <= value < 2**63):
+            raise _DefaultProblem(f"{p.name!r} default must be an int64_t, found {value!r}")
+    elif p.c_type == "bool" and not isinstance(value, bool):
+        raise _DefaultProblem(f"{p.name!r} default must be true or false, found {value!r}")
+    elif p.c_type == "char*" and not isinstance(value, str):
+        raise _DefaultProblem(f"{p.name!r} default must be a string, found {value!r}")
+    elif p.c_type == "aclIntArray*":
+        raise _DefaultProblem(f"{p.name!r}: an aclIntArray* attribute has no default")
 
 
 def _formula_exprs(spec: "OpSpec"):

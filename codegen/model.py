@@ -223,35 +223,11 @@ class Parameter(Frozen):
             raise ValueError(f"scalar {self.name!r} needs 'scalar_dtype' (the aclDataType the binding creates)")
         if self.role == "optional_scalar" and self.default is None:
             raise ValueError(f"optional scalar {self.name!r} needs 'default': the value a NULL pointer means")
-        if self.default is not None:
-            _check_default(self)
         if self.role == "attribute" and self.c_type is None:
             raise ValueError(f"attribute {self.name!r} needs 'c_type' (one of {', '.join(ATTRIBUTE_C_TYPES)})")
         if self.role == "output" and self.default is not None:
             raise ValueError("an output tensor has no default")
         return self
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _check_default(p: "Parameter") -> None:
-    """A default is rendered as a Python literal: it must be a finite value of the parameter's type."""
-    value = p.default
-    if p.is_scalar or p.c_type in ("double", "int64_t"):
-        if not _is_number(value):
-            raise ValueError(f"{p.name!r} default must be a number, found {value!r}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{p.name!r} default must be finite, found {value!r}")
-        if p.c_type == "int64_t" and not (isinstance(value, int) and -(2**63) <= value < 2**63):
-            raise ValueError(f"{p.name!r} default must be an int64_t, found {value!r}")
-    elif p.c_type == "bool" and not isinstance(value, bool):
-        raise ValueError(f"{p.name!r} default must be true or false, found {value!r}")
-    elif p.c_type == "char*" and not isinstance(value, str):
-        raise ValueError(f"{p.name!r} default must be a string, found {value!r}")
-    elif p.c_type == "aclIntArray*":
-        raise ValueError(f"{p.name!r}: an aclIntArray* attribute has no default")
 
 
 # --- rules -----------------------------------------------------------------------------------

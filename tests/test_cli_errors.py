@@ -58,3 +58,25 @@ def test_generate_with_bad_specs_reports_every_one_and_writes_nothing(tmp_path):
         assert any(line.startswith(f"{path}:") for line in lines), (path, result.stderr)
     assert not any(line.startswith(f"{good}:") for line in lines), result.stderr
     assert not out.exists(), "a failed generate wrote files"
+
+
+def test_an_unexpected_failure_in_one_spec_never_stops_the_others(monkeypatch, tmp_path):
+    from aclnngen.codegen import loader
+
+    specs = tmp_path / "specs"
+    shutil.copytree(SPECS, specs)
+    first, second = sorted((specs / "ops").glob("*.yaml"))[:2]
+    second.write_text(second.read_text().replace("summary:", "unknown_key: 1\nsummary:", 1))
+    real = loader.validate_model
+
+    def flaky(model, data, path, *args, **kwargs):
+        if Path(path) == first:
+            raise TypeError("a bug of aclnngen")
+        return real(model, data, path, *args, **kwargs)
+
+    monkeypatch.setattr(loader, "validate_model", flaky)
+    with pytest.raises(loader.SpecError) as info:
+        loader.load_all(specs, loader.load_products())
+    lines = [str(p) for p in info.value.problems]
+    assert any(line.startswith(f"{first}:0: ") and "bug in aclnngen" in line for line in lines), lines
+    assert any(line.startswith(f"{second}:") and "unknown key 'unknown_key'" in line for line in lines), lines

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from aclnngen.codegen.errors import SpecError
 from aclnngen.codegen.generate import package_layout, plan
-from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, REPO_ROOT, load_products, spec_paths, validate_model
+from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, REPO_ROOT, load_products, load_spec, spec_paths, validate_model
 from aclnngen.codegen.model import OpSpec
 from aclnngen.codegen.yamlio import LineMap
 
@@ -161,3 +161,26 @@ def test_arbitrary_text_in_specs_and_paths_stays_inside_literals(tmp_path):
     result = subprocess.run([cc, "-fsyntax-only", "-std=c11", "-Wall", "-Werror", *include, *files],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def _seed_with_default() -> tuple[Path, int]:
+    """A seed spec with an optional scalar, and the line of its default."""
+    for seed in SEEDS:
+        lines = seed.read_text(encoding="utf-8").splitlines()
+        for index, line in enumerate(lines):
+            if line.strip() == "role: optional_scalar":
+                below = next(i for i in range(index, len(lines)) if lines[i].strip().startswith("default:"))
+                return seed, below + 1
+    pytest.skip("no seed spec has an optional scalar")  # pragma: no cover
+
+
+@pytest.mark.parametrize("default", [".inf", "-.inf", ".nan", '"abc"', "true", "1e400"])
+def test_a_default_without_a_python_literal_is_rejected_at_its_line(tmp_path, default):
+    seed, line = _seed_with_default()
+    lines = seed.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[line - 1] = re.sub(r"default:.*", f"default: {default}", lines[line - 1])
+    path = tmp_path / seed.name
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_spec(path, load_products())
+    assert str(info.value.problems[0]).startswith(f"{path}:{line}: ") and "default must be" in str(info.value), info.value
