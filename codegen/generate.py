@@ -67,8 +67,9 @@ REPO_LAYOUT = Layout(
 
 def package_layout(out: Path) -> Layout:
     name = out.name
-    if not name.isidentifier():
-        raise GenerateError(f"--out {out}: the folder name {name!r} must be a valid Python package name")
+    problem = names.package_clash(name)
+    if problem:
+        raise GenerateError(f"--out {out}: the folder name {name!r} is the package's name, and {problem}")
     return Layout(package=name, package_dir=".", tests_dir="tests", docs_dir="docs", schema_dir=None, shared=False)
 
 

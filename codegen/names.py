@@ -176,3 +176,21 @@ def op_clash(name: str, snake: str) -> str | None:
         if symbol in c_identifiers() or symbol in C_KEYWORDS:
             return f"reserved: its C entry point {symbol} clashes with an identifier of the simulator's C sources or the ABI"
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def imported_modules() -> frozenset[str]:
+    """The top-level modules generated Python imports (scanned from the Python templates)."""
+    found: set[str] = set()
+    for path in sorted(_TEMPLATES.glob("*.py.j2")):
+        found |= set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", path.read_text(encoding="utf-8"), re.M))
+    return frozenset(found)
+
+
+def package_clash(name: str) -> str | None:
+    """Why a stand-alone package cannot be called `name` (its generated modules import it by name)."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        return "it must be a Python identifier and not a keyword"
+    if name in imported_modules() or name in ("numpy", "ml_dtypes", "cffi"):
+        return f"generated code imports a module of that name ({', '.join(sorted(imported_modules()))}, numpy, ...)"
+    return None

@@ -106,3 +106,13 @@ def test_every_identifier_of_the_generated_binding_and_reference_is_in_the_table
                 if names.python_clash(found) is None:
                     unreserved.add(found)
     assert not unreserved, f"generated Python uses names no spec is kept from: {sorted(unreserved)}"
+
+
+@pytest.mark.parametrize("name", ["class", "pytest", "aclnngen", "math", "numpy", "my-ops"])
+def test_a_package_name_generated_code_cannot_import_is_refused(tmp_path, name):
+    from aclnngen.codegen.errors import GenerateError
+    from aclnngen.codegen.generate import package_layout
+
+    with pytest.raises(GenerateError, match=f"the folder name '{name}' is the package's name, and "):
+        package_layout(tmp_path / name)
+    assert package_layout(tmp_path / "custom_ops").package == "custom_ops"
