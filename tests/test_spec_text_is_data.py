@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from aclnngen.codegen.errors import SpecError
@@ -127,6 +127,7 @@ def test_arbitrary_text_in_specs_and_paths_stays_inside_literals(tmp_path):
 
     @settings(max_examples=500 if CI else 60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(seed=st.sampled_from(SEEDS), text=TEXT, specs_name=TEXT, out_name=TEXT)
+    @example(seed=SEEDS[-1], text='"""\x00\u202e*/{{ 7*7 }}\n#', specs_name="s\n#error injected\n*/ int x;", out_name="o\n")
     def check(seed, text, specs_name, out_name):
         drawn = f"{MARK}{text}{MARK}"
         data = copy.deepcopy(_parsed(seed))
