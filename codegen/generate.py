@@ -23,7 +23,7 @@ from .errors import GenerateError
 from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
 from .model import OpSpec
 from .products import ProductTable
-from .writer import Folder, Manifest, read_manifest, write_owned
+from .writer import Folder, Manifest, is_temporary, read_manifest, write_owned
 
 GENERATOR = "aclnngen generate"
 MANIFEST_NAME = "aclnngen-manifest.json"
@@ -345,7 +345,7 @@ def _scanned(root: Path, layout: Layout) -> set[str]:
         # The package folder itself is owned only for the files directly in it.
         pattern = "*" if rel == layout.package_dir.removeprefix("./") else "**/*"
         for path in folder.glob(pattern):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and not is_temporary(path.name):
                 found.add(path.relative_to(root).as_posix())
     return found
 

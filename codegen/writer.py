@@ -73,6 +73,24 @@ def _safe_relative(path: str) -> bool:
     return bool(path) and not path.startswith("/") and all(p not in ("", ".", "..") for p in parts) and "\0" not in path
 
 
+def is_temporary(name: str) -> bool:
+    """Whether `name` is a temporary file of a (possibly killed) run of the writer."""
+    return name.startswith(".") and _TMP_MARK in name and name.rsplit(_TMP_MARK, 1)[1].isdigit()
+
+
+def _alive(pid: int) -> bool:
+    """Whether the run that owns a temporary may still be writing it (then it is left alone)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 # --- link-free file access relative to the root -------------------------------------------------
 
 
@@ -156,7 +174,7 @@ class Folder:
         try:
             with self._dir(parts, create=False) as dfd:
                 for name in os.listdir(dfd):
-                    if name.startswith(".") and _TMP_MARK in name and name.rsplit(_TMP_MARK, 1)[1].isdigit():
+                    if is_temporary(name) and not _alive(int(name.rsplit(_TMP_MARK, 1)[1])):
                         os.unlink(name, dir_fd=dfd)
         except FileNotFoundError:
             pass
