@@ -152,7 +152,8 @@ class BoundOp:
         self._versions: dict[str | None, str] = {}
         from . import simkernels
 
-        simkernels.register_op(meta)  # the simulator's kernel for it (and its package's C sources)
+        # the simulator's kernel for it (and its package's C sources); an op is (package, symbol)
+        self.package = simkernels.register_op(meta).package
 
     def __repr__(self) -> str:
         return f"<aclnn binding {self.symbol}({', '.join(p.py for p in self.params)})>"
@@ -166,7 +167,7 @@ class BoundOp:
         return found
 
     def functions(self, backend):
-        return backend.op_functions(self.meta)
+        return backend.op_functions(self.meta, self.package)
 
     # -- the call ----------------------------------------------------------------------------------
     def __call__(self, *args, stream=None, validate: bool = True):
