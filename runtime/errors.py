@@ -184,6 +184,14 @@ class BackendError(AclnnError):
         super().__init__(text)
 
 
+class CallOrderError(AclnnError, RuntimeError):
+    """A two-phase call used out of order: results read before the launch, or a closed call used."""
+
+    def __init__(self, *, op: str, what: str):
+        self.op = op
+        super().__init__(f"{_symbol(op)}: {what}")
+
+
 class OpNamespaceError(BackendError):
     """Two packages define the same C symbol and this process can hold only one of them: the op
     of `package` would call `holder`'s entry point. Names both packages; nothing is called."""
