@@ -234,18 +234,11 @@ static void executor_discard_unregistered(aclOpExecutor *ex)
     sim_executor_free_locked(ex);
 }
 
-/* The symbol part of an op identity "package:aclnnXxx" (the whole text when it has no package). */
-static const char *op_symbol(const char *id)
-{
-    const char *colon = strrchr(id, ':');
-    return colon ? colon + 1 : id;
-}
-
 aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t *workspaceSize,
                         aclOpExecutor **executor)
 {
     const char *opid = (op && op[0]) ? op : "(unnamed op)";
-    const char *opn = op_symbol(opid);
+    const char *opn = sim_op_symbol(opid);
     char namebuf[32];
 
     if (nargs < 0 || (nargs > 0 && !args)) {
@@ -436,7 +429,7 @@ aclnnStatus sim_launch(const char *op, void *workspace, uint64_t workspaceSize,
                        aclOpExecutor *executor, aclrtStream stream)
 {
     const char *opid = (op && op[0]) ? op : "(unnamed op)";
-    const char *opn = op_symbol(opid);
+    const char *opn = sim_op_symbol(opid);
     if (!executor) {
         sim_err("%s: executor is a null pointer (ACLNN_ERR_PARAM_NULLPTR)", opn);
         return SIM_NN_PARAM_NULLPTR;
@@ -460,7 +453,7 @@ aclnnStatus sim_launch(const char *op, void *workspace, uint64_t workspaceSize,
         rc = SIM_NN_PARAM_INVALID;
     } else if (strcmp(ex->op, opid) != 0) {
         sim_err("%s: executor %p was made by %sGetWorkspaceSize (op %s, not %s)", opn,
-                (void *)executor, op_symbol(ex->op), ex->op, opid);
+                (void *)executor, sim_op_symbol(ex->op), ex->op, opid);
         rc = SIM_NN_PARAM_INVALID;
     } else if (ex->launched && !ex->repeatable) {
         sim_err("%s: executor already ran (launch it once, or call "
@@ -651,7 +644,7 @@ int sim_drain_locked(struct sim_stream *s, const char *who)
         ex->pending--;
         if (st != SIM_OK && first == SIM_OK) {
             first = SIM_RT_AICORE_EXCEPTION;
-            sim_err("%s: kernel %s failed (status %d): %s", who, ex->op, st,
+            sim_err("%s: kernel %s failed (status %d): %s", who, sim_op_symbol(ex->op), st,
                     msg[0] ? msg : "no message");
         }
         executor_release_if_done_locked(ex);

@@ -475,7 +475,7 @@ aclError aclrtFree(void *devPtr)
     } else if (sim_range_busy_locked(b->start, b->start + b->size, b->serial, 1, &who)) {
         sim_err("aclrtFree: the block at %p is still used by a queued launch of %s; call "
                 "aclrtSynchronizeStream before freeing it",
-                devPtr, who->ex->op);
+                devPtr, sim_op_symbol(who->ex->op));
         rc = SIM_RT_PARAM_INVALID;
     } else {
         size_t size = b->size, real = b->real;
@@ -522,7 +522,7 @@ static int check_side_locked(const char *side, uintptr_t p, size_t count, int de
     if (sim_range_busy_locked(p, hi, 0, writing, &who)) {
         sim_err("aclrtMemcpy: %s range [%p, +%zu) is %s by a queued launch of %s; call "
                 "aclrtSynchronizeStream first",
-                side, (void *)p, count, writing ? "used" : "written", who->ex->op);
+                side, (void *)p, count, writing ? "used" : "written", sim_op_symbol(who->ex->op));
         return SIM_RT_PARAM_INVALID;
     }
     return SIM_OK;
