@@ -158,3 +158,32 @@ def test_op_ids_carry_the_package():
 def _a_builtin_meta():
     snake = next(p.stem for p in sorted((REPO / "generated" / "meta").glob("*.py")) if p.stem != "__init__")
     return __import__(f"aclnngen.generated.meta.{snake}", fromlist=["META"]).META
+
+
+def test_directives_are_scoped_by_package(tmp_path):
+    """Guard: Directive.package (the repository's directives are about the built-in ops only)."""
+    from aclnngen.runtime import directives
+
+    data = {"expected_failures": [{"op": "Probe", "reason": "known"}], "tolerances": [{"op": "Probe", "rtol": 0.5, "reason": "r"}]}
+    own = directives.parse(data, "tests/directives.yaml", default_package=BUILTIN)
+    assert own.expected_failure("Probe", "reference", None, None, package=BUILTIN) is not None
+    assert own.expected_failure("Probe", "reference", None, None) is not None  # unmarked = built-in
+    assert own.expected_failure("Probe", "reference", None, None, package="twin_ops") is None
+    assert own.tolerance("Probe", "reference", None, None, package="twin_ops") is None
+    anyone = directives.parse(data, "elsewhere.yaml")
+    assert anyone.expected_failure("Probe", "reference", None, None, package="twin_ops") is not None
+    named = directives.parse({"expected_failures": [{"op": "Probe", "package": "twin_ops", "reason": "r"}]}, "x.yaml", BUILTIN)
+    assert named.expected_failure("Probe", "reference", None, None, package="twin_ops") is not None
+    assert named.expected_failure("Probe", "reference", None, None, package=BUILTIN) is None
+
+
+def test_generated_cases_are_marked_with_their_package(twin):
+    import importlib
+
+    from aclnngen.runtime.opcheck import OpUnderTest
+
+    snake, meta, _ = twin
+    reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
+    op = OpUnderTest(meta, reference=reference, binding=None, version=meta["cann_version"])
+    marker = op.case("reference", None, "float32", id="x").marks[0]
+    assert op.package == BUILTIN and marker.kwargs["package"] == BUILTIN

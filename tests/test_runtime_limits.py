@@ -243,6 +243,9 @@ def test_a_scalar_that_does_not_fit_its_dtype_is_refused(validate):
     err = info.value
     assert err.status == ACLNN_ERR_PARAM_INVALID and err.param == p["name"]
     assert "1e+300" in str(err) and (p.get("scalar_dtype") or "float32") in str(err)
+    # with validation on, the validator refuses it (its errors name the family), before any copy
+    # to the device; without, the binding's conversion does (it knows no family)
+    assert (err.family is not None) == validate
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 0.5])
