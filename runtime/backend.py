@@ -16,11 +16,14 @@ the loader. An op's symbols are looked up on its first use only: an op missing f
 raises BackendError naming the op, the CANN version and every library searched, and the other ops
 keep working.
 
-The simulator (`SimBackend`) compiles runtime/sim/*.c with the generated `c/sim_ops.c` (and any
-extra op sources registered with `simkernels.register_sim_sources`, or found beside the META of a
-stand-alone generated package) through `simbuild.build_simulator(abi_header=generated
-acl_runtime.h)` into the user's cache, loads it with the same runtime cdef as CANN and registers the
-Python kernels of runtime/simkernels.py as its prepare/run hooks.
+The simulator (`SimBackend`) compiles runtime/sim/*.c with the generated `c/sim_ops.c` through
+`simbuild.build_simulator(abi_header=generated acl_runtime.h)` into the user's cache, and every
+package of extra op sources (registered with `simkernels.register_sim_sources`, or found beside the
+META of a stand-alone generated package) into an op library of its own linked against that core;
+it loads them with the same runtime cdef as CANN and registers the Python kernels of
+runtime/simkernels.py as the prepare/run hooks. Ops are looked up per package
+(`op_functions(meta, package)`); one symbol never serves two packages (OpNamespaceError, see
+docs/runtime-limits.md).
 
 Both backends expose the same things: `api` (every runtime/tensor function of
 generated/abi.py FUNCTIONS, None for a missing optional one), `ffi`, `libraries` (purpose -> path),

@@ -6,6 +6,7 @@ generated `sim_ops.c`) with `$CC` (default `cc`) into a cache outside the source
     $ACLNNGEN_CACHE_DIR, else $XDG_CACHE_HOME/aclnngen, else ~/.cache/aclnngen
         sim/<key>/_aclsim.so           the one real file
         sim/<key>/libaclsim.so         -> _aclsim.so   (one symlink per requested name)
+        sim/<key>/_aclsim.so.sha256    the built file's own sha256, checked before every reuse
         sim/<key>/build-info.json      what was compiled, with which command
         sim/<key>.lock                 serialises builders of that key
 
@@ -36,8 +37,15 @@ the ONE loaded core and its state, whatever the dlopen flags (no RTLD_GLOBAL nee
 load order (an op library loaded first pulls the core in). Built with `-z defs`: an op source
 that needs a symbol the core lacks fails at build time, not at dlopen.
 
-Failures raise `SimulatorBuildError` (compiler missing, compile error with the compiler's
-stderr, unwritable cache), never a raw subprocess traceback.
+A cached library is reused only when its content matches the sha256 recorded beside it: a
+truncated or altered `_aclsim.so` is rebuilt (under the lock, temporary file + rename). An op
+library (`link_core=`) also gets a link named like its core dependency (e.g. `libnnopbase.so`)
+beside it, leading to the core it was linked with, so it can be loaded straight from the cache.
+
+Every compiler run is limited to $ACLNNGEN_CC_TIMEOUT seconds (default 300); a compiler that
+outlives it is killed with its process group. Failures raise `SimulatorBuildError` (compiler
+missing, compile error with the compiler's stderr, timeout, unwritable cache), never a raw
+subprocess traceback.
 """
 
 from __future__ import annotations

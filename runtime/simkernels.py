@@ -4,18 +4,21 @@ The simulator's C core (runtime/sim) checks what the library itself guarantees (
 live descriptors, device memory, the two-phase protocol) and asks two hooks about everything
 op-specific. This module provides them.
 
-Ops. A hook receives the op symbol ("aclnnSwishBackward") and maps it to the op's META and
-reference: an op registered by `bind(meta)` (every generated binding does this at import), else
-`aclnngen.generated.meta.<snake>` / `aclnngen.generated.reference.<snake>`, else the same modules
-of a package registered with `register_package(name)`.
+Ops. An op is its package and its symbol (docs/runtime-limits.md). A hook receives the op's
+identity "package:aclnnSwishBackward" (ACLSIM_OP_ID of the entry point that was called) and maps
+it to that package's META and reference: an op registered by `bind(meta)` under (package, symbol)
+(every generated binding does this at import), else `<package>.meta.<snake>` /
+`<package>.reference.<snake>`. An identity without a package (sources built without
+ACLSIM_PACKAGE) is looked up by symbol, in the built-in package first, then in packages
+registered with `register_package(name)`.
 
-Extra op sources. The simulator library is compiled from the core, the repository's
-generated/c/sim_ops.c and every source in `extra_sources()`: files registered with
-`register_sim_sources(path)` and, automatically, `PKG/c/sim_ops.c` of a stand-alone generated
-package (`aclnngen generate --specs D --out PKG`) as soon as one of its bindings is imported
-(`bind` finds the package that defines the META). Sources registered after the simulator was
-built are compiled in by `session.reset()` (the next call rebuilds); calling such an op before
-that raises BackendError saying so.
+Extra op sources. The simulator is the core with the repository's generated/c/sim_ops.c (package
+aclnngen.generated), plus one op library per package of sources in `extra_sources()`: files
+registered with `register_sim_sources(path, package=...)` and, automatically, `PKG/c/sim_ops.c`
+of a stand-alone generated package (`aclnngen generate --specs D --out PKG`) as soon as one of its
+bindings is imported (`bind` finds the package that defines the META). Sources registered after
+the simulator was built are compiled in by `session.reset()` (the next call rebuilds); calling
+such an op before that raises BackendError saying so.
 
 Profiles. What the prepare hook checks is a behaviour profile, kept apart from the specs' claims.
 The profiles are data (runtime/profiles.py over specs/profiles/, rendered to
