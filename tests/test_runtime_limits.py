@@ -6,6 +6,7 @@ Each test names the guard it exercises."""
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 import subprocess
@@ -85,6 +86,31 @@ def test_a_corrupted_cached_library_is_detected_and_rebuilt(tmp_path):
     real.write_bytes(good[:-1] + bytes([good[-1] ^ 0xFF]))  # same size, one byte flipped
     build_simulator(cache_dir=cache)
     assert real.read_bytes() == good
+
+
+def test_processes_that_find_a_corrupted_library_at_once_rebuild_it_once(tmp_path):
+    """Guard: _verified under the build lock, digest then file renamed into place."""
+    cache = tmp_path / "cache"
+    lib = build_simulator(cache_dir=cache)
+    real = lib.parent / REAL_NAME
+    good = real.read_bytes()
+    real.write_bytes(b"\x7fELF truncated")
+    go = tmp_path / "go"
+    script = textwrap.dedent(f"""
+        import hashlib, time
+        from pathlib import Path
+        from aclnngen.runtime.simbuild import build_simulator
+        while not Path({str(go)!r}).exists():
+            time.sleep(0.005)
+        path = build_simulator(cache_dir={str(cache)!r})
+        print(path, hashlib.sha256(path.read_bytes()).hexdigest())
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    go.touch()
+    results = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [r[1] for r in results]
+    assert {r[0].strip() for r in results} == {f"{lib} {hashlib.sha256(good).hexdigest()}"}
+    assert real.read_bytes() == good and not list(lib.parent.glob(".tmp-*"))
 
 
 @pytest.fixture
