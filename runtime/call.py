@@ -19,7 +19,10 @@ with their roles, scalar dtypes as aclDataType values, the output positions) and
      workspace and temporaries stay referenced by the stream until `stream.synchronize()`.
 
 Every path, errors included, destroys what it created and frees what it allocated (try/finally);
-an executor that was prepared but never launched is destroyed. A non-zero aclnnStatus raises
+an executor that was prepared but never launched is destroyed, also when its `Prepared` is
+dropped without `close()` (a finaliser). Reading results (`finish()`) before a successful launch
+raises CallOrderError. A scalar that does not fit the dtype of its aclScalar (1e300 for float32)
+is refused with 161002 by the validator and, with validate=False, by the conversion itself. A non-zero aclnnStatus raises
 AclnnStatusError (status, symbolic name, op, function, aclGetRecentErrMsg()); a failing runtime call
 raises AclRuntimeError.
 
