@@ -187,3 +187,27 @@ def test_generated_cases_are_marked_with_their_package(twin):
     op = OpUnderTest(meta, reference=reference, binding=None, version=meta["cann_version"])
     marker = op.case("reference", None, "float32", id="x").marks[0]
     assert op.package == BUILTIN and marker.kwargs["package"] == BUILTIN
+
+
+def test_entry_points_without_their_package_are_refused(twin, tmp_path):
+    """Guard: backend._check_op_ids (an old package's entry points would reach the built-in op)."""
+    import shutil
+
+    snake, meta, pkg_root = twin
+    old = tmp_path / "old"
+    shutil.copytree(pkg_root / "twin_ops", old / "old_twin_ops")
+    c = old / "old_twin_ops" / "c" / "sim_ops.c"
+    c.write_text(re.sub(r"ACLSIM_OP_ID\(([^)]*)\)", r"\1", c.read_text(encoding="utf-8")), encoding="utf-8")
+    code = f"""
+        import importlib, json
+        from aclnngen.runtime import session
+        from aclnngen.runtime.errors import BackendError
+        importlib.import_module("old_twin_ops.ops.{snake}")
+        try:
+            session.backend()
+            print(json.dumps({{"refused": None}}))
+        except BackendError as exc:
+            print(json.dumps({{"refused": str(exc)}}))
+    """
+    got = _run(code, old)
+    assert got["refused"] and "old_twin_ops" in got["refused"] and "ACLSIM_OP_ID" in got["refused"]
