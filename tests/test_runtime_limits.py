@@ -157,8 +157,8 @@ def test_the_timeout_setting_is_in_the_readme():
 
 
 def _subprocess(code: str, **env) -> dict:
-    full = dict(os.environ, **env)
-    full.pop("ACLNNGEN_BACKEND", None)
+    full = {k: v for k, v in os.environ.items() if k not in ("ACLNNGEN_BACKEND", "ACLNNGEN_SIM_MEMORY_LIMIT")}
+    full.update(env)  # the default memory limit unless the test sets one
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
