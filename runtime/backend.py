@@ -16,11 +16,14 @@ the loader. An op's symbols are looked up on its first use only: an op missing f
 raises BackendError naming the op, the CANN version and every library searched, and the other ops
 keep working.
 
-The simulator (`SimBackend`) compiles runtime/sim/*.c with the generated `c/sim_ops.c` (and any
-extra op sources registered with `simkernels.register_sim_sources`, or found beside the META of a
-stand-alone generated package) through `simbuild.build_simulator(abi_header=generated
-acl_runtime.h)` into the user's cache, loads it with the same runtime cdef as CANN and registers the
-Python kernels of runtime/simkernels.py as its prepare/run hooks.
+The simulator (`SimBackend`) compiles runtime/sim/*.c with the generated `c/sim_ops.c` through
+`simbuild.build_simulator(abi_header=generated acl_runtime.h)` into the user's cache, and every
+package of extra op sources (registered with `simkernels.register_sim_sources`, or found beside the
+META of a stand-alone generated package) into an op library of its own linked against that core;
+it loads them with the same runtime cdef as CANN and registers the Python kernels of
+runtime/simkernels.py as the prepare/run hooks. Ops are looked up per package
+(`op_functions(meta, package)`); one symbol never serves two packages (OpNamespaceError, see
+docs/runtime-limits.md).
 
 Both backends expose the same things: `api` (every runtime/tensor function of
 generated/abi.py FUNCTIONS, None for a missing optional one), `ffi`, `libraries` (purpose -> path),
@@ -32,11 +35,9 @@ from __future__ import annotations
 
 import configparser
 import glob
-import hashlib
 import itertools
 import os
 import platform
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +45,7 @@ from typing import Any, Mapping
 
 from . import ffi as ffimod
 from . import acl
-from .errors import AclRuntimeError, BackendError
+from .errors import AclRuntimeError, BackendError, OpNamespaceError
 
 __all__ = [
     "BACKEND_ENV",
@@ -61,6 +62,8 @@ BACKEND_ENV = "ACLNNGEN_BACKEND"
 DEVICE_ENV = "ACLNNGEN_DEVICE"
 BACKEND_NAMES = ("cann", "sim")
 SIM_LIB_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
+SIM_OPS_LIB_NAME = "libaclsim_ops.so"  # a package's own op library (see SimBackend)
+PACKAGE_DEFINE = "ACLSIM_PACKAGE"  # the package name compiled into its entry points' op identity
 VERSION_PACKAGES = (b"cann", b"runtime", b"toolkit", b"opp")
 VERSION_BUFFER = 256
 
@@ -136,8 +139,9 @@ class Backend:
         self._initialized = False
         self.owns_init = False
         self._devices_set: dict[int, int] = {}
-        self._ops: dict[tuple[str, str], tuple[Any, Any, str]] = {}
-        self._missing_ops: dict[tuple[str, str], BackendError] = {}
+        self._ops: dict[tuple, tuple[Any, Any, str]] = {}  # (package, symbol, cdef) -> functions
+        self._missing_ops: dict[tuple, BackendError] = {}
+        self._symbol_owner: dict[str, str] = {}  # C symbol -> the package whose op first used it
         self._op_libs: list[Any] = []
 
     # -- errors --------------------------------------------------------------------------------
@@ -267,13 +271,24 @@ class Backend:
         return self.version_info()[0]
 
     # -- op symbols ----------------------------------------------------------------------------
-    def op_library_candidates(self) -> list[str]:
+    def op_library_candidates(self, package: str | None = None) -> list[str]:
         raise NotImplementedError
 
-    def op_functions(self, meta: Mapping[str, Any]):
-        """(GetWorkspaceSize function, launch function, library path) of the op, looked up on
-        first use and cached. BackendError when no op library exports both symbols."""
-        key = (meta["symbol"], meta["cdef"])
+    def library_package(self, candidate: str) -> str | None:
+        """The package whose entry points an op library holds, when the backend knows it (the
+        simulator does: it builds one library per package); None: unknown (CANN's libraries)."""
+        return None
+
+    def op_functions(self, meta: Mapping[str, Any], package: str | None = None):
+        """(GetWorkspaceSize function, launch function, library path) of the op `meta` of
+        `package` (None: a META of no known package), looked up on first use and cached.
+
+        An op is its package and its symbol. When the symbol this package's op would bind to is
+        already another package's (one process has one `aclnnXxx`: on CANN always, on the
+        simulator when the package brought no entry points of its own), OpNamespaceError names
+        both packages instead of silently calling the other package's op. BackendError when no
+        op library exports both symbols."""
+        key = (package, meta["symbol"], meta["cdef"])
         found = self._ops.get(key)
         if found is not None:
             return found
@@ -285,9 +300,10 @@ class Backend:
             if found is not None:
                 return found
             op_ffi = ffimod.op_ffi(meta)
-            gws_name, launch_name = meta["symbol"] + "GetWorkspaceSize", meta["symbol"]
+            symbol = meta["symbol"]
+            gws_name, launch_name = symbol + "GetWorkspaceSize", symbol
             searched = []
-            for candidate in self.op_library_candidates():
+            for candidate in self.op_library_candidates(package):
                 try:
                     lib = ffimod.dlopen(op_ffi, candidate)
                 except OSError as exc:
@@ -295,6 +311,7 @@ class Backend:
                     continue
                 gws, launch = ffimod.lookup(lib, gws_name), ffimod.lookup(lib, launch_name)
                 if gws is not None and launch is not None:
+                    self._claim(symbol, package, self.library_package(candidate), candidate)
                     self._op_libs.append(lib)  # never let the handle go while its functions are used
                     self._ops[key] = found = (gws, launch, candidate)
                     return found
@@ -305,6 +322,17 @@ class Backend:
             error = self._missing_op_error(meta, searched)
             self._missing_ops[key] = error
             raise error
+
+    def _claim(self, symbol: str, package: str | None, owner: str | None, library: str) -> None:
+        """Records that `package` uses `symbol` from `library` (whose entry points belong to
+        `owner`, when known); refuses a symbol that is another package's."""
+        if package is None:
+            return  # a META of no package: it asked for the symbol, whoever defines it
+        holder = owner if owner is not None else self._symbol_owner.get(symbol)
+        if holder is not None and holder != package:
+            raise OpNamespaceError(symbol=symbol, package=package, holder=holder, library=library, backend=self.kind)
+        if owner is None:
+            self._symbol_owner.setdefault(symbol, package)
 
     def _missing_op_error(self, meta, searched) -> BackendError:
         return BackendError(
@@ -506,7 +534,7 @@ class CannBackend(Backend):
         self._candidates: list[str] | None = None
         self._version: tuple[str | None, str] | None = None
 
-    def op_library_candidates(self) -> list[str]:
+    def op_library_candidates(self, package: str | None = None) -> list[str]:
         if self._candidates is not None:
             return self._candidates
         names = _abi().LIBRARIES["opapi"][1]
@@ -572,18 +600,35 @@ class SimBackend(Backend):
         from . import simkernels
         from .simbuild import SimulatorBuildError, build_simulator
 
+        # One library for the core and the built-in ops, then one op library per package of
+        # extra sources (linked against the core, loaded RTLD_LOCAL): two packages that both
+        # define aclnnXxx each keep their own, and their entry points name their package.
         self.sources = [ffimod.sim_ops_path(), *simkernels.extra_sources()]
+        abi_header = ffimod.runtime_cdef_path()
         try:
-            compiled = _deduplicated_sources(self.sources, cache_dir)
             path = build_simulator(
-                compiled,
-                abi_header=ffimod.runtime_cdef_path(),
+                [ffimod.sim_ops_path()],
+                abi_header=abi_header,
+                defines={PACKAGE_DEFINE: _c_string(simkernels.BUILTIN_PACKAGE)},
                 lib_names=SIM_LIB_NAMES,
                 cache_dir=cache_dir,
             )
+            directory = path.parent
+            self.package_libraries: dict[str | None, str] = {}
+            for package, sources in simkernels.sources_by_package().items():
+                if package is not None:
+                    _check_op_ids(package, sources)
+                lib = build_simulator(
+                    sources,
+                    abi_header=abi_header,
+                    defines={PACKAGE_DEFINE: _c_string(package or "")},
+                    lib_names=(SIM_OPS_LIB_NAME,),
+                    cache_dir=cache_dir,
+                    link_core=directory / SIM_LIB_NAMES[1],
+                )
+                self.package_libraries[package] = str(lib)
         except SimulatorBuildError as exc:
             raise BackendError(reason=f"the simulator could not be built: {exc}") from None
-        directory = path.parent
         self.libraries = {
             "ascendcl": str(directory / SIM_LIB_NAMES[0]),
             "nnopbase": str(directory / SIM_LIB_NAMES[1]),
@@ -598,8 +643,26 @@ class SimBackend(Backend):
         self._version_setting: str | None = None
         simkernels.install(self)
 
-    def op_library_candidates(self) -> list[str]:
-        return [self.libraries["opapi"]]
+    def op_library_candidates(self, package: str | None = None) -> list[str]:
+        """The package's own op library first, then the core (the built-in ops), then the
+        libraries of sources registered without a package."""
+        from . import simkernels
+
+        own = self.package_libraries.get(package) if package != simkernels.BUILTIN_PACKAGE else None
+        if own is None and package in simkernels.sources_by_package():
+            raise self._late_sources_error(package)
+        bare = self.package_libraries.get(None)
+        return [lib for lib in (own, self.libraries["opapi"], bare) if lib is not None]
+
+    def library_package(self, candidate: str) -> str | None:
+        from . import simkernels
+
+        if candidate == self.libraries["opapi"]:
+            return simkernels.BUILTIN_PACKAGE
+        for package, lib in self.package_libraries.items():
+            if lib == candidate:
+                return package
+        return None
 
     def _missing_op_error(self, meta, searched) -> BackendError:
         from . import simkernels
@@ -612,14 +675,19 @@ class SimBackend(Backend):
                 op=error.op,
                 cann_version=error.cann_version,
                 searched=error.searched,
-                hint=(
-                    "simulator sources were registered after the simulator was built ("
-                    + ", ".join(late)
-                    + "); import the package before the first call, or call "
-                    "aclnngen.runtime.session.reset() to rebuild"
-                ),
+                hint=_late_hint(late),
             )
         return error
+
+    def _late_sources_error(self, package: str) -> BackendError:
+        from . import simkernels
+
+        late = [str(p) for p in simkernels.sources_by_package()[package]]
+        return BackendError(
+            reason=f"the simulator has no entry points of package {package!r} yet",
+            cann_version=self.version(),
+            hint=_late_hint(late),
+        )
 
     def version_info(self) -> tuple[str | None, str]:
         version = self.library_version()
@@ -664,47 +732,33 @@ class SimBackend(Backend):
             self._devices_set.clear()
 
 
-_DEFINITION = re.compile(r"^aclnnStatus\s+(aclnn\w+)\s*\(", re.MULTILINE)
-
-
-def _deduplicated_sources(sources: list[Path], cache_dir) -> list[Path]:
-    """The sources to compile: an op defined by an earlier source (the repository's first) is
-    renamed away in a later one through a small wrapper file (`#define` + `#include`), so a
-    stand-alone package that re-generates a standard op still links. Both definitions come from
-    specs of the same op; the first one is used."""
-    from .simbuild import cache_root
-
-    defined: set[str] = set()
-    result: list[Path] = []
+def _check_op_ids(package: str, sources: list[Path]) -> None:
+    """A package's entry points must name their package (ACLSIM_OP_ID): entry points generated
+    before op namespaces pass the bare symbol, which the hooks would resolve to the built-in op
+    of that name."""
     for src in sources:
         try:
             text = Path(src).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise BackendError(reason=f"cannot read simulator source {src}: {exc.strerror or exc}") from None
-        names = _DEFINITION.findall(text)
-        duplicates = sorted(set(names) & defined)
-        defined.update(names)
-        if not duplicates:
-            result.append(Path(src))
-            continue
-        if set(names) <= set(duplicates):
-            continue  # nothing new in this file
-        digest = hashlib.sha256(f"{Path(src).resolve()}\0{text}".encode()).hexdigest()[:16]
-        wrapper_dir = cache_root(cache_dir) / "sim-sources"
-        wrapper = wrapper_dir / f"dedup-{digest}.c"
-        if not wrapper.is_file():
-            body = "/* Generated by aclnngen.runtime.backend: renames entry points defined earlier. */\n"
-            body += "".join(f"#define {n} aclsim_duplicate_{digest}_{n}\n" for n in duplicates)
-            body += f'#include "{Path(src).resolve()}"\n'
-            try:
-                wrapper_dir.mkdir(parents=True, exist_ok=True)
-                tmp = wrapper.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(body, encoding="utf-8")
-                os.replace(tmp, wrapper)
-            except OSError as exc:
-                raise BackendError(reason=f"cannot write {wrapper}: {exc.strerror or exc}") from None
-        result.append(wrapper)
-    return result
+        if "sim_prepare(" in text and "ACLSIM_OP_ID(" not in text:
+            raise BackendError(
+                reason=f"{src} of package {package!r} has entry points without their package (ACLSIM_OP_ID)",
+                hint="it was generated by an older aclnngen; run `aclnngen generate --specs ... --out ...` again",
+            )
+
+
+def _late_hint(late: list[str]) -> str:
+    return (
+        "simulator sources were registered after the simulator was built (" + ", ".join(late)
+        + "); import the package before the first call, or call "
+        "aclnngen.runtime.session.reset() to rebuild"
+    )
+
+
+def _c_string(text: str) -> str:
+    """A C string literal for a -D value (package names are checked dotted identifiers)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def load_backend(name: str | None = None, *, env: Mapping[str, str] | None = None) -> Backend:

@@ -19,7 +19,10 @@ with their roles, scalar dtypes as aclDataType values, the output positions) and
      workspace and temporaries stay referenced by the stream until `stream.synchronize()`.
 
 Every path, errors included, destroys what it created and frees what it allocated (try/finally);
-an executor that was prepared but never launched is destroyed. A non-zero aclnnStatus raises
+an executor that was prepared but never launched is destroyed, also when its `Prepared` is
+dropped without `close()` (a finaliser). Reading results (`finish()`) before a successful launch
+raises CallOrderError. A scalar that does not fit the dtype of its aclScalar (1e300 for float32)
+is refused with 161002 by the validator and, with validate=False, by the conversion itself. A non-zero aclnnStatus raises
 AclnnStatusError (status, symbolic name, op, function, aclGetRecentErrMsg()); a failing runtime call
 raises AclRuntimeError.
 
@@ -33,6 +36,7 @@ freed or short memory, the runtime refuses them itself with the same status (161
 from __future__ import annotations
 
 import numbers
+import weakref
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -48,8 +52,9 @@ from .arrays import (
     device_like,
     upload,
 )
-from .errors import AclnnStatusError
+from .errors import AclnnStatusError, AclnnValidationError, CallOrderError
 from .shapes import infer_outputs
+from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
 from .validation import validate as validate_values
 from .versions import CannVersion, is_version
 
@@ -82,6 +87,7 @@ class _Param:
     scalar_np: Any = None
     attr_type: str | None = None
     default: Any = None
+    scalar_dtype: str | None = None
 
 
 def _param(index: int, p: Mapping) -> _Param:
@@ -91,11 +97,12 @@ def _param(index: int, p: Mapping) -> _Param:
     if role in _SCALAR_ROLES:
         from .shapes import NUMPY_DTYPES
 
-        dtype_name = p.get("scalar_dtype") or "float32"
+        dtype_name = p.get("scalar_dtype") or DEFAULT_SCALAR_DTYPE
         np_dtype = NUMPY_DTYPES.get(dtype_name) or np.dtype(dtype_name)
         return _Param(
             index, p["name"], p["py"], role, "scalar", role == "optional_scalar", False,
             scalar_acl=acl_dtype(np_dtype), scalar_np=np_dtype, default=p.get("default"),
+            scalar_dtype=dtype_name,
         )
     if role == "attribute":
         return _Param(index, p["name"], p["py"], role, "attribute", False, False, attr_type=p.get("attr_type"), default=p.get("default"))
@@ -152,7 +159,8 @@ class BoundOp:
         self._versions: dict[str | None, str] = {}
         from . import simkernels
 
-        simkernels.register_op(meta)  # the simulator's kernel for it (and its package's C sources)
+        # the simulator's kernel for it (and its package's C sources); an op is (package, symbol)
+        self.package = simkernels.register_op(meta).package
 
     def __repr__(self) -> str:
         return f"<aclnn binding {self.symbol}({', '.join(p.py for p in self.params)})>"
@@ -166,7 +174,7 @@ class BoundOp:
         return found
 
     def functions(self, backend):
-        return backend.op_functions(self.meta)
+        return backend.op_functions(self.meta, self.package)
 
     # -- the call ----------------------------------------------------------------------------------
     def __call__(self, *args, stream=None, validate: bool = True):
@@ -243,21 +251,63 @@ class _Temporaries:
                 pass
 
 
+class _Descriptors:
+    """The descriptors and the executor of one prepared call, apart from the `Prepared` so a
+    finaliser can destroy them when a prepared call is dropped without launch or close."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.generation = backend.generation
+        self.handles: list[tuple[Any, Any]] = []  # (destroy function, handle)
+        self.executor = None
+        self.launched = False
+
+    def destroy_handles(self) -> None:
+        handles = list(self.handles)
+        self.handles.clear()
+        if not self._backend_live():
+            return  # reset or shut down: the handles no longer exist
+        for destroy, handle in reversed(handles):
+            if destroy is not None:
+                try:
+                    destroy(handle)
+                except Exception:  # noqa: BLE001 - cleanup continues
+                    pass
+
+    def release(self) -> None:
+        """Every descriptor, and the executor unless it was launched (a launch consumes it)."""
+        self.destroy_handles()
+        executor, self.executor = self.executor, None
+        if executor is not None and not self.launched and self._backend_live():
+            b = self.backend
+            try:
+                if b.api.aclDestroyAclOpExecutor(executor) != 0:
+                    b.recent_error()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _backend_live(self) -> bool:
+        return self.backend.alive and self.backend.generation == self.generation
+
+
 class Prepared:
     """One call between its two phases. Owns descriptors, temporaries, the workspace and the
-    executor until `close()` (or `finish()`)."""
+    executor until `close()` (or `finish()`); a prepared call that is dropped without either
+    gives its descriptors and executor back through a finaliser."""
 
     def __init__(self, op: BoundOp, backend, args: Sequence[Any], validate: bool):
         self.op = op
         self.backend = backend
-        self.executor = None
+        self._owned = _Descriptors(backend)
+        self._finalizer = weakref.finalize(self, self._owned.release)
+        self._finalizer.atexit = False  # at exit the runtime may already be finalised
         self.workspace_size = 0
         self.workspace: DeviceBuffer | None = None
         self.launched = False
         self._stream = None
         self.launches = 0
         self.closed = False
-        self._handles: list[tuple[Any, Any]] = []  # (destroy function, handle)
+        self._handles = self._owned.handles
         self._temps: list[DeviceBuffer] = []
         self._device: list[DeviceArray | None] = [None] * op.nparams
         self._host_targets: list[tuple[_Param, np.ndarray | None, DeviceArray]] = []
@@ -267,6 +317,14 @@ class Prepared:
         except BaseException:
             self.close()
             raise
+
+    @property
+    def executor(self):
+        return self._owned.executor
+
+    @executor.setter
+    def executor(self, value) -> None:
+        self._owned.executor = value
 
     # -- phase one -------------------------------------------------------------------------------
     def _phase_one(self, args, validate: bool) -> None:
@@ -358,6 +416,14 @@ class Prepared:
             return ffi.NULL
         if not isinstance(value, (numbers.Real, np.bool_, np.integer, np.floating)):
             raise ArrayError(f"{self.op.symbol}: scalar {p.py} must be a real number, not {value!r}")
+        misfit = scalar_misfit(value, p.scalar_dtype)
+        if misfit is not None:
+            # refused even with validate=False: the value cannot be written into the aclScalar,
+            # so no check of the library could ever see it (it would silently become inf)
+            raise AclnnValidationError(
+                status=ACLNN_ERR_PARAM_INVALID, op=self.op.name, param=p.name, family=None,
+                check="scalar_dtype", detail=f"{p.name} {misfit}", found=value, allowed=p.scalar_dtype,
+            )
         raw = np.asarray(value).astype(p.scalar_np)
         buf = ffi.new("uint8_t[]", raw.tobytes())
         handle = b.api.aclCreateScalar(buf, p.scalar_acl)
@@ -448,20 +514,22 @@ class Prepared:
             self._destroy_descriptors()
         if rc != 0:
             raise AclnnStatusError(status=rc, op=self.op.name, function=self.op.symbol, recent_message=b.recent_error() or None)
-        self.launched = True
+        self.launched = self._owned.launched = True  # a launched executor is the library's
 
     def _destroy_descriptors(self) -> None:
-        handles, self._handles = self._handles, []
-        for destroy, handle in reversed(handles):
-            if destroy is not None:
-                try:
-                    destroy(handle)
-                except Exception:  # noqa: BLE001 - cleanup continues
-                    pass
+        self._owned.destroy_handles()
 
     def finish(self, stream=None):
         """After a successful launch: synchronise (unless a device call on an explicit stream),
-        copy results back, release temporaries; returns the outputs."""
+        copy results back, release temporaries; returns the outputs. Before a launch there are
+        no results (the outputs hold whatever the device memory held): CallOrderError."""
+        if self.closed:
+            raise CallOrderError(op=self.op.name, what="finish(): this prepared call was closed; its results are gone")
+        if not self.launched:
+            raise CallOrderError(
+                op=self.op.name,
+                what="finish() before a successful launch(): there are no results to read yet",
+            )
         b = self.backend
         explicit = stream is not None and hasattr(stream, "keep") and not getattr(stream, "is_default", False)
         outputs = {p.name: dev for p, _, dev in self._host_targets}
@@ -517,14 +585,7 @@ class Prepared:
             return
         self.closed = True
         b = self.backend
-        self._destroy_descriptors()
-        if self.executor is not None and not self.launched:
-            try:
-                if b.api.aclDestroyAclOpExecutor(self.executor) != 0:
-                    b.recent_error()
-            except Exception:  # noqa: BLE001
-                pass
-        self.executor = None
+        self._finalizer()  # descriptors, and the executor unless launched; once
         buffers = self._temps + self._fresh
         if self.workspace is not None:
             buffers.append(self.workspace)

@@ -184,6 +184,35 @@ class BackendError(AclnnError):
         super().__init__(text)
 
 
+class CallOrderError(AclnnError, RuntimeError):
+    """A two-phase call used out of order: results read before the launch, or a closed call used."""
+
+    def __init__(self, *, op: str, what: str):
+        self.op = op
+        super().__init__(f"{_symbol(op)}: {what}")
+
+
+class OpNamespaceError(BackendError):
+    """Two packages define the same C symbol and this process can hold only one of them: the op
+    of `package` would call `holder`'s entry point. Names both packages; nothing is called."""
+
+    def __init__(self, *, symbol: str, package: str, holder: str, library: str, backend: str):
+        self.symbol, self.package, self.holder = symbol, package, holder
+        super().__init__(
+            reason=(
+                f"{symbol} of package {package!r} cannot be loaded: {library} holds package "
+                f"{holder!r}'s {symbol}, and one process has one {symbol} on the {backend} backend"
+            ),
+            op=symbol,
+            searched=(library,),
+            hint=(
+                "use one of the two packages in this process, or rename the op in one spec"
+                if backend != "sim"
+                else f"let package {package!r} bring its own simulator entry points (its c/sim_ops.c)"
+            ),
+        )
+
+
 class UnknownSocError(AclnnError):
     """`aclrtGetSocName` returned a name that no product family matches. The runtime never guesses
     a family: it says so and lists what it knows."""

@@ -40,6 +40,11 @@ class OpUnderTest:
     def name(self) -> str:
         return self.meta["name"]
 
+    @property
+    def package(self) -> str:
+        """The package the op belongs to: the one its reference module is in."""
+        return self.reference.__name__.rpartition(".reference.")[0]
+
     def params(self, *roles: str) -> list[Mapping]:
         return [p for p in self.meta["params"] if p["role"] in roles]
 
@@ -54,7 +59,7 @@ class OpUnderTest:
         """A pytest case of this op, marked with its scope so tests/directives.yaml can apply."""
         import pytest
 
-        marker = pytest.mark.aclnngen_case(op=self.name, test=test, family=family, dtype=dtype)
+        marker = pytest.mark.aclnngen_case(op=self.name, test=test, family=family, dtype=dtype, package=self.package)
         return pytest.param(*values, id=id, marks=marker)
 
     def run_reference(self, values: Mapping[str, Any], **options):
@@ -268,7 +273,7 @@ def check_reference_against_oracle(op: OpUnderTest, dtype: str, data: str) -> No
     by_py = {p["py"]: values.get(p["name"]) for p in op.meta["params"] if p["role"] != "output"}
     theirs = oracle.run(op.meta["oracle"], by_py)
     kinds = op.meta["formula"]["outputs"]
-    tolerance = directives.load().tolerance(op.name, "reference", None, dtype)
+    tolerance = directives.load().tolerance(op.name, "reference", None, dtype, package=op.package)
     for (py, kind), a, b in zip(kinds.items(), ours, theirs):
         assert a.shape == b.shape, f"{py}: reference shape {a.shape}, oracle {b.shape}"
         assert a.dtype == b.dtype, f"{py}: reference dtype {a.dtype}, oracle {b.dtype}"

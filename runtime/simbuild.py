@@ -6,6 +6,7 @@ generated `sim_ops.c`) with `$CC` (default `cc`) into a cache outside the source
     $ACLNNGEN_CACHE_DIR, else $XDG_CACHE_HOME/aclnngen, else ~/.cache/aclnngen
         sim/<key>/_aclsim.so           the one real file
         sim/<key>/libaclsim.so         -> _aclsim.so   (one symlink per requested name)
+        sim/<key>/_aclsim.so.sha256    the built file's own sha256, checked before every reuse
         sim/<key>/build-info.json      what was compiled, with which command
         sim/<key>.lock                 serialises builders of that key
 
@@ -36,8 +37,15 @@ the ONE loaded core and its state, whatever the dlopen flags (no RTLD_GLOBAL nee
 load order (an op library loaded first pulls the core in). Built with `-z defs`: an op source
 that needs a symbol the core lacks fails at build time, not at dlopen.
 
-Failures raise `SimulatorBuildError` (compiler missing, compile error with the compiler's
-stderr, unwritable cache), never a raw subprocess traceback.
+A cached library is reused only when its content matches the sha256 recorded beside it: a
+truncated or altered `_aclsim.so` is rebuilt (under the lock, temporary file + rename). An op
+library (`link_core=`) also gets a link named like its core dependency (e.g. `libnnopbase.so`)
+beside it, leading to the core it was linked with, so it can be loaded straight from the cache.
+
+Every compiler run is limited to $ACLNNGEN_CC_TIMEOUT seconds (default 300); a compiler that
+outlives it is killed with its process group. Failures raise `SimulatorBuildError` (compiler
+missing, compile error with the compiler's stderr, timeout, unwritable cache), never a raw
+subprocess traceback.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -75,9 +84,13 @@ LDFLAGS = ("-shared", "-pthread")
 REAL_NAME = "_aclsim.so"
 
 #: Bump when the recipe changes in a way the hashed inputs do not show.
-_RECIPE = 1
+_RECIPE = 2
 
-_COMPILE_TIMEOUT_S = 600
+#: Seconds a compiler run may take before it is killed ($ACLNNGEN_CC_TIMEOUT overrides).
+TIMEOUT_ENV = "ACLNNGEN_CC_TIMEOUT"
+DEFAULT_COMPILE_TIMEOUT_S = 300.0
+#: The built file's own hash, written beside it and checked before every reuse.
+DIGEST_NAME = "_aclsim.so.sha256"
 _LIB_NAME = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_.+-]*")
 _MACRO = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -140,6 +153,46 @@ def _compiler() -> list[str]:
     return [exe, *argv[1:]]
 
 
+def compile_timeout() -> float:
+    """$ACLNNGEN_CC_TIMEOUT in seconds (a positive number), else DEFAULT_COMPILE_TIMEOUT_S."""
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_COMPILE_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise SimulatorBuildError(f"${TIMEOUT_ENV}={text!r} is not a positive number of seconds")
+    return value
+
+
+def _run_compiler(argv: list[str], what: str) -> subprocess.CompletedProcess:
+    """Runs the compiler in its own process group, killed whole (drivers fork cc1, ld, ...) when
+    it outlives compile_timeout()."""
+    timeout = compile_timeout()
+    try:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+    except OSError as exc:
+        raise SimulatorBuildError(f"cannot run the C compiler {argv[0]}: {exc.strerror or exc}", command=argv) from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        raise SimulatorBuildError(
+            f"{what}: the C compiler {argv[0]} did not finish within {timeout:g} s and was "
+            f"stopped (set ${TIMEOUT_ENV} to allow longer)",
+            command=argv,
+        ) from None
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def _compiler_identity(cc: list[str]) -> str:
     exe = Path(cc[0])
     try:
@@ -149,12 +202,7 @@ def _compiler_identity(cc: list[str]) -> str:
         stamp = (0, 0, 0)
     key = (tuple(cc), stamp)
     if key not in _compiler_ids:
-        try:
-            proc = subprocess.run(
-                [*cc, "--version"], capture_output=True, text=True, timeout=60, check=False
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise SimulatorBuildError(f"cannot run the C compiler {cc[0]}: {exc}") from None
+        proc = _run_compiler([*cc, "--version"], "asking the compiler's identity")
         if proc.returncode != 0:
             raise SimulatorBuildError(
                 f"the C compiler {cc[0]} does not answer --version",
@@ -300,7 +348,11 @@ def build_simulator(
     root = cache_root(cache_dir) / "sim"
     out_dir = root / key
     real = out_dir / REAL_NAME
-    if _complete(out_dir, names):
+    neighbours = {}
+    if link_core is not None:
+        # the op library's DT_NEEDED name, beside it, leads to the very core it was linked with
+        neighbours[core_lib.name] = str(core_lib.resolve())
+    if _complete(out_dir, names, neighbours):
         return out_dir / names[0]
 
     try:
@@ -314,10 +366,12 @@ def build_simulator(
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         _remove_stale_temporaries(out_dir)
-        if not real.is_file():
+        if not _verified(out_dir):
             _compile(command, out_dir, real, key)
         for name in names:
             _link(out_dir, name)
+        for name, target in neighbours.items():
+            _link(out_dir, name, target)
     except OSError as exc:
         raise SimulatorBuildError(
             f"cannot write the simulator library into {out_dir}: {exc.strerror or exc}"
@@ -327,12 +381,32 @@ def build_simulator(
     return out_dir / names[0]
 
 
-def _complete(out_dir: Path, names: tuple[str, ...]) -> bool:
-    if not (out_dir / REAL_NAME).is_file():
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verified(out_dir: Path) -> bool:
+    """The built library is there and is the file that was built: its sha256 matches the one
+    recorded beside it (a truncated or corrupted cache entry is rebuilt, not loaded)."""
+    real = out_dir / REAL_NAME
+    try:
+        recorded = (out_dir / DIGEST_NAME).read_text(encoding="ascii").strip()
+        return real.is_file() and not real.is_symlink() and _file_digest(real) == recorded
+    except (OSError, UnicodeDecodeError):
         return False
-    for name in names:
+
+
+def _complete(out_dir: Path, names: tuple[str, ...], neighbours: Mapping[str, str]) -> bool:
+    if not _verified(out_dir):
+        return False
+    wanted = {name: REAL_NAME for name in names} | dict(neighbours)
+    for name, target in wanted.items():
         try:
-            if os.readlink(out_dir / name) != REAL_NAME:
+            if os.readlink(out_dir / name) != target:
                 return False
         except OSError:
             return False
@@ -345,18 +419,7 @@ def _compile(command: list[str], out_dir: Path, real: Path, key: str) -> None:
     tmp = Path(tmp_name)
     full = [*command, "-o", str(tmp)]
     try:
-        try:
-            proc = subprocess.run(
-                full, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise SimulatorBuildError(
-                f"compiling the simulator took longer than {_COMPILE_TIMEOUT_S} s", command=full
-            ) from None
-        except OSError as exc:
-            raise SimulatorBuildError(
-                f"cannot run the C compiler {command[0]}: {exc.strerror or exc}", command=full
-            ) from None
+        proc = _run_compiler(full, "compiling the simulator")
         if proc.returncode != 0:
             raise SimulatorBuildError(
                 f"compiling the simulator failed ({Path(command[0]).name} exited with "
@@ -375,23 +438,27 @@ def _compile(command: list[str], out_dir: Path, real: Path, key: str) -> None:
         info_tmp = out_dir / f".tmp-info-{os.getpid()}.json"
         info_tmp.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
         os.replace(info_tmp, out_dir / "build-info.json")
+        # the digest first, then the file: a reader sees a matching pair or rebuilds
+        digest_tmp = out_dir / f".tmp-digest-{os.getpid()}"
+        digest_tmp.write_text(_file_digest(tmp) + "\n", encoding="ascii")
+        os.replace(digest_tmp, out_dir / DIGEST_NAME)
         os.replace(tmp, real)
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-def _link(out_dir: Path, name: str) -> None:
+def _link(out_dir: Path, name: str, to: str = REAL_NAME) -> None:
     target = out_dir / name
     try:
-        if os.readlink(target) == REAL_NAME:
+        if os.readlink(target) == to:
             return
     except OSError:
         pass
     tmp = out_dir / f".tmp-link-{os.getpid()}-{name}"
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
-    os.symlink(REAL_NAME, tmp)
+    os.symlink(to, tmp)
     os.replace(tmp, target)
 
 

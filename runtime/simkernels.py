@@ -4,18 +4,21 @@ The simulator's C core (runtime/sim) checks what the library itself guarantees (
 live descriptors, device memory, the two-phase protocol) and asks two hooks about everything
 op-specific. This module provides them.
 
-Ops. A hook receives the op symbol ("aclnnSwishBackward") and maps it to the op's META and
-reference: an op registered by `bind(meta)` (every generated binding does this at import), else
-`aclnngen.generated.meta.<snake>` / `aclnngen.generated.reference.<snake>`, else the same modules
-of a package registered with `register_package(name)`.
+Ops. An op is its package and its symbol (docs/runtime-limits.md). A hook receives the op's
+identity "package:aclnnSwishBackward" (ACLSIM_OP_ID of the entry point that was called) and maps
+it to that package's META and reference: an op registered by `bind(meta)` under (package, symbol)
+(every generated binding does this at import), else `<package>.meta.<snake>` /
+`<package>.reference.<snake>`. An identity without a package (sources built without
+ACLSIM_PACKAGE) is looked up by symbol, in the built-in package first, then in packages
+registered with `register_package(name)`.
 
-Extra op sources. The simulator library is compiled from the core, the repository's
-generated/c/sim_ops.c and every source in `extra_sources()`: files registered with
-`register_sim_sources(path)` and, automatically, `PKG/c/sim_ops.c` of a stand-alone generated
-package (`aclnngen generate --specs D --out PKG`) as soon as one of its bindings is imported
-(`bind` finds the package that defines the META). Sources registered after the simulator was
-built are compiled in by `session.reset()` (the next call rebuilds); calling such an op before
-that raises BackendError saying so.
+Extra op sources. The simulator is the core with the repository's generated/c/sim_ops.c (package
+aclnngen.generated), plus one op library per package of sources in `extra_sources()`: files
+registered with `register_sim_sources(path, package=...)` and, automatically, `PKG/c/sim_ops.c`
+of a stand-alone generated package (`aclnngen generate --specs D --out PKG`) as soon as one of its
+bindings is imported (`bind` finds the package that defines the META). Sources registered after
+the simulator was built are compiled in by `session.reset()` (the next call rebuilds); calling
+such an op before that raises BackendError saying so.
 
 Profiles. What the prepare hook checks is a behaviour profile, kept apart from the specs' claims.
 The profiles are data (runtime/profiles.py over specs/profiles/, rendered to
@@ -137,14 +140,23 @@ class _PyNamedReference:
         return self.fn(*positional, **keywords, out_dtypes=out_dtypes, mode=mode)
 
 
-_OPS: dict[str, OpEntry] = {}
-_PACKAGES: list[str] = ["aclnngen.generated"]
-_SOURCES: list[Path] = []
+BUILTIN_PACKAGE = "aclnngen.generated"
+_OPS: dict[tuple[str | None, str], OpEntry] = {}  # (package, symbol) -> entry; None: a META of no package
+_PACKAGES: list[str] = [BUILTIN_PACKAGE]
+_SOURCES: dict[Path, str | None] = {}  # extra C source -> the package it belongs to (None: none)
+_PACKAGE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def _snake(symbol: str) -> str:
     name = symbol[len("aclnn"):] if symbol.startswith("aclnn") else symbol
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def split_op_id(op_id: str) -> tuple[str | None, str]:
+    """("package", "aclnnXxx") from the C entry points' "package:aclnnXxx" (ACLSIM_OP_ID);
+    the package is None when the source was built without one."""
+    package, _, symbol = op_id.rpartition(":")
+    return (package or None), symbol
 
 
 def _package_of(meta: Mapping) -> str | None:
@@ -165,16 +177,21 @@ def _package_source(package: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def register_sim_sources(*paths: str | os.PathLike) -> list[Path]:
+def register_sim_sources(*paths: str | os.PathLike, package: str | None = None) -> list[Path]:
     """Adds C files with simulator entry points (like generated c/sim_ops.c) to the simulator
-    build. Returns the list of extra sources."""
+    build, as the entry points of `package` (compiled into that package's own op library, so
+    its ops never replace another package's; None: an op library of sources of no package,
+    whose ops the hooks look up by symbol). Returns the list of extra sources."""
+    if package is not None and not _PACKAGE_NAME.fullmatch(package):
+        raise ValueError(f"package {package!r} is not a dotted Python module name")
     with _lock:
         for p in paths:
             path = Path(p).resolve()
             if not path.is_file():
                 raise FileNotFoundError(f"simulator source {path} does not exist")
-            if path not in _SOURCES and path != _default_source():
-                _SOURCES.append(path)
+            if path in _SOURCES or path == _default_source():
+                continue
+            _SOURCES[path] = package
         return list(_SOURCES)
 
 
@@ -189,50 +206,65 @@ def extra_sources() -> list[Path]:
         return list(_SOURCES)
 
 
+def sources_by_package() -> dict[str | None, list[Path]]:
+    """The extra sources grouped by package, in registration order: one op library each."""
+    groups: dict[str | None, list[Path]] = {}
+    with _lock:
+        for path, package in _SOURCES.items():
+            groups.setdefault(package, []).append(path)
+    return groups
+
+
 def register_package(package: str) -> None:
     """Makes a generated package's ops known to the simulator: its `meta`/`reference` modules and
     its `c/sim_ops.c`."""
     with _lock:
         if package not in _PACKAGES:
             _PACKAGES.append(package)
-        if package != "aclnngen.generated":
+        if package != BUILTIN_PACKAGE:
             source = _package_source(package)
             if source is not None:
-                register_sim_sources(source)
+                register_sim_sources(source, package=package)
 
 
 def register_op(meta: Mapping[str, Any], *, package: str | None = None) -> OpEntry:
-    """Registers the op of `meta` (called by `bind`); finds its package when not given."""
+    """Registers the op of `meta` (called by `bind`) under (package, symbol); finds its package
+    when not given. Ops of the same symbol in different packages are different ops."""
     with _lock:
         if package is None:
             package = _package_of(meta)
         entry = OpEntry(meta, package)
-        existing = _OPS.get(meta["symbol"])
-        # a META copy that belongs to no package never replaces the real op's entry
-        if existing is None or package is not None:
-            _OPS[meta["symbol"]] = entry
+        _OPS[(package, meta["symbol"])] = entry
         if package is not None and package not in _PACKAGES:
             register_package(package)
         return entry
 
 
-def entry_for(symbol: str) -> OpEntry:
-    found = _OPS.get(symbol)
-    if found is not None:
-        return found
+def entry_for(symbol: str, package: str | None = None) -> OpEntry:
+    """The op `symbol` of `package`; without a package (sources built without ACLSIM_PACKAGE),
+    the first package in registration order that defines it (the built-in package first)."""
+    if package is not None:
+        found = _OPS.get((package, symbol))
+        if found is not None:
+            return found
+    packages = [package] if package is not None else list(_PACKAGES)
     snake = _snake(symbol)
     with _lock:
-        for package in list(_PACKAGES):
+        for name in packages:
+            found = _OPS.get((name, symbol))
+            if found is not None:
+                return found
             try:
-                module = importlib.import_module(f"{package}.meta.{snake}")
+                module = importlib.import_module(f"{name}.meta.{snake}")
             except ImportError:
                 continue
             meta = getattr(module, "META", None)
             if meta is not None and meta.get("symbol") == symbol:
-                entry = OpEntry(meta, package)
-                _OPS[symbol] = entry
+                entry = _OPS[(name, symbol)] = OpEntry(meta, name)
                 return entry
-    raise LookupError(f"no kernel for {symbol}: no generated META under {', '.join(_PACKAGES)}")
+        if package is None and (None, symbol) in _OPS:
+            return _OPS[(None, symbol)]
+    raise LookupError(f"no kernel for {symbol}: no generated META under {', '.join(packages)}")
 
 
 # --- profiles ---------------------------------------------------------------------------------------
@@ -613,9 +645,9 @@ class Kernels:
 
     def _prepare(self, op, view, workspace_size, message, cap) -> int:
         ffi = self.ffi
-        symbol = ffi.string(op).decode()
+        package, symbol = split_op_id(ffi.string(op).decode())
         try:
-            entry = entry_for(symbol)
+            entry = entry_for(symbol, package)
         except LookupError as exc:
             _write_message(ffi, message, cap, str(exc))
             return ACLNN_ERR_INNER_FIND_KERNEL_ERROR
@@ -644,7 +676,7 @@ class Kernels:
         size = int(profile.workspace(entry.meta, by_name))
         workspace_size[0] = size
         with _lock:
-            _RECORD.append({"op": symbol, "args": {a.name: a.describe() for a in args}, "workspace": size})
+            _RECORD.append({"op": symbol, "package": entry.package, "args": {a.name: a.describe() for a in args}, "workspace": size})
         return 0
 
     # -- run -------------------------------------------------------------------------------------
@@ -657,8 +689,8 @@ class Kernels:
 
     def _run(self, op, view, workspace, workspace_size, message, cap) -> int:
         ffi = self.ffi
-        symbol = ffi.string(op).decode()
-        entry = entry_for(symbol)
+        package, symbol = split_op_id(ffi.string(op).decode())
+        entry = entry_for(symbol, package)
         args = read_view(ffi, self.controls, view)
         meta = entry.meta
         roles = {p["name"]: p["role"] for p in meta["params"]}

@@ -12,7 +12,9 @@
    promoted dtype;
 4. every rule that holds at `version`, in spec order: same_shape, same_dtype, broadcast,
    broadcast_to, promote, per_channel, max_rank, empty, non_contiguous -> the rule's status;
-5. scalar constraints that hold at `version` (NaN satisfies no bound) -> the constraint's status;
+5. scalars: a real number that fits the dtype of its aclScalar (`scalar_misfit`: 1e300 for a
+   float32 scalar would become inf) -> 161002; constraints that hold at `version` (NaN satisfies
+   no bound) -> the constraint's status;
 6. attributes: type and `choices` -> 161002.
 
 Everything that depends only on (META, family, version) is computed once and cached, so a repeated
@@ -22,6 +24,7 @@ anything with `.shape` and `.dtype`.
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from dataclasses import dataclass, replace
@@ -138,7 +141,7 @@ class _Plan:
     promotes: tuple[tuple[tuple[str, ...], str, int], ...]  # (inputs, output, status)
     plain_dtype_params: tuple[str, ...]  # tensors whose own dtype is checked against their list
     rule_checks: tuple[Callable[[dict], None], ...]
-    scalars: tuple[str, ...]
+    scalars: tuple[tuple[str, str], ...]  # (C name, the dtype its aclScalar is created with)
     constraints: tuple[tuple[str, str, Any, int, Callable], ...]
     attributes: tuple[tuple[str, str | None, tuple[str, ...], bool], ...]
 
@@ -195,7 +198,11 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
         dtype_status=_status_of(meta, "dtype", version, 161002),
         promotes=promotes,
         plain_dtype_params=tuple(t for t in tensors if t not in promoted_inputs),
-        scalars=tuple(p["name"] for p in params if p["role"] in ("scalar", "optional_scalar")),
+        scalars=tuple(
+            (p["name"], p.get("scalar_dtype") or DEFAULT_SCALAR_DTYPE)
+            for p in params
+            if p["role"] in ("scalar", "optional_scalar")
+        ),
         constraints=tuple(
             (p["name"], c["op"], c["value"], c["status"], _COMPARE[c["op"]])
             for p in params
@@ -487,6 +494,48 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real)
 
 
+#: The dtype of an aclScalar whose spec names none (as the binding creates it).
+DEFAULT_SCALAR_DTYPE = "float32"
+
+
+def scalar_misfit(value: Any, dtype: str) -> str | None:
+    """Why the real number `value` cannot be written into an aclScalar of `dtype` ("float16",
+    "int64", ...) without changing it, or None when it fits. A finite float that would become
+    inf, an integer out of range or with a fraction, do not fit; NaN and +-inf are float values
+    and fit any float dtype."""
+    from .shapes import NUMPY_DTYPES
+
+    target = NUMPY_DTYPES.get(dtype) or np.dtype(dtype)
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long for str()
+        text = f"<an integer of {int(value).bit_length()} bits>"
+    shown = text if len(text) <= 40 else f"{text[:37]}..."
+    if target.kind == "b":
+        return None if value in (0, 1) else f"= {shown} does not fit the scalar's dtype {dtype} (0 or 1)"
+    if target.kind == "f":
+        try:
+            as_float = float(value)
+        except OverflowError:
+            as_float = None
+        if as_float is not None and (math.isnan(as_float) or math.isinf(as_float)):
+            return None
+        with np.errstate(over="ignore"):
+            if as_float is None or np.isinf(np.asarray(as_float).astype(target)):
+                limit = float(np.finfo(target).max)
+                return f"= {shown} does not fit the scalar's dtype {dtype} (finite values up to +-{limit:.8g})"
+        return None
+    if target.kind in "iu":
+        info = np.iinfo(target)
+        if isinstance(value, (float, np.floating)):
+            if not math.isfinite(value) or not float(value).is_integer():
+                return f"= {shown} does not fit the scalar's dtype {dtype} (an integer)"
+        if not info.min <= int(value) <= info.max:
+            return f"= {shown} does not fit the scalar's dtype {dtype} ({info.min}..{info.max})"
+        return None
+    return None
+
+
 def _check_attribute(plan: _Plan, name: str, c_type: str | None, choices: tuple[str, ...], value: Any):
     ok = True
     if c_type == "bool":
@@ -585,13 +634,16 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
         check(info)
 
     # 5. scalars
-    for name in plan.scalars:
+    for name, dtype in plan.scalars:
         value = get(name)
         if value is not None and not _is_real(value):
             plan.fail(
                 161002, name, "scalar",
                 f"{name} = {value!r} is not a real number", found=value, allowed="a real number",
             )
+        misfit = None if value is None else scalar_misfit(value, dtype)
+        if misfit is not None:
+            plan.fail(161002, name, "scalar_dtype", f"{name} {misfit}", found=value, allowed=dtype)
     for name, op, bound, status, compare in plan.constraints:
         value = get(name)
         if value is None:

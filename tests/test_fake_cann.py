@@ -297,3 +297,30 @@ def test_the_cann_backend_never_installs_simulator_hooks(fake_cann_homes):
         fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"])),
     )
     assert got == {"kind": "cann", "status": 561003, "controls": False, "sim_ffi_made": False}
+
+
+# --- op namespaces -----------------------------------------------------------------------------------
+
+_TWO_PACKAGES = """
+b = session.backend()
+install_kernels(b)
+snake = %r
+meta = op(snake)[0]
+assert check_op(snake)                                   # the built-in package uses the symbol first
+try:
+    b.op_functions(meta, "another_package")              # one process, one aclnnXxx on CANN
+    refused = None
+except BackendError as exc:
+    refused = [type(exc).__name__, str(exc)]
+emit({"refused": refused, "again": check_op(snake)})
+""" % ALL_OPS[0]
+
+
+def test_one_symbol_cannot_serve_two_packages_on_cann(fake_cann_homes):
+    """Guard: Backend._claim with libraries of unknown package (CANN's)."""
+    home = fake_cann_homes["standard"]
+    got = fakecann.run_scenario(_TWO_PACKAGES, fakecann.scenario_env(ASCEND_HOME_PATH=str(home), ACLNNGEN_BACKEND="cann"))
+    assert got["refused"] is not None, got
+    kind, text = got["refused"]
+    assert kind == "OpNamespaceError" and "'another_package'" in text and "'aclnngen.generated'" in text
+    assert got["again"] is True  # the package that holds the symbol keeps working

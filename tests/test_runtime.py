@@ -680,7 +680,7 @@ def test_op_library_search_order(tmp_path, monkeypatch):
 def test_extra_sim_sources_registry(tmp_path):
     src = tmp_path / "sim_ops.c"
     src.write_text("/* nothing */\n")
-    before = simkernels.extra_sources()
+    before = dict(simkernels._SOURCES)
     try:
         assert src.resolve() in simkernels.register_sim_sources(src)
         simkernels.register_sim_sources(src)  # twice is once
@@ -688,7 +688,8 @@ def test_extra_sim_sources_registry(tmp_path):
         with pytest.raises(FileNotFoundError):
             simkernels.register_sim_sources(tmp_path / "missing.c")
     finally:
-        simkernels._SOURCES[:] = before
+        simkernels._SOURCES.clear()
+        simkernels._SOURCES.update(before)
 
 
 def test_standalone_package_brings_its_own_sim_sources(tmp_path):

@@ -1394,8 +1394,8 @@ def test_concurrent_builds_from_four_processes(tmp_path):
     assert len(lines) == 1, lines  # same path, same file (one compile, never replaced)
     path = Path(lines.pop().split()[0])
     build_dir = path.parent
-    assert sorted(p.name for p in build_dir.iterdir()) == ["_aclsim.so", "build-info.json",
-                                                            "libaclsim.so"]
+    assert sorted(p.name for p in build_dir.iterdir()) == ["_aclsim.so", "_aclsim.so.sha256",
+                                                            "build-info.json", "libaclsim.so"]
     assert list(build_dir.parent.glob("*/")) == [build_dir]
     assert _marker_of(path) == f"{marker} Ascend910B2"
 

@@ -114,7 +114,7 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
                     ok = False
                     problems.append(f"{py} differs bit-wise")
             else:
-                tolerance = directives.load().tolerance(name, "binding", family, dtype)
+                tolerance = directives.load().tolerance(name, "binding", family, dtype, package=op.package)
                 try:
                     opcheck.compare_within_policy(op, values, py, kind, dtype, g, w, tolerance)
                 except AssertionError as exc:

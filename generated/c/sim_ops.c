@@ -12,12 +12,12 @@ aclnnStatus aclnnGeluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const
         {SIM_ARG_TENSOR_IN, "self", self, 0},
         {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
     };
-    return sim_prepare("aclnnGeluBackward", args, 3, workspaceSize, executor);
+    return sim_prepare(ACLSIM_OP_ID("aclnnGeluBackward"), args, 3, workspaceSize, executor);
 }
 
 aclnnStatus aclnnGeluBackward(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, const aclrtStream stream)
 {
-    return sim_launch("aclnnGeluBackward", workspace, workspace_size, executor, stream);
+    return sim_launch(ACLSIM_OP_ID("aclnnGeluBackward"), workspace, workspace_size, executor, stream);
 }
 
 /* aclnnHardtanhBackward */
@@ -30,12 +30,12 @@ aclnnStatus aclnnHardtanhBackwardGetWorkspaceSize(const aclTensor* gradOutput, c
         {SIM_ARG_SCALAR, "max", max, 0},
         {SIM_ARG_TENSOR_OUT, "out", out, 0},
     };
-    return sim_prepare("aclnnHardtanhBackward", args, 5, workspaceSize, executor);
+    return sim_prepare(ACLSIM_OP_ID("aclnnHardtanhBackward"), args, 5, workspaceSize, executor);
 }
 
 aclnnStatus aclnnHardtanhBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 {
-    return sim_launch("aclnnHardtanhBackward", workspace, workspaceSize, executor, stream);
+    return sim_launch(ACLSIM_OP_ID("aclnnHardtanhBackward"), workspace, workspaceSize, executor, stream);
 }
 
 /* aclnnPreluBackward */
@@ -48,12 +48,12 @@ aclnnStatus aclnnPreluBackwardGetWorkspaceSize(const aclTensor* gradOutput, cons
         {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
         {SIM_ARG_TENSOR_OUT, "gradWeight", gradWeight, 0},
     };
-    return sim_prepare("aclnnPreluBackward", args, 5, workspaceSize, executor);
+    return sim_prepare(ACLSIM_OP_ID("aclnnPreluBackward"), args, 5, workspaceSize, executor);
 }
 
 aclnnStatus aclnnPreluBackward(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, aclrtStream stream)
 {
-    return sim_launch("aclnnPreluBackward", workspace, workspace_size, executor, stream);
+    return sim_launch(ACLSIM_OP_ID("aclnnPreluBackward"), workspace, workspace_size, executor, stream);
 }
 
 /* aclnnSoftshrinkBackward */
@@ -65,12 +65,12 @@ aclnnStatus aclnnSoftshrinkBackwardGetWorkspaceSize(const aclTensor* gradOutput,
         {SIM_ARG_SCALAR, "lambda", lambda, 0},
         {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
     };
-    return sim_prepare("aclnnSoftshrinkBackward", args, 4, workspaceSize, executor);
+    return sim_prepare(ACLSIM_OP_ID("aclnnSoftshrinkBackward"), args, 4, workspaceSize, executor);
 }
 
 aclnnStatus aclnnSoftshrinkBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, const aclrtStream stream)
 {
-    return sim_launch("aclnnSoftshrinkBackward", workspace, workspaceSize, executor, stream);
+    return sim_launch(ACLSIM_OP_ID("aclnnSoftshrinkBackward"), workspace, workspaceSize, executor, stream);
 }
 
 /* aclnnSwishBackward */
@@ -82,10 +82,10 @@ aclnnStatus aclnnSwishBackwardGetWorkspaceSize(const aclTensor* gradOutput, cons
         {SIM_ARG_SCALAR_OPTIONAL, "betaOptional", betaOptional, 0},
         {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
     };
-    return sim_prepare("aclnnSwishBackward", args, 4, workspaceSize, executor);
+    return sim_prepare(ACLSIM_OP_ID("aclnnSwishBackward"), args, 4, workspaceSize, executor);
 }
 
 aclnnStatus aclnnSwishBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 {
-    return sim_launch("aclnnSwishBackward", workspace, workspaceSize, executor, stream);
+    return sim_launch(ACLSIM_OP_ID("aclnnSwishBackward"), workspace, workspaceSize, executor, stream);
 }

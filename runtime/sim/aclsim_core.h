@@ -39,6 +39,16 @@
 
 #include "aclsim_controls.h"
 
+/* Op identity. An op is its package and its symbol: two generated packages may both define
+ * aclnnXxx (each in its own op library, loaded RTLD_LOCAL), and the hooks must tell them apart.
+ * The build defines ACLSIM_PACKAGE as the package's import name (a quoted string); generated
+ * entry points pass ACLSIM_OP_ID("aclnnXxx") = "package:aclnnXxx". Without it the package part is
+ * empty (":aclnnXxx") and the hooks look the symbol up by name. Messages show the symbol only. */
+#ifndef ACLSIM_PACKAGE
+#define ACLSIM_PACKAGE ""
+#endif
+#define ACLSIM_OP_ID(symbol) ACLSIM_PACKAGE ":" symbol
+
 typedef struct {
     sim_arg_kind kind;
     const char *name;   /* the parameter's name, used in error messages and by the hooks */

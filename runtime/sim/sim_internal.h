@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <string.h>
 
 /* Declared by the real acl_meta.h; repeated so a generated header without them still works. */
 aclnnStatus aclDestroyFloatArray(const aclFloatArray *array);
@@ -215,6 +216,13 @@ extern pthread_mutex_t sim_mu;
 extern pthread_cond_t sim_cv;
 extern struct sim_state sim_g;
 extern _Thread_local struct sim_tls sim_tls;
+
+/* The symbol part of an op identity "package:aclnnXxx" (ACLSIM_OP_ID), for messages. */
+static inline const char *sim_op_symbol(const char *id)
+{
+    const char *colon = strrchr(id, ':');
+    return colon ? colon + 1 : id;
+}
 
 #define SIM_LOCK() pthread_mutex_lock(&sim_mu)
 #define SIM_UNLOCK() pthread_mutex_unlock(&sim_mu)

@@ -237,7 +237,8 @@ static void executor_discard_unregistered(aclOpExecutor *ex)
 aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t *workspaceSize,
                         aclOpExecutor **executor)
 {
-    const char *opn = (op && op[0]) ? op : "(unnamed op)";
+    const char *opid = (op && op[0]) ? op : "(unnamed op)";
+    const char *opn = sim_op_symbol(opid);
     char namebuf[32];
 
     if (nargs < 0 || (nargs > 0 && !args)) {
@@ -356,7 +357,7 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
     if (rc == SIM_OK) {
         ex = calloc(1, sizeof *ex);
         if (ex) {
-            ex->op = dup_str(opn);
+            ex->op = dup_str(opid); /* the full identity: the hooks need the package */
             ex->args = calloc((size_t)(nargs ? nargs : 1), sizeof *ex->args);
             ex->ranges = ranges;
             ex->nranges = nranges;
@@ -394,7 +395,7 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
     msg[0] = '\0';
     uint64_t ws = 0;
     sim_tls.in_hook++;
-    int st = hook(opn, ex, &ws, msg, sizeof msg);
+    int st = hook(opid, ex, &ws, msg, sizeof msg);
     sim_tls.in_hook--;
     msg[sizeof msg - 1] = '\0';
 
@@ -427,7 +428,8 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
 aclnnStatus sim_launch(const char *op, void *workspace, uint64_t workspaceSize,
                        aclOpExecutor *executor, aclrtStream stream)
 {
-    const char *opn = (op && op[0]) ? op : "(unnamed op)";
+    const char *opid = (op && op[0]) ? op : "(unnamed op)";
+    const char *opn = sim_op_symbol(opid);
     if (!executor) {
         sim_err("%s: executor is a null pointer (ACLNN_ERR_PARAM_NULLPTR)", opn);
         return SIM_NN_PARAM_NULLPTR;
@@ -449,8 +451,9 @@ aclnnStatus sim_launch(const char *op, void *workspace, uint64_t workspaceSize,
     } else if (ex->preparing) {
         sim_err("%s: executor %p is still being prepared", opn, (void *)executor);
         rc = SIM_NN_PARAM_INVALID;
-    } else if (strcmp(ex->op, opn) != 0) {
-        sim_err("%s: executor %p was made by %sGetWorkspaceSize", opn, (void *)executor, ex->op);
+    } else if (strcmp(ex->op, opid) != 0) {
+        sim_err("%s: executor %p was made by %sGetWorkspaceSize (op %s, not %s)", opn,
+                (void *)executor, sim_op_symbol(ex->op), ex->op, opid);
         rc = SIM_NN_PARAM_INVALID;
     } else if (ex->launched && !ex->repeatable) {
         sim_err("%s: executor already ran (launch it once, or call "
@@ -641,7 +644,7 @@ int sim_drain_locked(struct sim_stream *s, const char *who)
         ex->pending--;
         if (st != SIM_OK && first == SIM_OK) {
             first = SIM_RT_AICORE_EXCEPTION;
-            sim_err("%s: kernel %s failed (status %d): %s", who, ex->op, st,
+            sim_err("%s: kernel %s failed (status %d): %s", who, sim_op_symbol(ex->op), st,
                     msg[0] ? msg : "no message");
         }
         executor_release_if_done_locked(ex);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const NO_CONTEXT_HINT =
     "no current context in this thread; call aclrtSetDevice or aclrtSetCurrentContext in this "
@@ -356,8 +357,50 @@ static int policy_valid(unsigned long policy)
     return base <= 7 && (flags & ~(0x100UL | 0x1000UL | 0x100000UL)) == 0;
 }
 
+/* The simulated device's memory: ACLNNGEN_SIM_MEMORY_LIMIT bytes (a number with an optional
+ * K/M/G/T suffix, powers of 1024), else 4 GiB or a quarter of the host's physical memory,
+ * whichever is smaller. Device memory is host memory here: without a cap an op on a huge broadcast would
+ * get the process killed by the OOM killer instead of failing with 207001. Read on every
+ * allocation, so a test can change it. Returns 0 for a setting that is not a size. */
+#define SIM_MEMORY_LIMIT_ENV "ACLNNGEN_SIM_MEMORY_LIMIT"
+
+static unsigned long long memory_limit(const char **setting)
+{
+    const char *text = getenv(SIM_MEMORY_LIMIT_ENV);
+    *setting = text;
+    if (text && text[0]) {
+        char *end = NULL;
+        unsigned long long v = strtoull(text, &end, 10);
+        unsigned shift = 0;
+        if (end == text || text[0] == '-')
+            return 0;
+        switch (*end) {
+        case 'k': case 'K': shift = 10; end++; break;
+        case 'm': case 'M': shift = 20; end++; break;
+        case 'g': case 'G': shift = 30; end++; break;
+        case 't': case 'T': shift = 40; end++; break;
+        default: break;
+        }
+        if (*end == 'i' || *end == 'I')
+            end++;
+        if ((*end == 'b' || *end == 'B') && end[1] == '\0')
+            end++;
+        if (*end != '\0' || v > (~0ULL >> shift))
+            return 0;
+        return v << shift;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    unsigned long long fallback = 4ULL << 30;
+    if (pages <= 0 || page <= 0)
+        return fallback;
+    unsigned long long quarter = (unsigned long long)pages / 4 * (unsigned long long)page;
+    return quarter < fallback ? quarter : fallback;
+}
+
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
+    const char *setting = NULL;
+    unsigned long long limit = memory_limit(&setting);
     if (!devPtr) {
         sim_err("aclrtMalloc: devPtr is NULL");
         return SIM_ACL_INVALID_PARAM;
@@ -374,8 +417,18 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
     } else if (!policy_valid((unsigned long)policy)) {
         sim_err("aclrtMalloc: %ld is not an aclrtMemMallocPolicy", (long)policy);
         rc = SIM_ACL_INVALID_PARAM;
-    } else if (size > ((size_t)-1) / 2) {
-        sim_err("aclrtMalloc: cannot allocate %zu bytes", size);
+    } else if (limit == 0) {
+        sim_err("aclrtMalloc: %s=%s is not a size in bytes (such as 4294967296 or 4G)",
+                SIM_MEMORY_LIMIT_ENV, setting);
+        rc = SIM_RT_MEMORY_ALLOCATION;
+    } else if (size > ((size_t)-1) / 2 ||
+               (unsigned long long)size > limit - (unsigned long long)sim_g.counters.allocated_bytes ||
+               (unsigned long long)sim_g.counters.allocated_bytes > limit) {
+        sim_err("aclrtMalloc: cannot allocate %zu bytes: the simulated device has %llu bytes "
+                "(%s), %lld in use",
+                size, limit, setting && setting[0] ? "set by " SIM_MEMORY_LIMIT_ENV
+                : "the default; set " SIM_MEMORY_LIMIT_ENV " to change it",
+                (long long)sim_g.counters.allocated_bytes);
         rc = SIM_RT_MEMORY_ALLOCATION;
     } else {
         /* As on the device: round up to 32 bytes, then add 32; blocks are 64-byte aligned. */
@@ -422,7 +475,7 @@ aclError aclrtFree(void *devPtr)
     } else if (sim_range_busy_locked(b->start, b->start + b->size, b->serial, 1, &who)) {
         sim_err("aclrtFree: the block at %p is still used by a queued launch of %s; call "
                 "aclrtSynchronizeStream before freeing it",
-                devPtr, who->ex->op);
+                devPtr, sim_op_symbol(who->ex->op));
         rc = SIM_RT_PARAM_INVALID;
     } else {
         size_t size = b->size, real = b->real;
@@ -469,7 +522,7 @@ static int check_side_locked(const char *side, uintptr_t p, size_t count, int de
     if (sim_range_busy_locked(p, hi, 0, writing, &who)) {
         sim_err("aclrtMemcpy: %s range [%p, +%zu) is %s by a queued launch of %s; call "
                 "aclrtSynchronizeStream first",
-                side, (void *)p, count, writing ? "used" : "written", who->ex->op);
+                side, (void *)p, count, writing ? "used" : "written", sim_op_symbol(who->ex->op));
         return SIM_RT_PARAM_INVALID;
     }
     return SIM_OK;
