@@ -23,6 +23,7 @@ from .errors import GenerateError
 from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
 from .model import OpSpec
 from .products import ProductTable
+from .tables import table_path
 
 GENERATOR = "aclnngen generate"
 
@@ -97,7 +98,7 @@ class Plan:
 
 
 def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = ()) -> list[Output]:
-    products = load_products(specs_dir) if (specs_dir / "products.yaml").exists() else load_products()
+    products = load_products(specs_dir)
     loaded = load_all(specs_dir, products)
     if not loaded:
         raise GenerateError(f"no op specs found under {specs_dir / 'ops'}")
@@ -215,7 +216,7 @@ def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[st
     CANN names, e.g. "swish_backward" or "SwishBackward"; None = every op), with the template the
     generator uses for generated/c/sim_ops.c. For simulated installs that lack some op."""
     specs_dir = Path(specs_dir) if specs_dir is not None else REPO_ROOT / "specs"
-    products = load_products(specs_dir) if (specs_dir / "products.yaml").exists() else load_products()
+    products = load_products(specs_dir)
     loaded = load_all(specs_dir, products)
     if ops is not None:
         wanted = set(ops)
@@ -258,10 +259,7 @@ def _sim_op(spec: OpSpec) -> dict:
 
 
 def _render_shared(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -> None:
-    abi_path = p.specs_dir / "abi.yaml"
-    if not abi_path.exists():
-        abi_path = REPO_ROOT / "specs" / "abi.yaml"
-    abi = abi_model.load_abi(abi_path)
+    abi = abi_model.load_abi(table_path(p.specs_dir, "abi.yaml"))
     source = "specs/abi.yaml"
     p.add(
         "generated/c/acl_runtime.h",

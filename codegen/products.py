@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from pydantic import Field, model_validator
 
@@ -66,7 +65,3 @@ class ProductTable(Frozen):
             if any("".join(n.split()) == wanted for n in f.doc_names):
                 return f
         return None
-
-
-def default_products_path(specs_dir: Path) -> Path:
-    return specs_dir / "products.yaml"
