@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from . import cdecl, formula
 from .errors import FieldProblem
+from .model import STATUS_CODES
 from aclnngen.runtime.versions import CannVersion
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,6 +150,8 @@ def _products(spec: "OpSpec", families: Iterable[str]) -> None:
                     "give them disjoint since/until ranges",
                 )
             seen[product.family] = i
+    if not supported_families(spec, spec.cann_version):
+        raise FieldProblem(("products",), f"no product family supports the op at its page's release (CANN {spec.cann_version})")
 
 
 def supported_families(spec: "OpSpec", version: str) -> list[str]:
@@ -237,6 +240,9 @@ def _formula(spec: "OpSpec") -> None:
 
 def _return_codes(spec: "OpSpec") -> None:
     names = {p.name for p in spec.parameters}
+    missing = sorted(set(STATUS_CODES) - {row.status for row in spec.return_codes})
+    if missing:  # every page's table has both: a NULL tensor, and an invalid parameter
+        raise FieldProblem(("return_codes",), f"the return codes need a row for {', '.join(f'{s} ({STATUS_CODES[s]})' for s in missing)}")
     for i, row in enumerate(spec.return_codes):
         for j, name in enumerate(row.params):
             if name not in names:
