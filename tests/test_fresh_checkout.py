@@ -30,7 +30,8 @@ def _clone(dest: Path) -> tuple[Path, Path]:
 
 def _external_tests(repo: Path) -> list[str]:
     """The test modules that use the external-material helper (tests/external.py)."""
-    found = [p for p in sorted((repo / "tests").glob("test_*.py")) if "from external import" in p.read_text(encoding="utf-8")]
+    uses = re.compile(r"^from external import", re.M)
+    found = [p for p in sorted((repo / "tests").glob("test_*.py")) if uses.search(p.read_text(encoding="utf-8"))]
     assert found, "no test uses tests/external.py"
     return [p.relative_to(repo).as_posix() for p in found]
 

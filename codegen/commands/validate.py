@@ -93,5 +93,10 @@ def run(args: argparse.Namespace) -> int:
             count += 1
     if problems:
         raise SpecError(problems)
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "validate", "ok": True, "count": count, "problems": []})
+        return 0
     print(f"{count} spec{'s' if count != 1 else ''} valid")
     return 0
