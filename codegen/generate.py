@@ -290,10 +290,10 @@ def _render_shared(p: Plan, loaded: list[LoadedSpec], products: ProductTable) ->
     if p.layout.schema_dir:
         from .model import OpSpec
         from .products import ProductTable as Table
+        from .schema import json_schema
 
         for name, model in (("op", OpSpec), ("products", Table)):
-            schema = model.model_json_schema()
-            schema["$id"] = f"https://aclnngen.invalid/schema/{name}.schema.json"
+            schema = json_schema(model, name, products)
             p.add(f"{p.layout.schema_dir}/{name}.schema.json", json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 

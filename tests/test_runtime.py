@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -803,7 +804,8 @@ def test_run_command():
     proc = _cli("run", "--one-dtype", env={"ACLNNGEN_SIM_SOC": "Ascend310P3"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "skipped: not supported on inference" in proc.stdout  # PreluBackward
-    assert "4 matched, 0 failed, 1 skipped" in proc.stdout
+    summary = re.fullmatch(r"(\d+) matched, 0 failed, (\d+) skipped", proc.stdout.splitlines()[-1])
+    assert summary and int(summary.group(1)) > 0 and int(summary.group(2)) >= 1, proc.stdout
 
 
 def test_run_command_fails_when_the_library_disagrees(tmp_path):
