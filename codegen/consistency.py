@@ -43,6 +43,10 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _defects(spec)
 
 
+# Keyword arguments every generated binding has (codegen/pysig.py); an output may be named `out`.
+BINDING_KEYWORDS = frozenset({"out", "stream", "validate"})
+
+
 def _unique_names(spec: "OpSpec") -> None:
     seen_c: dict[str, int] = {}
     seen_py: dict[str, int] = {}
@@ -55,6 +59,12 @@ def _unique_names(spec: "OpSpec") -> None:
             raise FieldProblem(
                 ("parameters", i, "py_name"),
                 f"Python name {p.py_name!r} is reserved by the formula language; pick another",
+            )
+        taken = BINDING_KEYWORDS if p.role != "output" else BINDING_KEYWORDS - {"out"}
+        if p.py_name in taken:
+            raise FieldProblem(
+                ("parameters", i, "py_name"),
+                f"Python name {p.py_name!r} is a keyword of every binding ({', '.join(sorted(taken))}); pick another",
             )
         seen_c[p.name] = i
         seen_py[p.py_name] = i

@@ -6,6 +6,7 @@ from . import cdecl
 from .model import OpSpec
 from .products import ProductTable
 from .resolve import resolve
+from .pysig import binding_signature
 from .testplan import newest_version
 
 
@@ -91,6 +92,7 @@ def binding_doc(spec: OpSpec, products: ProductTable) -> dict:
         ],
         "scalars": _scalars(spec),
         "returns": ", ".join(p.py_name for p in spec.by_role("output")),
+        "signature": binding_signature(spec),
     }
 
 

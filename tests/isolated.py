@@ -59,7 +59,8 @@ def fresh_venv(where: Path) -> Path:
 
 
 def pip_install(python: Path, *args) -> None:
-    done = run([python, "-m", "pip", "install", "--quiet", "--no-deps", *args], env=clean_env())
+    # --force-reinstall: an aclnngen the base interpreter may have must not satisfy the requirement
+    done = run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", *args], env=clean_env())
     assert done.returncode == 0, done.stdout + done.stderr
 
 
