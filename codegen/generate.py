@@ -144,7 +144,7 @@ def _render_op(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
     )
     p.add(
         f"{layout.docs_dir}/{op}.md",
-        render.render("op.md.j2", header=_header("reference page", source, "op.md.j2"), doc=_page(spec, products), **common),
+        render.render("op.md.j2", header=_header("reference page", source, "op.md.j2"), doc=_page(spec, products, layout.package), **common),
     )
 
 
@@ -173,10 +173,10 @@ def _binding_doc(spec: OpSpec, products: ProductTable) -> dict:
     return binding_doc(spec, products)
 
 
-def _page(spec: OpSpec, products: ProductTable) -> dict:
+def _page(spec: OpSpec, products: ProductTable, package: str) -> dict:
     from .docs import reference_page
 
-    return reference_page(spec, products)
+    return reference_page(spec, products, package)
 
 
 def _render_indexes(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -> None:
