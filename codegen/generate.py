@@ -311,6 +311,10 @@ class Drift:
         return not (self.stale or self.missing or self.orphaned)
 
 
+# Hand-written files that may sit among generated ones: a package's test directives beside its tests.
+HAND_KEPT = ("directives.yaml",)
+
+
 def _existing(root: Path, layout: Layout) -> set[str]:
     found: set[str] = set()
     for rel in owned_dirs(layout):
@@ -320,7 +324,7 @@ def _existing(root: Path, layout: Layout) -> set[str]:
         # The package folder itself is owned only for the files directly in it.
         pattern = "*" if rel == layout.package_dir.removeprefix("./") else "**/*"
         for path in folder.glob(pattern):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and path.name not in HAND_KEPT:
                 found.add(path.relative_to(root).as_posix())
     return found
 
