@@ -24,8 +24,10 @@ def pytest_configure(config):
 
 
 def _tested_ops(path: Path) -> set[str]:
-    """Snake names of the ops whose generated tests (test_<op>.py) live in the directives' folder."""
-    return {p.stem.removeprefix("test_") for p in path.parent.rglob("test_*.py")}
+    """Snake names of the ops whose generated tests (test_<op>.py) live beside the directives or in
+    their generated/ subfolder (a bounded look: the file may be anywhere via $ACLNNGEN_DIRECTIVES)."""
+    found = [*path.parent.glob("test_*.py"), *path.parent.glob("generated/test_*.py")]
+    return {p.stem.removeprefix("test_") for p in found}
 
 
 def _selected_by_node_id(config) -> bool:

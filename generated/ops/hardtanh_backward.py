@@ -75,12 +75,4 @@ def hardtanh_backward(
         out (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out)
-    return _CALL(
-        grad_output,
-        self,
-        min,
-        max,
-        _outs[0],
-        stream=stream,
-        validate=validate,
-    )
+    return _CALL(grad_output, self, min, max, _outs[0], stream=stream, validate=validate)

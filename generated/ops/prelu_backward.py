@@ -79,12 +79,4 @@ def prelu_backward(
         grad_input, grad_weight (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out, grad_input=grad_input, grad_weight=grad_weight)
-    return _CALL(
-        grad_output,
-        self,
-        weight,
-        _outs[0],
-        _outs[1],
-        stream=stream,
-        validate=validate,
-    )
+    return _CALL(grad_output, self, weight, _outs[0], _outs[1], stream=stream, validate=validate)

@@ -70,11 +70,4 @@ def swish_backward(
         grad_input (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out, grad_input=grad_input)
-    return _CALL(
-        grad_output,
-        self,
-        beta,
-        _outs[0],
-        stream=stream,
-        validate=validate,
-    )
+    return _CALL(grad_output, self, beta, _outs[0], stream=stream, validate=validate)
