@@ -30,6 +30,7 @@ from pydantic import (
 
 from .cdecl import ALLOWED_MULTIWORD_TYPES, BUILTIN_TYPES, CFunction, CType, PrototypeError
 from .errors import FieldProblem, Problem, SpecError
+from .tables import table_path
 from .yamlio import LineMap, read_yaml
 
 __all__ = [
@@ -50,7 +51,7 @@ __all__ = [
     "load_abi",
 ]
 
-DEFAULT_ABI_PATH = Path(__file__).resolve().parents[1] / "specs" / "abi.yaml"
+DEFAULT_ABI_PATH = table_path(None, "abi.yaml")
 
 # Fixed-width and size types a prototype may use without declaring them (from <stdint.h>,
 # <stddef.h>, <stdbool.h>).

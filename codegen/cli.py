@@ -24,11 +24,15 @@ COMMANDS = {
 
 
 def _parser(selected: str | None) -> argparse.ArgumentParser:
+    from aclnngen import __version__
+
     parser = argparse.ArgumentParser(prog="aclnngen", description="Bindings, tests and docs for aclnn operators, from YAML specs.")
+    parser.add_argument("--version", action="version", version=f"aclnngen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, help_text in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command_parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table (docs/cli.md)")
         if name == selected:
             _module(name).add_arguments(command_parser)
     return parser
@@ -48,10 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(_module(args.command).run(args) or 0)
     except SpecError as exc:
+        if args.json:
+            _json_failure(args.command, "invalid specs", exc.problems)
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 1
     except GenerateError as exc:
+        if args.json:
+            _json_failure(args.command, str(exc), [])
         print(f"aclnngen {args.command}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -61,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # typed errors of the runtime carry their own message
         if getattr(exc, "user_facing", False):
+            if args.json:
+                _json_failure(args.command, str(exc), [])
             print(f"aclnngen {args.command}: {_one_line(str(exc))}", file=sys.stderr)
             return 1
         return _internal_error(args.command, exc)
@@ -83,6 +93,13 @@ def _internal_error(command: str, exc: BaseException) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _json_failure(command: str, error: str, problems) -> None:
+    """The shape every command prints under --json when it fails before its own verdict."""
+    from .commands.jsonout import emit, problems as as_dicts
+
+    emit({"command": command, "ok": False, "error": error, "problems": as_dicts(problems)})
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from . import cdecl, formula, names
 from .errors import FieldProblem
+from .model import STATUS_CODES
 from aclnngen.runtime.versions import CannVersion
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +46,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _defects(spec)
 
 
+
 def _unique_names(spec: "OpSpec") -> None:
     seen_c: dict[str, int] = {}
     seen_py: dict[str, int] = {}
@@ -66,7 +68,7 @@ def _reserved(spec: "OpSpec") -> None:
         problem = names.c_clash(p.name)
         if problem:
             raise FieldProblem(("parameters", i, "name"), f"C name {p.name!r} is {problem}")
-        problem = names.python_clash(p.py_name)
+        problem = names.python_clash(p.py_name, output=p.role == "output")
         if problem:
             raise FieldProblem(("parameters", i, "py_name"), f"Python name {p.py_name!r} is {problem}")
     for section, expr in _formula_exprs(spec):
@@ -205,6 +207,8 @@ def _products(spec: "OpSpec", families: Iterable[str]) -> None:
                     "give them disjoint since/until ranges",
                 )
             seen[product.family] = i
+    if not supported_families(spec, spec.cann_version):
+        raise FieldProblem(("products",), f"no product family supports the op at its page's release (CANN {spec.cann_version})")
 
 
 def supported_families(spec: "OpSpec", version: str) -> list[str]:
@@ -293,6 +297,9 @@ def _formula(spec: "OpSpec") -> None:
 
 def _return_codes(spec: "OpSpec") -> None:
     names = {p.name for p in spec.parameters}
+    missing = sorted(set(STATUS_CODES) - {row.status for row in spec.return_codes})
+    if missing:  # every page's table has both: a NULL tensor, and an invalid parameter
+        raise FieldProblem(("return_codes",), f"the return codes need a row for {', '.join(f'{s} ({STATUS_CODES[s]})' for s in missing)}")
     for i, row in enumerate(spec.return_codes):
         for j, name in enumerate(row.params):
             if name not in names:

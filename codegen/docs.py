@@ -6,6 +6,7 @@ from . import cdecl
 from .model import OpSpec
 from .products import ProductTable
 from .resolve import resolve
+from .pysig import binding_signature
 from .testplan import newest_version
 
 
@@ -91,6 +92,7 @@ def binding_doc(spec: OpSpec, products: ProductTable) -> dict:
         ],
         "scalars": _scalars(spec),
         "returns": ", ".join(p.py_name for p in spec.by_role("output")),
+        "signature": binding_signature(spec),
     }
 
 
@@ -117,8 +119,9 @@ def promotion_tables(spec: OpSpec, products: ProductTable, version: str) -> list
     return tables
 
 
-def reference_page(spec: OpSpec, products: ProductTable) -> dict:
+def reference_page(spec: OpSpec, products: ProductTable, package: str = "aclnngen.generated") -> dict:
     data = binding_doc(spec, products)
+    data["example"] = python_example(spec, package, data["version"])
     page_version = spec.cann_version
     data.update(
         page_families=_families_table(spec, products, page_version),
@@ -129,6 +132,40 @@ def reference_page(spec: OpSpec, products: ProductTable) -> dict:
         defects=[{"kind": d.kind, "note": d.note, "versions": _versions(d), "claimed": d.claimed, "observed": d.observed} for d in spec.defects],
     )
     return data
+
+
+def python_example(spec: OpSpec, package: str, version: str) -> list[str]:
+    """A short call of the binding, with the shapes, dtype and scalar values the generated tests
+    use for the contiguous case (runtime/cases.py), as lines of Python."""
+    from aclnngen.runtime.cases import make_values
+    from aclnngen.runtime.validation import supported_dtypes, supported_families
+
+    from . import metadata
+
+    meta = metadata.build(spec)
+    signature = binding_signature(spec)
+    first = next(p.name for p in spec.parameters if p.role == "input")
+    families = supported_families(meta, version)
+    dtypes = supported_dtypes(meta, first, families[0], version) if families else ()
+    dtype = "float32" if "float32" in dtypes else (dtypes[0] if dtypes else "float32")
+    values = make_values(meta, "contiguous", dtype, version=version)
+    np_dtype = "ml_dtypes.bfloat16" if dtype == "bfloat16" else f"np.{dtype}"
+    lines = ["import numpy as np"] + (["import ml_dtypes"] if dtype == "bfloat16" else [])
+    lines += [f"from {package}.ops.{spec.snake_name} import {spec.snake_name}", ""]
+    lines.append("rng = np.random.default_rng(0)")
+    args = []
+    for p in signature["positional"]:
+        value = values.get(p.c_name)
+        if p.default is not None:
+            continue  # optional: left to its default
+        if hasattr(value, "shape"):
+            lines.append(f"{p.name} = rng.standard_normal({tuple(value.shape)!r}).astype({np_dtype})")
+            args.append(p.name)
+        else:
+            args.append(repr(value))
+    results = ", ".join(signature["outputs"])
+    lines.append(f"{results} = {spec.snake_name}({', '.join(args)})")
+    return lines
 
 
 def _page_differences(spec: OpSpec) -> list[str]:

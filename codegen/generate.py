@@ -24,6 +24,7 @@ from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
 from .model import OpSpec
 from .products import ProductTable
 from .writer import Folder, Manifest, is_temporary, read_manifest, write_owned
+from .tables import table_path
 
 GENERATOR = "aclnngen generate"
 MANIFEST_NAME = "aclnngen-manifest.json"
@@ -105,7 +106,7 @@ class Plan:
 
 
 def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = ()) -> list[Output]:
-    products = load_products(specs_dir) if (specs_dir / "products.yaml").exists() else load_products()
+    products = load_products(specs_dir)
     loaded = load_all(specs_dir, products)
     if not loaded:
         raise GenerateError(f"no op specs found under {specs_dir / 'ops'}")
@@ -162,7 +163,7 @@ def _render_op(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
     )
     p.add(
         f"{layout.docs_dir}/{op}.md",
-        render.render("op.md.j2", header=_header("reference page", source, "op.md.j2"), doc=_page(spec, products), **common),
+        render.render("op.md.j2", header=_header("reference page", source, "op.md.j2"), doc=_page(spec, products, layout.package), **common),
     )
 
 
@@ -191,10 +192,10 @@ def _binding_doc(spec: OpSpec, products: ProductTable) -> dict:
     return binding_doc(spec, products)
 
 
-def _page(spec: OpSpec, products: ProductTable) -> dict:
+def _page(spec: OpSpec, products: ProductTable, package: str) -> dict:
     from .docs import reference_page
 
-    return reference_page(spec, products)
+    return reference_page(spec, products, package)
 
 
 def _render_indexes(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -> None:
@@ -234,7 +235,7 @@ def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[st
     CANN names, e.g. "swish_backward" or "SwishBackward"; None = every op), with the template the
     generator uses for generated/c/sim_ops.c. For simulated installs that lack some op."""
     specs_dir = Path(specs_dir) if specs_dir is not None else REPO_ROOT / "specs"
-    products = load_products(specs_dir) if (specs_dir / "products.yaml").exists() else load_products()
+    products = load_products(specs_dir)
     loaded = load_all(specs_dir, products)
     if ops is not None:
         wanted = set(ops)
@@ -277,10 +278,7 @@ def _sim_op(spec: OpSpec) -> dict:
 
 
 def _render_shared(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -> None:
-    abi_path = p.specs_dir / "abi.yaml"
-    if not abi_path.exists():
-        abi_path = REPO_ROOT / "specs" / "abi.yaml"
-    abi = abi_model.load_abi(abi_path)
+    abi = abi_model.load_abi(table_path(p.specs_dir, "abi.yaml"))
     source = "specs/abi.yaml"
     p.add(
         "generated/c/acl_runtime.h",
@@ -311,10 +309,10 @@ def _render_shared(p: Plan, loaded: list[LoadedSpec], products: ProductTable) ->
     if p.layout.schema_dir:
         from .model import OpSpec
         from .products import ProductTable as Table
+        from .schema import json_schema
 
         for name, model in (("op", OpSpec), ("products", Table)):
-            schema = model.model_json_schema()
-            schema["$id"] = f"https://aclnngen.invalid/schema/{name}.schema.json"
+            schema = json_schema(model, name, products)
             p.add(f"{p.layout.schema_dir}/{name}.schema.json", json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
@@ -332,6 +330,10 @@ class Drift:
         return not (self.stale or self.missing or self.orphaned)
 
 
+# Hand-written files that may sit among generated ones: a package's test directives beside its tests.
+HAND_KEPT = ("directives.yaml",)
+
+
 def _scanned(root: Path, layout: Layout) -> set[str]:
     """Files in the folders the repository layout owns entirely (a stand-alone package owns only what
     its manifest lists, so the user's own files beside it are never orphans)."""
@@ -345,7 +347,7 @@ def _scanned(root: Path, layout: Layout) -> set[str]:
         # The package folder itself is owned only for the files directly in it.
         pattern = "*" if rel == layout.package_dir.removeprefix("./") else "**/*"
         for path in folder.glob(pattern):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and not is_temporary(path.name):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and not is_temporary(path.name) and path.name not in HAND_KEPT:
                 found.add(path.relative_to(root).as_posix())
     return found
 

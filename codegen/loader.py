@@ -11,10 +11,11 @@ from pydantic import BaseModel, ValidationError
 from .errors import FieldProblem, Problem, SpecError
 from .model import OpSpec
 from .products import ProductTable
+from .tables import BUILTIN_SPECS_DIR, table_path
 from .yamlio import LineMap, read_yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SPECS_DIR = REPO_ROOT / "specs"
+DEFAULT_SPECS_DIR = BUILTIN_SPECS_DIR
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -73,7 +74,8 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
 
 
 def load_products(specs_dir: Path = DEFAULT_SPECS_DIR) -> ProductTable:
-    path = Path(specs_dir) / "products.yaml"
+    """The product table of `specs_dir`, else the built-in one (codegen/tables.py)."""
+    path = table_path(specs_dir, "products.yaml")
     data, lines = read_yaml(path)
     return validate_model(ProductTable, data, path, lines)
 

@@ -42,10 +42,15 @@ def _c_identifier(value: str) -> str:
     return value
 
 
+# Python keywords: no Python name of a spec may be one (the validator and the JSON Schema read this
+# tuple). A parameter's py_name is also checked against the whole reserved-name table (codegen/names.py).
+RESERVED_PY_NAMES: tuple[str, ...] = tuple(sorted(keyword.kwlist))
+
+
 def _python_name(value: str) -> str:
     if not SNAKE_CASE.match(value):
         raise ValueError(f"{value!r} is not a snake_case Python name")
-    if keyword.iskeyword(value):
+    if value in RESERVED_PY_NAMES:
         raise ValueError(f"{value!r} is a Python keyword; pick another name (softshrink uses 'lambd')")
     return value
 
@@ -67,7 +72,14 @@ CIdentifier = Annotated[
     str, AfterValidator(_c_identifier), WithJsonSchema({"type": "string", "pattern": C_IDENTIFIER.pattern})
 ]
 PythonName = Annotated[
-    str, AfterValidator(_python_name), WithJsonSchema({"type": "string", "pattern": SNAKE_CASE.pattern})
+    str,
+    AfterValidator(_python_name),
+    WithJsonSchema({"type": "string", "pattern": SNAKE_CASE.pattern, "not": {"enum": list(RESERVED_PY_NAMES)}}),
+]
+# A product family's id; the generator turns FAMILY_MARK into an enum of products.yaml's families.
+FAMILY_MARK = "x-aclnngen-product-family"
+FamilyId = Annotated[
+    str, AfterValidator(_c_identifier), WithJsonSchema({"type": "string", "pattern": C_IDENTIFIER.pattern, FAMILY_MARK: True})
 ]
 # A parameter's Python name: the schema also lists the reserved names (docs/security.md), so an editor
 # flags one as it is typed; validation gives the table it clashes with.
@@ -87,14 +99,17 @@ NonEmptyText = Annotated[str, Field(min_length=1)]
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # use_attribute_docstrings: each field's docstring is its description in the JSON Schema
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, use_attribute_docstrings=True)
 
 
 class Versioned(Frozen):
     """A fact that may hold only for some CANN releases."""
 
     since: Version | None = None
+    """First CANN release at which this fact holds (inclusive); absent: since any release."""
     until: Version | None = None
+    """First CANN release at which this fact no longer holds (exclusive); absent: still holds."""
 
     def holds_at(self, version: str) -> bool:
         return holds_at(self.since, self.until, version)
@@ -115,17 +130,23 @@ class Source(Frozen):
     """The doc page a spec was captured from."""
 
     title: NonEmptyText
+    """Title of the doc page the spec was captured from."""
     url: str | None = None
+    """Address of the doc page."""
     section: str | None = None
-    seed: str | None = None  # file name of the scraped page under shared/seeds/, when captured from one
+    """Section of the doc page, when the op is part of a larger page."""
+    seed: str | None = None
+    """File name of the scraped page under the seed pages (shared/seeds/), when captured from one; optional."""
 
 
 # --- products --------------------------------------------------------------------------------
 
 
 class ProductSupport(Versioned):
-    family: CIdentifier
+    family: FamilyId
+    """A product family of specs/products.yaml."""
     supported: bool = True
+    """Whether the page says the family supports the op (false: listed as unsupported)."""
 
 
 # --- prototypes ------------------------------------------------------------------------------
@@ -135,30 +156,39 @@ class Prototypes(Frozen):
     """Both C prototypes, in canonical form, exactly as the installed header declares them."""
 
     get_workspace_size: NonEmptyText
+    """The first-phase C prototype, aclnnXxxGetWorkspaceSize, in canonical form as the header declares it."""
     launch: NonEmptyText
+    """The second-phase C prototype, aclnnXxx(workspace, workspaceSize, executor, stream), in canonical form."""
 
 
 class PagePrototypes(Frozen):
     """The prototypes as the doc page prints them, where that differs from the header."""
 
     get_workspace_size: str | None = None
+    """The first-phase prototype as the page prints it, where that differs from the header."""
     launch: str | None = None
+    """The second-phase prototype as the page prints it, where that differs from the header."""
 
 
 # --- parameters ------------------------------------------------------------------------------
 
 
 class DTypeSupport(Versioned):
-    families: list[CIdentifier] = Field(min_length=1)
+    families: list[FamilyId] = Field(min_length=1)
+    """Product families these dtypes apply to."""
     dtypes: list[DType] = Field(min_length=1)
+    """The dtypes the page lists for the parameter on those families."""
 
 
 class ScalarConstraint(Versioned):
     """A bound on a scalar's value, and the status a violation gives."""
 
     op: Literal[">=", ">", "<=", "<", "!="]
+    """Comparison the scalar's value must satisfy against `value`."""
     value: float | int
+    """The bound the scalar is compared with."""
     status: Status = 161002
+    """Status a violation gives (161002)."""
 
     @model_validator(mode="after")
     def _finite(self):
@@ -171,21 +201,33 @@ Role = Literal["input", "output", "scalar", "optional_scalar", "attribute"]
 
 
 class Parameter(Frozen):
-    name: CIdentifier  # the header's name
+    name: CIdentifier
+    """The parameter's name in the C header."""
     py_name: ParameterPythonName
+    """The keyword name in the Python binding: snake_case, not a Python keyword or reserved name."""
     role: Role
+    """input / output tensor, scalar (aclScalar*), optional_scalar (may be NULL) or attribute (plain C value)."""
     summary: NonEmptyText
+    """One line on what the parameter is, in our own words."""
     # tensors: dtypes per product family
     dtypes: list[DTypeSupport] = []
-    optional: bool = False  # an optional tensor may be NULL
+    """Tensors: the dtypes per product family (and per release with since/until)."""
+    optional: bool = False
+    """Tensors: whether the tensor may be NULL."""
     # scalars: the aclDataType the binding creates, the value a NULL optional scalar means
     scalar_dtype: DType | None = None
-    scalar_dtypes: list[DType] = []  # what the page says the library accepts for this scalar
+    """Scalars: the aclDataType the binding creates the aclScalar with."""
+    scalar_dtypes: list[DType] = []
+    """Scalars: the dtypes the page says the library accepts for this scalar."""
     default: float | int | bool | str | None = None
+    """Optional scalars and attributes: the value a NULL (or an omitted argument) means."""
     constraints: list[ScalarConstraint] = []
+    """Scalars: bounds on the value, each with the status a violation gives."""
     # attributes
     c_type: Literal["bool", "int64_t", "double", "char*", "aclIntArray*"] | None = None
+    """Attributes: the C type (bool, int64_t, double, char*, aclIntArray*)."""
     choices: list[str] = []
+    """Attributes of type char*: the allowed values."""
 
     @property
     def is_tensor(self) -> bool:
@@ -235,36 +277,47 @@ class Parameter(Frozen):
 
 class RuleBase(Versioned):
     status: Status = 161002
+    """Status a violation of the rule gives."""
 
 
 class SameShape(RuleBase):
     """All listed tensors have identical shapes."""
 
     kind: Literal["same_shape"]
+    """same_shape: the tensors have one shape."""
     params: list[CIdentifier] = Field(min_length=2)
+    """The tensors (C names) that share a shape."""
 
 
 class SameDType(RuleBase):
     """All listed tensors have identical dtypes."""
 
     kind: Literal["same_dtype"]
+    """same_dtype: the tensors have one dtype."""
     params: list[CIdentifier] = Field(min_length=2)
+    """The tensors (C names) that share a dtype."""
 
 
 class Broadcast(RuleBase):
     """The inputs broadcast together, and the output has the broadcast shape."""
 
     kind: Literal["broadcast"]
+    """broadcast: the inputs broadcast together to the output's shape."""
     inputs: list[CIdentifier] = Field(min_length=2)
+    """The input tensors that broadcast together."""
     output: CIdentifier
+    """The tensor whose shape is the broadcast shape."""
 
 
 class BroadcastTo(RuleBase):
     """`param` broadcasts to `target`'s shape, and the broadcast result is exactly that shape."""
 
     kind: Literal["broadcast_to"]
+    """broadcast_to: one tensor broadcasts to another's shape."""
     param: CIdentifier
+    """The tensor that broadcasts."""
     target: CIdentifier
+    """The tensor whose shape it broadcasts to."""
 
 
 class Promote(RuleBase):
@@ -272,8 +325,11 @@ class Promote(RuleBase):
     and the output has it."""
 
     kind: Literal["promote"]
+    """promote: the output dtype is the promotion of the inputs' dtypes."""
     inputs: list[CIdentifier] = Field(min_length=2)
+    """The input tensors whose dtypes are promoted."""
     output: CIdentifier
+    """The tensor that has the promoted dtype."""
 
 
 class PerChannel(RuleBase):
@@ -281,29 +337,42 @@ class PerChannel(RuleBase):
     `grad` (the weight's gradient) has weight's shape when weight has 1 element, else shape (C,)."""
 
     kind: Literal["per_channel"]
+    """per_channel: a weight with one value per channel of the input."""
     weight: CIdentifier
+    """The per-channel weight tensor."""
     input: CIdentifier
+    """The tensor whose channel dimension (dim 1) the weight follows."""
     grad: CIdentifier | None = None
+    """The gradient of the weight, with the weight's shape, when there is one."""
 
 
 class MaxRank(RuleBase):
     kind: Literal["max_rank"]
+    """max_rank: the tensors have at most `rank` dimensions."""
     params: list[CIdentifier] = Field(min_length=1)
+    """The tensors the bound applies to."""
     rank: int = Field(ge=0)
+    """The largest number of dimensions accepted."""
 
 
 class EmptyTensors(RuleBase):
     """Whether tensors with a zero-sized dim are accepted (the op then does nothing)."""
 
     kind: Literal["empty"]
+    """empty: whether tensors with a zero-sized dimension are accepted."""
     params: list[CIdentifier] = Field(min_length=1)
+    """The tensors the rule applies to."""
     allowed: bool
+    """Whether empty tensors are accepted."""
 
 
 class NonContiguous(RuleBase):
     kind: Literal["non_contiguous"]
+    """non_contiguous: whether non-contiguous (strided) tensors are accepted."""
     params: list[CIdentifier] = Field(min_length=1)
+    """The tensors the rule applies to."""
     allowed: bool
+    """Whether non-contiguous tensors are accepted."""
 
 
 Rule = Annotated[
@@ -333,11 +402,14 @@ class FormulaExpr(Frozen):
     (name -> expression) evaluated first, in order. See docs/formula-language.md."""
 
     lets: dict[PythonName, NonEmptyText] = {}
+    """Named intermediate expressions, in the formula language (docs/formula-language.md)."""
     outputs: dict[PythonName, NonEmptyText] = Field(min_length=1)
+    """One expression per output tensor (Python names), in the formula language."""
 
 
 class Formula(FormulaExpr):
-    latex: NonEmptyText  # retyped for the docs; never pasted into code
+    latex: NonEmptyText
+    """The formula in LaTeX, retyped for the docs; never pasted into code."""
 
 
 # --- return codes ----------------------------------------------------------------------------
@@ -360,9 +432,13 @@ Check = Literal[
 
 class ReturnCode(Versioned):
     status: Status
+    """161001 (a NULL pointer) or 161002 (an invalid parameter)."""
     check: Check
+    """Which check gives the status: null_pointer, dtype, scalar_range or a rule kind."""
     params: list[CIdentifier] = Field(min_length=1)
-    condition: NonEmptyText  # in our own words
+    """The parameters (C names) the row is about."""
+    condition: NonEmptyText
+    """The condition, in our own words."""
 
 
 # --- oracle ----------------------------------------------------------------------------------
@@ -372,20 +448,30 @@ class AtenOracle(Frozen):
     """A direct call of an aten operator on the CPU."""
 
     kind: Literal["aten"]
+    """aten: call an aten operator on the CPU."""
     op: CIdentifier
+    """The aten operator's name."""
     args: list[PythonName]
+    """Positional arguments: Python names of the op's parameters."""
     kwargs: dict[PythonName, str | float | int | bool] = {}
-    disable_mkldnn: bool = False  # the oneDNN path rejects broadcasting and rounds differently
+    """Keyword arguments: constants, or Python names of parameters."""
+    disable_mkldnn: bool = False
+    """Run with oneDNN disabled (its path rejects broadcasting and rounds differently)."""
     outputs: list[PythonName] = Field(min_length=1)
+    """The outputs (Python names) the call returns, in order."""
 
 
 class RecipeOracle(Frozen):
     """A named recipe in runtime/oracle.py (autograd, reshapes, sums)."""
 
     kind: Literal["recipe"]
+    """recipe: a named recipe of runtime/oracle.py."""
     recipe: CIdentifier
+    """The recipe's name."""
     args: list[PythonName]
+    """Arguments: Python names of the op's parameters."""
     outputs: list[PythonName] = Field(min_length=1)
+    """The outputs (Python names) the recipe returns, in order."""
 
 
 Oracle = Annotated[Union[AtenOracle, RecipeOracle], Field(discriminator="kind")]
@@ -400,9 +486,13 @@ class Defect(Versioned):
     kind: Literal[
         "wrong_formula", "formula_divergence", "prototype", "name", "rule", "dtype", "product", "return_code", "other"
     ]
+    """What the page gets wrong."""
     note: NonEmptyText
-    claimed: FormulaExpr | None = None  # the page's (wrong) formula, evaluable by the audit
-    observed: FormulaExpr | None = None  # what the library is known to compute instead, where that differs
+    """What is wrong and how we know, in our own words."""
+    claimed: FormulaExpr | None = None
+    """The page's (wrong) formula, evaluable by the audit."""
+    observed: FormulaExpr | None = None
+    """What the library is known to compute instead, where that differs."""
 
     @model_validator(mode="after")
     def _formulas_only_for_formula_defects(self):
@@ -421,20 +511,34 @@ class Defect(Versioned):
 
 
 class OpSpec(Frozen):
-    name: CIdentifier  # without the aclnn prefix: SwishBackward
+    name: CIdentifier
+    """The op's name without the aclnn prefix, e.g. SwishBackward; the file is its snake_case name."""
     summary: NonEmptyText
+    """One line on what the op computes."""
     source: Source
-    cann_version: Version  # the release the page describes
-    library: CIdentifier = "opapi"  # op library stem, for custom ops e.g. cust_opapi
+    """The doc page the spec records."""
+    cann_version: Version
+    """The CANN release the page describes; unversioned facts hold at it."""
+    library: CIdentifier = "opapi"
+    """Stem of the op library (libopapi.so: opapi; custom ops e.g. cust_opapi)."""
     products: list[ProductSupport] = Field(min_length=1)
+    """Product families the page lists, supported or not, per release."""
     prototypes: Prototypes
+    """Both C prototypes exactly as the installed header declares them."""
     page_prototypes: PagePrototypes | None = None
+    """The prototypes as the page prints them, where that differs from the header."""
     parameters: list[Parameter] = Field(min_length=1)
+    """Every parameter of the first-phase prototype before workspaceSize and executor, in C order."""
     rules: list[Rule] = []
+    """Shape and dtype rules, each a named kind."""
     formula: Formula
+    """What the op computes: machine-readable expressions and LaTeX."""
     return_codes: list[ReturnCode] = Field(min_length=1)
+    """The page's return-code table: which condition gives 161001, which 161002."""
     oracle: Oracle
+    """The PyTorch operation (or recipe) that checks the references."""
     defects: list[Defect] = []
+    """Where the page contradicts itself, the header or the library; optional."""
 
     # -- lookups
 

@@ -25,8 +25,11 @@ _RUNTIME_SIM = _CODEGEN.parent / "runtime" / "sim"
 _TEMPLATES = _CODEGEN / "templates"
 _ABI = _CODEGEN.parent / "specs" / "abi.yaml"
 
-# The binding's own keyword arguments, after the op's parameters (binding.py.j2 renders these).
-BINDING_KEYWORDS: tuple[tuple[str, object], ...] = (("stream", None), ("validate", True))
+# The binding's own keyword arguments, after the op's parameters (codegen/pysig.py and
+# binding.py.j2 render these). `out` takes the outputs; an output parameter may itself be named
+# `out` (it is then the same argument), nothing else may.
+BINDING_KEYWORDS: tuple[tuple[str, object], ...] = (("out", None), ("stream", None), ("validate", True))
+OUTPUT_KEYWORD = "out"
 # The reference's own keyword arguments (reference.py.j2 renders these).
 REFERENCE_KEYWORDS: tuple[tuple[str, object], ...] = (("out_dtypes", None), ("mode", "opmath"), ("formula", "spec"))
 
@@ -35,6 +38,8 @@ REFERENCE_KEYWORDS: tuple[tuple[str, object], ...] = (("out_dtypes", None), ("mo
 # against every generated module, so a template that starts using a new name (or a builtin) fails it.
 GENERATED_PYTHON = frozenset(
     {"annotations", "math", "bind", "META", "_CALL", "Reference", "FORMULAS", "_REFERENCE", "boundaries", "reference", "m"}
+    # the binding's type hints (runtime/hints.py and the builtins its signature names)
+    | {"Result", "TensorLike", "bool", "float", "int", "str", "object", "tuple"}
 )
 
 # Generated files named after an op that would collide with an index or package file.
@@ -141,14 +146,18 @@ def _python_tables() -> dict[str, frozenset[str]]:
 
 
 def reserved_python_names() -> list[str]:
-    """Every name of the Python tables, sorted (for the JSON Schema of `py_name`)."""
-    return sorted(set().union(*_python_tables().values()))
+    """Every name of the Python tables, sorted (for the JSON Schema of `py_name`; `out` is left out
+    because an output may take it, which a schema cannot say)."""
+    return sorted(set().union(*_python_tables().values()) - {OUTPUT_KEYWORD})
 
 
-def python_clash(name: str) -> str | None:
-    """Why `name` cannot be a Python name of a spec (py_name, let, formula output), or None."""
+def python_clash(name: str, *, output: bool = False) -> str | None:
+    """Why `name` cannot be a Python name of a spec (py_name, let, formula output), or None.
+    `output`: the name is an output parameter's, which may be `out`."""
     if name.startswith("_"):
         return "names starting with '_' are reserved for generated code"
+    if output and name == OUTPUT_KEYWORD:
+        return None
     for table, names in _python_tables().items():
         if name in names:
             return f"reserved: it clashes with {table}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from pydantic import Field, model_validator
 
@@ -11,10 +10,15 @@ from .model import CIdentifier, Frozen, NonEmptyText
 
 class Family(Frozen):
     id: CIdentifier
+    """The family's identifier, used in specs."""
     label: NonEmptyText
+    """Short name in tables and docs."""
     doc_names: list[NonEmptyText] = Field(min_length=1)
+    """How the doc pages name the family."""
     soc_names: list[NonEmptyText]
+    """aclrtGetSocName strings of the family."""
     soc_prefixes: list[NonEmptyText]
+    """Prefixes of aclrtGetSocName strings of the family."""
 
     @model_validator(mode="after")
     def _identifiable(self):
@@ -25,6 +29,7 @@ class Family(Frozen):
 
 class ProductTable(Frozen):
     families: list[Family] = Field(min_length=1)
+    """Every product family."""
 
     @model_validator(mode="after")
     def _unique(self):
@@ -66,7 +71,3 @@ class ProductTable(Frozen):
             if any("".join(n.split()) == wanted for n in f.doc_names):
                 return f
         return None
-
-
-def default_products_path(specs_dir: Path) -> Path:
-    return specs_dir / "products.yaml"

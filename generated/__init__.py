@@ -9,3 +9,5 @@ OPS = (
     'softshrink_backward',
     'swish_backward',
 )
+
+__all__ = ["OPS"]

@@ -33,6 +33,7 @@ from .shapes import c_contiguous
 __all__ = [
     "ACL_MEM_MALLOC_HUGE_FIRST",
     "ArrayError",
+    "ArrayTypeError",
     "UnsupportedDtypeError",
     "DeviceBuffer",
     "DeviceArray",
@@ -62,6 +63,10 @@ class UnsupportedDtypeError(AclnnError, TypeError):
 
 class ArrayError(AclnnError, ValueError):
     """An array argument that cannot be used as given (read-only output, freed memory, ...)."""
+
+
+class ArrayTypeError(ArrayError, TypeError):
+    """A value of the wrong Python type where a tensor belongs (with validate=False)."""
 
 
 def _abi_dtypes():

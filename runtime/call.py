@@ -46,13 +46,14 @@ from . import session as session_mod
 from . import acl
 from .arrays import (
     ArrayError,
+    ArrayTypeError,
     DeviceArray,
     DeviceBuffer,
     acl_dtype,
     device_like,
     upload,
 )
-from .errors import AclnnStatusError, AclnnValidationError, CallOrderError
+from .errors import TENSOR_TYPES, AclnnStatusError, AclnnValidationError, CallOrderError
 from .shapes import infer_outputs
 from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
 from .validation import validate as validate_values
@@ -176,6 +177,28 @@ class BoundOp:
     def functions(self, backend):
         return backend.op_functions(self.meta, self.package)
 
+    # -- the Python signature ------------------------------------------------------------------------
+    def resolve_outputs(self, out, **by_name) -> tuple:
+        """The output arguments in prototype order, from `out` (one array for a single output, or a
+        tuple with one entry per output, as NumPy's ufuncs and torch take it) and the outputs' own
+        Python names (aliases); None where the binding allocates the output."""
+        names = [p.py for p in self.outputs]
+        if out is None:
+            given = [None] * len(names)
+        elif len(names) == 1:
+            given = [out[0] if isinstance(out, tuple) and len(out) == 1 else out]
+        elif isinstance(out, tuple) and len(out) == len(names):
+            given = list(out)
+        else:
+            raise TypeError(f"{self.symbol}: out must be a tuple of {len(names)} arrays ({', '.join(names)}), None for any to allocate; got {type(out).__name__}")
+        for index, name in enumerate(names):
+            alias = by_name.get(name)
+            if alias is not None:
+                if given[index] is not None:
+                    raise TypeError(f"{self.symbol}: output {name} is given twice, in out and as {name}=")
+                given[index] = alias
+        return tuple(given)
+
     # -- the call ----------------------------------------------------------------------------------
     def __call__(self, *args, stream=None, validate: bool = True):
         prepared = self.prepare(*args, stream=stream, validate=validate)
@@ -212,15 +235,25 @@ def _stream_backend(stream):
 
 
 def _as_tensor(value):
-    """NumPy-compatible values become arrays; DeviceArrays and None stay; anything else is
-    returned as is (the validator, or the conversion, reports it)."""
+    """Values NumPy can read (the array interface, or DLPack; bfloat16 through runtime/dlpack.py)
+    become arrays; DeviceArrays and None stay; anything else is returned as is, and the validator,
+    or the conversion, says which types are accepted."""
     if value is None or isinstance(value, (np.ndarray, DeviceArray)):
         return value
     if isinstance(value, np.generic) or hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
         try:
             return np.asarray(value)
-        except Exception:  # noqa: BLE001 - reported below as a non-tensor
-            return value
+        except Exception:  # noqa: BLE001 - e.g. a bfloat16 torch tensor: try DLPack below
+            pass
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except Exception:  # noqa: BLE001 - NumPy refuses bfloat16; read it ourselves
+            from .dlpack import bfloat16_from_dlpack
+
+            found = bfloat16_from_dlpack(value)
+            if found is not None:
+                return found
     return value
 
 
@@ -398,9 +431,7 @@ class Prepared:
                 dev = upload(b, value)
             self._temps.append(dev.buffer)
         else:
-            raise ArrayError(
-                f"{self.op.symbol}: {p.py} must be a NumPy array or a DeviceArray, not {type(value).__name__}"
-            )
+            raise ArrayTypeError(f"{self.op.symbol}: {p.py} must be a tensor: {TENSOR_TYPES}; got {type(value).__name__}")
         self._device[p.index] = dev
         return self._create_tensor(dev, p)
 

@@ -120,6 +120,18 @@ class AclnnValidationError(AclnnError):
         super().__init__(f"{_symbol(op)}: {detail} [{', '.join(where)}; status {status} {self.status_name}]")
 
 
+# What a tensor argument may be (the generated bindings' TensorLike, runtime/hints.py).
+TENSOR_TYPES = (
+    "a NumPy array, an aclnngen DeviceArray, or an object exposing __array_interface__, __array__ "
+    "or __dlpack__ on the CPU (e.g. a PyTorch CPU tensor, bfloat16 included)"
+)
+
+
+class AclnnArgumentTypeError(AclnnValidationError, TypeError):
+    """A value of the wrong Python type where a tensor belongs (a list, a Python number, an object
+    NumPy cannot read): a TypeError, carrying the status the library would give (161002)."""
+
+
 class AclnnStatusError(AclnnError):
     """A function of the C library returned a non-zero aclnnStatus.
 

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .errors import AclnnValidationError
+from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnValidationError
 from .shapes import (
     MetaCache,
     broadcast_shapes,
@@ -145,8 +145,8 @@ class _Plan:
     constraints: tuple[tuple[str, str, Any, int, Callable], ...]
     attributes: tuple[tuple[str, str | None, tuple[str, ...], bool], ...]
 
-    def fail(self, status, param, check, detail, found=None, allowed=None):
-        raise AclnnValidationError(
+    def fail(self, status, param, check, detail, found=None, allowed=None, error=AclnnValidationError):
+        raise error(
             status=status,
             op=self.op,
             param=param,
@@ -157,6 +157,11 @@ class _Plan:
             found=found,
             allowed=allowed,
         )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _fmt(shape: tuple[int, ...]) -> str:
@@ -484,8 +489,8 @@ def _tensor_info(plan: _Plan, name: str, value: Any):
     except Exception:
         plan.fail(
             161002, name, "tensor",
-            f"{name} must be a tensor (an array with .shape and .dtype), not {type(value).__name__}",
-            found=type(value).__name__, allowed="an array-like with .shape and .dtype",
+            f"{name} must be a tensor: {TENSOR_TYPES}; got {type(value).__name__} {_short(value)}",
+            found=type(value).__name__, allowed=TENSOR_TYPES, error=AclnnArgumentTypeError,
         )
     return (shape, dtype, value)
 

@@ -1,6 +1,6 @@
 """specs/abi.yaml agrees exactly with the ABI fact sheet, and its loader rejects bad copies.
 
-The fact sheet (shared/reference/cann-abi.md, beside the repository) is read with regexes: enum
+The fact sheet (cann-abi.md in the external reference folder, see tests/external.py) is read with regexes: enum
 members (1.3), ACL_* constants (1.1, 9) and ACLNN_* codes (2.4), typedefs (1.1, 2.2), and the
 function prototypes of the code blocks and tables of 1.2, 2.2 and 9.
 """
@@ -11,13 +11,13 @@ import re
 from pathlib import Path
 
 import pytest
+from external import external
 
 from aclnngen.codegen.abi import Abi, DEFAULT_ABI_PATH, load_abi
 from aclnngen.codegen.cdecl import normalize_prototype, parse_ctype, parse_prototype
 from aclnngen.codegen.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[1]
-FACT_SHEET = REPO.parent / "shared" / "reference" / "cann-abi.md"
 ABI_YAML = REPO / "specs" / "abi.yaml"
 
 # Prototypes the sheet prints that abi.yaml deliberately leaves out.
@@ -26,13 +26,7 @@ SKIPPED_FUNCTIONS = {"aclsysGetCANNVersion"}  # takes a struct by pointer; not n
 
 @pytest.fixture(scope="module")
 def sheet() -> str:
-    if not FACT_SHEET.is_file():
-        pytest.fail(
-            f"the ABI fact sheet is missing: expected {FACT_SHEET} (shared/reference/cann-abi.md "
-            f"beside the repository checkout)",
-            pytrace=False,
-        )
-    return FACT_SHEET.read_text(encoding="utf-8")
+    return external("reference", "cann-abi.md").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +129,7 @@ def sheet_functions(sheet: str) -> dict[str, tuple[str, str]]:
 
 
 def test_the_sheet_is_where_the_test_expects_it() -> None:
-    assert FACT_SHEET.is_file(), f"missing {FACT_SHEET}"
+    assert external("reference", "cann-abi.md").is_file()
 
 
 def test_extraction_finds_what_the_sheet_lists(sheet: str) -> None:

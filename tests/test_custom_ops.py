@@ -146,3 +146,25 @@ def _pytest_env(package: Path, env_extra: dict, *extra):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(HERE / "data")]), **env_extra)
     args = [sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-o", "addopts=", *extra]
     return _run(args, env=env, cwd=package.parent)
+
+
+def test_a_custom_package_reads_the_directives_in_its_own_folder(package):
+    own = package / "tests" / "directives.yaml"  # beside its generated tests, as documented
+    own.write_text(
+        "expected_failures:\n"
+        "  - {op: LeakyReluBackward, test: validator_dtype, family: a2, dtype: float16, case: A2-float16,\n"
+        "     reason: 'pretend float16 is broken on A2, in the package own directives'}\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ACLNNGEN_DIRECTIVES"}
+    specs = package.parent.parent / "specs"
+    try:
+        for command in ("generate", "check"):  # the generator neither removes nor flags it
+            done = _run([sys.executable, "-m", "aclnngen.codegen.cli", command, "--specs", str(specs), "--out", str(package)])
+            assert done.returncode == 0 and own.is_file(), done.stdout + done.stderr
+        result = _run([sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                       "-rfX", "-k", "leaky and validator_dtype and A2-float16"],
+                      env=dict(env, PYTHONPATH=str(package.parent)), cwd=package.parent)
+    finally:
+        own.unlink()
+    assert result.returncode == 1 and "XPASS(strict)" in result.stdout and "package own directives" in result.stdout, result.stdout[-2000:]

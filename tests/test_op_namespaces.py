@@ -160,21 +160,24 @@ def _a_builtin_meta():
     return __import__(f"aclnngen.generated.meta.{snake}", fromlist=["META"]).META
 
 
-def test_directives_are_scoped_by_package(tmp_path):
-    """Guard: Directive.package (the repository's directives are about the built-in ops only)."""
+def test_directives_are_scoped_by_package(tmp_path, monkeypatch):
+    """Guard: directives are found beside the tests they are about (directives.near), so the
+    repository's file reaches the built-in ops' tests only, never a custom package's op of the same
+    name, and a package's own file reaches its own tests."""
     from aclnngen.runtime import directives
 
-    data = {"expected_failures": [{"op": "Probe", "reason": "known"}], "tolerances": [{"op": "Probe", "rtol": 0.5, "reason": "r"}]}
-    own = directives.parse(data, "tests/directives.yaml", default_package=BUILTIN)
-    assert own.expected_failure("Probe", "reference", None, None, package=BUILTIN) is not None
-    assert own.expected_failure("Probe", "reference", None, None) is not None  # unmarked = built-in
-    assert own.expected_failure("Probe", "reference", None, None, package="twin_ops") is None
-    assert own.tolerance("Probe", "reference", None, None, package="twin_ops") is None
-    anyone = directives.parse(data, "elsewhere.yaml")
-    assert anyone.expected_failure("Probe", "reference", None, None, package="twin_ops") is not None
-    named = directives.parse({"expected_failures": [{"op": "Probe", "package": "twin_ops", "reason": "r"}]}, "x.yaml", BUILTIN)
-    assert named.expected_failure("Probe", "reference", None, None, package="twin_ops") is not None
-    assert named.expected_failure("Probe", "reference", None, None, package=BUILTIN) is None
+    monkeypatch.delenv(directives.ENV, raising=False)
+    repo_file = (REPO / "tests" / directives.FILE_NAME).resolve()
+    builtin_test = next((REPO / "tests" / "generated").glob("test_*.py"))
+    assert directives.near(builtin_test).resolve() == repo_file
+    package_tests = tmp_path / "twin_ops" / "tests"
+    package_tests.mkdir(parents=True)
+    test_file = package_tests / "test_swish.py"
+    test_file.write_text("", encoding="utf-8")
+    assert directives.near(test_file) is None
+    own = package_tests / directives.FILE_NAME
+    own.write_text("expected_failures: []\n", encoding="utf-8")
+    assert directives.near(test_file) == own.resolve()
 
 
 def test_generated_cases_are_marked_with_their_package(twin):

@@ -69,6 +69,8 @@ CASES = [
     ("claimed-formula-on-other-defect", _edit("  - kind: rule\n", "  - kind: rule\n    claimed: {outputs: {grad_input: grad_output}}\n"), "- kind: rule", r"claimed"),
     ("optional-scalar-without-default", _edit("    default: 1.0\n", ""), "- name: betaOptional", r"needs 'default'"),
     ("formula-outputs-mismatch", _edit("    grad_input: grad_output *", "    grad_in: grad_output *"), "outputs:", r"exactly the output tensors"),
+    ("no-family-at-the-page-release", _edit("  - family: training\n  - family: inference\n  - family: a2\n", "  - family: training\n    since: 8.5.0\n  - family: inference\n    since: 8.5.0\n  - family: a2\n    since: 8.5.0\n").replace("  - family: a3\n    since: 8.5.0\n  - family: ascend950\n", "  - family: ascend950\n"), "products:", r"no product family supports the op at its page's release"),
+    ("no-null-pointer-row", _edit("  - status: 161001\n    check: null_pointer\n    params: [gradOutput, self, gradInput]\n    condition: One of the tensors gradOutput, self or gradInput is NULL.\n", ""), "return_codes:", r"need a row for 161001"),
     ("scalar-field-on-tensor", _edit("    role: input\n    summary: Gradient flowing back", "    role: input\n    scalar_dtype: float32\n    summary: Gradient flowing back"), "- name: gradOutput", r"'scalar_dtype' does not apply"),
 ]
 

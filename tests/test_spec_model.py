@@ -19,11 +19,10 @@ from aclnngen.codegen.yamlio import parse_yaml, read_yaml
 PRODUCTS = load_products()
 PATHS = spec_paths()
 IDS = [p.stem for p in PATHS]
-FIVE = {"swish_backward", "prelu_backward", "gelu_backward", "softshrink_backward", "hardtanh_backward"}
 
 
-def test_the_five_specs_are_there():
-    assert FIVE <= set(IDS)
+def test_specs_are_found():
+    assert IDS and all(p.suffix == ".yaml" for p in PATHS)
 
 
 @pytest.mark.parametrize("path", PATHS, ids=IDS)
@@ -49,9 +48,10 @@ def test_spec_is_complete(path):
         for p in spec.parameters:
             if p.is_tensor:
                 assert op.dtypes_of(p.name, family), f"{p.name} has no dtypes on {family}"
-    assert spec.rules and spec.formula.outputs and spec.formula.latex
+    assert spec.formula.outputs and spec.formula.latex
     assert {r.status for r in spec.return_codes} == {161001, 161002}
-    assert spec.oracle.outputs and spec.defects and spec.source.seed
+    assert spec.oracle.outputs
+    # `defects` and `source.seed` are optional: a clean page has no defects, a custom op no seed page
 
 
 def test_versioned_facts_follow_the_page_across_releases():

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aclnngen.codegen.loader import load_all
+from aclnngen.codegen.loader import load_all, spec_paths
 from aclnngen.codegen.metadata import build
 from aclnngen.codegen.model import DTYPES as SPEC_DTYPES
 from aclnngen.runtime import validation
@@ -64,8 +64,8 @@ def prelu(go, x, w, gi, gw):
     return {"gradOutput": go, "self": x, "weight": w, "gradInput": gi, "gradWeight": gw}
 
 
-def test_the_five_specs_are_loaded():
-    assert set(METAS) == {"GeluBackward", "HardtanhBackward", "PreluBackward", "SoftshrinkBackward", "SwishBackward"}
+def test_every_spec_is_loaded():
+    assert METAS and len(METAS) == len(spec_paths())
 
 
 # --- errors -------------------------------------------------------------------------------------

@@ -19,6 +19,12 @@ def run(args: argparse.Namespace) -> int:
     specs_dir, root, layout = target(args)
     outputs = plan(specs_dir, layout)
     drift = compare(outputs, root, layout)
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "check", "ok": drift.fresh, "files": len(outputs), "stale": list(drift.stale),
+              "missing": list(drift.missing), "orphaned": list(drift.orphaned)})
+        return 0 if drift.fresh else 1
     if drift.fresh:
         print(f"{len(outputs)} generated files are fresh")
         return 0

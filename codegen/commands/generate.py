@@ -39,6 +39,12 @@ def run(args: argparse.Namespace) -> int:
     specs_dir, root, layout = target(args)
     outputs = plan(specs_dir, layout, tuple(args.ops))
     written, removed = write(outputs, root, layout, partial=bool(args.ops), force=args.force)
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "generate", "ok": True, "rendered": len(outputs), "written": [str(p) for p in written],
+              "removed": [str(p) for p in removed]})
+        return 0
     for path in written:
         print(f"wrote {path}")
     for path in removed:

@@ -57,6 +57,11 @@ def rows(args) -> tuple[list[tuple[str, str]], int]:
 
 def run(args: argparse.Namespace) -> int:
     table, status = rows(args)
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "info", "ok": status == 0, **{key.lower().replace(" ", "_"): value for key, value in table}})
+        return status
     width = max(len(k) for k, _ in table)
     for key, value in table:
         print(f"{key.ljust(width)}  {value}")

@@ -136,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
     shown_version = version or "unknown"
     if version is None or not is_version(version):
         version = None
-    print(f"backend {backend.kind}, SoC {backend.soc_name()}, family {family}, CANN {shown_version}")
+    if not args.json:
+        print(f"backend {backend.kind}, SoC {backend.soc_name()}, family {family}, CANN {shown_version}")
     rows = []
     for snake in selected:
         if version is None:
@@ -147,6 +148,16 @@ def run(args: argparse.Namespace) -> int:
         else:
             op_version = version
         rows += check_op(snake, family, op_version, backend.kind, one_dtype=args.one_dtype, seed=args.seed)
+    failed = sum(1 for r in rows if r[5] is False)
+    passed = sum(1 for r in rows if r[5] is True)
+    skipped = sum(1 for r in rows if r[5] is None)
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "run", "ok": not failed, "backend": backend.kind, "soc": backend.soc_name(), "family": family,
+              "cann": version, "matched": passed, "failed": failed, "skipped": skipped,
+              "rows": [dict(zip(("op", "dtype", "shape", "status", "max_diff", "match"), r)) for r in rows]})
+        return 1 if failed else 0
     header = ("op", "dtype", "shape", "status", "max |diff|", "match")
     table = [header] + [(r[0], r[1], r[2], r[3], r[4], "-" if r[5] is None else ("yes" if r[5] else "no")) for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
@@ -154,8 +165,5 @@ def run(args: argparse.Namespace) -> int:
         print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
         if index == 0:
             print("  ".join("-" * width for width in widths))
-    failed = sum(1 for r in rows if r[5] is False)
-    passed = sum(1 for r in rows if r[5] is True)
-    skipped = sum(1 for r in rows if r[5] is None)
     print(f"{passed} matched, {failed} failed, {skipped} skipped")
     return 1 if failed else 0

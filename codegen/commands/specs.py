@@ -1,35 +1,53 @@
-"""`aclnngen specs`: a table of the specs, their product families and dtypes per family."""
+"""`aclnngen specs`: a table of the specs, their product families and dtypes per family.
+
+By default each op is shown at its newest documented release, as the support matrix
+(docs/ops/index.md) shows it, so the two agree; `--cann VERSION` shows one release for every op,
+and only a release some spec describes (codegen/releases.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from aclnngen.runtime.versions import VERSION_HELP, is_version
-
-from ..errors import GenerateError
 from ..loader import DEFAULT_SPECS_DIR, load_all, load_products
+from ..releases import check_release
 from ..resolve import resolve
+from ..testplan import newest_version
+
+NEWEST = "each op's newest documented release, as in docs/ops/index.md"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS_DIR, help="specs directory (default: specs/)")
-    parser.add_argument("--cann", metavar="VERSION", help="show the facts of this CANN release (default: each page's own)")
+    parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS_DIR, help="specs directory (default: the built-in specs)")
+    parser.add_argument(
+        "--cann", metavar="VERSION", help=f"show the facts of this CANN release, one a spec describes (default: {NEWEST})"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.cann is not None and not is_version(args.cann):
-        raise GenerateError(f"--cann {args.cann!r} is not {VERSION_HELP}")
     products = load_products(args.specs)
-    rows = [("op", "CANN", "product", "dtypes")]
-    for loaded in load_all(args.specs, products):
-        op = resolve(loaded.spec, args.cann or loaded.spec.cann_version)
+    loaded = load_all(args.specs, products)
+    release = check_release(args.cann, [ls.spec for ls in loaded]) if args.cann is not None else None
+    rows = []
+    for ls in loaded:
+        op = resolve(ls.spec, release or newest_version(ls.spec))
         for family in products.families:
-            if family.id not in op.families:
-                continue
-            rows.append((op.name, op.version, family.label, op.dtype_summary(family.id)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for index, row in enumerate(rows):
+            if family.id in op.families:
+                dtypes = {p.name: list(op.dtypes_of(p.name, family.id)) for p in ls.spec.parameters if p.is_tensor}
+                rows.append({"op": op.name, "cann": op.version, "family": family.id, "product": family.label,
+                             "summary": op.dtype_summary(family.id), "dtypes": dtypes})
+    shown = f"CANN {release}" if release else NEWEST
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "specs", "ok": True, "release": release or "newest", "shows": shown,
+              "rows": [{k: v for k, v in r.items() if k != "summary"} for r in rows]})
+        return 0
+    print(f"facts at {shown}")
+    table = [("op", "CANN", "product", "dtypes")] + [(r["op"], r["cann"], r["product"], r["summary"]) for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for index, row in enumerate(table):
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
         if index == 0:
             print("  ".join("-" * width for width in widths))

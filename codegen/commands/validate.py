@@ -19,12 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _specs_dir_of(path: Path) -> Path:
-    """The specs directory an op file belongs to, for its product table (specs/ops/x.yaml -> specs/)."""
-    if path.parent.name == "ops" and (path.parent.parent / "products.yaml").exists():
-        return path.parent.parent
-    if (path.parent / "products.yaml").exists():
-        return path.parent
-    return DEFAULT_SPECS_DIR
+    """The specs directory an op file belongs to (DIR/ops/x.yaml -> DIR); its tables resolve as
+    every command's do (codegen/tables.py: DIR's own, else the built-in ones)."""
+    return path.parent.parent if path.parent.name == "ops" else path.parent
 
 
 def _validate_dir(specs_dir: Path) -> list[Problem]:
@@ -33,7 +30,7 @@ def _validate_dir(specs_dir: Path) -> list[Problem]:
         products = load_products(specs_dir)
     except SpecError as exc:
         return list(exc.problems)
-    if (specs_dir / "abi.yaml").exists():
+    if (specs_dir / "abi.yaml").exists():  # the built-in one when absent, validated with the package
         problems += _validate_abi(specs_dir / "abi.yaml")
     paths = spec_paths(specs_dir)
     if not paths:
@@ -96,5 +93,10 @@ def run(args: argparse.Namespace) -> int:
             count += 1
     if problems:
         raise SpecError(problems)
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "validate", "ok": True, "count": count, "problems": []})
+        return 0
     print(f"{count} spec{'s' if count != 1 else ''} valid")
     return 0

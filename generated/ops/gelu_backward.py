@@ -5,20 +5,24 @@
 from __future__ import annotations
 
 from aclnngen.runtime.call import bind
+from aclnngen.runtime.hints import Result, TensorLike
 
 from ..meta.gelu_backward import META
+
+__all__ = ["gelu_backward"]
 
 _CALL = bind(META)
 
 
 def gelu_backward(
-    grad_output,
-    self,
+    grad_output: TensorLike,
+    self: TensorLike,
     *,
-    grad_input=None,
-    stream=None,
-    validate=True,
-):
+    out: TensorLike | None = None,
+    grad_input: TensorLike | None = None,
+    stream: object | None = None,
+    validate: bool = True,
+) -> Result:
     """Gradient of GELU (exact erf form) with respect to its input.
 
     Calls aclnnGeluBackwardGetWorkspaceSize, then aclnnGeluBackward, on the active backend.
@@ -34,6 +38,7 @@ def gelu_backward(
         grad_output (input, C name gradOutput): Gradient flowing back from the GELU output; broadcasts and promotes with self.
         self (input, C name self): The input x that GELU was applied to.
         grad_input (output, C name gradInput): Gradient with respect to x, in the broadcast shape and the promoted dtype.
+        out: the output array to write into (alias: grad_input=); None allocates it
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
@@ -61,10 +66,5 @@ def gelu_backward(
     Returns:
         grad_input (a tuple when there are several)
     """
-    return _CALL(
-        grad_output,
-        self,
-        grad_input,
-        stream=stream,
-        validate=validate,
-    )
+    _outs = _CALL.resolve_outputs(out, grad_input=grad_input)
+    return _CALL(grad_output, self, _outs[0], stream=stream, validate=validate)

@@ -5,22 +5,25 @@
 from __future__ import annotations
 
 from aclnngen.runtime.call import bind
+from aclnngen.runtime.hints import Result, TensorLike
 
 from ..meta.hardtanh_backward import META
+
+__all__ = ["hardtanh_backward"]
 
 _CALL = bind(META)
 
 
 def hardtanh_backward(
-    grad_output,
-    self,
+    grad_output: TensorLike,
+    self: TensorLike,
+    min: float,
+    max: float,
     *,
-    min,
-    max,
-    out=None,
-    stream=None,
-    validate=True,
-):
+    out: TensorLike | None = None,
+    stream: object | None = None,
+    validate: bool = True,
+) -> Result:
     """Gradient of Hardtanh; passes the incoming gradient strictly between min and max, else zero.
 
     Calls aclnnHardtanhBackwardGetWorkspaceSize, then aclnnHardtanhBackward, on the active backend.
@@ -41,6 +44,7 @@ def hardtanh_backward(
         min (scalar, C name min): Lower bound of the linear region.
         max (scalar, C name max): Upper bound of the linear region.
         out (output, C name out): Gradient with respect to x.
+        out: the output array to write into; None allocates it
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
@@ -70,12 +74,5 @@ def hardtanh_backward(
     Returns:
         out (a tuple when there are several)
     """
-    return _CALL(
-        grad_output,
-        self,
-        min,
-        max,
-        out,
-        stream=stream,
-        validate=validate,
-    )
+    _outs = _CALL.resolve_outputs(out)
+    return _CALL(grad_output, self, min, max, _outs[0], stream=stream, validate=validate)

@@ -5,22 +5,26 @@
 from __future__ import annotations
 
 from aclnngen.runtime.call import bind
+from aclnngen.runtime.hints import Result, TensorLike
 
 from ..meta.prelu_backward import META
+
+__all__ = ["prelu_backward"]
 
 _CALL = bind(META)
 
 
 def prelu_backward(
-    grad_output,
-    self,
-    weight,
+    grad_output: TensorLike,
+    self: TensorLike,
+    weight: TensorLike,
     *,
-    grad_input=None,
-    grad_weight=None,
-    stream=None,
-    validate=True,
-):
+    out: tuple[TensorLike | None, TensorLike | None] | None = None,
+    grad_input: TensorLike | None = None,
+    grad_weight: TensorLike | None = None,
+    stream: object | None = None,
+    validate: bool = True,
+) -> tuple[Result, Result]:
     """Gradients of PReLU with respect to its input and to its per-channel weight.
 
     Calls aclnnPreluBackwardGetWorkspaceSize, then aclnnPreluBackward, on the active backend.
@@ -43,6 +47,7 @@ def prelu_backward(
         weight (input, C name weight): The slope for negative inputs, one per channel or a single one.
         grad_input (output, C name gradInput): Gradient with respect to x; shape and dtype of self.
         grad_weight (output, C name gradWeight): Gradient with respect to the weight, summed over every dim but the channel dim.
+        out: a tuple of output arrays (grad_input, grad_weight), None where one is allocated; each also by its own name
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
@@ -73,12 +78,5 @@ def prelu_backward(
     Returns:
         grad_input, grad_weight (a tuple when there are several)
     """
-    return _CALL(
-        grad_output,
-        self,
-        weight,
-        grad_input,
-        grad_weight,
-        stream=stream,
-        validate=validate,
-    )
+    _outs = _CALL.resolve_outputs(out, grad_input=grad_input, grad_weight=grad_weight)
+    return _CALL(grad_output, self, weight, _outs[0], _outs[1], stream=stream, validate=validate)

@@ -5,21 +5,25 @@
 from __future__ import annotations
 
 from aclnngen.runtime.call import bind
+from aclnngen.runtime.hints import Result, TensorLike
 
 from ..meta.softshrink_backward import META
+
+__all__ = ["softshrink_backward"]
 
 _CALL = bind(META)
 
 
 def softshrink_backward(
-    grad_output,
-    self,
+    grad_output: TensorLike,
+    self: TensorLike,
+    lambd: float,
     *,
-    lambd,
-    grad_input=None,
-    stream=None,
-    validate=True,
-):
+    out: TensorLike | None = None,
+    grad_input: TensorLike | None = None,
+    stream: object | None = None,
+    validate: bool = True,
+) -> Result:
     """Gradient of Softshrink; passes the incoming gradient where |x| exceeds lambda, else zero.
 
     Calls aclnnSoftshrinkBackwardGetWorkspaceSize, then aclnnSoftshrinkBackward, on the active backend.
@@ -39,6 +43,7 @@ def softshrink_backward(
         lambd (scalar, C name lambda): The threshold lambda; the kernel rounds it to the tensor dtype before comparing.
             Requires lambd >= 0 (since CANN 8.5.0).
         grad_input (output, C name gradInput): Gradient with respect to x, in the broadcast shape.
+        out: the output array to write into (alias: grad_input=); None allocates it
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
@@ -68,11 +73,5 @@ def softshrink_backward(
     Returns:
         grad_input (a tuple when there are several)
     """
-    return _CALL(
-        grad_output,
-        self,
-        lambd,
-        grad_input,
-        stream=stream,
-        validate=validate,
-    )
+    _outs = _CALL.resolve_outputs(out, grad_input=grad_input)
+    return _CALL(grad_output, self, lambd, _outs[0], stream=stream, validate=validate)

@@ -5,21 +5,25 @@
 from __future__ import annotations
 
 from aclnngen.runtime.call import bind
+from aclnngen.runtime.hints import Result, TensorLike
 
 from ..meta.swish_backward import META
+
+__all__ = ["swish_backward"]
 
 _CALL = bind(META)
 
 
 def swish_backward(
-    grad_output,
-    self,
+    grad_output: TensorLike,
+    self: TensorLike,
+    beta: float | None = None,
     *,
-    beta=None,
-    grad_input=None,
-    stream=None,
-    validate=True,
-):
+    out: TensorLike | None = None,
+    grad_input: TensorLike | None = None,
+    stream: object | None = None,
+    validate: bool = True,
+) -> Result:
     """Gradient of Swish, x * sigmoid(beta * x), with respect to its input x.
 
     Calls aclnnSwishBackwardGetWorkspaceSize, then aclnnSwishBackward, on the active backend.
@@ -37,6 +41,7 @@ def swish_backward(
         beta (optional_scalar, C name betaOptional): Slope parameter beta; a NULL pointer means 1.0 (Swish becomes SiLU).
             None passes NULL, which the library reads as 1.0.
         grad_input (output, C name gradInput): Gradient with respect to x.
+        out: the output array to write into (alias: grad_input=); None allocates it
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
@@ -64,11 +69,5 @@ def swish_backward(
     Returns:
         grad_input (a tuple when there are several)
     """
-    return _CALL(
-        grad_output,
-        self,
-        beta,
-        grad_input,
-        stream=stream,
-        validate=validate,
-    )
+    _outs = _CALL.resolve_outputs(out, grad_input=grad_input)
+    return _CALL(grad_output, self, beta, _outs[0], stream=stream, validate=validate)

@@ -14,7 +14,7 @@ from aclnngen.generated.meta.gelu_backward import META
 from aclnngen.generated.ops.gelu_backward import gelu_backward as binding
 from aclnngen.generated.reference import gelu_backward as reference
 
-OP = opcheck.OpUnderTest(META, reference=reference, binding=binding, version='8.5.0')
+OP = opcheck.OpUnderTest(META, reference=reference, binding=binding, version='8.5.0', tests_file=__file__)
 
 
 _case = OP.case

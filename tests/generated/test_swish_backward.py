@@ -14,7 +14,7 @@ from aclnngen.generated.meta.swish_backward import META
 from aclnngen.generated.ops.swish_backward import swish_backward as binding
 from aclnngen.generated.reference import swish_backward as reference
 
-OP = opcheck.OpUnderTest(META, reference=reference, binding=binding, version='8.5.0')
+OP = opcheck.OpUnderTest(META, reference=reference, binding=binding, version='8.5.0', tests_file=__file__)
 
 
 _case = OP.case

@@ -1,0 +1,78 @@
+"""The Python signature of a generated binding: one rule for every op (documented in
+docs/python-api.md).
+
+- Positional-or-keyword, in the C prototype's order, as aten takes them: first every required
+  parameter (input tensors, scalars and attributes without a default), then the optional ones
+  (optional tensors, optional scalars, parameters with a default).
+- Keyword-only: `out` (one array, or a tuple with one array per output, in C order, as NumPy's
+  ufuncs and torch take it), then each output's own Python name as an alias of its place in `out`,
+  then `stream` and `validate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import OpSpec, Parameter
+
+# C attribute type -> the Python type hint of its argument
+ATTRIBUTE_HINTS = {"bool": "bool", "int64_t": "int", "double": "float", "char*": "str", "aclIntArray*": "Sequence[int]"}
+
+
+@dataclass(frozen=True)
+class PyParam:
+    name: str  # the Python name
+    c_name: str
+    hint: str
+    default: str | None  # Python source of the default, None when required
+
+
+def _hint(p: Parameter) -> str:
+    if p.role in ("input", "output"):
+        return "TensorLike | None" if p.optional else "TensorLike"
+    if p.role == "optional_scalar":
+        return "float | None"
+    if p.role == "scalar":
+        return "float"
+    return ATTRIBUTE_HINTS.get(p.c_type or "", "object")
+
+
+def _default(p: Parameter) -> str | None:
+    if p.role == "optional_scalar" or (p.role == "input" and p.optional):
+        return "None"
+    if p.role in ("scalar", "attribute") and p.default is not None:
+        return repr(p.default)
+    return None
+
+
+def binding_signature(spec: OpSpec) -> dict:
+    """What the binding template renders: the positional parameters, the outputs and the return hint."""
+    params = [PyParam(p.py_name, p.name, _hint(p), _default(p)) for p in spec.parameters if p.role != "output"]
+    positional = [p for p in params if p.default is None] + [p for p in params if p.default is not None]
+    outputs = [p.py_name for p in spec.parameters if p.role == "output"]
+    single = len(outputs) == 1
+    # the C call's arguments, in prototype order: outputs come from the resolved `out`
+    call_args = [p.py_name if p.role != "output" else f"_outs[{outputs.index(p.py_name)}]" for p in spec.parameters]
+    aliases = [o for o in outputs if o != "out"]  # an output named `out` is `out` itself
+    return {
+        "call_args": call_args,
+        "needs_sequence": any("Sequence[" in p.hint for p in params),
+        "out_doc": (
+            f"the output array to write into{'' if outputs[0] == 'out' else f' (alias: {outputs[0]}=)'}; None allocates it"
+            if single
+            else f"a tuple of output arrays ({', '.join(outputs)}), None where one is allocated; each also by its own name"
+        ),
+        "positional": positional,
+        "outputs": outputs,
+        "aliases": aliases,
+        "out_hint": "TensorLike | None" if single else f"tuple[{', '.join(['TensorLike | None'] * len(outputs))}] | None",
+        "returns": "Result" if single else f"tuple[{', '.join(['Result'] * len(outputs))}]",
+        "python": _python_text(spec.snake_name, positional, outputs),
+    }
+
+
+def _python_text(name: str, positional: list[PyParam], outputs: list[str]) -> str:
+    """The signature as the op page shows it (no hints, to stay short)."""
+    parts = [p.name if p.default is None else f"{p.name}={p.default}" for p in positional]
+    parts += ["*", "out=None", *(f"{o}=None" for o in outputs if o != "out"), "stream=None", "validate=True"]
+    return f"{name}({', '.join(parts)})"
