@@ -82,7 +82,7 @@ def mutated(draw):
         elif action == "scalar":
             parent[key] = draw(SCALARS)
         elif action == "nest":
-            parent[key] = _nest(old, draw(st.sampled_from([2, 30, 100, 300])))
+            parent[key] = _nest(old, draw(st.sampled_from([2, 30, 60])))  # deeper: the __DEEP__ sentinel (PyYAML's dumper recurses)
         elif action == "wrap":
             parent[key] = draw(st.sampled_from([[old], {"value": old}, str(old), [old, old]]))
         elif action == "copy":  # the value of another node
