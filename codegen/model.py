@@ -462,10 +462,10 @@ class AtenOracle(Frozen):
 
 
 class RecipeOracle(Frozen):
-    """A named recipe in runtime/oracle.py (autograd, reshapes, sums)."""
+    """A named recipe in verify/oracle.py (autograd, reshapes, sums)."""
 
     kind: Literal["recipe"]
-    """recipe: a named recipe of runtime/oracle.py."""
+    """recipe: a named recipe of verify/oracle.py."""
     recipe: CIdentifier
     """The recipe's name."""
     args: list[PythonName]

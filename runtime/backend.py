@@ -21,7 +21,7 @@ The simulator (`SimBackend`) compiles runtime/sim/*.c with the generated `c/sim_
 package of extra op sources (registered with `simkernels.register_sim_sources`, or found beside the
 META of a stand-alone generated package) into an op library of its own linked against that core;
 it loads them with the same runtime cdef as CANN and registers the Python kernels of
-runtime/simkernels.py as the prepare/run hooks. Ops are looked up per package
+runtime/sim/kernels.py as the prepare/run hooks. Ops are looked up per package
 (`op_functions(meta, package)`); one symbol never serves two packages (OpNamespaceError, see
 docs/runtime-limits.md).
 
@@ -597,8 +597,8 @@ class SimBackend(Backend):
 
     def __init__(self, cache_dir: str | os.PathLike | None = None):
         super().__init__()
-        from . import simkernels
-        from .simbuild import SimulatorBuildError, build_simulator
+        from .sim import kernels as simkernels
+        from .sim.build import SimulatorBuildError, build_simulator
 
         # One library for the core and the built-in ops, then one op library per package of
         # extra sources (linked against the core, loaded RTLD_LOCAL): two packages that both
@@ -646,7 +646,7 @@ class SimBackend(Backend):
     def op_library_candidates(self, package: str | None = None) -> list[str]:
         """The package's own op library first, then the core (the built-in ops), then the
         libraries of sources registered without a package."""
-        from . import simkernels
+        from .sim import kernels as simkernels
 
         own = self.package_libraries.get(package) if package != simkernels.BUILTIN_PACKAGE else None
         if own is None and package in simkernels.sources_by_package():
@@ -655,7 +655,7 @@ class SimBackend(Backend):
         return [lib for lib in (own, self.libraries["opapi"], bare) if lib is not None]
 
     def library_package(self, candidate: str) -> str | None:
-        from . import simkernels
+        from .sim import kernels as simkernels
 
         if candidate == self.libraries["opapi"]:
             return simkernels.BUILTIN_PACKAGE
@@ -665,7 +665,7 @@ class SimBackend(Backend):
         return None
 
     def _missing_op_error(self, meta, searched) -> BackendError:
-        from . import simkernels
+        from .sim import kernels as simkernels
 
         error = super()._missing_op_error(meta, searched)
         late = [str(p) for p in simkernels.extra_sources() if p not in self.sources]
@@ -680,7 +680,7 @@ class SimBackend(Backend):
         return error
 
     def _late_sources_error(self, package: str) -> BackendError:
-        from . import simkernels
+        from .sim import kernels as simkernels
 
         late = [str(p) for p in simkernels.sources_by_package()[package]]
         return BackendError(

@@ -158,7 +158,7 @@ class BoundOp:
         self.outputs = tuple(by_name[name] for name in meta["outputs"])
         self.newest_version = _newest_version(meta)
         self._versions: dict[str | None, str] = {}
-        from . import simkernels
+        from .sim import kernels as simkernels
 
         # the simulator's kernel for it (and its package's C sources); an op is (package, symbol)
         self.package = simkernels.register_op(meta).package

@@ -81,7 +81,7 @@ def sim_ffi() -> cffi.FFI:
     global _SIM
     if _SIM is None:
         base = runtime_ffi()
-        from .simbuild import sim_header_text
+        from .sim.build import sim_header_text
 
         with _lock:
             if _SIM is None:

@@ -29,7 +29,8 @@ import contextlib
 import threading
 from typing import Any, Iterator
 
-from .backend import Backend, CannBackend, SimBackend, cann_not_found, find_cann, select_backend_name
+from .backend import Backend, CannBackend, cann_not_found, find_cann, select_backend_name
+from .sim import SimBackend
 from .errors import AclRuntimeError, BackendError
 
 __all__ = [
@@ -138,7 +139,7 @@ def simulated(
     `simkernels.known_profiles()`: "spec", "vendor", "lenient", ...; or a simkernels.Profile;
     None keeps the current one); restores the previous backend, SoC name, version and profile
     afterwards."""
-    from . import simkernels
+    from .sim import kernels as simkernels
     from .products import family_of, soc_for_family
 
     global _active

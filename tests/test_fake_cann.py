@@ -16,7 +16,7 @@ import fakecann
 from aclnngen.codegen.errors import GenerateError
 from aclnngen.codegen.generate import render_sim_ops
 from aclnngen.runtime import ffi as ffimod
-from aclnngen.runtime.simbuild import SimulatorBuildError, build_simulator
+from aclnngen.runtime.sim.build import SimulatorBuildError, build_simulator
 
 ARCH = fakecann.ARCH
 ALL_OPS = list(fakecann.OPS)

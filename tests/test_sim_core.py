@@ -20,8 +20,8 @@ import cffi
 import numpy as np
 import pytest
 
-from aclnngen.runtime import simbuild
-from aclnngen.runtime.simbuild import SIM_DIR, SimulatorBuildError, build_simulator, sim_header_text
+from aclnngen.runtime.sim import build as simbuild
+from aclnngen.runtime.sim.build import SIM_DIR, SimulatorBuildError, build_simulator, sim_header_text
 
 # Status codes (cann-abi.md 1.1, 2.4)
 OK = 0
@@ -1378,7 +1378,7 @@ def test_concurrent_builds_from_four_processes(tmp_path):
     script = textwrap.dedent(f"""
         import os, sys, time
         from pathlib import Path
-        from aclnngen.runtime.simbuild import build_simulator
+        from aclnngen.runtime.sim.build import build_simulator
         go = Path({str(go)!r})
         while not go.exists():
             time.sleep(0.005)

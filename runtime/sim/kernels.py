@@ -68,9 +68,9 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from . import acl
-from .errors import AclnnValidationError, UnknownSocError
-from .shapes import c_contiguous
+from aclnngen.runtime import acl
+from aclnngen.runtime.errors import AclnnValidationError, UnknownSocError
+from aclnngen.runtime.shapes import c_contiguous
 
 __all__ = [
     "Profile",
@@ -196,7 +196,7 @@ def register_sim_sources(*paths: str | os.PathLike, package: str | None = None) 
 
 
 def _default_source() -> Path:
-    from .ffi import sim_ops_path
+    from .controls import sim_ops_path
 
     return sim_ops_path().resolve()
 
@@ -271,7 +271,7 @@ def entry_for(symbol: str, package: str | None = None) -> OpEntry:
 
 
 def _spec_check(meta, values, *, family, version):
-    from .validation import validate
+    from aclnngen.runtime.validation import validate
 
     validate(meta, values, family=family, version=version)
 
@@ -309,8 +309,8 @@ class Profile:
     def validate(self, meta: Mapping, values: Mapping, *, family: str, version: str) -> None:
         """Raises AclnnValidationError when the simulated library rejects `values`."""
         if self.data is not None:
-            from . import profiles
-            from .validation import validate
+            from aclnngen.runtime import profiles
+            from aclnngen.runtime.validation import validate
 
             validate(profiles.apply(meta, self.data, _profile_version(self.data, version)), values, family=family, version=version)
         elif self.check is not None:
@@ -324,15 +324,15 @@ class Profile:
         """The status for a NULL workspaceSize/executor out-pointer, None when unchecked."""
         if self.data is None:
             return self.null_out_pointer_status
-        from . import profiles
+        from aclnngen.runtime import profiles
 
         checked = profiles.null_out_pointers_checked(self.data, meta["name"], _profile_version(self.data, version))
         return ACLNN_ERR_PARAM_NULLPTR if checked else None
 
 
 def _profile_version(profile: str, version: str) -> str:
-    from . import profiles
-    from .versions import VERSION_HELP, is_version
+    from aclnngen.runtime import profiles
+    from aclnngen.runtime.versions import VERSION_HELP, is_version
 
     if profile != profiles.SPEC and not is_version(str(version)):
         raise ValueError(
@@ -350,7 +350,7 @@ _DATA: dict[str, Profile] = {}
 def known_profiles() -> tuple[str, ...]:
     """Every profile name `use_profile` accepts: the data profiles (`profiles.names()`, "spec"
     first) and the built-in "lenient"."""
-    from . import profiles
+    from aclnngen.runtime import profiles
 
     return tuple(profiles.names()) + tuple(n for n in _BUILTIN if n not in profiles.names())
 
@@ -358,7 +358,7 @@ def known_profiles() -> tuple[str, ...]:
 def _data_profile(name: str) -> Profile:
     found = _DATA.get(name)
     if found is None:
-        from . import profiles
+        from aclnngen.runtime import profiles
 
         if name == profiles.SPEC:
             text = "the spec's own rules (validation.validate); NULL out-pointers -> 161001"
@@ -371,7 +371,7 @@ def _data_profile(name: str) -> Profile:
 def _resolve(profile: str | Profile) -> Profile:
     if isinstance(profile, Profile):
         return profile
-    from . import profiles
+    from aclnngen.runtime import profiles
 
     if isinstance(profile, str):
         if profile in profiles.names():
@@ -528,7 +528,7 @@ class _NotANumber:
 
 
 def read_view(sim_ffi, controls, view) -> list[ViewArg]:
-    from .arrays import numpy_dtype
+    from aclnngen.runtime.arrays import numpy_dtype
 
     n = controls.aclsim_view_num_args(view)
     if n < 0:
@@ -608,7 +608,7 @@ class Kernels:
     """The hook pair of one loaded simulator library (its backend's runtime API and controls)."""
 
     def __init__(self, backend, controls=None):
-        from .ffi import sim_ffi
+        from .controls import sim_ffi
 
         self.backend = backend
         self.controls = controls if controls is not None else backend.controls
@@ -737,7 +737,7 @@ class Kernels:
         return 0
 
     def _version_for_reference(self, meta) -> str:
-        from .versions import is_version
+        from aclnngen.runtime.versions import is_version
 
         version = self.backend.library_version()
         return version if version is not None and is_version(version) else meta["cann_version"]

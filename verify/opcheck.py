@@ -15,10 +15,10 @@ import ml_dtypes
 import numpy as np
 
 from . import cases, directives
-from .errors import AclnnValidationError
+from aclnngen.runtime.errors import AclnnValidationError
 from .numerics import storage_dtype
-from .shapes import NUMPY_DTYPES
-from .validation import validate
+from aclnngen.runtime.shapes import NUMPY_DTYPES
+from aclnngen.runtime.validation import validate
 
 # Unit roundoff per dtype, for the bound of a reduction's error.
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
@@ -374,7 +374,7 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None:
-    from . import session
+    from aclnngen.runtime import session
 
     values = dict(cases.make_values(op.meta, layout, dtype, version=op.version))
     tolerance = op.directives().tolerance(op.name, "binding", family, dtype)
