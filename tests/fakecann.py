@@ -41,6 +41,7 @@ from pathlib import Path
 
 from aclnngen.runtime import backend as backend_mod
 from aclnngen.runtime import ffi as ffimod
+from aclnngen.runtime.sim import controls as simcontrols
 from aclnngen.runtime.sim.build import build_simulator, cache_root
 
 ARCH = backend_mod._arch_dir()
@@ -68,7 +69,7 @@ LAYOUTS: dict[str, dict[str, str]] = {
 def _ops_source(ops: tuple[str, ...] | None) -> Path:
     """sim_ops.c for `ops` (None: all), content-addressed in the cache so builds are reused."""
     if ops is None:
-        return ffimod.sim_ops_path()
+        return simcontrols.sim_ops_path()
     from aclnngen.codegen.generate import render_sim_ops
 
     text = render_sim_ops(ops=ops)
@@ -144,12 +145,12 @@ import importlib, json, sys
 import numpy as np
 from aclnngen.verify import cases
 from aclnngen.runtime import session, ffi as ffimod
-from aclnngen.runtime.sim import kernels as simkernels
+from aclnngen.runtime.sim import controls as simcontrols, kernels as simkernels
 from aclnngen.runtime.errors import AclnnError, BackendError
 
 def install_kernels(b):
     """Tests only: the fake CANN is the simulator, so give its library the Python kernels."""
-    return simkernels.install(b, ffimod.dlopen(ffimod.sim_ffi(), b.libraries["ascendcl"]), key="fake-cann")
+    return simkernels.install(b, ffimod.dlopen(simcontrols.sim_ffi(), b.libraries["ascendcl"]), key="fake-cann")
 
 def op(snake):
     meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META

@@ -22,7 +22,7 @@ from aclnngen.generated import OPS
 from aclnngen.generated.abi import DTYPES, LIBRARIES
 from aclnngen.runtime import arrays, backend as backend_mod, products, session
 from aclnngen.verify import cases
-from aclnngen.runtime.sim import kernels as simkernels
+from aclnngen.runtime.sim import controls as simcontrols, kernels as simkernels
 from aclnngen.runtime.arrays import DeviceArray, DeviceBuffer
 from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
@@ -483,10 +483,10 @@ def test_init_once_and_repeat_initialize_is_not_finalised():
     assert proc.returncode == 0, proc.stderr
     assert "owner ok" in proc.stdout
     code = """
-        from aclnngen.runtime import session, ffi, backend
-        import aclnngen.runtime.sim.build  # noqa
+        from aclnngen.runtime import session, ffi
+        from aclnngen.runtime.sim import SimBackend
         # someone else initialises ACL first, as a host framework would
-        b = backend.SimBackend()
+        b = SimBackend()
         lib = ffi.runtime_ffi().dlopen(b.libraries["ascendcl"])
         assert lib.aclInit(ffi.runtime_ffi().NULL) == 0
         import numpy as np
@@ -566,7 +566,7 @@ def fake_cann(tmp_path_factory):
     from aclnngen.runtime.sim.build import build_simulator
 
     cache = tmp_path_factory.mktemp("fake-cann-cache")
-    path = build_simulator([ffi.sim_ops_path()], abi_header=ffi.runtime_cdef_path(), lib_names=("libfakecann.so",), cache_dir=cache)
+    path = build_simulator([simcontrols.sim_ops_path()], abi_header=ffi.runtime_cdef_path(), lib_names=("libfakecann.so",), cache_dir=cache)
     real = path.resolve()
     home = tmp_path_factory.mktemp("Ascend") / "cann"
     arch = home / f"{backend_mod._arch_dir()}"
@@ -593,7 +593,7 @@ def test_fake_cann_install_runs_the_bindings_unchanged(fake_cann, monkeypatch):
     nn, math = str(home / "lib64" / "libopapi_math.so"), str(home / "lib64" / "libopapi_nn.so")
     assert candidates.index(nn) < candidates.index("libopapi.so") and math in candidates
     # the real library would carry the kernels; this one gets the simulator's Python kernels
-    simkernels.install(b, ffi.dlopen(ffi.sim_ffi(), str(real)), key="fake-cann")
+    simkernels.install(b, ffi.dlopen(simcontrols.sim_ffi(), str(real)), key="fake-cann")
     meta, binding, reference = _op("softshrink_backward")
     values = dict(cases.make_values(meta, "non-contiguous", "float16", version=VERSION))
     inputs, scalars = _split(meta, values)
@@ -628,7 +628,7 @@ def test_on_cann_the_runtime_refuses_what_the_library_may_not_check(fake_cann, m
     monkeypatch.setenv("ASCEND_HOME_PATH", str(home))
     install, _ = backend_mod.find_cann()
     b = backend_mod.CannBackend(install)
-    simkernels.install(b, ffi.dlopen(ffi.sim_ffi(), str(real)), key="fake-cann")
+    simkernels.install(b, ffi.dlopen(simcontrols.sim_ffi(), str(real)), key="fake-cann")
     meta, _, _ = _op("prelu_backward")
     values = dict(cases.make_values(meta, "contiguous", "float32", version=VERSION))
     call = bind(meta)

@@ -1316,7 +1316,7 @@ def test_sources_ship_as_package_data():
     import tomllib
 
     data = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
-    globs = data["tool"]["setuptools"]["package-data"]["aclnngen.runtime"]
+    globs = data["tool"]["setuptools"]["package-data"]["aclnngen.runtime.sim"]
     shipped = {p.name for g in globs for p in SIM_DIR.glob(Path(g).name)}
     assert {p.name for p in SIM_DIR.iterdir() if p.suffix in (".c", ".h")} == shipped
     assert {"aclsim_core.h", "aclsim_controls.h", "aclsim_abi.h"} <= shipped
