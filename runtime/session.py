@@ -235,13 +235,11 @@ class Stream:
 
     def keep(self, *objects) -> None:
         """Keep `objects` (device buffers, arrays, anything) alive until the next synchronize."""
-        from .arrays import DeviceArray, DeviceBuffer
-
         with self._lock:
             for obj in objects:
-                buffer = obj.buffer if isinstance(obj, DeviceArray) else obj
-                if isinstance(buffer, DeviceBuffer):
-                    buffer._busy += 1
+                hold = getattr(obj, "_stream_hold", None)  # device arrays and buffers (arrays.py)
+                if hold is not None:
+                    hold(1)
                 self._pending.append(obj)
 
     @property
@@ -249,14 +247,12 @@ class Stream:
         return len(self._pending)
 
     def _release(self) -> None:
-        from .arrays import DeviceArray, DeviceBuffer
-
         with self._lock:
             pending, self._pending = self._pending, []
         for obj in pending:
-            buffer = obj.buffer if isinstance(obj, DeviceArray) else obj
-            if isinstance(buffer, DeviceBuffer):
-                buffer._busy -= 1
+            hold = getattr(obj, "_stream_hold", None)
+            if hold is not None:
+                hold(-1)
             release = getattr(obj, "_release_after_sync", None)
             if release is not None:
                 release()
