@@ -36,6 +36,7 @@ freed or short memory, the runtime refuses them itself with the same status (161
 from __future__ import annotations
 
 import numbers
+import sys
 import threading
 import weakref
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
 from .validation import validate as validate_values
 from .versions import CannVersion, is_version
 
-__all__ = ["bind", "on_bind", "BoundOp", "Prepared", "tensor_descriptor"]
+__all__ = ["bind", "on_bind", "package_of", "BoundOp", "Prepared", "tensor_descriptor"]
 
 ACL_FORMAT_ND = acl.enum_value("ACL_FORMAT_ND")
 ACLNN_ERR_PARAM_NULLPTR = acl.status_code("ACLNN_ERR_PARAM_NULLPTR")
@@ -74,6 +75,16 @@ def bind(meta: Mapping[str, Any]) -> "BoundOp":
     """The callable behind a generated binding: `call(*params_in_prototype_order, stream=None,
     validate=True)`."""
     return BoundOp(meta)
+
+
+def package_of(meta: Mapping[str, Any]) -> str | None:
+    """The package whose `meta.<snake>` module defines this very META dict (e.g.
+    "aclnngen.generated", or a stand-alone generated package); None for a META of no package."""
+    suffix = f".meta.{meta.get('snake')}"
+    for name, module in list(sys.modules.items()):
+        if name.endswith(suffix) and getattr(module, "META", None) is meta:
+            return name[: -len(suffix)]
+    return None
 
 
 _bind_lock = threading.Lock()

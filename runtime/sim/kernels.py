@@ -71,6 +71,7 @@ import numpy as np
 from aclnngen.generated import abi
 from aclnngen.runtime import acl, profiles
 from aclnngen.runtime.arrays import numpy_dtype
+from aclnngen.runtime.call import package_of as _package_of
 from aclnngen.runtime.errors import AclnnValidationError, UnknownSocError
 from aclnngen.runtime.shapes import c_contiguous
 from aclnngen.runtime.validation import validate
@@ -164,14 +165,6 @@ def split_op_id(op_id: str) -> tuple[str | None, str]:
     package, _, symbol = op_id.rpartition(":")
     return (package or None), symbol
 
-
-def _package_of(meta: Mapping) -> str | None:
-    """The package whose `meta.<snake>` module defines this very META dict."""
-    suffix = f".meta.{meta.get('snake')}"
-    for name, module in list(sys.modules.items()):
-        if name.endswith(suffix) and getattr(module, "META", None) is meta:
-            return name[: -len(suffix)]
-    return None
 
 
 def _package_source(package: str) -> Path | None:
