@@ -55,6 +55,7 @@ from .arrays import (
     device_like,
     upload,
 )
+from .dlpack import bfloat16_from_dlpack
 from .errors import TENSOR_TYPES, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError
 from .shapes import NUMPY_DTYPES, infer_outputs
 from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
@@ -280,8 +281,6 @@ def _as_tensor(value):
         try:
             return np.from_dlpack(value)
         except Exception:  # noqa: BLE001 - NumPy refuses bfloat16; read it ourselves
-            from .dlpack import bfloat16_from_dlpack
-
             found = bfloat16_from_dlpack(value)
             if found is not None:
                 return found

@@ -26,6 +26,9 @@ from pathlib import Path
 
 import yaml
 
+from aclnngen.runtime.products import family_ids
+from aclnngen.runtime.shapes import NUMPY_DTYPES
+
 SCOPE_KEYS = ("op", "test", "family", "dtype")
 TOLERANCE_KEYS = ("rtol", "atol")
 FILE_NAME = "directives.yaml"
@@ -185,9 +188,6 @@ def load(path: Path | None = None) -> Directives:
     path = path or default_path()
     if path is None:
         return Directives()
-    from aclnngen.runtime.products import family_ids
-    from aclnngen.runtime.shapes import NUMPY_DTYPES
-
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
