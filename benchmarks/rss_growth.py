@@ -40,7 +40,7 @@ def rss_bytes() -> int:
 
 
 def _setup(op: str):
-    from aclnngen.runtime import cases
+    from aclnngen.verify import cases
 
     meta = importlib.import_module(f"aclnngen.generated.meta.{op}").META
     binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{op}"), op)

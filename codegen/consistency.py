@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
 import math
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from . import cdecl, formula, names
 from .errors import FieldProblem
-from .model import STATUS_CODES
 from aclnngen.runtime.versions import CannVersion
 
-if TYPE_CHECKING:  # pragma: no cover
+# The two statuses every spec's return-code table must have a row for (the model re-exports it).
+STATUS_CODES = {161001: "ACLNN_ERR_PARAM_NULLPTR", 161002: "ACLNN_ERR_PARAM_INVALID"}
+
+
+if TYPE_CHECKING:  # pragma: no cover - type names only: the model imports this module, not the reverse
     from .model import OpSpec, Parameter
 
 # The C type each role has in the header's first-phase prototype (pointer depth 1 everywhere).
@@ -269,8 +273,6 @@ def versioned_facts(spec: "OpSpec"):
 
 
 def _rules(spec: "OpSpec") -> None:
-    from .model import rule_params
-
     tensors = {p.name for p in spec.parameters if p.is_tensor}
     all_names = {p.name for p in spec.parameters}
     for i, rule in enumerate(spec.rules):
@@ -316,8 +318,6 @@ def _return_codes(spec: "OpSpec") -> None:
                 if not spec.parameter(name).constraints:
                     raise FieldProblem(("return_codes", i, "params", j), f"{name!r} has no constraints for a scalar_range row to test")
         elif row.check in _RULE_CHECKS:
-            from .model import rule_params
-
             covered = {n for r in spec.rules if r.kind == row.check for _, n in rule_params(r)}
             if not any(r.kind == row.check for r in spec.rules):
                 raise FieldProblem(("return_codes", i, "check"), f"no rule of kind {row.check!r} backs this row; add one under 'rules'")
@@ -345,9 +345,20 @@ def _defects(spec: "OpSpec") -> None:
 
 
 def _unknown(what: str, name: str, known: Iterable[str]) -> str:
-    import difflib
-
     known = sorted(known)
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown {what} {name!r}{hint} (known: {', '.join(known)})"
+
+
+def rule_params(rule: Any) -> list[tuple[tuple, str]]:
+    """Every parameter a rule names, with its location inside the rule."""
+    found: list[tuple[tuple, str]] = []
+    for field in ("params", "inputs"):
+        for index, name in enumerate(getattr(rule, field, None) or []):
+            found.append(((field, index), name))
+    for field in ("output", "param", "target", "weight", "input", "grad"):
+        name = getattr(rule, field, None)
+        if isinstance(name, str):
+            found.append(((field,), name))
+    return found

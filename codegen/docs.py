@@ -136,8 +136,8 @@ def reference_page(spec: OpSpec, products: ProductTable, package: str = "aclnnge
 
 def python_example(spec: OpSpec, package: str, version: str) -> list[str]:
     """A short call of the binding, with the shapes, dtype and scalar values the generated tests
-    use for the contiguous case (runtime/cases.py), as lines of Python."""
-    from aclnngen.runtime.cases import make_values
+    use for the contiguous case (verify/cases.py), as lines of Python."""
+    from aclnngen.verify.cases import make_values
     from aclnngen.runtime.validation import supported_dtypes, supported_families
 
     from . import metadata

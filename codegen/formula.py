@@ -3,7 +3,7 @@
 A spec writes each output as an expression string such as
 `where((self > min) & (self < max), grad_output, 0)`. It is parsed with `ast` against a whitelist
 into a small immutable tree, checked (names, arity, booleans versus numbers) and rendered into
-Python that calls the numerics object `m` (runtime/numerics.py). Spec text is never evaluated and
+Python that calls the numerics object `m` (verify/numerics.py). Spec text is never evaluated and
 never copied into rendered code: names are validated identifiers, numbers and strings are
 re-emitted from their parsed values. The grammar is documented in docs/formula-language.md.
 """
@@ -86,7 +86,7 @@ FUNCTIONS: dict[str, Function] = {
             "reduction"),
         _fn("sum", "e:num dims:dims", "sum e over dims (no kept dims)", "reduction"),
         _fn("extern", "kernel:kernel args:*any",
-            "call the hand-written kernel registered in runtime/numerics.py EXTERN_KERNELS",
+            "call the hand-written kernel registered in verify/numerics.py EXTERN_KERNELS",
             "extern"),
     )
 }
@@ -277,7 +277,7 @@ def _suggest(name: str, candidates) -> str:
 
 
 def _extern_kernels() -> Mapping:
-    from aclnngen.runtime.numerics import EXTERN_KERNELS  # late: codegen needs it only for extern
+    from aclnngen.verify.numerics import EXTERN_KERNELS  # late: codegen needs it only for extern
 
     return EXTERN_KERNELS
 
@@ -493,7 +493,7 @@ class _Parser:
                 self.fail(f"{role} must be a string literal naming a registered kernel", arg)
             kernels = _extern_kernels()
             if arg.value not in kernels:
-                self.fail(f"no extern kernel {arg.value!r} is registered in runtime/numerics.py "
+                self.fail(f"no extern kernel {arg.value!r} is registered in verify/numerics.py "
                           f"EXTERN_KERNELS{_suggest(arg.value, kernels)}; registered: "
                           f"{', '.join(sorted(kernels)) or 'none'}", arg)
             return Literal(arg.value, "str")

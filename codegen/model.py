@@ -21,13 +21,13 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchema, model_validator
 
 from . import names
+from .consistency import STATUS_CODES, check_op, rule_params  # defined there, exported here too
 from .errors import FieldProblem
 from aclnngen.runtime.shapes import ALL_DTYPES
 from aclnngen.runtime.versions import VERSION_HELP, holds_at, is_version
 
 C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SNAKE_CASE = re.compile(r"^[a-z_][a-z0-9_]*$")
-STATUS_CODES = {161001: "ACLNN_ERR_PARAM_NULLPTR", 161002: "ACLNN_ERR_PARAM_INVALID"}
 
 # dtype names a spec may use, as NumPy (and ml_dtypes) spell them: one list, the runtime's; the
 # ABI data file maps each to its aclDataType, and a test checks the two agree.
@@ -381,19 +381,6 @@ Rule = Annotated[
 ]
 
 
-def rule_params(rule: Any) -> list[tuple[tuple, str]]:
-    """Every parameter a rule names, with its location inside the rule."""
-    found: list[tuple[tuple, str]] = []
-    for field in ("params", "inputs"):
-        for index, name in enumerate(getattr(rule, field, None) or []):
-            found.append(((field, index), name))
-    for field in ("output", "param", "target", "weight", "input", "grad"):
-        name = getattr(rule, field, None)
-        if isinstance(name, str):
-            found.append(((field,), name))
-    return found
-
-
 # --- formula ---------------------------------------------------------------------------------
 
 
@@ -462,10 +449,10 @@ class AtenOracle(Frozen):
 
 
 class RecipeOracle(Frozen):
-    """A named recipe in runtime/oracle.py (autograd, reshapes, sums)."""
+    """A named recipe in verify/oracle.py (autograd, reshapes, sums)."""
 
     kind: Literal["recipe"]
-    """recipe: a named recipe of runtime/oracle.py."""
+    """recipe: a named recipe of verify/oracle.py."""
     recipe: CIdentifier
     """The recipe's name."""
     args: list[PythonName]
@@ -564,8 +551,6 @@ class OpSpec(Frozen):
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo):
         context = info.context or {}
-        from .consistency import check_op  # deferred: consistency imports the model
-
         check_op(self, context)
         return self
 

@@ -1,12 +1,12 @@
 """Which generated test cases an op gets, with readable ids: computed once, from the spec, at generation.
 
-The generated test module only lists these cases and hands each to aclnngen.runtime.opcheck, which
+The generated test module only lists these cases and hands each to aclnngen.verify.opcheck, which
 builds the data and checks it; the mechanism lives once in the runtime.
 """
 
 from __future__ import annotations
 
-from aclnngen.runtime import cases
+from aclnngen.verify import cases
 from aclnngen.runtime.versions import CannVersion
 
 from . import metadata

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from aclnngen.generated import abi
+
 
 @lru_cache(maxsize=None)
 def _members() -> dict[str, int]:
-    from aclnngen.generated.abi import ENUMS
-
-    return {member: value for members in ENUMS.values() for member, value in members.items()}
+    return {member: value for members in abi.ENUMS.values() for member, value in members.items()}
 
 
 @lru_cache(maxsize=None)
 def _statuses() -> dict[str, int]:
-    from aclnngen.generated.abi import STATUS
-
-    return {name: code for codes in STATUS.values() for code, (name, _) in codes.items()}
+    return {name: code for codes in abi.STATUS.values() for code, (name, _) in codes.items()}
 
 
 def enum_value(member: str) -> int:

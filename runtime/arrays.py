@@ -26,9 +26,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from . import acl
+from aclnngen.generated import abi
+
+from . import acl, session
 from .errors import AclnnError, AclRuntimeError
-from .shapes import c_contiguous
+from .shapes import NUMPY_DTYPES, c_contiguous
 
 __all__ = [
     "ACL_MEM_MALLOC_HUGE_FIRST",
@@ -70,15 +72,11 @@ class ArrayTypeError(ArrayError, TypeError):
 
 
 def _abi_dtypes():
-    from aclnngen.generated.abi import DTYPES
-
-    return DTYPES
+    return abi.DTYPES
 
 
 @functools.lru_cache(maxsize=None)
 def _tables():
-    from .shapes import NUMPY_DTYPES
-
     to_acl: dict[np.dtype, int] = {}
     to_np: dict[int, np.dtype] = {}
     for name, (_, value, itemsize, module) in _abi_dtypes().items():
@@ -128,8 +126,6 @@ def _span(shape, strides) -> int:
 
 
 def _session_backend():
-    from . import session
-
     return session.backend()
 
 
@@ -195,6 +191,10 @@ class DeviceBuffer:
         return self.nbytes == 0 or (
             self.address != 0 and self.backend.alive and self.backend.generation == self.generation
         )
+
+    def _stream_hold(self, delta: int) -> None:
+        """A stream keeps (+1) or releases (-1) this block for a queued launch (session.Stream)."""
+        self._busy += delta
 
     def free(self) -> None:
         """Frees the block now (idempotent). Refused while a queued launch still uses it."""
@@ -282,6 +282,11 @@ class DeviceArray:
             raise ArrayError(
                 f"the view needs {self.storage_size * self.dtype.itemsize} bytes but its buffer has {buffer.nbytes}"
             )
+
+    def _stream_hold(self, delta: int) -> None:
+        """A stream keeps (+1) or releases (-1) this array's block for a queued launch."""
+        if self.buffer is not None:
+            self.buffer._stream_hold(delta)
 
     # -- properties ----------------------------------------------------------------------------
     @property

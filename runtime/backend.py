@@ -16,14 +16,9 @@ the loader. An op's symbols are looked up on its first use only: an op missing f
 raises BackendError naming the op, the CANN version and every library searched, and the other ops
 keep working.
 
-The simulator (`SimBackend`) compiles runtime/sim/*.c with the generated `c/sim_ops.c` through
-`simbuild.build_simulator(abi_header=generated acl_runtime.h)` into the user's cache, and every
-package of extra op sources (registered with `simkernels.register_sim_sources`, or found beside the
-META of a stand-alone generated package) into an op library of its own linked against that core;
-it loads them with the same runtime cdef as CANN and registers the Python kernels of
-runtime/simkernels.py as the prepare/run hooks. Ops are looked up per package
-(`op_functions(meta, package)`); one symbol never serves two packages (OpNamespaceError, see
-docs/runtime-limits.md).
+The simulator is another package (aclnngen.runtime.sim, see its SimBackend): it registers itself
+here with `register_backend("sim", ...)` when imported, and `backend_factory("sim")` imports it by
+name (BACKEND_PROVIDERS) the first time the simulator is chosen, so the call path never imports it.
 
 Both backends expose the same things: `api` (every runtime/tensor function of
 generated/abi.py FUNCTIONS, None for a missing optional one), `ffi`, `libraries` (purpose -> path),
@@ -35,23 +30,28 @@ from __future__ import annotations
 
 import configparser
 import glob
+import importlib
 import itertools
 import os
 import platform
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
+
+from aclnngen.generated import abi
 
 from . import ffi as ffimod
 from . import acl
 from .errors import AclRuntimeError, BackendError, OpNamespaceError
+from .products import family_of
 
 __all__ = [
     "BACKEND_ENV",
     "Backend",
     "CannBackend",
-    "SimBackend",
+    "register_backend",
+    "backend_factory",
     "CannInstall",
     "find_cann",
     "load_backend",
@@ -61,9 +61,6 @@ __all__ = [
 BACKEND_ENV = "ACLNNGEN_BACKEND"
 DEVICE_ENV = "ACLNNGEN_DEVICE"
 BACKEND_NAMES = ("cann", "sim")
-SIM_LIB_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
-SIM_OPS_LIB_NAME = "libaclsim_ops.so"  # a package's own op library (see SimBackend)
-PACKAGE_DEFINE = "ACLSIM_PACKAGE"  # the package name compiled into its entry points' op identity
 VERSION_PACKAGES = (b"cann", b"runtime", b"toolkit", b"opp")
 VERSION_BUFFER = 256
 
@@ -71,12 +68,6 @@ ACL_ERROR_REPEAT_INITIALIZE = acl.status_code("ACL_ERROR_REPEAT_INITIALIZE")
 ACL_MEM_MALLOC_HUGE_FIRST = acl.enum_value("ACL_MEM_MALLOC_HUGE_FIRST")
 
 _generations = itertools.count(1)
-
-
-def _abi():
-    from aclnngen.generated import abi
-
-    return abi
 
 
 def select_backend_name(name: str | None = None) -> str | None:
@@ -103,7 +94,7 @@ class RuntimeApi:
     def __init__(self, libs: Mapping[str, Any], paths: Mapping[str, str]):
         missing = []
         self.optional_missing: list[str] = []
-        for name, (key, optional) in _abi().FUNCTIONS.items():
+        for name, (key, optional) in abi.FUNCTIONS.items():
             fn = ffimod.lookup(libs[key], name)
             if fn is None:
                 if optional:
@@ -241,8 +232,6 @@ class Backend:
         return self.ffi.string(ptr).decode("utf-8", "replace")
 
     def family(self) -> str:
-        from .products import family_of
-
         return family_of(self.soc_name())
 
     def library_version(self) -> str | None:
@@ -419,7 +408,7 @@ def find_cann(env: Mapping[str, str] | None = None) -> tuple[CannInstall | None,
     Raises BackendError when a library file exists but cannot be loaded."""
     env = os.environ if env is None else env
     ffi = ffimod.runtime_ffi()
-    libraries = _abi().LIBRARIES
+    libraries = abi.LIBRARIES
     rt_names = libraries["ascendcl"][1]
     nn_names = libraries["nnopbase"][1]
     searched: list[str] = []
@@ -537,7 +526,7 @@ class CannBackend(Backend):
     def op_library_candidates(self, package: str | None = None) -> list[str]:
         if self._candidates is not None:
             return self._candidates
-        names = _abi().LIBRARIES["opapi"][1]
+        names = abi.LIBRARIES["opapi"][1]
         found: list[str] = _custom_opapi_libs(self.env)
         for name in names:
             for d in self.install.lib_dirs:
@@ -589,186 +578,42 @@ class CannBackend(Backend):
         return None, "unknown (no aclsysGetVersionStr, no ascend_toolkit_install.info)"
 
 
-# --- the simulator ----------------------------------------------------------------------------------
+# --- the registry: backends that live in other packages ------------------------------------------
+
+#: backend kind -> the module that registers it (`register_backend`) when imported. The call path
+#: imports it by name, and only when that backend is chosen: it never imports a backend's
+#: implementation itself (the simulator lives in aclnngen.runtime.sim).
+BACKEND_PROVIDERS: dict[str, str] = {"sim": "aclnngen.runtime.sim"}
+_FACTORIES: dict[str, Callable[[], Backend]] = {}
 
 
-class SimBackend(Backend):
-    kind = "sim"
-
-    def __init__(self, cache_dir: str | os.PathLike | None = None):
-        super().__init__()
-        from . import simkernels
-        from .simbuild import SimulatorBuildError, build_simulator
-
-        # One library for the core and the built-in ops, then one op library per package of
-        # extra sources (linked against the core, loaded RTLD_LOCAL): two packages that both
-        # define aclnnXxx each keep their own, and their entry points name their package.
-        self.sources = [ffimod.sim_ops_path(), *simkernels.extra_sources()]
-        abi_header = ffimod.runtime_cdef_path()
-        try:
-            path = build_simulator(
-                [ffimod.sim_ops_path()],
-                abi_header=abi_header,
-                defines={PACKAGE_DEFINE: _c_string(simkernels.BUILTIN_PACKAGE)},
-                lib_names=SIM_LIB_NAMES,
-                cache_dir=cache_dir,
-            )
-            directory = path.parent
-            self.package_libraries: dict[str | None, str] = {}
-            for package, sources in simkernels.sources_by_package().items():
-                if package is not None:
-                    _check_op_ids(package, sources)
-                lib = build_simulator(
-                    sources,
-                    abi_header=abi_header,
-                    defines={PACKAGE_DEFINE: _c_string(package or "")},
-                    lib_names=(SIM_OPS_LIB_NAME,),
-                    cache_dir=cache_dir,
-                    link_core=directory / SIM_LIB_NAMES[1],
-                )
-                self.package_libraries[package] = str(lib)
-        except SimulatorBuildError as exc:
-            raise BackendError(reason=f"the simulator could not be built: {exc}") from None
-        self.libraries = {
-            "ascendcl": str(directory / SIM_LIB_NAMES[0]),
-            "nnopbase": str(directory / SIM_LIB_NAMES[1]),
-            "opapi": str(directory / SIM_LIB_NAMES[2]),
-        }
-        self.path = str(path)
-        rt = ffimod.dlopen(self.ffi, self.libraries["ascendcl"])
-        nn = ffimod.dlopen(self.ffi, self.libraries["nnopbase"])
-        self.api = RuntimeApi({"ascendcl": rt, "nnopbase": nn}, self.libraries)
-        self.controls = ffimod.dlopen(ffimod.sim_ffi(), self.path)
-        self._soc_setting: str | None = None
-        self._version_setting: str | None = None
-        simkernels.install(self)
-
-    def op_library_candidates(self, package: str | None = None) -> list[str]:
-        """The package's own op library first, then the core (the built-in ops), then the
-        libraries of sources registered without a package."""
-        from . import simkernels
-
-        own = self.package_libraries.get(package) if package != simkernels.BUILTIN_PACKAGE else None
-        if own is None and package in simkernels.sources_by_package():
-            raise self._late_sources_error(package)
-        bare = self.package_libraries.get(None)
-        return [lib for lib in (own, self.libraries["opapi"], bare) if lib is not None]
-
-    def library_package(self, candidate: str) -> str | None:
-        from . import simkernels
-
-        if candidate == self.libraries["opapi"]:
-            return simkernels.BUILTIN_PACKAGE
-        for package, lib in self.package_libraries.items():
-            if lib == candidate:
-                return package
-        return None
-
-    def _missing_op_error(self, meta, searched) -> BackendError:
-        from . import simkernels
-
-        error = super()._missing_op_error(meta, searched)
-        late = [str(p) for p in simkernels.extra_sources() if p not in self.sources]
-        if late:
-            error = BackendError(
-                reason=error.reason,
-                op=error.op,
-                cann_version=error.cann_version,
-                searched=error.searched,
-                hint=_late_hint(late),
-            )
-        return error
-
-    def _late_sources_error(self, package: str) -> BackendError:
-        from . import simkernels
-
-        late = [str(p) for p in simkernels.sources_by_package()[package]]
-        return BackendError(
-            reason=f"the simulator has no entry points of package {package!r} yet",
-            cann_version=self.version(),
-            hint=_late_hint(late),
-        )
-
-    def version_info(self) -> tuple[str | None, str]:
-        version = self.library_version()
-        if version is None:
-            return None, "unknown (the simulator did not answer aclsysGetVersionStr)"
-        return version, "aclsysGetVersionStr (simulator setting)"
-
-    # -- simulator controls --------------------------------------------------------------------
-    def set_soc(self, name: str | None) -> None:
-        arg = self.ffi.NULL if name is None else name.encode()
-        rc = self.controls.aclsim_set_soc_name(arg)
-        if rc != 0:
-            raise ValueError(f"the simulator refused SoC name {name!r}: {self.recent_error()}")
-        self._soc_setting = name
-
-    def set_version(self, version: str | None) -> None:
-        arg = self.ffi.NULL if version is None else str(version).encode()
-        rc = self.controls.aclsim_set_version(arg)
-        if rc != 0:
-            raise ValueError(f"the simulator refused CANN version {version!r}: {self.recent_error()}")
-        self._version_setting = None if version is None else str(version)
-
-    @property
-    def settings(self) -> tuple[str | None, str | None]:
-        """(SoC name, version) set through this backend; None = the simulator's default."""
-        return self._soc_setting, self._version_setting
-
-    def counters(self) -> dict[str, int]:
-        sim = ffimod.sim_ffi()
-        c = sim.new("struct aclsim_counters *")
-        self.controls.aclsim_get_counters(c)
-        return {name: getattr(c, name) for name, _ in sim.typeof("struct aclsim_counters").fields}
-
-    def reset(self) -> None:
-        """Free everything the simulator holds (aclsim_reset) and forget this process's setup."""
-        with self._lock:
-            rc = self.controls.aclsim_reset()
-            if rc != 0:
-                raise AclRuntimeError(status=rc, function="aclsim_reset", detail=self.recent_error() or None)
-            self.alive = False
-            self._initialized = False
-            self._devices_set.clear()
+def register_backend(kind: str, factory: Callable[[], Backend]) -> None:
+    """Makes `factory()` the way to create a backend of `kind` (called by the provider module)."""
+    _FACTORIES[kind] = factory
 
 
-def _check_op_ids(package: str, sources: list[Path]) -> None:
-    """A package's entry points must name their package (ACLSIM_OP_ID): entry points generated
-    before op namespaces pass the bare symbol, which the hooks would resolve to the built-in op
-    of that name."""
-    for src in sources:
-        try:
-            text = Path(src).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise BackendError(reason=f"cannot read simulator source {src}: {exc.strerror or exc}") from None
-        if "sim_prepare(" in text and "ACLSIM_OP_ID(" not in text:
-            raise BackendError(
-                reason=f"{src} of package {package!r} has entry points without their package (ACLSIM_OP_ID)",
-                hint="it was generated by an older aclnngen; run `aclnngen generate --specs ... --out ...` again",
-            )
-
-
-def _late_hint(late: list[str]) -> str:
-    return (
-        "simulator sources were registered after the simulator was built (" + ", ".join(late)
-        + "); import the package before the first call, or call "
-        "aclnngen.runtime.session.reset() to rebuild"
-    )
-
-
-def _c_string(text: str) -> str:
-    """A C string literal for a -D value (package names are checked dotted identifiers)."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def backend_factory(kind: str) -> Callable[[], Backend]:
+    """The factory of backend `kind`, importing its provider module on first use."""
+    factory = _FACTORIES.get(kind)
+    if factory is None:
+        provider = BACKEND_PROVIDERS.get(kind)
+        if provider is None:
+            raise BackendError(reason=f"no provider is known for backend {kind!r}")
+        importlib.import_module(provider)  # registers the factory
+        factory = _FACTORIES.get(kind)
+        if factory is None:
+            raise BackendError(reason=f"{provider} did not register a {kind!r} backend")
+    return factory
 
 
 def load_backend(name: str | None = None, *, env: Mapping[str, str] | None = None) -> Backend:
     """The backend `name` ("cann" | "sim" | None = $ACLNNGEN_BACKEND, else auto)."""
     chosen = select_backend_name(name)
     if chosen == "sim":
-        return SimBackend()
+        return backend_factory("sim")()
     install, searched = find_cann(env)
     if install is not None:
         return CannBackend(install, env)
     if chosen == "cann":
         raise cann_not_found(searched)
-    return SimBackend()
+    return backend_factory("sim")()

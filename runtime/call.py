@@ -36,9 +36,11 @@ freed or short memory, the runtime refuses them itself with the same status (161
 from __future__ import annotations
 
 import numbers
+import sys
+import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -53,13 +55,14 @@ from .arrays import (
     device_like,
     upload,
 )
-from .errors import TENSOR_TYPES, AclnnStatusError, AclnnValidationError, CallOrderError
-from .shapes import infer_outputs
+from .dlpack import bfloat16_from_dlpack
+from .errors import TENSOR_TYPES, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError
+from .shapes import NUMPY_DTYPES, infer_outputs
 from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
 from .validation import validate as validate_values
 from .versions import CannVersion, is_version
 
-__all__ = ["bind", "BoundOp", "Prepared", "tensor_descriptor"]
+__all__ = ["bind", "on_bind", "package_of", "BoundOp", "Prepared", "tensor_descriptor"]
 
 ACL_FORMAT_ND = acl.enum_value("ACL_FORMAT_ND")
 ACLNN_ERR_PARAM_NULLPTR = acl.status_code("ACLNN_ERR_PARAM_NULLPTR")
@@ -73,6 +76,40 @@ def bind(meta: Mapping[str, Any]) -> "BoundOp":
     """The callable behind a generated binding: `call(*params_in_prototype_order, stream=None,
     validate=True)`."""
     return BoundOp(meta)
+
+
+def package_of(meta: Mapping[str, Any]) -> str | None:
+    """The package whose `meta.<snake>` module defines this very META dict (e.g.
+    "aclnngen.generated", or a stand-alone generated package); None for a META of no package."""
+    suffix = f".meta.{meta.get('snake')}"
+    for name, module in list(sys.modules.items()):
+        if name.endswith(suffix) and getattr(module, "META", None) is meta:
+            return name[: -len(suffix)]
+    return None
+
+
+_bind_lock = threading.Lock()
+_bound: list[Mapping[str, Any]] = []  # every META bound so far, in order
+_bind_listeners: list[Callable[[Mapping[str, Any]], Any]] = []
+
+
+def on_bind(listener: Callable[[Mapping[str, Any]], Any]) -> None:
+    """Calls `listener(meta)` for every op bound so far and for every op bound from now on. The
+    simulator (aclnngen.runtime.sim) registers its kernels this way; the call path knows no
+    listener by name."""
+    with _bind_lock:
+        _bind_listeners.append(listener)
+        bound = list(_bound)
+    for meta in bound:
+        listener(meta)
+
+
+def _announce(meta: Mapping[str, Any]) -> None:
+    with _bind_lock:
+        _bound.append(meta)
+        listeners = list(_bind_listeners)
+    for listener in listeners:
+        listener(meta)
 
 
 @dataclass(frozen=True)
@@ -96,8 +133,6 @@ def _param(index: int, p: Mapping) -> _Param:
     if role in _TENSOR_ROLES:
         return _Param(index, p["name"], p["py"], role, "tensor", bool(p.get("optional")), role == "output")
     if role in _SCALAR_ROLES:
-        from .shapes import NUMPY_DTYPES
-
         dtype_name = p.get("scalar_dtype") or DEFAULT_SCALAR_DTYPE
         np_dtype = NUMPY_DTYPES.get(dtype_name) or np.dtype(dtype_name)
         return _Param(
@@ -158,10 +193,9 @@ class BoundOp:
         self.outputs = tuple(by_name[name] for name in meta["outputs"])
         self.newest_version = _newest_version(meta)
         self._versions: dict[str | None, str] = {}
-        from . import simkernels
-
-        # the simulator's kernel for it (and its package's C sources); an op is (package, symbol)
-        self.package = simkernels.register_op(meta).package
+        # the op is (package, symbol); listeners such as the simulator's kernels learn of it
+        self.package = package_of(meta)
+        _announce(meta)
 
     def __repr__(self) -> str:
         return f"<aclnn binding {self.symbol}({', '.join(p.py for p in self.params)})>"
@@ -227,8 +261,6 @@ def _stream_backend(stream):
     if b is None:
         return session_mod.backend()  # a raw aclrtStream handle: the active backend's
     if not b.alive:
-        from .errors import BackendError
-
         raise BackendError(reason=f"the stream belongs to a {b.kind} backend that was shut down or reset")
     b.ensure_thread()
     return b
@@ -249,8 +281,6 @@ def _as_tensor(value):
         try:
             return np.from_dlpack(value)
         except Exception:  # noqa: BLE001 - NumPy refuses bfloat16; read it ourselves
-            from .dlpack import bfloat16_from_dlpack
-
             found = bfloat16_from_dlpack(value)
             if found is not None:
                 return found

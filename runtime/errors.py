@@ -29,6 +29,8 @@ _names: dict[str, dict[int, str]] = {}
 def _table(kind: str) -> dict[int, str]:
     found = _names.get(kind)
     if found is None:
+        # deferred: generated data; codegen imports this module (through validation) and must run
+        # while generated/ is missing or stale
         from aclnngen.generated.abi import STATUS
 
         found = _names[kind] = {int(code): name for code, (name, _meaning) in STATUS[kind].items()}

@@ -2,14 +2,13 @@
 
 - `runtime_ffi()`: one process-wide `cffi.FFI` whose cdef is the generated
   generated/c/acl_runtime.h, read as text (the same text the simulator compiles against).
-- `sim_ffi()`: the simulator-only controls (runtime/sim/aclsim_controls.h), in an FFI that
-  `include`s the runtime FFI, so handles and callbacks share one type system.
 - `op_ffi(meta)`: an FFI for one op's two prototypes (META["cdef"]), including the runtime FFI;
   parsed on first use of the op and cached.
 - `dlopen(ffi, path_or_name)`: `ffi.dlopen` that turns loader failures into `OSError` text.
 - `lookup(lib, name)`: a symbol of a loaded library, or None when the library does not export it.
 
-Nothing here loads a library by itself; backend.py decides which files to load.
+Nothing here loads a library by itself; backend.py decides which files to load. The simulator's
+own controls have their FFI in aclnngen.runtime.sim.controls.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ __all__ = [
     "runtime_cdef_path",
     "runtime_cdef",
     "runtime_ffi",
-    "sim_ffi",
     "op_ffi",
     "dlopen",
     "lookup",
@@ -40,11 +38,6 @@ _lock = threading.Lock()
 def runtime_cdef_path() -> Path:
     """generated/c/acl_runtime.h as installed (package data of aclnngen.generated)."""
     return Path(str(resources.files("aclnngen.generated") / "c" / "acl_runtime.h"))
-
-
-def sim_ops_path() -> Path:
-    """generated/c/sim_ops.c: the simulator entry points of the ops in aclnngen.generated."""
-    return Path(str(resources.files("aclnngen.generated") / "c" / "sim_ops.c"))
 
 
 @lru_cache(maxsize=None)
@@ -60,7 +53,6 @@ def runtime_cdef() -> str:
 
 
 _RUNTIME: cffi.FFI | None = None
-_SIM: cffi.FFI | None = None
 _OPS: dict[tuple[str, str], cffi.FFI] = {}
 
 
@@ -74,22 +66,6 @@ def runtime_ffi() -> cffi.FFI:
                 ffi.cdef(runtime_cdef())
                 _RUNTIME = ffi
     return _RUNTIME
-
-
-def sim_ffi() -> cffi.FFI:
-    """The FFI of the simulator's own controls (hooks, SoC name, version, counters, view)."""
-    global _SIM
-    if _SIM is None:
-        base = runtime_ffi()
-        from .simbuild import sim_header_text
-
-        with _lock:
-            if _SIM is None:
-                ffi = cffi.FFI()
-                ffi.include(base)
-                ffi.cdef(sim_header_text("aclsim_controls.h"))
-                _SIM = ffi
-    return _SIM
 
 
 def op_ffi(meta: Mapping[str, Any]) -> cffi.FFI:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Mapping
 
+from aclnngen.generated import products as generated_products
+
 from .errors import UnknownSocError
 
 __all__ = [
@@ -28,9 +30,7 @@ PREFIX_SUFFIX = "9579"
 
 def families() -> list[Mapping]:
     """The generated product table (list of dicts: id, label, doc_names, soc_names, soc_prefixes)."""
-    from aclnngen.generated.products import FAMILIES
-
-    return FAMILIES
+    return generated_products.FAMILIES
 
 
 def family_ids() -> tuple[str, ...]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 import os
 
+from aclnngen.generated import profiles as generated_profiles
+
 from .versions import CannVersion
 
 SPEC = "spec"
@@ -17,9 +19,7 @@ NULL_CHECKED = "checked"
 
 
 def _table() -> dict:
-    from aclnngen.generated.profiles import PROFILES
-
-    return PROFILES
+    return generated_profiles.PROFILES
 
 
 def names() -> tuple[str, ...]:

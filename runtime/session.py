@@ -15,7 +15,7 @@
 - `simulated(family=..., version=..., soc=None, profile=None)`: for tests and audits; selects the
   simulator, sets its SoC name to one of the family (the first exact name, or prefix + "9579"), its
   CANN version and the behaviour profile its library checks by ("spec", "vendor", "lenient", see
-  simkernels), and restores the previous backend and settings afterwards.
+  aclnngen.runtime.sim.kernels), and restores the previous backend and settings afterwards.
 - `family()`: the product family from aclrtGetSocName() (runtime/products.py); an unknown SoC raises
   UnknownSocError. `version()`: the CANN version (the simulator: its configured version).
 - `reset()`: shut the active backend down (the simulator: free everything) so that the next call
@@ -29,8 +29,9 @@ import contextlib
 import threading
 from typing import Any, Iterator
 
-from .backend import Backend, CannBackend, SimBackend, cann_not_found, find_cann, select_backend_name
+from .backend import Backend, CannBackend, backend_factory, cann_not_found, find_cann, select_backend_name
 from .errors import AclRuntimeError, BackendError
+from .products import family_of, soc_for_family
 
 __all__ = [
     "Stream",
@@ -52,7 +53,7 @@ __all__ = [
 _lock = threading.RLock()
 _active: Backend | None = None
 _requested: str | None = None
-_sim: SimBackend | None = None  # the simulator, once loaded (shared by simulated())
+_sim: Backend | None = None  # the simulator, once loaded (shared by simulated())
 _registered: set[int] = set()
 
 
@@ -98,11 +99,13 @@ def backend() -> Backend:
     return b
 
 
-def _sim_backend() -> SimBackend:
+def _sim_backend() -> Backend:
+    """The simulator (aclnngen.runtime.sim's SimBackend), created through the backend registry:
+    the session imports no simulator code itself."""
     global _sim
     with _lock:
         if _sim is None or not _sim.alive:
-            _sim = _register(SimBackend())
+            _sim = _register(backend_factory("sim")())
         return _sim
 
 
@@ -132,24 +135,21 @@ def simulated(
     version: str | None = None,
     soc: str | None = None,
     profile: Any = None,
-) -> Iterator[SimBackend]:
+) -> Iterator[Backend]:
     """Run the body on the simulator as product `family` (or SoC `soc`) at CANN `version`, its
     library checking parameters by behaviour profile `profile` (a name of
-    `simkernels.known_profiles()`: "spec", "vendor", "lenient", ...; or a simkernels.Profile;
-    None keeps the current one); restores the previous backend, SoC name, version and profile
-    afterwards."""
-    from . import simkernels
-    from .products import family_of, soc_for_family
-
+    `aclnngen.runtime.sim.kernels.known_profiles()`: "spec", "vendor", "lenient", ...; or a
+    kernels.Profile; None keeps the current one); restores the previous backend, SoC name,
+    version and profile afterwards."""
     global _active
     if soc is None and family is not None:
         soc = soc_for_family(family)
     elif soc is not None and family is not None and family_of(soc) != family:
         raise ValueError(f"SoC {soc!r} belongs to family {family_of(soc)!r}, not {family!r}")
-    if profile is not None:
-        simkernels.resolve_profile(profile)  # an unknown name fails before anything changes
-    profile_scope = simkernels.use_profile(profile) if profile is not None else contextlib.nullcontext()
     sim = _sim_backend()
+    # the simulator's own interface (SimBackend.use_profile): an unknown name fails here, before
+    # anything changes
+    profile_scope = sim.use_profile(profile) if profile is not None else contextlib.nullcontext()
     with _lock:
         previous_backend = _active
         previous_soc, previous_version = sim.settings
@@ -235,13 +235,11 @@ class Stream:
 
     def keep(self, *objects) -> None:
         """Keep `objects` (device buffers, arrays, anything) alive until the next synchronize."""
-        from .arrays import DeviceArray, DeviceBuffer
-
         with self._lock:
             for obj in objects:
-                buffer = obj.buffer if isinstance(obj, DeviceArray) else obj
-                if isinstance(buffer, DeviceBuffer):
-                    buffer._busy += 1
+                hold = getattr(obj, "_stream_hold", None)  # device arrays and buffers (arrays.py)
+                if hold is not None:
+                    hold(1)
                 self._pending.append(obj)
 
     @property
@@ -249,14 +247,12 @@ class Stream:
         return len(self._pending)
 
     def _release(self) -> None:
-        from .arrays import DeviceArray, DeviceBuffer
-
         with self._lock:
             pending, self._pending = self._pending, []
         for obj in pending:
-            buffer = obj.buffer if isinstance(obj, DeviceArray) else obj
-            if isinstance(buffer, DeviceBuffer):
-                buffer._busy -= 1
+            hold = getattr(obj, "_stream_hold", None)
+            if hold is not None:
+                hold(-1)
             release = getattr(obj, "_release_after_sync", None)
             if release is not None:
                 release()
@@ -328,7 +324,7 @@ def reset() -> None:
         b, _active = _active, None
         if b is None:
             return
-        if isinstance(b, SimBackend):
+        if b.kind == "sim":
             b.reset()
             _sim = None
         else:

@@ -34,6 +34,7 @@ import numpy as np
 
 from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnValidationError
 from .shapes import (
+    NUMPY_DTYPES,
     MetaCache,
     broadcast_shapes,
     BroadcastError,
@@ -508,8 +509,6 @@ def scalar_misfit(value: Any, dtype: str) -> str | None:
     "int64", ...) without changing it, or None when it fits. A finite float that would become
     inf, an integer out of range or with a fraction, do not fit; NaN and +-inf are float values
     and fit any float dtype."""
-    from .shapes import NUMPY_DTYPES
-
     target = NUMPY_DTYPES.get(dtype) or np.dtype(dtype)
     try:
         text = repr(value)

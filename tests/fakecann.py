@@ -23,7 +23,7 @@ The library answers aclsysGetVersionStr with 8.5.0 (the simulator's default) whi
 says 8.3.RC1, so a test can tell which source a version came from; the `no-version-api` layout
 uses a core built with -DACLSIM_NO_VERSION_API (no aclsysGetVersionStr/Num at all).
 
-The fake CANN is the simulator, so its kernels are the Python hooks of runtime/simkernels.py. The
+The fake CANN is the simulator, so its kernels are the Python hooks of runtime/sim/kernels.py. The
 production CannBackend never installs simulator hooks (a real CANN has no aclsim_* controls);
 the scenario scripts do it themselves with `install_kernels(b)` (PRELUDE), exactly as
 tests/test_runtime.py does in-process.
@@ -41,7 +41,8 @@ from pathlib import Path
 
 from aclnngen.runtime import backend as backend_mod
 from aclnngen.runtime import ffi as ffimod
-from aclnngen.runtime.simbuild import build_simulator, cache_root
+from aclnngen.runtime.sim import controls as simcontrols
+from aclnngen.runtime.sim.build import build_simulator, cache_root
 
 ARCH = backend_mod._arch_dir()
 LIBRARY_VERSION = "8.5.0"  # the simulator's aclsysGetVersionStr answer (its default)
@@ -68,7 +69,7 @@ LAYOUTS: dict[str, dict[str, str]] = {
 def _ops_source(ops: tuple[str, ...] | None) -> Path:
     """sim_ops.c for `ops` (None: all), content-addressed in the cache so builds are reused."""
     if ops is None:
-        return ffimod.sim_ops_path()
+        return simcontrols.sim_ops_path()
     from aclnngen.codegen.generate import render_sim_ops
 
     text = render_sim_ops(ops=ops)
@@ -142,12 +143,14 @@ _SCRUBBED = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_CUSTOM_OPP_PATH"
 PRELUDE = '''
 import importlib, json, sys
 import numpy as np
-from aclnngen.runtime import cases, session, simkernels, ffi as ffimod
+from aclnngen.verify import cases
+from aclnngen.runtime import session, ffi as ffimod
+from aclnngen.runtime.sim import controls as simcontrols, kernels as simkernels
 from aclnngen.runtime.errors import AclnnError, BackendError
 
 def install_kernels(b):
     """Tests only: the fake CANN is the simulator, so give its library the Python kernels."""
-    return simkernels.install(b, ffimod.dlopen(ffimod.sim_ffi(), b.libraries["ascendcl"]), key="fake-cann")
+    return simkernels.install(b, ffimod.dlopen(simcontrols.sim_ffi(), b.libraries["ascendcl"]), key="fake-cann")
 
 def op(snake):
     meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META

@@ -7,7 +7,7 @@ import contextlib
 import gc
 
 from aclnngen.runtime import session
-from aclnngen.runtime.opcheck import same_bits
+from aclnngen.verify.opcheck import same_bits
 
 __all__ = ["LEAK_FIELDS", "sim_backend", "leak_counters", "no_leaks_around", "same_bits"]
 

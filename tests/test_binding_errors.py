@@ -14,7 +14,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from aclnngen.runtime import cases, session, simkernels
+from aclnngen.verify import cases
+from aclnngen.runtime import session
+from aclnngen.runtime.sim import kernels as simkernels
 from aclnngen.runtime.arrays import ArrayError, DeviceArray, UnsupportedDtypeError
 from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import (
@@ -240,7 +242,7 @@ def test_freed_device_array():
 
 
 def test_device_array_of_another_backend(tmp_path):
-    from aclnngen.runtime.backend import SimBackend
+    from aclnngen.runtime.sim import SimBackend
 
     other = SimBackend(cache_dir=tmp_path)  # a private simulator: another library instance
     try:

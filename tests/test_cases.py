@@ -12,7 +12,7 @@ import pytest
 
 from aclnngen.codegen.loader import load_all
 from aclnngen.codegen.metadata import build
-from aclnngen.runtime.cases import (
+from aclnngen.verify.cases import (
     ALL_DTYPES,
     SHAPE_CASES,
     applicable_cases,

@@ -1,4 +1,4 @@
-"""Directives cannot be wrong silently (runtime/directives.py, runtime/pytest_plugin.py): unknown
+"""Directives cannot be wrong silently (verify/directives.py, verify/pytest_plugin.py): unknown
 keys, tests, families, dtypes, ops and expected failures that match nothing are errors; `case`
 takes a list or a glob; a tolerance applies to bit-exact outputs too, or is refused; a mismatch
 prints both values exactly."""
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from aclnngen.generated import OPS
-from aclnngen.runtime import cases, directives, opcheck
+from aclnngen.verify import cases, directives, opcheck
 from aclnngen.runtime.call import _newest_version
 
 REPO = Path(__file__).resolve().parents[1]

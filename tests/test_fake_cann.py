@@ -16,7 +16,8 @@ import fakecann
 from aclnngen.codegen.errors import GenerateError
 from aclnngen.codegen.generate import render_sim_ops
 from aclnngen.runtime import ffi as ffimod
-from aclnngen.runtime.simbuild import SimulatorBuildError, build_simulator
+from aclnngen.runtime.sim import controls as simcontrols
+from aclnngen.runtime.sim.build import SimulatorBuildError, build_simulator
 
 ARCH = fakecann.ARCH
 ALL_OPS = list(fakecann.OPS)
@@ -35,7 +36,7 @@ def _info(home):
 
 def test_render_sim_ops_reuses_the_template_and_selects_ops():
     full = render_sim_ops()
-    assert full == ffimod.sim_ops_path().read_text(encoding="utf-8"), "must equal generated/c/sim_ops.c"
+    assert full == simcontrols.sim_ops_path().read_text(encoding="utf-8"), "must equal generated/c/sim_ops.c"
     subset = render_sim_ops(ops=["gelu_backward", "HardtanhBackward"])
     assert "aclnnGeluBackwardGetWorkspaceSize(" in subset and "aclnnHardtanhBackward(" in subset
     assert "Swish" not in subset and "Prelu" not in subset and "Softshrink" not in subset
@@ -161,7 +162,7 @@ def test_missing_op_names_op_version_and_libraries_and_the_others_keep_working(f
         """
         b = session.backend()
         kernels = install_kernels(b)
-        sim = ffimod.sim_ffi()
+        sim = simcontrols.sim_ffi()
 
         def counters():
             c = sim.new("struct aclsim_counters *")
@@ -292,7 +293,7 @@ def test_the_cann_backend_never_installs_simulator_hooks(fake_cann_homes):
         except AclnnStatusError as exc:
             status = exc.status
         emit({"kind": b.kind, "status": status, "controls": hasattr(b, "controls"),
-              "sim_ffi_made": ffimod._SIM is not None})
+              "sim_ffi_made": simcontrols._SIM is not None})
         """,
         fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"])),
     )

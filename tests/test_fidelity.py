@@ -22,7 +22,9 @@ import numpy as np
 import pytest
 
 from aclnngen.generated import OPS
-from aclnngen.runtime import cases, errors, profiles, session, simkernels
+from aclnngen.verify import cases
+from aclnngen.runtime import errors, profiles, session
+from aclnngen.runtime.sim import kernels as simkernels
 from aclnngen.runtime.arrays import ArrayError, DeviceArray
 from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError

@@ -31,8 +31,8 @@ from aclnngen.codegen.formula import (
     render_program,
     render_python,
 )
-from aclnngen.runtime import numerics
-from aclnngen.runtime.numerics import evaluate
+from aclnngen.verify import numerics
+from aclnngen.verify.numerics import evaluate
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "formula-language.md"
 LOC = ("formula", "outputs", "grad_input")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from aclnngen.runtime import simkernels
+from aclnngen.runtime.sim import kernels as simkernels
 from aclnngen.runtime.errors import OpNamespaceError
 
 from simtools import sim_backend
@@ -90,7 +90,7 @@ def test_a_custom_op_named_like_a_builtin_keeps_both_behaviours(twin):
     print(json.dumps({"builtin": bits(builtin(*args))}))
     """, pkg_root)
     both = _run(_PRELUDE.format(snake=snake) + """
-    from aclnngen.runtime import simkernels
+    from aclnngen.runtime.sim import kernels as simkernels
     custom = getattr(importlib.import_module("twin_ops.ops." + snake), snake)
     first = bits(builtin(*args))
     mine = custom(*args)
@@ -164,7 +164,7 @@ def test_directives_are_scoped_by_package(tmp_path, monkeypatch):
     """Guard: directives are found beside the tests they are about (directives.near), so the
     repository's file reaches the built-in ops' tests only, never a custom package's op of the same
     name, and a package's own file reaches its own tests."""
-    from aclnngen.runtime import directives
+    from aclnngen.verify import directives
 
     monkeypatch.delenv(directives.ENV, raising=False)
     repo_file = (REPO / "tests" / directives.FILE_NAME).resolve()
@@ -183,7 +183,7 @@ def test_directives_are_scoped_by_package(tmp_path, monkeypatch):
 def test_generated_cases_are_marked_with_their_package(twin):
     import importlib
 
-    from aclnngen.runtime.opcheck import OpUnderTest
+    from aclnngen.verify.opcheck import OpUnderTest
 
     snake, meta, _ = twin
     reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")

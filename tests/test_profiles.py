@@ -8,7 +8,8 @@ import pytest
 from aclnngen.codegen.errors import SpecError
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_all
 from aclnngen.codegen.profiles import load_profiles
-from aclnngen.runtime import cases, profiles
+from aclnngen.verify import cases
+from aclnngen.runtime import profiles
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.validation import validate
 

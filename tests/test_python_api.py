@@ -17,7 +17,7 @@ import pytest
 
 import aclnngen
 from aclnngen.generated import OPS
-from aclnngen.runtime import cases, opcheck
+from aclnngen.verify import cases, opcheck
 from aclnngen.runtime.call import _newest_version
 from aclnngen.runtime.errors import AclnnValidationError
 

@@ -20,7 +20,9 @@ import pytest
 
 from aclnngen.generated import OPS
 from aclnngen.generated.abi import DTYPES, LIBRARIES
-from aclnngen.runtime import arrays, backend as backend_mod, cases, products, session, simkernels
+from aclnngen.runtime import arrays, backend as backend_mod, products, session
+from aclnngen.verify import cases
+from aclnngen.runtime.sim import controls as simcontrols, kernels as simkernels
 from aclnngen.runtime.arrays import DeviceArray, DeviceBuffer
 from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
@@ -481,10 +483,10 @@ def test_init_once_and_repeat_initialize_is_not_finalised():
     assert proc.returncode == 0, proc.stderr
     assert "owner ok" in proc.stdout
     code = """
-        from aclnngen.runtime import session, ffi, backend
-        import aclnngen.runtime.simbuild  # noqa
+        from aclnngen.runtime import session, ffi
+        from aclnngen.runtime.sim import SimBackend
         # someone else initialises ACL first, as a host framework would
-        b = backend.SimBackend()
+        b = SimBackend()
         lib = ffi.runtime_ffi().dlopen(b.libraries["ascendcl"])
         assert lib.aclInit(ffi.runtime_ffi().NULL) == 0
         import numpy as np
@@ -561,10 +563,10 @@ def test_no_cann_and_forced_cann_is_a_clear_error(monkeypatch, tmp_path):
 def fake_cann(tmp_path_factory):
     """A CANN install laid out like the real one, whose libraries are a private simulator build."""
     from aclnngen.runtime import ffi
-    from aclnngen.runtime.simbuild import build_simulator
+    from aclnngen.runtime.sim.build import build_simulator
 
     cache = tmp_path_factory.mktemp("fake-cann-cache")
-    path = build_simulator([ffi.sim_ops_path()], abi_header=ffi.runtime_cdef_path(), lib_names=("libfakecann.so",), cache_dir=cache)
+    path = build_simulator([simcontrols.sim_ops_path()], abi_header=ffi.runtime_cdef_path(), lib_names=("libfakecann.so",), cache_dir=cache)
     real = path.resolve()
     home = tmp_path_factory.mktemp("Ascend") / "cann"
     arch = home / f"{backend_mod._arch_dir()}"
@@ -591,7 +593,7 @@ def test_fake_cann_install_runs_the_bindings_unchanged(fake_cann, monkeypatch):
     nn, math = str(home / "lib64" / "libopapi_math.so"), str(home / "lib64" / "libopapi_nn.so")
     assert candidates.index(nn) < candidates.index("libopapi.so") and math in candidates
     # the real library would carry the kernels; this one gets the simulator's Python kernels
-    simkernels.install(b, ffi.dlopen(ffi.sim_ffi(), str(real)), key="fake-cann")
+    simkernels.install(b, ffi.dlopen(simcontrols.sim_ffi(), str(real)), key="fake-cann")
     meta, binding, reference = _op("softshrink_backward")
     values = dict(cases.make_values(meta, "non-contiguous", "float16", version=VERSION))
     inputs, scalars = _split(meta, values)
@@ -626,7 +628,7 @@ def test_on_cann_the_runtime_refuses_what_the_library_may_not_check(fake_cann, m
     monkeypatch.setenv("ASCEND_HOME_PATH", str(home))
     install, _ = backend_mod.find_cann()
     b = backend_mod.CannBackend(install)
-    simkernels.install(b, ffi.dlopen(ffi.sim_ffi(), str(real)), key="fake-cann")
+    simkernels.install(b, ffi.dlopen(simcontrols.sim_ffi(), str(real)), key="fake-cann")
     meta, _, _ = _op("prelu_backward")
     values = dict(cases.make_values(meta, "contiguous", "float32", version=VERSION))
     call = bind(meta)
@@ -713,7 +715,8 @@ def test_standalone_package_brings_its_own_sim_sources(tmp_path):
         from custompkg.ops.my_gelu_backward import my_gelu_backward
         from custompkg.ops.gelu_backward import gelu_backward
         from aclnngen.generated.reference.gelu_backward import reference
-        from aclnngen.runtime import simkernels, session
+        from aclnngen.runtime.sim import kernels as simkernels
+        from aclnngen.runtime import session
         assert any("custompkg" in str(p) for p in simkernels.extra_sources())
         g, x = np.ones(4, np.float32), np.linspace(-1, 1, 4).astype(np.float32)
         a = my_gelu_backward(g, x)
@@ -730,7 +733,8 @@ def test_standalone_package_brings_its_own_sim_sources(tmp_path):
 def test_sources_registered_late_need_a_reset(tmp_path):
     code = f"""
         import numpy as np
-        from aclnngen.runtime import session, simkernels
+        from aclnngen.runtime import session
+        from aclnngen.runtime.sim import kernels as simkernels
         from aclnngen.runtime.call import bind
         from aclnngen.runtime.errors import BackendError
         from aclnngen.generated.meta.gelu_backward import META
@@ -813,7 +817,7 @@ def test_run_command_fails_when_the_library_disagrees(tmp_path):
     """A simulator kernel that computes something else makes `aclnngen run` exit 1."""
     code = """
         import sys
-        from aclnngen.runtime import simkernels
+        from aclnngen.runtime.sim import kernels as simkernels
         from aclnngen.codegen.cli import main
         original = simkernels.Kernels._run
         def wrong(self, op, view, ws, wss, msg, cap):

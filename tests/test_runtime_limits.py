@@ -21,7 +21,7 @@ import pytest
 from aclnngen.runtime import acl, session
 from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnValidationError, AclRuntimeError, CallOrderError
-from aclnngen.runtime.simbuild import DIGEST_NAME, REAL_NAME, TIMEOUT_ENV, SimulatorBuildError, build_simulator
+from aclnngen.runtime.sim.build import DIGEST_NAME, REAL_NAME, TIMEOUT_ENV, SimulatorBuildError, build_simulator
 
 from simtools import leak_counters, sim_backend
 
@@ -99,7 +99,7 @@ def test_processes_that_find_a_corrupted_library_at_once_rebuild_it_once(tmp_pat
     script = textwrap.dedent(f"""
         import hashlib, time
         from pathlib import Path
-        from aclnngen.runtime.simbuild import build_simulator
+        from aclnngen.runtime.sim.build import build_simulator
         while not Path({str(go)!r}).exists():
             time.sleep(0.005)
         path = build_simulator(cache_dir={str(cache)!r})

@@ -20,8 +20,8 @@ import cffi
 import numpy as np
 import pytest
 
-from aclnngen.runtime import simbuild
-from aclnngen.runtime.simbuild import SIM_DIR, SimulatorBuildError, build_simulator, sim_header_text
+from aclnngen.runtime.sim import build as simbuild
+from aclnngen.runtime.sim.build import SIM_DIR, SimulatorBuildError, build_simulator, sim_header_text
 
 # Status codes (cann-abi.md 1.1, 2.4)
 OK = 0
@@ -1316,7 +1316,7 @@ def test_sources_ship_as_package_data():
     import tomllib
 
     data = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
-    globs = data["tool"]["setuptools"]["package-data"]["aclnngen.runtime"]
+    globs = data["tool"]["setuptools"]["package-data"]["aclnngen.runtime.sim"]
     shipped = {p.name for g in globs for p in SIM_DIR.glob(Path(g).name)}
     assert {p.name for p in SIM_DIR.iterdir() if p.suffix in (".c", ".h")} == shipped
     assert {"aclsim_core.h", "aclsim_controls.h", "aclsim_abi.h"} <= shipped
@@ -1378,7 +1378,7 @@ def test_concurrent_builds_from_four_processes(tmp_path):
     script = textwrap.dedent(f"""
         import os, sys, time
         from pathlib import Path
-        from aclnngen.runtime.simbuild import build_simulator
+        from aclnngen.runtime.sim.build import build_simulator
         go = Path({str(go)!r})
         while not go.exists():
             time.sleep(0.005)

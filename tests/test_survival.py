@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from aclnngen.generated import OPS
-from aclnngen.runtime import arrays, cases, products, session
+from aclnngen.runtime import arrays, products, session
+from aclnngen.verify import cases
 from aclnngen.runtime.arrays import DeviceArray
 from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnError, AclnnStatusError, AclRuntimeError

@@ -19,7 +19,7 @@ from aclnngen.codegen.loader import load_all, spec_paths
 from aclnngen.codegen.metadata import build
 from aclnngen.codegen.model import DTYPES as SPEC_DTYPES
 from aclnngen.runtime import validation
-from aclnngen.runtime.cases import make_values, scalar_violations
+from aclnngen.verify.cases import make_values, scalar_violations
 from aclnngen.runtime.errors import (
     AclnnError,
     AclnnStatusError,

@@ -71,7 +71,7 @@ def test_an_installed_aclnngen_validates_generates_runs_and_imports_a_custom_pac
     op = sorted(CUSTOM_SPECS.glob("*.yaml"))[0].stem
     script = textwrap.dedent(f"""
         import importlib
-        from aclnngen.runtime import cases, opcheck
+        from aclnngen.verify import cases, opcheck
         meta = importlib.import_module("custom_ops.meta.{op}").META
         binding = getattr(importlib.import_module("custom_ops.ops.{op}"), "{op}")
         reference = importlib.import_module("custom_ops.reference.{op}")

@@ -74,7 +74,7 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
     """Rows (op, dtype, shape, status, max |diff|, match) for one op; match is True/False/None."""
     import numpy as np
 
-    from aclnngen.runtime import cases, directives, opcheck
+    from aclnngen.verify import cases, directives, opcheck
     from aclnngen.runtime.errors import AclnnError
     from aclnngen.runtime.validation import supported_dtypes, supported_families
 

@@ -14,7 +14,7 @@ import numpy as np
 
 def pytest_configure(config):
     mutation = os.environ.get("ACLNNGEN_MUTATION", "")
-    from aclnngen.runtime import numerics, opcheck
+    from aclnngen.verify import numerics, opcheck
 
     if mutation == "validator":
         opcheck.validate = lambda *args, **kwargs: None

@@ -9,7 +9,7 @@ and tolerance overrides live in tests/directives.yaml, never here.
 
 import pytest
 
-from aclnngen.runtime import opcheck
+from aclnngen.verify import opcheck
 from aclnngen.generated.meta.hardtanh_backward import META
 from aclnngen.generated.ops.hardtanh_backward import hardtanh_backward as binding
 from aclnngen.generated.reference import hardtanh_backward as reference

@@ -14,11 +14,13 @@ from typing import Any, Callable, Mapping
 import ml_dtypes
 import numpy as np
 
-from . import cases, directives
-from .errors import AclnnValidationError
+from aclnngen.runtime import session
+from aclnngen.runtime.errors import AclnnValidationError
+from aclnngen.runtime.shapes import NUMPY_DTYPES
+from aclnngen.runtime.validation import validate
+
+from . import cases, directives, oracle
 from .numerics import storage_dtype
-from .shapes import NUMPY_DTYPES
-from .validation import validate
 
 # Unit roundoff per dtype, for the bound of a reduction's error.
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
@@ -61,7 +63,7 @@ class OpUnderTest:
 
     def case(self, test: str, family: str | None, dtype: str | None, *values, id: str):
         """A pytest case of this op, marked with its scope so tests/directives.yaml can apply."""
-        import pytest
+        import pytest  # deferred: weight, and `aclnngen run` needs no pytest
 
         marker = pytest.mark.aclnngen_case(op=self.name, test=test, family=family, dtype=dtype, package=self.package)
         return pytest.param(*values, id=id, marks=marker)
@@ -270,8 +272,6 @@ def _nan_inputs(op: OpUnderTest, values: Mapping, shape) -> np.ndarray:
 
 
 def check_reference_against_oracle(op: OpUnderTest, dtype: str, data: str) -> None:
-    from . import oracle
-
     values = _values_for(op, dtype, data)
     ours = op.run_reference(values)
     by_py = {p["py"]: values.get(p["name"]) for p in op.meta["params"] if p["role"] != "output"}
@@ -374,8 +374,6 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None:
-    from . import session
-
     values = dict(cases.make_values(op.meta, layout, dtype, version=op.version))
     tolerance = op.directives().tolerance(op.name, "binding", family, dtype)
     with session.simulated(family=family, version=op.version):

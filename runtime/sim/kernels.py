@@ -68,9 +68,16 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from . import acl
-from .errors import AclnnValidationError, UnknownSocError
-from .shapes import c_contiguous
+from aclnngen.generated import abi
+from aclnngen.runtime import acl, profiles
+from aclnngen.runtime.arrays import numpy_dtype
+from aclnngen.runtime.call import package_of as _package_of
+from aclnngen.runtime.errors import AclnnValidationError, UnknownSocError
+from aclnngen.runtime.shapes import c_contiguous
+from aclnngen.runtime.validation import validate
+from aclnngen.runtime.versions import VERSION_HELP, is_version
+
+from .controls import sim_ffi, sim_ops_path
 
 __all__ = [
     "Profile",
@@ -159,14 +166,6 @@ def split_op_id(op_id: str) -> tuple[str | None, str]:
     return (package or None), symbol
 
 
-def _package_of(meta: Mapping) -> str | None:
-    """The package whose `meta.<snake>` module defines this very META dict."""
-    suffix = f".meta.{meta.get('snake')}"
-    for name, module in list(sys.modules.items()):
-        if name.endswith(suffix) and getattr(module, "META", None) is meta:
-            return name[: -len(suffix)]
-    return None
-
 
 def _package_source(package: str) -> Path | None:
     module = sys.modules.get(package) or importlib.import_module(package)
@@ -196,8 +195,6 @@ def register_sim_sources(*paths: str | os.PathLike, package: str | None = None) 
 
 
 def _default_source() -> Path:
-    from .ffi import sim_ops_path
-
     return sim_ops_path().resolve()
 
 
@@ -271,8 +268,6 @@ def entry_for(symbol: str, package: str | None = None) -> OpEntry:
 
 
 def _spec_check(meta, values, *, family, version):
-    from .validation import validate
-
     validate(meta, values, family=family, version=version)
 
 
@@ -309,9 +304,6 @@ class Profile:
     def validate(self, meta: Mapping, values: Mapping, *, family: str, version: str) -> None:
         """Raises AclnnValidationError when the simulated library rejects `values`."""
         if self.data is not None:
-            from . import profiles
-            from .validation import validate
-
             validate(profiles.apply(meta, self.data, _profile_version(self.data, version)), values, family=family, version=version)
         elif self.check is not None:
             self.check(meta, values, family=family, version=version)
@@ -324,16 +316,11 @@ class Profile:
         """The status for a NULL workspaceSize/executor out-pointer, None when unchecked."""
         if self.data is None:
             return self.null_out_pointer_status
-        from . import profiles
-
         checked = profiles.null_out_pointers_checked(self.data, meta["name"], _profile_version(self.data, version))
         return ACLNN_ERR_PARAM_NULLPTR if checked else None
 
 
 def _profile_version(profile: str, version: str) -> str:
-    from . import profiles
-    from .versions import VERSION_HELP, is_version
-
     if profile != profiles.SPEC and not is_version(str(version)):
         raise ValueError(
             f"the simulator's CANN version {version!r} is not {VERSION_HELP}; a behaviour profile "
@@ -350,16 +337,12 @@ _DATA: dict[str, Profile] = {}
 def known_profiles() -> tuple[str, ...]:
     """Every profile name `use_profile` accepts: the data profiles (`profiles.names()`, "spec"
     first) and the built-in "lenient"."""
-    from . import profiles
-
     return tuple(profiles.names()) + tuple(n for n in _BUILTIN if n not in profiles.names())
 
 
 def _data_profile(name: str) -> Profile:
     found = _DATA.get(name)
     if found is None:
-        from . import profiles
-
         if name == profiles.SPEC:
             text = "the spec's own rules (validation.validate); NULL out-pointers -> 161001"
         else:
@@ -371,8 +354,6 @@ def _data_profile(name: str) -> Profile:
 def _resolve(profile: str | Profile) -> Profile:
     if isinstance(profile, Profile):
         return profile
-    from . import profiles
-
     if isinstance(profile, str):
         if profile in profiles.names():
             return _data_profile(profile)
@@ -509,9 +490,7 @@ class ViewArg:
 
 
 def _dtype_text(acl: int) -> str:
-    from aclnngen.generated.abi import ENUMS
-
-    for name, value in ENUMS["aclDataType"].items():
+    for name, value in abi.ENUMS["aclDataType"].items():
         if value == acl:
             return f"{name} (aclDataType {acl})"
     return f"aclDataType {acl}"
@@ -528,8 +507,6 @@ class _NotANumber:
 
 
 def read_view(sim_ffi, controls, view) -> list[ViewArg]:
-    from .arrays import numpy_dtype
-
     n = controls.aclsim_view_num_args(view)
     if n < 0:
         raise LookupError("the executor view is not a live executor")
@@ -608,8 +585,6 @@ class Kernels:
     """The hook pair of one loaded simulator library (its backend's runtime API and controls)."""
 
     def __init__(self, backend, controls=None):
-        from .ffi import sim_ffi
-
         self.backend = backend
         self.controls = controls if controls is not None else backend.controls
         self.ffi = sim_ffi()
@@ -737,8 +712,6 @@ class Kernels:
         return 0
 
     def _version_for_reference(self, meta) -> str:
-        from .versions import is_version
-
         version = self.backend.library_version()
         return version if version is not None and is_version(version) else meta["cann_version"]
 

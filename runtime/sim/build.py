@@ -73,8 +73,8 @@ __all__ = [
     "sim_header_text",
 ]
 
-#: The simulator's C sources and headers (package data of aclnngen.runtime).
-SIM_DIR = Path(__file__).resolve().parent / "sim"
+#: The simulator's C sources and headers (package data of aclnngen.runtime.sim, beside this file).
+SIM_DIR = Path(__file__).resolve().parent
 
 #: Compiler flags; warnings are errors so generated C stays clean.
 CFLAGS = ("-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-fPIC", "-pthread")

@@ -46,7 +46,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .shapes import (
+from aclnngen.runtime.shapes import (
     ALL_DTYPES,
     NUMPY_DTYPES,
     channels,
@@ -56,8 +56,8 @@ from .shapes import (
     promote_names,
     version_key,
 )
-from .validation import supported_dtypes, supported_families
-from .versions import CannVersion, holds_at
+from aclnngen.runtime.validation import supported_dtypes, supported_families
+from aclnngen.runtime.versions import CannVersion, holds_at
 
 __all__ = [
     "SHAPE_CASES",

@@ -12,7 +12,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from . import numerics
-from .shapes import PromotionError, infer_outputs, promote_dtypes
+from aclnngen.runtime.shapes import PromotionError, infer_outputs, promote_dtypes
 
 
 def _promote_non_float(arrays: dict) -> dict:

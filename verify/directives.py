@@ -10,7 +10,7 @@ for its tests), or the file $ACLNNGEN_DIRECTIVES names, for every test.
 
 Nothing is silently ignored: an unknown key, test kind, family or dtype is an error when the file
 is read; an op that no generated test of the file's folder tests, and an expected failure that
-matches no collected test, are errors at collection (runtime/pytest_plugin.py); a tolerance
+matches no collected test, are errors at collection (verify/pytest_plugin.py); a tolerance
 applies to the tests that compare numbers (reference, binding), bit-exact outputs included, and
 is refused for any other test kind.
 """
@@ -25,6 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import yaml
+
+from aclnngen.runtime.products import family_ids
+from aclnngen.runtime.shapes import NUMPY_DTYPES
 
 SCOPE_KEYS = ("op", "test", "family", "dtype")
 TOLERANCE_KEYS = ("rtol", "atol")
@@ -185,9 +188,6 @@ def load(path: Path | None = None) -> Directives:
     path = path or default_path()
     if path is None:
         return Directives()
-    from .products import family_ids
-    from .shapes import NUMPY_DTYPES
-
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:

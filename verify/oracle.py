@@ -26,7 +26,7 @@ def recipe(name: str):
 
 def _torch():
     try:
-        import torch
+        import torch  # deferred: weight (torch is loaded only when the oracle runs)
     except ImportError as exc:  # pragma: no cover - CI installs torch
         raise RuntimeError("the PyTorch oracle needs torch (pip install -e '.[test]')") from exc
     return torch

@@ -1,7 +1,7 @@
 """pytest plugin (registered through the `pytest11` entry point): applies the test directives.
 
 Generated tests mark each case with `aclnngen_case(op, test, family, dtype)`. Each test file's
-directives are the `directives.yaml` near it (runtime/directives.py). An expected failure that
+directives are the `directives.yaml` near it (verify/directives.py). An expected failure that
 matches becomes a strict xfail, so a case that starts passing is reported as XPASS(strict), a
 failure that tells someone to drop the directive. A directive that names an op no generated test
 of its folder tests, or an expected failure that matches no collected test, stops the run with a

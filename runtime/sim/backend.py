@@ -1,0 +1,192 @@
+"""The simulator as a backend: compiles runtime/sim/*.c with the generated `c/sim_ops.c` through
+`build.build_simulator(abi_header=generated acl_runtime.h)` into the user's cache, and every
+package of extra op sources (registered with `kernels.register_sim_sources`, or found beside the
+META of a stand-alone generated package) into an op library of its own linked against that core;
+it loads them with the same runtime cdef as CANN and registers the Python kernels of kernels.py as
+its prepare/run hooks. Ops are looked up per package (`op_functions(meta, package)`); one symbol
+never serves two packages (OpNamespaceError, see docs/runtime-limits.md). aclnngen.runtime.sim registers it with the call
+path's backend registry (`backend.register_backend("sim", SimBackend)`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from aclnngen.runtime import ffi as ffimod
+from aclnngen.runtime.backend import Backend, RuntimeApi
+from aclnngen.runtime.errors import AclRuntimeError, BackendError
+
+from . import kernels as simkernels
+from .build import SimulatorBuildError, build_simulator
+from .controls import sim_ffi, sim_ops_path
+
+__all__ = ["SimBackend", "SIM_LIB_NAMES"]
+
+SIM_LIB_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
+SIM_OPS_LIB_NAME = "libaclsim_ops.so"  # a package's own op library (see SimBackend)
+PACKAGE_DEFINE = "ACLSIM_PACKAGE"  # the package name compiled into its entry points' op identity
+
+
+class SimBackend(Backend):
+    kind = "sim"
+
+    def __init__(self, cache_dir: str | os.PathLike | None = None):
+        super().__init__()
+        # One library for the core and the built-in ops, then one op library per package of
+        # extra sources (linked against the core, loaded RTLD_LOCAL): two packages that both
+        # define aclnnXxx each keep their own, and their entry points name their package.
+        self.sources = [sim_ops_path(), *simkernels.extra_sources()]
+        abi_header = ffimod.runtime_cdef_path()
+        try:
+            path = build_simulator(
+                [sim_ops_path()],
+                abi_header=abi_header,
+                defines={PACKAGE_DEFINE: _c_string(simkernels.BUILTIN_PACKAGE)},
+                lib_names=SIM_LIB_NAMES,
+                cache_dir=cache_dir,
+            )
+            directory = path.parent
+            self.package_libraries: dict[str | None, str] = {}
+            for package, sources in simkernels.sources_by_package().items():
+                if package is not None:
+                    _check_op_ids(package, sources)
+                lib = build_simulator(
+                    sources,
+                    abi_header=abi_header,
+                    defines={PACKAGE_DEFINE: _c_string(package or "")},
+                    lib_names=(SIM_OPS_LIB_NAME,),
+                    cache_dir=cache_dir,
+                    link_core=directory / SIM_LIB_NAMES[1],
+                )
+                self.package_libraries[package] = str(lib)
+        except SimulatorBuildError as exc:
+            raise BackendError(reason=f"the simulator could not be built: {exc}") from None
+        self.libraries = {
+            "ascendcl": str(directory / SIM_LIB_NAMES[0]),
+            "nnopbase": str(directory / SIM_LIB_NAMES[1]),
+            "opapi": str(directory / SIM_LIB_NAMES[2]),
+        }
+        self.path = str(path)
+        rt = ffimod.dlopen(self.ffi, self.libraries["ascendcl"])
+        nn = ffimod.dlopen(self.ffi, self.libraries["nnopbase"])
+        self.api = RuntimeApi({"ascendcl": rt, "nnopbase": nn}, self.libraries)
+        self.controls = ffimod.dlopen(sim_ffi(), self.path)
+        self._soc_setting: str | None = None
+        self._version_setting: str | None = None
+        simkernels.install(self)
+
+    def op_library_candidates(self, package: str | None = None) -> list[str]:
+        """The package's own op library first, then the core (the built-in ops), then the
+        libraries of sources registered without a package."""
+        own = self.package_libraries.get(package) if package != simkernels.BUILTIN_PACKAGE else None
+        if own is None and package in simkernels.sources_by_package():
+            raise self._late_sources_error(package)
+        bare = self.package_libraries.get(None)
+        return [lib for lib in (own, self.libraries["opapi"], bare) if lib is not None]
+
+    def library_package(self, candidate: str) -> str | None:
+        if candidate == self.libraries["opapi"]:
+            return simkernels.BUILTIN_PACKAGE
+        for package, lib in self.package_libraries.items():
+            if lib == candidate:
+                return package
+        return None
+
+    def _missing_op_error(self, meta, searched) -> BackendError:
+        error = super()._missing_op_error(meta, searched)
+        late = [str(p) for p in simkernels.extra_sources() if p not in self.sources]
+        if late:
+            error = BackendError(
+                reason=error.reason,
+                op=error.op,
+                cann_version=error.cann_version,
+                searched=error.searched,
+                hint=_late_hint(late),
+            )
+        return error
+
+    def _late_sources_error(self, package: str) -> BackendError:
+        late = [str(p) for p in simkernels.sources_by_package()[package]]
+        return BackendError(
+            reason=f"the simulator has no entry points of package {package!r} yet",
+            cann_version=self.version(),
+            hint=_late_hint(late),
+        )
+
+    def version_info(self) -> tuple[str | None, str]:
+        version = self.library_version()
+        if version is None:
+            return None, "unknown (the simulator did not answer aclsysGetVersionStr)"
+        return version, "aclsysGetVersionStr (simulator setting)"
+
+    def use_profile(self, profile):
+        """A context manager making `profile` (a name of `kernels.known_profiles()`, or a
+        kernels.Profile) the one the simulated library checks by; an unknown name fails here,
+        before anything changes (used by session.simulated)."""
+        simkernels.resolve_profile(profile)
+        return simkernels.use_profile(profile)
+
+    # -- simulator controls --------------------------------------------------------------------
+    def set_soc(self, name: str | None) -> None:
+        arg = self.ffi.NULL if name is None else name.encode()
+        rc = self.controls.aclsim_set_soc_name(arg)
+        if rc != 0:
+            raise ValueError(f"the simulator refused SoC name {name!r}: {self.recent_error()}")
+        self._soc_setting = name
+
+    def set_version(self, version: str | None) -> None:
+        arg = self.ffi.NULL if version is None else str(version).encode()
+        rc = self.controls.aclsim_set_version(arg)
+        if rc != 0:
+            raise ValueError(f"the simulator refused CANN version {version!r}: {self.recent_error()}")
+        self._version_setting = None if version is None else str(version)
+
+    @property
+    def settings(self) -> tuple[str | None, str | None]:
+        """(SoC name, version) set through this backend; None = the simulator's default."""
+        return self._soc_setting, self._version_setting
+
+    def counters(self) -> dict[str, int]:
+        sim = sim_ffi()
+        c = sim.new("struct aclsim_counters *")
+        self.controls.aclsim_get_counters(c)
+        return {name: getattr(c, name) for name, _ in sim.typeof("struct aclsim_counters").fields}
+
+    def reset(self) -> None:
+        """Free everything the simulator holds (aclsim_reset) and forget this process's setup."""
+        with self._lock:
+            rc = self.controls.aclsim_reset()
+            if rc != 0:
+                raise AclRuntimeError(status=rc, function="aclsim_reset", detail=self.recent_error() or None)
+            self.alive = False
+            self._initialized = False
+            self._devices_set.clear()
+
+
+def _check_op_ids(package: str, sources: list[Path]) -> None:
+    """A package's entry points must name their package (ACLSIM_OP_ID): entry points generated
+    before op namespaces pass the bare symbol, which the hooks would resolve to the built-in op
+    of that name."""
+    for src in sources:
+        try:
+            text = Path(src).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise BackendError(reason=f"cannot read simulator source {src}: {exc.strerror or exc}") from None
+        if "sim_prepare(" in text and "ACLSIM_OP_ID(" not in text:
+            raise BackendError(
+                reason=f"{src} of package {package!r} has entry points without their package (ACLSIM_OP_ID)",
+                hint="it was generated by an older aclnngen; run `aclnngen generate --specs ... --out ...` again",
+            )
+
+
+def _late_hint(late: list[str]) -> str:
+    return (
+        "simulator sources were registered after the simulator was built (" + ", ".join(late)
+        + "); import the package before the first call, or call "
+        "aclnngen.runtime.session.reset() to rebuild"
+    )
+
+
+def _c_string(text: str) -> str:
+    """A C string literal for a -D value (package names are checked dotted identifiers)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,362 @@
+"""The package structure of docs/architecture.md, checked on the source.
+
+Every module of the project (codegen/, runtime/, verify/, generated/) is parsed with `ast`; every
+import (at the top of a module or inside a function; not those under `if TYPE_CHECKING:`) is an
+edge to a module of the project. The edges must not form a circle and must follow the table of
+docs/architecture.md, which is read from the page itself, so the rule is written down once.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ROOTS = {"codegen": "aclnngen.codegen", "runtime": "aclnngen.runtime", "verify": "aclnngen.verify",
+         "generated": "aclnngen.generated"}
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+#: packages whose imports inside functions must say why they are deferred
+MARKED_PACKAGES = ("aclnngen.runtime", "aclnngen.verify")
+DEFERRED = re.compile(r"#\s*deferred:\s*\S")
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str  # importing module
+    target: str  # imported module of the project
+    file: str
+    line: int
+    deferred: bool  # inside a function body
+    marked: bool  # carries a `# deferred:` comment
+
+
+def project_modules(repo: Path = REPO) -> dict[str, Path]:
+    """Dotted module name -> file, for every Python file of the code folders."""
+    found: dict[str, Path] = {}
+    for folder, package in ROOTS.items():
+        for path in sorted((repo / folder).rglob("*.py")):
+            parts = path.relative_to(repo / folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join((package, *parts))] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST):
+    """(node, inside a function) for every import statement, skipping `if TYPE_CHECKING:` blocks."""
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    yield from visit_one(other, in_function)
+                continue
+            yield from visit_one(child, in_function)
+
+    def visit_one(child, in_function):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child, in_function
+        else:
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            yield from visit(child, inner)
+
+    yield from visit(tree, False)
+
+
+def _marked(lines: list[str], node: ast.stmt) -> bool:
+    """A `# deferred:` comment on the statement's lines or in the comment lines just above it."""
+    for text in lines[node.lineno - 1: node.end_lineno]:
+        if DEFERRED.search(text):
+            return True
+    k = node.lineno - 2
+    while k >= 0 and lines[k].strip().startswith("#"):
+        if DEFERRED.search(lines[k]):
+            return True
+        k -= 1
+    return False
+
+
+def import_edges(modules: dict[str, Path], repo: Path = REPO) -> list[Edge]:
+    edges = []
+    for name, path in modules.items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        is_package = path.name == "__init__.py"
+        package = name if is_package else name.rpartition(".")[0]
+        for node, in_function in _imports(ast.parse(text, filename=str(path))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module or ""
+                for alias in node.names:  # `from pkg import submodule` imports the submodule
+                    sub = f"{module}.{alias.name}"
+                    targets.append(sub if sub in modules else module)
+            for target in targets:
+                while target and target not in modules and "." in target:
+                    target = target.rpartition(".")[0]  # `import a.b.c` of a non-module name
+                if target in modules and target != name:
+                    edges.append(Edge(name, target, str(path.relative_to(repo)), node.lineno, in_function,
+                                      _marked(lines, node)))
+    return edges
+
+
+def circles(edges: list[Edge]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        graph.setdefault(e.source, set()).add(e.target)
+        graph.setdefault(e.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    counter = [0]
+
+    def strongconnect(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            strongconnect(v)
+    return found
+
+
+@dataclass(frozen=True)
+class Layers:
+    prefixes: dict[str, str]  # module prefix -> unit (the table row's label)
+    allowed: dict[str, set[str]]  # unit -> units it may import
+
+    def unit(self, module: str) -> str | None:
+        best = None
+        for prefix in self.prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best)):
+                best = prefix
+        return None if best is None else self.prefixes[best]
+
+
+def read_layers(text: str) -> Layers:
+    """The 'may import' table of docs/architecture.md: | label: `prefix`, ... | `prefix`, ... |"""
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else []
+        if len(cells) == 2 and "`" in cells[0]:
+            label = cells[0].split(":", 1)[0].strip()
+            rows.append((label, re.findall(r"`([\w.]+)`", cells[0]), re.findall(r"`([\w.]+)`", cells[1])))
+    if not rows:
+        raise AssertionError("docs/architecture.md has no 'may import' table")
+    prefixes = {p: label for label, ps, _ in rows for p in ps}
+    allowed = {}
+    for label, _, names in rows:
+        unknown = [n for n in names if n not in prefixes]
+        assert not unknown, f"docs/architecture.md: {label} may import {unknown}, which name no package row"
+        allowed[label] = {prefixes[n] for n in names}
+    return Layers(prefixes, allowed)
+
+
+def violations(edges: list[Edge], layers: Layers) -> list[str]:
+    problems = []
+    for e in edges:
+        source, target = layers.unit(e.source), layers.unit(e.target)
+        if source is None:
+            problems.append(f"{e.file}:{e.line}: {e.source} belongs to no package of the table")
+        elif target is None or target not in layers.allowed[source]:
+            problems.append(f"{e.file}:{e.line}: {e.source} ({source}) imports {e.target} ({target}), "
+                            "which docs/architecture.md does not allow")
+    return problems
+
+
+def unmarked(edges: list[Edge]) -> list[str]:
+    return [
+        f"{e.file}:{e.line}: {e.source} imports {e.target} inside a function without a '# deferred:' reason"
+        for e in edges
+        if e.deferred and not e.marked and e.source.startswith(MARKED_PACKAGES)
+    ]
+
+
+@pytest.fixture(scope="module")
+def edges():
+    return import_edges(project_modules())
+
+
+@pytest.fixture(scope="module")
+def layers():
+    return read_layers(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+def test_the_walk_sees_every_package_and_function_level_imports(edges):
+    sources = {e.source for e in edges}
+    for package in ("aclnngen.codegen", "aclnngen.runtime", "aclnngen.runtime.sim", "aclnngen.verify",
+                    "aclnngen.generated.ops", "aclnngen.generated.reference"):
+        assert any(s.startswith(package + ".") for s in sources), package
+    assert any(e.deferred for e in edges), "no import inside a function was seen"
+
+
+def test_no_import_circle(edges):
+    assert circles(edges) == []
+
+
+def test_imports_follow_the_architecture_table(edges, layers):
+    assert violations(edges, layers) == []
+
+
+def test_imports_inside_functions_say_why(edges):
+    assert unmarked(edges) == []
+
+
+# --- the checks themselves catch what they are for -----------------------------------------------
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> list[Edge]:
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return import_edges(project_modules(tmp_path), tmp_path)
+
+
+def test_a_circle_through_a_function_level_import_is_found(tmp_path):
+    edges = _tree(tmp_path, {
+        "runtime/__init__.py": "",
+        "runtime/arrays.py": "from . import session\n",
+        "runtime/session.py": "def f():\n    from .arrays import DeviceArray  # deferred: no good reason\n",
+    })
+    assert circles(edges) == [["aclnngen.runtime.arrays", "aclnngen.runtime.session"]]
+
+
+def test_type_checking_imports_are_not_edges(tmp_path):
+    edges = _tree(tmp_path, {
+        "codegen/__init__.py": "",
+        "codegen/model.py": "from .consistency import check\n",
+        "codegen/consistency.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .model import OpSpec\n",
+    })
+    assert circles(edges) == []
+    assert [(e.source, e.target) for e in edges] == [("aclnngen.codegen.model", "aclnngen.codegen.consistency")]
+
+
+def test_the_call_path_importing_the_simulator_or_the_verdict_is_refused(tmp_path, layers):
+    edges = _tree(tmp_path, {
+        "runtime/__init__.py": "",
+        "runtime/call.py": "from .sim import kernels\n",
+        "runtime/session.py": "def f():\n    from aclnngen.verify import opcheck  # deferred: weight\n",
+        "runtime/sim/__init__.py": "",
+        "runtime/sim/kernels.py": "",
+        "verify/__init__.py": "",
+        "verify/opcheck.py": "from aclnngen.runtime import call\n",
+        "codegen/__init__.py": "",
+        "codegen/x.py": "from aclnngen.generated.ops import y\n",
+        "generated/__init__.py": "",
+        "generated/ops/__init__.py": "",
+        "generated/ops/y.py": "",
+    })
+    found = violations(edges, layers)
+    assert len(found) == 3, found
+    assert any("runtime/call.py:1" in p and "aclnngen.runtime.sim.kernels" in p for p in found)
+    assert any("runtime/session.py:2" in p and "aclnngen.verify.opcheck" in p for p in found)
+    assert any("codegen/x.py:1" in p for p in found)
+
+
+def test_an_unexplained_function_level_import_is_reported(tmp_path):
+    edges = _tree(tmp_path, {
+        "runtime/__init__.py": "",
+        "runtime/a.py": "def f():\n    from . import b\n",
+        "runtime/b.py": "def g():\n    # deferred: keeps torch off the import path\n    from . import a\n",
+    })
+    assert unmarked(edges) == ["runtime/a.py:2: aclnngen.runtime.a imports aclnngen.runtime.b inside a function "
+                               "without a '# deferred:' reason"]
+
+
+# --- the call path needs no test, oracle or plotting libraries ---------------------------------------
+
+_BLOCKER = """
+import importlib, sys
+
+BLOCKED = {blocked!r}
+
+
+class Blocked:
+    \"\"\"A meta-path finder that refuses the blocked distributions, as if they were not installed.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{{name}} is blocked in this interpreter")
+        return None
+
+
+sys.meta_path.insert(0, Blocked())
+for name in {modules!r}:
+    importlib.import_module(name)
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+assert not loaded, loaded
+print("imported", len({modules!r}), "modules;", " ".join(sorted(m for m in sys.modules if m.startswith("aclnngen.runtime.sim") or m.startswith("aclnngen.verify"))))
+"""
+
+HEAVY = ("pytest", "_pytest", "hypothesis", "torch", "matplotlib")
+
+
+def _import_with_blocked(modules: list[str], blocked: tuple[str, ...]):
+    import subprocess
+    import sys
+
+    code = _BLOCKER.format(blocked=sorted(blocked), modules=modules)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def _modules_under(prefix: str, but_not: str | None = None) -> list[str]:
+    return [m for m in project_modules() if (m == prefix or m.startswith(prefix + "."))
+            and not (but_not and (m == but_not or m.startswith(but_not + ".")))]
+
+
+def test_the_call_path_and_the_bindings_import_without_test_or_oracle_libraries():
+    modules = _modules_under("aclnngen.runtime", but_not="aclnngen.runtime.sim") + _modules_under("aclnngen.generated.ops")
+    assert "aclnngen.runtime.call" in modules and len(_modules_under("aclnngen.generated.ops")) > 1
+    proc = _import_with_blocked(modules, HEAVY + ("scipy",))
+    assert proc.returncode == 0, proc.stderr
+    # nothing of the simulator or the verdict came along
+    assert proc.stdout.strip() == f"imported {len(modules)} modules;", proc.stdout
+
+
+def test_the_simulator_imports_without_test_or_oracle_libraries():
+    proc = _import_with_blocked(_modules_under("aclnngen.runtime.sim"), HEAVY)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_blocker_blocks():
+    proc = _import_with_blocked(["aclnngen.verify.pytest_plugin"], HEAVY)
+    assert proc.returncode != 0 and "pytest is blocked in this interpreter" in proc.stderr
