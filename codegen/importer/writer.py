@@ -1,0 +1,44 @@
+"""Writing a draft spec to `<dir>/<op>.yaml` with a header saying where it came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .draft import TODO, snake
+from .facts import PageFacts
+
+HEADER = (
+    "# yaml-language-server: $schema=../schema/op.schema.json\n"
+    "# Draft imported by `aclnngen import` from {path}.\n"
+    "# Every TODO (listed under `todo:` at the end) is for a person to write; `aclnngen validate`\n"
+    "# reports them until the list is gone.\n"
+)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, except lists of plain values (dtypes, params), which read best on one line."""
+
+
+def _list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
+    flow = all(not isinstance(item, (dict, list)) for item in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_Dumper.add_representer(list, _list)
+
+
+def draft_text(draft: dict[str, Any], facts: PageFacts) -> str:
+    body = yaml.dump(draft, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=200, default_flow_style=False)
+    return HEADER.format(path=facts.path) + body
+
+
+def write_draft(draft: dict[str, Any], facts: PageFacts, directory: Path) -> Path:
+    stem = snake(facts.op) if facts.op else Path(facts.path).stem
+    target = directory / f"{stem}.yaml"
+    if draft.get("name") == TODO:
+        target = directory / f"{Path(facts.path).stem}.draft.yaml"
+    target.write_text(draft_text(draft, facts), encoding="utf-8")
+    return target
