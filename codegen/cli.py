@@ -20,6 +20,7 @@ COMMANDS = {
     "check": "fail when generated files are stale (renders into memory)",
     "run": "run every op on the active backend and compare with the reference",
     "info": "show the backend, libraries, SoC, product family and CANN version",
+    "diff": "classify the changes between two specs, or one spec at two releases (--at)",
     "import": "turn doc pages into draft specs, or merge a newer page into a spec (--into)",
 }
 # commands whose module name differs from the command (a Python keyword)

@@ -55,6 +55,7 @@ def build_draft(facts: PageFacts, products: ProductTable) -> dict[str, Any]:
     draft["cann_version"] = facts.release or TODO
     if not facts.release:
         todo.append(("cann_version", "the release the page describes (import --release VERSION)"))
+    _products_named_by_notes(facts, todo)
     draft["products"] = [{"family": f} if ok else {"family": f, "supported": False} for f, ok in facts.products.items()]
     unmentioned = [f for f in products.ids if f not in facts.products]
     if unmentioned:
@@ -87,6 +88,17 @@ def build_draft(facts: PageFacts, products: ProductTable) -> dict[str, Any]:
     draft["defects"] = [{"kind": kind, "note": note} for kind, note in facts.defects]
     draft["todo"] = [{"at": at, "note": note} for at, note in _unique(todo)]
     return draft
+
+
+def _products_named_by_notes(facts: PageFacts, todo: list) -> None:
+    """A per-product dtype note about a family the product section leaves out: the page contradicts
+    itself; the family is drafted as supported, with a defect and a TODO to confirm."""
+    for note in facts.dtype_notes:
+        for family in note.families:
+            if family not in facts.products:
+                facts.products[family] = True
+                facts.defect("product", f"a dtype note names {family}, which the product section does not list")
+                todo.append(("products", f"{family} is only named by a dtype note; confirm it is supported"))
 
 
 def _unique(items):

@@ -144,8 +144,8 @@ def html_tables(text: str) -> list[tuple[list[list[str]], list[str]]]:
                     continue
                 text_, rowspan, colspan = queue.pop(0)
                 remaining = len(rows) - index
-                if rowspan > remaining:
-                    problems.append(f"rowspan=\"{rowspan}\" on {text_!r} but only {remaining} row(s) follow")
+                if rowspan > remaining and not any(p.startswith(f"row {index}:") for p in problems):
+                    problems.append(f"row {index}: rowspan=\"{rowspan}\" on {text_!r} but the table has {remaining} row(s) from there")
                 for _ in range(colspan):
                     cells.append(text_)
                     if rowspan > 1:

@@ -19,7 +19,11 @@ HEADER = (
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style, except lists of plain values (dtypes, params), which read best on one line."""
+    """Block style, except lists of plain values (dtypes, params), which read best on one line;
+    never anchors (specs forbid them), even where two facts share one list."""
+
+    def ignore_aliases(self, data):
+        return True
 
 
 def _list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
