@@ -26,6 +26,7 @@ class Change:
     what: str  # parameter, dtype, product, rule, default, doc
     where: str  # the parameter or family it is about
     message: str
+    family: str = ""  # the product family a product or dtype change is about
 
     def __str__(self) -> str:
         return f"{self.kind:10} {self.what:9} {self.message}"
@@ -102,9 +103,9 @@ def diff(old: View, new: View) -> list[Change]:
     for family in sorted(set(old.products) | set(new.products)):
         before, after = old.products.get(family, False), new.products.get(family, False)
         if before and not after:
-            out.append(Change(BREAKING, "product", family, f"{family} no longer supported"))
+            out.append(Change(BREAKING, "product", family, f"{family} no longer supported", family))
         elif after and not before:
-            out.append(Change(COMPATIBLE, "product", family, f"{family} supported"))
+            out.append(Change(COMPATIBLE, "product", family, f"{family} supported", family))
     names = {p[0] for p in old.params} & {p[0] for p in new.params}
     for key in sorted(set(old.dtypes) | set(new.dtypes)):
         param, family = key
@@ -116,9 +117,9 @@ def diff(old: View, new: View) -> list[Change]:
         removed = old.dtypes.get(key, frozenset()) - new.dtypes.get(key, frozenset())
         added = new.dtypes.get(key, frozenset()) - old.dtypes.get(key, frozenset())
         if removed:
-            out.append(Change(BREAKING, "dtype", param, f"{param} on {family}: {', '.join(sorted(removed))} removed"))
+            out.append(Change(BREAKING, "dtype", param, f"{param} on {family}: {', '.join(sorted(removed))} removed", family))
         if added:
-            out.append(Change(COMPATIBLE, "dtype", param, f"{param} on {family}: {', '.join(sorted(added))} added"))
+            out.append(Change(COMPATIBLE, "dtype", param, f"{param} on {family}: {', '.join(sorted(added))} added", family))
     for name in sorted(names):
         if old.defaults.get(name) != new.defaults.get(name):
             out.append(Change(BREAKING, "default", name, f"{name} default {old.defaults.get(name)!r} -> {new.defaults.get(name)!r}"))

@@ -110,12 +110,17 @@ def _unique(items):
     return out
 
 
-def _role(param_name: str, c_type: str, page: PageParam | None) -> str | None:
+def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts) -> str | None:
     compact = c_type.replace(" ", "")
     if "aclTensor*" in compact and "**" not in compact:
+        writable = not compact.startswith("const")
+        if page is not None and page.direction == "input" and writable:
+            # the library writes through a non-const tensor: the page's "input" is a slip
+            facts.defect("prototype", f"the parameter table calls {param_name} an input; its C type {c_type} makes it an output")
+            return "output"
         if page is not None and page.direction in ("input", "output"):
             return page.direction
-        return "input" if compact.startswith("const") else "output"
+        return "output" if writable else "input"
     if compact.endswith("aclScalar*"):
         return "optional_scalar" if param_name.endswith("Optional") else "scalar"
     if compact.replace("const", "") in _ATTRIBUTE_TYPES:
@@ -137,7 +142,7 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
     for index, (name, c_type) in enumerate(c_params):
         page = page_params.get(name)
         at = f"parameters.{index}"
-        role = _role(name, c_type, page)
+        role = _role(name, c_type, page, facts)
         py_name = snake(name)
         entry: dict[str, Any] = {"name": name, "py_name": py_name if not keyword.iskeyword(py_name) else TODO}
         if keyword.iskeyword(py_name):
