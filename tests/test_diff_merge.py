@@ -1,0 +1,161 @@
+"""`aclnngen diff` classifies changes as a binding user feels them; `import --into` merges a newer
+page as versioned facts and keeps the rest of the file as a person wrote it."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aclnngen.codegen.importer.draft import build_draft
+from aclnngen.codegen.importer.merge import dump_round_trip, load_round_trip
+from aclnngen.codegen.importer.pages import read_page
+from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, spec_paths
+from aclnngen.codegen.specdiff import BREAKING, COMPATIBLE, diff, view
+
+PAGES = Path(__file__).resolve().parent / "data" / "pages"
+CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
+PRODUCTS = load_products()
+
+BASE = {
+    "name": "DemoOp",
+    "summary": "s",
+    "cann_version": "8.0.0",
+    "products": [{"family": "a2"}, {"family": "training"}],
+    "prototypes": {"get_workspace_size": "aclnnStatus aclnnDemoOpGetWorkspaceSize(const aclTensor* x, const aclScalar* alpha, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)"},
+    "parameters": [
+        {"name": "x", "role": "input", "dtypes": [{"families": ["a2", "training"], "dtypes": ["float32", "float16"]}]},
+        {"name": "alpha", "role": "optional_scalar", "default": 1.0},
+        {"name": "out", "role": "output", "dtypes": [{"families": ["a2", "training"], "dtypes": ["float32", "float16"]}]},
+    ],
+    "rules": [{"kind": "max_rank", "params": ["x"], "rank": 8}],
+}
+
+
+def changed(mutate) -> list:
+    new = json.loads(json.dumps(BASE))
+    mutate(new)
+    return diff(view(BASE), view(new))
+
+
+def kinds(changes) -> list[tuple[str, str]]:
+    return [(c.kind, c.what) for c in changes]
+
+
+def test_an_unchanged_spec_has_no_changes():
+    assert changed(lambda s: None) == []
+
+
+@pytest.mark.parametrize(
+    "mutate,expected",
+    [
+        (lambda s: s["products"].append({"family": "a3"}), [(COMPATIBLE, "product")]),
+        (lambda s: s["products"].pop(), [(BREAKING, "product")]),
+        (lambda s: s["parameters"][0]["dtypes"][0]["dtypes"].append("bfloat16"), [(COMPATIBLE, "dtype"), (COMPATIBLE, "dtype")]),
+        (lambda s: s["parameters"][0]["dtypes"][0]["dtypes"].remove("float16"), [(BREAKING, "dtype"), (BREAKING, "dtype")]),
+        (lambda s: s["parameters"][1].update(default=2.0), [(BREAKING, "default")]),
+        (lambda s: s["rules"].append({"kind": "same_shape", "params": ["x", "out"]}), [(BREAKING, "rule")]),
+        (lambda s: s["rules"].clear(), [(COMPATIBLE, "rule")]),
+        (lambda s: s["rules"].append({"kind": "empty", "params": ["x"], "allowed": True}), [(COMPATIBLE, "rule")]),
+        (lambda s: s.update(summary="other words"), [(COMPATIBLE, "doc")]),
+    ],
+)
+def test_each_kind_of_change_has_its_class(mutate, expected):
+    assert kinds(changed(mutate)) == expected
+
+
+def test_parameter_renames_retypes_reorders_additions_and_removals_are_breaking():
+    def rename(s):
+        s["parameters"][1]["name"] = "beta"
+        s["prototypes"]["get_workspace_size"] = s["prototypes"]["get_workspace_size"].replace("alpha", "beta")
+
+    assert [c.message for c in changed(rename)] == ["parameter renamed alpha -> beta"]
+
+    def retype(s):
+        s["prototypes"]["get_workspace_size"] = s["prototypes"]["get_workspace_size"].replace("const aclScalar* alpha", "double alpha")
+
+    assert kinds(changed(retype)) == [(BREAKING, "parameter")]
+
+    def reorder(s):
+        s["parameters"][0], s["parameters"][1] = s["parameters"][1], s["parameters"][0]
+
+    assert [c.message.split(":")[0] for c in changed(reorder)] == ["parameters reordered"]
+    assert kinds(changed(lambda s: s["parameters"].pop(1))) == [(BREAKING, "parameter")]
+
+
+def test_versioned_facts_are_compared_at_the_release_asked_for():
+    spec = json.loads(json.dumps(BASE))
+    spec["products"].append({"family": "a3", "since": "8.5.0"})
+    assert diff(view(spec, "8.0.0"), view(spec, "8.0.0")) == []
+    assert [c.message for c in diff(view(spec, "8.0.0"), view(spec, "8.5.0"))] == ["a3 supported"]
+
+
+def _write(path: Path, data) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_diff_command_exit_status_json_and_allow_list(tmp_path):
+    old = _write(tmp_path / "old.yaml", BASE)
+    new_data = json.loads(json.dumps(BASE))
+    new_data["products"].pop()
+    new = _write(tmp_path / "new.yaml", new_data)
+    same = subprocess.run([*CLI, "diff", str(old), str(old)], capture_output=True, text=True, timeout=120)
+    assert same.returncode == 0 and "0 change(s), 0 breaking" in same.stdout
+    broke = subprocess.run([*CLI, "diff", str(old), str(new), "--json"], capture_output=True, text=True, timeout=120)
+    report = json.loads(broke.stdout)
+    assert broke.returncode == 1 and report["breaking"] == 1 and report["changes"][0]["message"] == "training no longer supported"
+    tomorrow = (datetime.date.today() + datetime.timedelta(days=1)).isoformat()
+    allow = tmp_path / "allow.yaml"
+    allow.write_text(f"- {{op: DemoOp, match: training no longer supported, reason: withdrawn by the vendor, expires: {tomorrow}}}\n")
+    allowed = subprocess.run([*CLI, "diff", str(old), str(new), "--allow", str(allow)], capture_output=True, text=True, timeout=120)
+    assert allowed.returncode == 0 and "allowed" in allowed.stdout
+    allow.write_text("- {op: DemoOp, match: training no longer supported, reason: old, expires: 2020-01-01}\n")
+    expired = subprocess.run([*CLI, "diff", str(old), str(new), "--allow", str(allow)], capture_output=True, text=True, timeout=120)
+    assert expired.returncode == 1
+    allow.write_text("- {match: x}\n")
+    bad = subprocess.run([*CLI, "diff", str(old), str(new), "--allow", str(allow)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and f"{allow}:1: each allow-list entry needs" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_diff_of_one_spec_at_two_releases(tmp_path):
+    spec = json.loads(json.dumps(BASE))
+    spec["products"].append({"family": "a3", "since": "8.5.0"})
+    path = _write(tmp_path / "demo_op.yaml", spec)
+    result = subprocess.run([*CLI, "diff", str(path), "--at", "8.0.0", "--at", "v8.5.0"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "compatible product   a3 supported" in result.stdout
+
+
+def test_every_spec_round_trips_unchanged_through_the_merge_reader():
+    for path in spec_paths(DEFAULT_SPECS_DIR):
+        assert dump_round_trip(load_round_trip(path)) == path.read_text(), path
+
+
+def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
+    # the older page (table variant) as a curated spec with a comment a person wrote
+    facts = read_page(PAGES / "table_variant.md", PRODUCTS, "8.5.0")
+    draft = build_draft(facts, PRODUCTS)
+    spec = tmp_path / "demo_backward.yaml"
+    text = "# written by a person\n" + yaml.safe_dump({k: v for k, v in draft.items() if k != "todo"}, sort_keys=False)
+    spec.write_text(text)
+    result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    merged_text = spec.read_text()
+    assert merged_text.startswith("# written by a person\n")
+    merged = yaml.safe_load(merged_text)
+    # 310b: absent from the old page, "not supported" on the new: no change in support, no new fact
+    assert "atlas_200i_500_a2" not in [p["family"] for p in merged["products"]]
+    groups = next(p for p in merged["parameters"] if p["name"] == "gradOutput")["dtypes"]
+    # 950 gains int32 at the new release; its old facts end there
+    assert {"families": ["ascend950"], "dtypes": ["float32", "float16", "bfloat16", "int32"], "since": "9.2.0.alpha001"} in groups
+    assert {"families": ["ascend950"], "dtypes": ["float32", "float16", "bfloat16"], "until": "9.2.0.alpha001"} in groups
+    assert view(merged, "8.5.0").dtypes == view(yaml.safe_load(text), "8.5.0").dtypes  # history unchanged
+    # the new parameter is reported for a person, not merged
+    assert "keepSign is only on the page" in result.stdout and "+++" in result.stdout
+    assert "compatible dtype" in result.stdout
