@@ -69,7 +69,7 @@ def _c_types(data: dict) -> dict[str, str]:
 def view(data: dict, release: str | None = None) -> View:
     """The facts of `data` at `release` (all unversioned facts and those whose range holds)."""
     c_types = _c_types(data)
-    params, dtypes, defaults = [], {}, {}
+    params, dtypes, defaults, constraints = [], {}, {}, []
     for p in _list(data.get("parameters")):
         if not isinstance(p, dict) or not _holds(p, release):
             continue
@@ -82,11 +82,14 @@ def view(data: dict, release: str | None = None) -> View:
                     dtypes[key] = dtypes.get(key, frozenset()) | frozenset(_list(group.get("dtypes")))
         if "default" in p:
             defaults[name] = p["default"]
+        for bound in _list(p.get("constraints")):
+            if isinstance(bound, dict) and _holds(bound, release):
+                constraints.append(json.dumps({"kind": "value", "param": name, "op": bound.get("op"), "value": bound.get("value")}, sort_keys=True))
     products = {}
     for entry in _list(data.get("products")):
         if isinstance(entry, dict) and _holds(entry, release):
             products[str(entry.get("family"))] = bool(entry.get("supported", True))
-    rules = set()
+    rules = set(constraints)
     for rule in _list(data.get("rules")):
         if isinstance(rule, dict) and _holds(rule, release):
             rules.add(json.dumps({k: v for k, v in rule.items() if k not in ("since", "until")}, sort_keys=True))
@@ -124,13 +127,25 @@ def diff(old: View, new: View) -> list[Change]:
         if old.defaults.get(name) != new.defaults.get(name):
             out.append(Change(BREAKING, "default", name, f"{name} default {old.defaults.get(name)!r} -> {new.defaults.get(name)!r}"))
     for rule in sorted(new.rules - old.rules):
-        out.append(Change(_rule_class(rule, old.rules, tightened=True), "rule", "", f"rule added: {rule}"))
+        out.append(Change(_rule_class(rule, old.rules, tightened=True), "rule", "", f"rule added: {rule_text(rule)}"))
     for rule in sorted(old.rules - new.rules):
-        out.append(Change(_rule_class(rule, new.rules, tightened=False), "rule", "", f"rule removed: {rule}"))
+        out.append(Change(_rule_class(rule, new.rules, tightened=False), "rule", "", f"rule removed: {rule_text(rule)}"))
     for key in sorted(old.docs):
         if old.docs[key] != new.docs.get(key):
             out.append(Change(COMPATIBLE, "doc", key, f"{key} text changed"))
     return out
+
+
+def rule_text(rule: str) -> str:
+    """A rule as a person reads it: `same_shape(gradOutput, self)`, `empty(x) allowed=false`."""
+    data = json.loads(rule)
+    kind = data.pop("kind", "?")
+    if kind == "value":
+        return f"{data.get('param')} {data.get('op')} {data.get('value')}"
+    names = [n for key in ("params", "inputs") for n in data.pop(key, [])]
+    names += [f"{key}={data.pop(key)}" for key in ("param", "target", "weight", "input", "grad", "output") if key in data]
+    rest = " ".join(f"{k}={json.dumps(v)}" for k, v in sorted(data.items()))
+    return f"{kind}({', '.join(map(str, names))})" + (f" {rest}" if rest else "")
 
 
 def _rule_class(rule: str, other: set[str], tightened: bool) -> str:

@@ -159,3 +159,41 @@ def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
     # the new parameter is reported for a person, not merged
     assert "keepSign is only on the page" in result.stdout and "+++" in result.stdout
     assert "compatible dtype" in result.stdout
+
+
+def _product_gains():
+    from aclnngen.codegen.loader import load_all
+    from aclnngen.runtime.versions import CannVersion
+
+    out = []
+    for ls in load_all():
+        data = yaml.safe_load(ls.path.read_text())
+        points = sorted({ls.spec.cann_version} | {p.since for p in ls.spec.products if p.since}, key=CannVersion)
+        for fact in ls.spec.products:
+            if fact.supported and fact.since and points.index(fact.since) > 0:
+                out.append((ls.path, ls.spec.symbol, fact.family, points[points.index(fact.since) - 1], fact.since))
+    return out
+
+
+@pytest.mark.parametrize("path,symbol,family,before,since", _product_gains(), ids=lambda v: str(v))
+def test_every_product_gained_shows_in_diff_and_in_the_change_log(path, symbol, family, before, since):
+    result = subprocess.run([*CLI, "diff", str(path), "--at", before, "--at", since], capture_output=True, text=True, timeout=120)
+    assert f"compatible product   {family} supported" in result.stdout, result.stdout
+    log = (DEFAULT_SPECS_DIR.parent / "docs" / "changes.md").read_text()
+    section = log.split(f"\n## {since}\n", 1)[1].split("\n## ", 1)[0]
+    op_part = section.split(f"[{symbol}]", 1)[1].split("\n### ", 1)[0]
+    assert f"**compatible** (product): {family} supported" in op_part
+
+
+def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
+    out = tmp_path / "aclnn_at"
+    gains = _product_gains()
+    path, symbol, family, before, since = gains[-1]
+    result = subprocess.run([*CLI, "generate", "--cann", before, "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    meta_text = (out / "meta" / f"{Path(path).stem}.py").read_text()
+    assert f"'cann_version': '{before}'" in meta_text and f"'family': '{family}'" not in meta_text
+    assert "'since': '" not in meta_text  # no versioned facts are left
+    later = tmp_path / "aclnn_later"
+    assert subprocess.run([*CLI, "generate", "--cann", since, "--out", str(later)], capture_output=True, text=True, timeout=300).returncode == 0
+    assert f"'family': '{family}'" in (later / "meta" / f"{Path(path).stem}.py").read_text()
