@@ -197,3 +197,17 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
     later = tmp_path / "aclnn_later"
     assert subprocess.run([*CLI, "generate", "--cann", since, "--out", str(later)], capture_output=True, text=True, timeout=300).returncode == 0
     assert f"'family': '{family}'" in (later / "meta" / f"{Path(path).stem}.py").read_text()
+
+
+def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(tmp_path):
+    facts = read_page(PAGES / "table_variant.md", PRODUCTS, "8.5.0")
+    draft = {k: v for k, v in build_draft(facts, PRODUCTS).items() if k != "todo"}
+    draft["defects"] = [{"kind": "dtype", "note": "the page's int32 on ascend950 is wrong", "since": "9.2.0.alpha001"}]
+    spec = _write(tmp_path / "demo_backward.yaml", draft)
+    result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    merged = yaml.safe_load(spec.read_text())
+    groups = next(p for p in merged["parameters"] if p["name"] == "gradOutput")["dtypes"]
+    assert not any("ascend950" in g["families"] and "int32" in g["dtypes"] for g in groups)
+    assert "gradOutput on ascend950" in result.stdout and "records a page defect there: kept" in result.stdout

@@ -162,3 +162,18 @@ def test_vendor_tags_become_release_spellings(tag, release):
     from aclnngen.codegen.importer.releases import release_of
 
     assert release_of(tag) == release
+
+
+def test_heading_lines_inside_code_fences_do_not_open_sections():
+    from aclnngen.codegen.importer.markdown import sections
+
+    text = "# aclnnX\n\n## 功能说明\n\n```Cpp\n## 函数原型\n#include <x>\n```\nafter\n"
+    assert [h for h, _ in sections(text)] == ["", "aclnnX", "功能说明"]
+
+
+def test_a_non_const_tensor_the_table_calls_an_input_is_an_output_and_a_defect():
+    facts = read_page(PAGES / "saved_variant.txt", PRODUCTS)
+    next(p for p in facts.params if p.name == "out").direction = "input"
+    draft = build_draft(facts, PRODUCTS)
+    assert next(p for p in draft["parameters"] if p["name"] == "out")["role"] == "output"
+    assert any(k == "prototype" and "calls out an input" in n for k, n in facts.defects)

@@ -68,7 +68,7 @@ def dtype_note(products: ProductTable, head: str, body: str, npu: str | None = N
 
 
 class _Tables(HTMLParser):
-    """Collects every <table>: rows of (text, rowspan, colspan) cells. Tolerates a doubled <tr>."""
+    """Collects every <table>: rows of (text, rowspan, colspan) cells."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=False)
@@ -83,9 +83,7 @@ class _Tables(HTMLParser):
             self._depth += 1
             self.tables.append([])
         elif self._depth and tag == "tr":
-            rows = self.tables[-1]
-            if not rows or rows[-1]:  # a doubled <tr> opens no second, empty row
-                rows.append([])
+            self.tables[-1].append([])
         elif self._depth and tag in ("td", "th"):
             if not self.tables[-1]:
                 self.tables[-1].append([])
@@ -126,7 +124,7 @@ def html_tables(text: str) -> list[tuple[list[list[str]], list[str]]]:
     parser.feed(text)
     out = []
     for rows in parser.tables:
-        rows = [r for r in rows if r]
+        rows = [r for r in rows if r]  # a doubled <tr> leaves an empty row behind
         grid: list[list[str]] = []
         carry: dict[int, tuple[str, int]] = {}  # column -> (text, rows still to fill)
         problems: list[str] = []
