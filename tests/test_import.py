@@ -99,6 +99,7 @@ def test_marked_products_and_notes_positive_exclusion_and_free_text():
 def test_full_width_c_types_doubled_tr_attributes_and_rank_hints():
     facts, draft = draft_of("marker_variant.md")
     assert [p.name for p in facts.params] == ["gradOutput", "self", "alpha", "keepSign", "out"]
+    assert facts.unparsed == []  # the doubled <tr> before out leaves no stray row
     keep = next(p for p in draft["parameters"] if p["name"] == "keepSign")
     assert keep["role"] == "attribute" and keep["c_type"] == "bool" and keep["py_name"] == "keep_sign"
     assert any(k == "prototype" and "alpha" in n for k, n in facts.defects)  # table says aclTensor*
