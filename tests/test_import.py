@@ -178,3 +178,17 @@ def test_a_non_const_tensor_the_table_calls_an_input_is_an_output_and_a_defect()
     draft = build_draft(facts, PRODUCTS)
     assert next(p for p in draft["parameters"] if p["name"] == "out")["role"] == "output"
     assert any(k == "prototype" and "calls out an input" in n for k, n in facts.defects)
+
+
+def test_import_never_overwrites_a_finished_spec_and_a_file_is_no_folder(tmp_path):
+    spec = tmp_path / "demo_backward.yaml"
+    spec.write_text("# a person's spec\nname: DemoBackward\n")
+    refused = subprocess.run([*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "exists and is not a draft" in refused.stderr and "--into" in refused.stderr
+    assert spec.read_text() == "# a person's spec\nname: DemoBackward\n"
+    spec.unlink()
+    for _ in range(2):  # a draft replaces the previous draft
+        again = subprocess.run([*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, again.stderr
+    blocked = subprocess.run([*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(spec)], capture_output=True, text=True, timeout=120)
+    assert blocked.returncode == 1 and "cannot create the folder" in blocked.stderr and "Traceback" not in blocked.stderr

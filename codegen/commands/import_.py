@@ -36,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
         if release is None or len(args.pages) != 1:
             raise GenerateError("--into needs exactly one PAGE and --release VERSION")
         return merge_command(args.into, args.pages[0], release, products)
-    args.output.mkdir(parents=True, exist_ok=True)
+    try:
+        args.output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GenerateError(f"-o {args.output}: cannot create the folder ({exc.strerror or exc})") from None
     for page in args.pages:
         facts = read_page(page, products, release)
         draft = build_draft(facts, products)

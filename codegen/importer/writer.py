@@ -39,10 +39,20 @@ def draft_text(draft: dict[str, Any], facts: PageFacts) -> str:
     return HEADER.format(path=facts.path) + body
 
 
+class DraftError(ValueError):
+    user_facing = True
+
+
 def write_draft(draft: dict[str, Any], facts: PageFacts, directory: Path) -> Path:
     stem = snake(facts.op) if facts.op else Path(facts.path).stem
     target = directory / f"{stem}.yaml"
     if draft.get("name") == TODO:
         target = directory / f"{Path(facts.path).stem}.draft.yaml"
-    target.write_text(draft_text(draft, facts), encoding="utf-8")
+    # a draft replaces an earlier draft, never a spec a person finished
+    if target.exists() and "# Draft imported by `aclnngen import`" not in target.read_text(encoding="utf-8", errors="replace")[:1000]:
+        raise DraftError(f"{target} exists and is not a draft; import into another folder, or merge with --into {target}")
+    try:
+        target.write_text(draft_text(draft, facts), encoding="utf-8")
+    except OSError as exc:
+        raise DraftError(f"{target}: cannot write the draft ({exc.strerror or exc})") from None
     return target
