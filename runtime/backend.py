@@ -693,7 +693,9 @@ class SimBackend(Backend):
         version = self.library_version()
         if version is None:
             return None, "unknown (the simulator did not answer aclsysGetVersionStr)"
-        return version, "aclsysGetVersionStr (simulator setting)"
+        from .releases import as_release  # CANN's 9.0.0-beta.1 is the specs' 9.0.RC1.alpha001
+
+        return as_release(version) or version, "aclsysGetVersionStr (simulator setting)"
 
     # -- simulator controls --------------------------------------------------------------------
     def set_soc(self, name: str | None) -> None:
@@ -704,7 +706,9 @@ class SimBackend(Backend):
         self._soc_setting = name
 
     def set_version(self, version: str | None) -> None:
-        arg = self.ffi.NULL if version is None else str(version).encode()
+        from .releases import simulator_spelling  # a spec's 9.0.RC1.alpha001 is CANN's 9.0.0-beta.1
+
+        arg = self.ffi.NULL if version is None else simulator_spelling(str(version)).encode()
         rc = self.controls.aclsim_set_version(arg)
         if rc != 0:
             raise ValueError(f"the simulator refused CANN version {version!r}: {self.recent_error()}")

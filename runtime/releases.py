@@ -15,9 +15,12 @@ _TAG = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-(beta|rc)\.(\d+))?(\.pre)?$")
 
 
 def as_release(text: str | None) -> str | None:
-    """A CANN release spelling for `text`: itself when it is one (8.5.0, 8.0.RC1), the spelling a
-    vendor tag or version string stands for (9.2.0-beta.1 -> 9.2.0.alpha001, a pre-release of
-    9.2.0), else None."""
+    """A CANN release spelling for `text`: itself when it is one (8.5.0, 8.0.RC1), else the
+    spelling a vendor tag or version string stands for, in the same order as the vendor's
+    pre-releases (beta < rc < release, as the simulator numbers them):
+    9.2.0-beta.1 -> 9.2.RC1.alpha001 (before 9.2.RC1), 9.0.0-rc.1 -> 9.0.RC1,
+    9.1.0.pre -> 9.1.0.alpha099 (after the candidates, before 9.1.0); for a patch release
+    9.0.1-beta.2 -> 9.0.1.alpha002. None when it is neither."""
     if text is None:
         return None
     if is_version(text):
@@ -27,10 +30,17 @@ def as_release(text: str | None) -> str | None:
         return None
     major, minor, patch, stage, number, pre = match.groups()
     if stage == "rc":
-        return f"{major}.{minor}.RC{number}" + (".alpha000" if pre else "")
+        return f"{major}.{minor}.RC{number}" if patch == "0" else f"{major}.{minor}.{patch}.alpha{50 + int(number):03d}"
     if stage == "beta":
-        return f"{major}.{minor}.{patch}.alpha{int(number):03d}"
-    return f"{major}.{minor}.{patch}" + (".alpha999" if pre else "")
+        return f"{major}.{minor}.RC1.alpha{int(number):03d}" if patch == "0" else f"{major}.{minor}.{patch}.alpha{int(number):03d}"
+    return f"{major}.{minor}.{patch}" + (".alpha099" if pre else "")
+
+
+def simulator_spelling(release: str) -> str:
+    """How the simulator (and CANN's version strings) spell a release that `as_release` made from
+    a vendor pre-release: X.Y.RC1.alpha00N -> X.Y.0-beta.N; others are spelt as they are."""
+    match = re.fullmatch(r"(\d+)\.(\d+)\.RC1\.alpha0*(\d+)", release)
+    return f"{match.group(1)}.{match.group(2)}.0-beta.{match.group(3)}" if match else release
 
 
 class CannReleaseWarning(UserWarning):

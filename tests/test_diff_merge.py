@@ -153,8 +153,8 @@ def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
     assert "atlas_200i_500_a2" not in [p["family"] for p in merged["products"]]
     groups = next(p for p in merged["parameters"] if p["name"] == "gradOutput")["dtypes"]
     # 950 gains int32 at the new release; its old facts end there
-    assert {"families": ["ascend950"], "dtypes": ["float32", "float16", "bfloat16", "int32"], "since": "9.2.0.alpha001"} in groups
-    assert {"families": ["ascend950"], "dtypes": ["float32", "float16", "bfloat16"], "until": "9.2.0.alpha001"} in groups
+    assert {"families": ["ascend950"], "dtypes": ["float32", "float16", "bfloat16", "int32"], "since": "9.2.RC1.alpha001"} in groups
+    assert {"families": ["ascend950"], "dtypes": ["float32", "float16", "bfloat16"], "until": "9.2.RC1.alpha001"} in groups
     assert view(merged, "8.5.0").dtypes == view(yaml.safe_load(text), "8.5.0").dtypes  # history unchanged
     # the new parameter is reported for a person, not merged
     assert "keepSign is only on the page" in result.stdout and "+++" in result.stdout
@@ -202,7 +202,7 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
 def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(tmp_path):
     facts = read_page(PAGES / "table_variant.md", PRODUCTS, "8.5.0")
     draft = {k: v for k, v in build_draft(facts, PRODUCTS).items() if k != "todo"}
-    draft["defects"] = [{"kind": "dtype", "note": "the page's int32 on ascend950 is wrong", "since": "9.2.0.alpha001"}]
+    draft["defects"] = [{"kind": "dtype", "note": "the page's int32 on ascend950 is wrong", "since": "9.2.RC1.alpha001"}]
     spec = _write(tmp_path / "demo_backward.yaml", draft)
     result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
                             capture_output=True, text=True, timeout=120)

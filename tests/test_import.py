@@ -138,7 +138,7 @@ def test_import_writes_drafts_that_validate_reports_line_by_line(tmp_path):
     draft_path = tmp_path / "demo_backward.yaml"
     assert f"-> {draft_path}" in result.stdout and "TODO:" in result.stdout and "defects: 1" in result.stdout
     draft = yaml.safe_load(draft_path.read_text())
-    assert draft["cann_version"] == "9.2.0.alpha001"
+    assert draft["cann_version"] == "9.2.RC1.alpha001"
     check = subprocess.run([*CLI, "validate", str(draft_path)], capture_output=True, text=True, timeout=120)
     assert check.returncode == 1 and "Traceback" not in check.stderr
     lines = check.stderr.splitlines()
@@ -158,7 +158,7 @@ def test_import_of_a_missing_page_or_bad_release_is_one_line(tmp_path):
     assert bad.returncode == 1 and "'nine' is neither a CANN release" in bad.stderr
 
 
-@pytest.mark.parametrize("tag,release", [("v8.5.0", "8.5.0"), ("v9.2.0-beta.1", "9.2.0.alpha001"), ("v9.0.0-rc.1", "9.0.RC1"), ("8.0.RC1", "8.0.RC1")])
+@pytest.mark.parametrize("tag,release", [("v8.5.0", "8.5.0"), ("v9.2.0-beta.1", "9.2.RC1.alpha001"), ("v9.0.0-rc.1", "9.0.RC1"), ("8.0.RC1", "8.0.RC1")])
 def test_vendor_tags_become_release_spellings(tag, release):
     from aclnngen.codegen.importer.releases import release_of
 

@@ -15,7 +15,7 @@ from aclnngen.codegen.loader import load_all
 from aclnngen.runtime import cases, session
 from aclnngen.runtime.errors import AclnnError, AclnnValidationError
 from aclnngen.runtime.products import soc_for_family
-from aclnngen.runtime.releases import CannReleaseWarning, _warned, as_release, check_release, known_releases
+from aclnngen.runtime.releases import CannReleaseWarning, _warned, as_release, check_release, known_releases, simulator_spelling
 from aclnngen.runtime.versions import CannVersion, holds_at
 from simtools import no_leaks_around
 
@@ -63,11 +63,11 @@ def test_a_product_gained_at_a_release_runs_from_it_and_is_refused_before(snake,
     dtype = _family_dtype(meta, family, since)
     values = dict(cases.make_values(meta, "contiguous", dtype, version=since))
     with no_leaks_around():
-        with session.simulated(soc=soc_for_family(family), version=before):
+        with session.simulated(soc=soc_for_family(family), version=simulator_spelling(before)):
             with pytest.raises(AclnnValidationError) as refused:
                 _call(binding, meta, values)
             assert refused.value.check == "product" and refused.value.family == family
-        with session.simulated(soc=soc_for_family(family), version=since):
+        with session.simulated(soc=soc_for_family(family), version=simulator_spelling(since)):
             result = _call(binding, meta, values)
     outputs = result if isinstance(result, tuple) else (result,)
     assert all(np.asarray(o).dtype == np.dtype(dtype) or str(np.asarray(o).dtype) == dtype for o in outputs)
@@ -84,7 +84,7 @@ def test_a_dtype_the_family_lacks_at_a_release_is_refused_there():
             continue
         binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
         values = dict(cases.make_values(meta, "contiguous", missing[0], version=since))
-        with no_leaks_around(), session.simulated(soc=soc_for_family(family), version=since):
+        with no_leaks_around(), session.simulated(soc=soc_for_family(family), version=simulator_spelling(since)):
             with pytest.raises(AclnnValidationError) as refused:
                 _call(binding, meta, values)
         assert refused.value.check == "dtype"
@@ -93,7 +93,11 @@ def test_a_dtype_the_family_lacks_at_a_release_is_refused_there():
 
 
 def test_vendor_version_strings_map_to_release_spellings():
-    assert as_release("9.2.0-beta.1") == "9.2.0.alpha001" and CannVersion("9.2.0.alpha001") < CannVersion("9.2.0")
+    order = ["9.0.0-beta.1", "9.0.0-beta.2", "9.0.0-rc.1", "9.0.0", "9.0.1-beta.1", "9.0.1", "9.1.0.pre", "9.1.0"]
+    releases = [as_release(v) for v in order]
+    assert releases[0] == "9.0.RC1.alpha001" and releases[2] == "9.0.RC1"
+    assert sorted(releases, key=CannVersion) == releases  # the vendor's order: beta < rc < release
+    assert simulator_spelling(releases[0]) == "9.0.0-beta.1" and simulator_spelling("8.5.0") == "8.5.0"
     assert as_release("8.5.0") == "8.5.0" and as_release("not a version") is None
 
 

@@ -1,6 +1,7 @@
 """Vendor repository tags (`v8.5.0`, `v9.2.0-beta.1`, `v9.0.0-rc.1`, `v9.1.0.pre`) -> CANN release
-spellings the spec language accepts. A beta or pre-release build precedes its release, as an
-`alpha` build does in the spec language, so `v9.2.0-beta.1` becomes `9.2.0.alpha001`. The mapping
+spellings the spec language accepts, in the vendor's order: a beta precedes the first release
+candidate, as an `alpha` build does in the spec language, so `v9.2.0-beta.1` becomes
+`9.2.RC1.alpha001` (before `v9.2.0-rc.1`, `9.2.RC1`). The mapping
 itself lives in the runtime (runtime/releases.py), which meets the same spellings at run time."""
 
 from __future__ import annotations

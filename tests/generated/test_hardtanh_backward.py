@@ -3,7 +3,7 @@
 """Tests of aclnnHardtanhBackward rendered from its spec: reference against the PyTorch oracle,
 validator cases per product family, return codes, null pointers, and the binding on the simulator.
 
-Facts are those of CANN 9.0.0.alpha001, the newest release the spec documents. Expected failures
+Facts are those of CANN 9.0.RC1.alpha001, the newest release the spec documents. Expected failures
 and tolerance overrides live in tests/directives.yaml, never here.
 """
 
@@ -14,7 +14,7 @@ from aclnngen.generated.meta.hardtanh_backward import META
 from aclnngen.generated.ops.hardtanh_backward import hardtanh_backward as binding
 from aclnngen.generated.reference import hardtanh_backward as reference
 
-OP = opcheck.OpUnderTest(META, reference=reference, binding=binding, version='9.0.0.alpha001')
+OP = opcheck.OpUnderTest(META, reference=reference, binding=binding, version='9.0.RC1.alpha001')
 
 
 _case = OP.case
