@@ -105,6 +105,8 @@ def test_full_width_c_types_doubled_tr_attributes_and_rank_hints():
     assert any(k == "prototype" and "alpha" in n for k, n in facts.defects)  # table says aclTensor*
     assert {"kind": "max_rank", "params": ["self"], "rank": 6} in draft["rules"]
     assert {"kind": "empty", "params": ["gradOutput"], "allowed": False} in draft["rules"]
+    assert {"kind": "same_dtype", "params": ["gradOutput", "self"]} in draft["rules"]
+    assert not any(r["kind"] == "same_shape" for r in draft["rules"])
     # a row the draft cannot classify stays a TODO
     assert draft["return_codes"][3] == {"status": 161002, "check": "TODO", "params": "TODO", "condition": "TODO"}
     assert "return_codes.3" in todo_at(draft)
@@ -192,3 +194,18 @@ def test_import_never_overwrites_a_finished_spec_and_a_file_is_no_folder(tmp_pat
         assert again.returncode == 0, again.stderr
     blocked = subprocess.run([*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(spec)], capture_output=True, text=True, timeout=120)
     assert blocked.returncode == 1 and "cannot create the folder" in blocked.stderr and "Traceback" not in blocked.stderr
+
+
+def test_sameness_hints_come_from_usage_notes_but_not_from_broadcast_sentences():
+    from aclnngen.codegen.importer.draft import _sameness_hints
+    from aclnngen.codegen.importer.facts import PageParam
+
+    page = {
+        "a": PageParam("a", text="a、b和c的shape一致。"),
+        "b": PageParam("b", text="broadcast后的shape与c的shape一致。"),
+        "c": PageParam("c", text="数据类型与a相同。"),
+    }
+    assert _sameness_hints(["a", "b", "c"], page) == [
+        {"kind": "same_shape", "params": ["a", "b", "c"]},
+        {"kind": "same_dtype", "params": ["a", "c"]},
+    ]

@@ -232,10 +232,33 @@ def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any
     for names, allowed in ((empty_no, False), (empty_yes, True)):
         if names:
             rules.append({"kind": "empty", "params": names, "allowed": allowed})
+    rules += _sameness_hints(tensors, page)
     non_contiguous = [n for n in tensors if n in page and page[n].non_contiguous.strip() == "√"]
     if non_contiguous:
         rules.append({"kind": "non_contiguous", "params": non_contiguous, "allowed": True})
     return rules
+
+
+_SAMENESS = (
+    ("same_shape", re.compile(r"shape[^。；;，,]{0,24}?(?<!不)(?:一致|相同)|same shape", re.I)),
+    ("same_dtype", re.compile(r"(?:数据类型|dtype)[^。；;，,]{0,24}?(?<!不)(?:一致|相同)|same dtype", re.I)),
+)
+
+
+def _sameness_hints(tensors: list[str], page: dict[str, PageParam]) -> list[dict[str, Any]]:
+    """`X、Y和Z的shape一致` in a usage note -> same_shape(X, Y, Z) (the row's own tensor included)."""
+    found: list[dict[str, Any]] = []
+    for name in tensors:
+        for line in page[name].text.splitlines() if name in page else []:
+            for kind, pattern in _SAMENESS:
+                # "the shape after broadcasting equals ..." is a broadcast rule, not sameness
+                if not pattern.search(line) or re.search(r"broadcast|广播", line, re.I):
+                    continue
+                named = {name} | {t for t in tensors if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", line)}
+                rule = {"kind": kind, "params": [t for t in tensors if t in named]}
+                if len(rule["params"]) >= 2 and rule not in found:
+                    found.append(rule)
+    return found
 
 
 def _return_codes(facts: PageFacts, params: list[dict[str, Any]], todo: list) -> list[dict[str, Any]]:
