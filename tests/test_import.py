@@ -209,3 +209,27 @@ def test_sameness_hints_come_from_usage_notes_but_not_from_broadcast_sentences()
         {"kind": "same_shape", "params": ["a", "b", "c"]},
         {"kind": "same_dtype", "params": ["a", "c"]},
     ]
+
+
+from hypothesis import example, given, settings, strategies as st  # noqa: E402
+
+_FIXTURES = {name: (PAGES / name).read_text() for name in ("table_variant.md", "marker_variant.md", "english_variant.md", "saved_variant.txt")}
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(sorted(_FIXTURES)), cut=st.integers(0, 10_000), drop=st.sets(st.integers(0, 200), max_size=30),
+       noise=st.text(max_size=40))
+@example(name="english_variant.md", cut=709, drop={1, 2}, noise="<![A:")  # html.parser asserted on this
+def test_damaged_pages_still_give_a_draft_never_an_exception(tmp_path_factory, name, cut, drop, noise):
+    """Truncated pages, lost lines and stray text (what scrapes and bad merges do) give a draft with
+    TODOs, not a traceback."""
+    lines = _FIXTURES[name].splitlines()
+    damaged = "\n".join(line for i, line in enumerate(lines) if i not in drop)[:cut] + noise
+    page = tmp_path_factory.mktemp("damaged") / name
+    page.write_text(damaged, encoding="utf-8")
+    facts = read_page(page, PRODUCTS)
+    draft = build_draft(facts, PRODUCTS)
+    assert draft["todo"] and "name" in draft
+    from aclnngen.codegen.importer.writer import draft_text
+
+    assert yaml.safe_load(draft_text(draft, facts))["todo"]

@@ -121,7 +121,14 @@ def html_tables(text: str) -> list[tuple[list[list[str]], list[str]]]:
     """Every HTML table in `text` as a grid (row spans filled in, clipped to the rows that exist)
     and a list of span problems (a rowspan that overruns the table)."""
     parser = _Tables()
-    parser.feed(text)
+    # declarations and marked sections (`<!DOCTYPE`, `<![CDATA[`) never belong in a page's tables,
+    # and html.parser asserts on malformed ones: read them as text
+    text = re.sub(r"<!(?!--)", "&lt;!", text)
+    try:
+        parser.feed(text)
+        parser.close()
+    except (AssertionError, ValueError):  # markup html.parser cannot take: keep the rows read so far
+        pass
     out = []
     for rows in parser.tables:
         rows = [r for r in rows if r]  # a doubled <tr> leaves an empty row behind
