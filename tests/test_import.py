@@ -100,6 +100,9 @@ def test_full_width_c_types_doubled_tr_attributes_and_rank_hints():
     facts, draft = draft_of("marker_variant.md")
     assert [p.name for p in facts.params] == ["gradOutput", "self", "alpha", "keepSign", "out"]
     assert facts.unparsed == []  # the doubled <tr> before out leaves no stray row
+    alpha = next(p for p in draft["parameters"] if p["name"] == "alpha")
+    assert alpha["constraints"] == [{"op": ">=", "value": 0.5}]  # the conditional bound is a TODO
+    assert any(t["at"] == "parameters.2.constraints" and "小于10" in t["note"] for t in draft["todo"])
     keep = next(p for p in draft["parameters"] if p["name"] == "keepSign")
     assert keep["role"] == "attribute" and keep["c_type"] == "bool" and keep["py_name"] == "keep_sign"
     assert any(k == "prototype" and "alpha" in n for k, n in facts.defects)  # table says aclTensor*

@@ -165,6 +165,9 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
                 todo.append((f"{at}.scalar_dtype", "the aclDataType the binding creates for this scalar"))
             if dtypes:
                 entry["scalar_dtypes"] = dtypes
+            constraints = _constraints(page.text if page else "", f"{at}.constraints", todo)
+            if constraints:
+                entry["constraints"] = constraints
             if role == "optional_scalar":
                 default = _default(page.text if page else "")
                 entry["default"] = default if default is not None else TODO
@@ -174,6 +177,31 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
             entry["c_type"] = c_type.replace("const ", "").replace(" ", "")
         out.append(entry)
     return out
+
+
+_BOUNDS = (  # longest first: 大于等于 before 大于
+    ("大于等于", ">="), ("小于等于", "<="), ("不等于", "!="), ("大于", ">"), ("小于", "<"),
+    (">=", ">="), ("<=", "<="), ("!=", "!="), (">", ">"), ("<", "<"),
+)
+_NUMBER = r"\s*([-+]?\d+(?:\.\d+)?)"
+_CONDITION = re.compile(r"如果|若|当|if |when ", re.I)
+
+
+def _constraints(text: str, at: str, todo: list) -> list[dict[str, Any]]:
+    """`取值范围应大于等于0` -> {op: ">=", value: 0}; a bound under a condition is a TODO."""
+    found: list[dict[str, Any]] = []
+    for sentence in re.split(r"[。；;\n]", text):
+        for word, op in _BOUNDS:
+            match = re.search(re.escape(word) + _NUMBER, sentence)
+            if not match:
+                continue
+            if _CONDITION.search(sentence):
+                todo.append((at, f"a bound under a condition the draft cannot express: {word}{match.group(1)}"))
+            else:
+                number = float(match.group(1))
+                found.append({"op": op, "value": int(number) if number.is_integer() else number})
+            break
+    return found
 
 
 def _default(text: str) -> float | None:
