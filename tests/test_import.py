@@ -236,3 +236,22 @@ def test_damaged_pages_still_give_a_draft_never_an_exception(tmp_path_factory, n
     from aclnngen.codegen.importer.writer import draft_text
 
     assert yaml.safe_load(draft_text(draft, facts))["todo"]
+
+
+def test_a_draft_whose_todos_are_done_is_a_valid_spec(tmp_path):
+    """A draft is in the spec language: writing what the TODOs ask for, and nothing else, gives a
+    spec that loads (so the readers' output and the model never drift apart)."""
+    from aclnngen.codegen.loader import load_spec
+
+    _, draft = draft_of("english_variant.md", "8.5.0")
+    draft.pop("todo")
+    draft["summary"] = "A demo op."
+    for param in draft["parameters"]:
+        param["summary"] = "A demo parameter."
+    draft["formula"]["outputs"] = {"out": "grad_output * beta_optional"}
+    draft["oracle"] = {"kind": "recipe", "recipe": "demo", "args": ["grad_output", "beta_optional"], "outputs": ["out"]}
+    path = tmp_path / "demo_backward.yaml"
+    path.write_text(yaml.safe_dump(draft, sort_keys=False, allow_unicode=True))
+    spec = load_spec(path, PRODUCTS).spec
+    assert spec.name == "DemoBackward" and [p.role for p in spec.parameters] == ["input", "optional_scalar", "output"]
+    assert spec.return_codes[0].status == 161001
