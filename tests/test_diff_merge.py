@@ -136,12 +136,22 @@ def test_every_spec_round_trips_unchanged_through_the_merge_reader():
         assert dump_round_trip(load_round_trip(path)) == path.read_text(), path
 
 
+def _finished(page: str, release: str) -> dict:
+    """The draft of `page` with its TODOs done, as a person would finish it: a valid spec."""
+    draft = build_draft(read_page(PAGES / page, PRODUCTS, release), PRODUCTS)
+    draft.pop("todo")
+    draft["summary"] = "A demo op."
+    for param in draft["parameters"]:
+        param["summary"] = "A demo parameter."
+    draft["formula"]["outputs"] = {"out": "grad_output * alpha"}
+    draft["oracle"] = {"kind": "recipe", "recipe": "demo", "args": ["grad_output", "alpha"], "outputs": ["out"]}
+    return json.loads(json.dumps(draft))  # no shared lists, so no YAML anchors
+
+
 def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
     # the older page (table variant) as a curated spec with a comment a person wrote
-    facts = read_page(PAGES / "table_variant.md", PRODUCTS, "8.5.0")
-    draft = build_draft(facts, PRODUCTS)
     spec = tmp_path / "demo_backward.yaml"
-    text = "# written by a person\n" + yaml.safe_dump({k: v for k, v in draft.items() if k != "todo"}, sort_keys=False)
+    text = "# written by a person\n" + yaml.safe_dump(_finished("table_variant.md", "8.5.0"), sort_keys=False)
     spec.write_text(text)
     result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
                             capture_output=True, text=True, timeout=120)
@@ -159,6 +169,13 @@ def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
     # the new parameter is reported for a person, not merged
     assert "keepSign is only on the page" in result.stdout and "+++" in result.stdout
     assert "compatible dtype" in result.stdout
+    # the merged file is still a spec; one that is not is reported, with exit status 1
+    broken = tmp_path / "broken" / "demo_backward.yaml"
+    broken.parent.mkdir()
+    broken.write_text(text.replace("summary: A demo op.", "summary: ''"))
+    again = subprocess.run([*CLI, "import", "--into", str(broken), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 1 and "the merged spec does not validate" in again.stdout and f"{broken}:" in again.stdout
 
 
 def _product_gains():
@@ -200,8 +217,7 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
 
 
 def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(tmp_path):
-    facts = read_page(PAGES / "table_variant.md", PRODUCTS, "8.5.0")
-    draft = {k: v for k, v in build_draft(facts, PRODUCTS).items() if k != "todo"}
+    draft = _finished("table_variant.md", "8.5.0")
     draft["defects"] = [{"kind": "dtype", "note": "the page's int32 on ascend950 is wrong", "since": "9.2.RC1.alpha001"}]
     spec = _write(tmp_path / "demo_backward.yaml", draft)
     result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],

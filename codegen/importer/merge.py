@@ -28,6 +28,7 @@ def _yaml() -> YAML:
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.representer.ignore_aliases = lambda data: True  # specs forbid anchors, even for shared lists
     return yaml
 
 
@@ -196,4 +197,18 @@ def merge_command(spec_path: Path, page_path: Path, release: str, products: Prod
         print(f"   {change}")
     for note in notes:
         print(f"   note: {note}")
+    return _validate_merged(spec_path, products)
+
+
+def _validate_merged(spec_path: Path, products: ProductTable) -> int:
+    """The merged file must still be a spec; if not, say where (exit 1), so the review starts there."""
+    from ..loader import load_spec
+
+    try:
+        load_spec(spec_path, products)
+    except SpecError as exc:
+        print(f"-- the merged spec does not validate ({len(exc.problems)} problem(s)):")
+        for problem in exc.problems:
+            print(f"   {problem}")
+        return 1
     return 0
