@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cann",
         metavar="VERSION",
-        help="render only the facts that hold at this CANN release, as a stand-alone package (--out, default aclnn_cann_<version>)",
+        help="render only the facts that hold at this CANN release, as a stand-alone package (--out, default build/aclnn_cann_<version>)",
     )
     parser.add_argument(
         "--force",
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
         release = release_of(args.cann)
         args.specs = args.specs or DEFAULT_SPECS_DIR
-        args.out = args.out or Path("aclnn_cann_" + "".join(c if c.isalnum() else "_" for c in release))
+        args.out = args.out or Path("build") / ("aclnn_cann_" + "".join(c if c.isalnum() else "_" for c in release))
     specs_dir, root, layout = target(args)
     outputs = plan(specs_dir, layout, tuple(args.ops), release)
     written, removed = write(outputs, root, layout, partial=bool(args.ops), force=args.force)
