@@ -214,6 +214,30 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
     later = tmp_path / "aclnn_later"
     assert subprocess.run([*CLI, "generate", "--cann", since, "--out", str(later)], capture_output=True, text=True, timeout=300).returncode == 0
     assert f"'family': '{family}'" in (later / "meta" / f"{Path(path).stem}.py").read_text()
+    # the package of the later release runs the op on that family on the simulator; the earlier one refuses
+    script = (
+        "import sys, importlib\n"
+        "from aclnngen.runtime import cases, session\n"
+        "from aclnngen.runtime.errors import AclnnValidationError\n"
+        "from aclnngen.runtime.releases import simulator_spelling\n"
+        "pkg, snake, family, release = sys.argv[1:5]\n"
+        "meta = importlib.import_module(f'{pkg}.meta.{snake}').META\n"
+        "binding = getattr(importlib.import_module(f'{pkg}.ops.{snake}'), snake)\n"
+        "values = dict(cases.make_values(meta, 'contiguous', 'float32', version=release))\n"
+        "ins = [values[p['name']] for p in meta['params'] if p['role'] == 'input']\n"
+        "kw = {p['py']: values[p['name']] for p in meta['params'] if p['role'] not in ('input', 'output')}\n"
+        "with session.simulated(family=family, version=simulator_spelling(release)):\n"
+        "    try:\n"
+        "        binding(*ins, **kw); print('ran')\n"
+        "    except AclnnValidationError as e:\n"
+        "        print('refused', e.check)\n"
+    )
+    runs = {}
+    for folder, release in ((out, before), (later, since)):
+        done = subprocess.run([sys.executable, "-c", script, folder.name, Path(path).stem, family, release],
+                              capture_output=True, text=True, timeout=300, cwd=folder.parent)
+        runs[release] = done.stdout.strip() or done.stderr[-500:]
+    assert runs == {before: "refused product", since: "ran"}, runs
 
 
 def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(tmp_path):
