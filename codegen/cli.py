@@ -20,7 +20,11 @@ COMMANDS = {
     "check": "fail when generated files are stale (renders into memory)",
     "run": "run every op on the active backend and compare with the reference",
     "info": "show the backend, libraries, SoC, product family and CANN version",
+    "diff": "classify the changes between two specs, or one spec at two releases (--at)",
+    "import": "turn doc pages into draft specs, or merge a newer page into a spec (--into)",
 }
+# commands whose module name differs from the command (a Python keyword)
+MODULES = {"import": "import_"}
 
 
 def _parser(selected: str | None) -> argparse.ArgumentParser:
@@ -39,7 +43,7 @@ def _parser(selected: str | None) -> argparse.ArgumentParser:
 
 
 def _module(name: str):
-    return importlib.import_module(f"aclnngen.codegen.commands.{name}")
+    return importlib.import_module(f"aclnngen.codegen.commands.{MODULES.get(name, name)}")
 
 
 def main(argv: list[str] | None = None) -> int:

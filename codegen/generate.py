@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class Layout:
     docs_dir: str
     schema_dir: str | None  # only the repository publishes the schema
     shared: bool  # whether the ABI, products and simulator declarations are rendered here
+    changes_doc: str | None = None  # the change log; default <docs_dir>/changes-by-release.md
 
     @property
     def manifest(self) -> str:
@@ -63,6 +65,7 @@ REPO_LAYOUT = Layout(
     docs_dir="docs/ops",
     schema_dir="specs/schema",
     shared=True,
+    changes_doc="docs/changes.md",
 )
 
 
@@ -105,9 +108,15 @@ class Plan:
         self.outputs.append(Output(path.removeprefix("./"), content))
 
 
-def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = ()) -> list[Output]:
+def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = (), release: str | None = None) -> list[Output]:
     products = load_products(specs_dir)
     loaded = load_all(specs_dir, products)
+    if release is not None:  # only the facts that hold at that release (generate --cann)
+        from dataclasses import replace
+
+        from .atrelease import at_release
+
+        loaded = [replace(ls, spec=at_release(ls.spec, release, products.ids)) for ls in loaded]
     if not loaded:
         raise GenerateError(f"no op specs found under {specs_dir / 'ops'}")
     names = {ls.spec.snake_name for ls in loaded}
@@ -220,6 +229,12 @@ def _render_indexes(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -
         ),
     )
     p.add(f"{layout.package_dir}/c/sim_ops.c", _render_sim_ops([ls.spec for ls in loaded]))
+    from .changes import change_log
+
+    changes_path = layout.changes_doc or f"{layout.docs_dir}/changes-by-release.md"
+    p.add(changes_path, render.render("changes.md.j2", header=_header("change log", "specs/ops/", "changes.md.j2"),
+                                      log=change_log([ls.spec for ls in loaded]),
+                                      docs_rel=posixpath.relpath(layout.docs_dir, posixpath.dirname(changes_path))))
 
 
 def _render_sim_ops(specs: list[OpSpec]) -> str:

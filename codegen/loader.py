@@ -96,6 +96,15 @@ def _load_spec(path: Path, products: ProductTable) -> LoadedSpec:
     data, lines = read_yaml(path)
     if not isinstance(data, dict):
         raise SpecError(Problem(str(path), 1, "a spec is a YAML mapping at the top level"))
+    if "todo" in data:  # an imported draft: its TODOs first, then whatever else is wrong
+        from .importer.todo import todo_problems
+
+        problems = todo_problems(data, path, lines)
+        try:
+            validate_model(OpSpec, {k: v for k, v in data.items() if k != "todo"}, path, lines, context={"families": products.ids})
+        except SpecError as exc:
+            problems += [p for p in exc.problems if p not in problems]
+        raise SpecError(problems)
     spec = validate_model(OpSpec, data, path, lines, context={"families": products.ids})
     expected_stem = spec.snake_name
     if path.stem != expected_stem:

@@ -204,8 +204,11 @@ class BoundOp:
     def validation_version(self, version: str | None) -> str:
         found = self._versions.get(version)
         if found is None:
-            found = version if version is not None and is_version(version) else self.newest_version
+            from .releases import as_release, check_release
+
+            found = as_release(version) or self.newest_version
             self._versions[version] = found
+            check_release(self.meta, version)
         return found
 
     def functions(self, backend):

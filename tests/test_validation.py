@@ -297,7 +297,8 @@ def test_an_optional_scalar_may_be_none():
         ("PreluBackward", "training", "8.0.0", True),
         ("GeluBackward", "atlas_200i_500_a2", "8.5.0", False),
         ("HardtanhBackward", "atlas_200i_500_a2", "8.0.0", False),
-        ("HardtanhBackward", "atlas_200i_500_a2", "8.5.0", True),
+        ("HardtanhBackward", "atlas_200i_500_a2", "8.5.0", False),
+        ("HardtanhBackward", "atlas_200i_500_a2", "9.0.RC1.alpha001", True),
         ("SoftshrinkBackward", "inference", "8.0.0", False),
         ("SoftshrinkBackward", "inference", "8.5.0", True),
         ("SwishBackward", "a3", "8.0.0", False),
@@ -342,7 +343,8 @@ def test_supported_families_and_dtypes():
         ("GeluBackward", "a2", "8.0.0", BF16, True),
         ("GeluBackward", "a2", "8.0.0", F64, False),
         ("HardtanhBackward", "inference", "8.5.0", BF16, False),
-        ("HardtanhBackward", "atlas_200i_500_a2", "8.5.0", BF16, True),
+        ("HardtanhBackward", "atlas_200i_500_a2", "9.0.RC1.alpha001", BF16, False),
+        ("HardtanhBackward", "a3", "9.0.RC1.alpha001", BF16, True),
         ("SoftshrinkBackward", "a2", "8.0.0", BF16, False),
         ("SoftshrinkBackward", "a2", "8.5.0", BF16, True),
         ("SwishBackward", "training", "8.0.0", np.dtype(np.int32), False),
@@ -673,7 +675,7 @@ scalars = st.one_of(
 def test_validate_raises_nothing_but_validation_errors(data):
     op = data.draw(st.sampled_from(sorted(METAS)))
     meta = METAS[op]
-    version = data.draw(st.sampled_from(["8.0.RC1", "8.0.0", "8.5.0", "9.0.0.alpha001"]))
+    version = data.draw(st.sampled_from(["8.0.RC1", "8.0.0", "8.5.0", "9.0.RC1.alpha001"]))
     family = data.draw(st.sampled_from(["training", "inference", "a2", "a3", "ascend950", "atlas_200i_500_a2", "x"]))
     dtype = data.draw(st.sampled_from(ALL_DTYPES))
     values = make_values(meta, "contiguous", dtype, version="8.5.0")

@@ -15,6 +15,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--specs", type=Path, help="a specs directory kept outside this repository (with ops/*.yaml)")
     parser.add_argument("--out", type=Path, help="with --specs: the folder of the stand-alone package to write")
     parser.add_argument(
+        "--cann",
+        metavar="VERSION",
+        help="render only the facts that hold at this CANN release, as a stand-alone package (--out, default build/aclnn_cann_<version>)",
+    )
+    parser.add_argument(
         "--force",
         action="store_true",
         help="also overwrite or remove files the manifest does not list or that were edited by hand (never through a link)",
@@ -36,8 +41,15 @@ def target(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    release = None
+    if args.cann is not None:
+        from ..importer.releases import release_of
+
+        release = release_of(args.cann)
+        args.specs = args.specs or DEFAULT_SPECS_DIR
+        args.out = args.out or Path("build") / ("aclnn_cann_" + "".join(c if c.isalnum() else "_" for c in release))
     specs_dir, root, layout = target(args)
-    outputs = plan(specs_dir, layout, tuple(args.ops))
+    outputs = plan(specs_dir, layout, tuple(args.ops), release)
     written, removed = write(outputs, root, layout, partial=bool(args.ops), force=args.force)
     if args.json:
         from .jsonout import emit

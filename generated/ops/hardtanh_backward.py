@@ -49,12 +49,12 @@ def hardtanh_backward(
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
 
-    Dtypes per product family (CANN 8.5.0):
+    Dtypes per product family (CANN 9.0.RC1.alpha001):
         Training: gradOutput float32/float16; self float32/float16; out float32/float16
         Inference: gradOutput float32/float16; self float32/float16; out float32/float16
         A2: gradOutput float32/float16/bfloat16; self float32/float16/bfloat16; out float32/float16/bfloat16
         A3: gradOutput float32/float16/bfloat16; self float32/float16/bfloat16; out float32/float16/bfloat16
-        200I-500-A2: gradOutput float32/float16/bfloat16; self float32/float16/bfloat16; out float32/float16/bfloat16
+        200I-500-A2: gradOutput float32/float16; self float32/float16; out float32/float16
         950: gradOutput float32/float16/bfloat16; self float32/float16/bfloat16; out float32/float16/bfloat16
 
     Rules:

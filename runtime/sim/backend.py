@@ -15,6 +15,7 @@ from pathlib import Path
 from aclnngen.runtime import ffi as ffimod
 from aclnngen.runtime.backend import Backend, RuntimeApi
 from aclnngen.runtime.errors import AclRuntimeError, BackendError
+from aclnngen.runtime.releases import as_release, simulator_spelling  # CANN's 9.0.0-beta.1 is the specs' 9.0.RC1.alpha001
 
 from . import kernels as simkernels
 from .build import SimulatorBuildError, build_simulator
@@ -117,7 +118,7 @@ class SimBackend(Backend):
         version = self.library_version()
         if version is None:
             return None, "unknown (the simulator did not answer aclsysGetVersionStr)"
-        return version, "aclsysGetVersionStr (simulator setting)"
+        return as_release(version) or version, "aclsysGetVersionStr (simulator setting)"
 
     def use_profile(self, profile):
         """A context manager making `profile` (a name of `kernels.known_profiles()`, or a
@@ -135,7 +136,8 @@ class SimBackend(Backend):
         self._soc_setting = name
 
     def set_version(self, version: str | None) -> None:
-        arg = self.ffi.NULL if version is None else str(version).encode()
+        # a spec's 9.0.RC1.alpha001 is CANN's 9.0.0-beta.1
+        arg = self.ffi.NULL if version is None else simulator_spelling(str(version)).encode()
         rc = self.controls.aclsim_set_version(arg)
         if rc != 0:
             raise ValueError(f"the simulator refused CANN version {version!r}: {self.recent_error()}")

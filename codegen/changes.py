@@ -1,0 +1,45 @@
+"""The change log (docs/changes.md): per CANN release, per op, what the specs' versioned facts
+(`since`/`until`) add, remove or change there, classified as `aclnngen diff` does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aclnngen.runtime.versions import CannVersion, is_version
+
+from .model import OpSpec, dump_spec
+from .specdiff import diff, view
+
+
+def releases_of(data: Any) -> set[str]:
+    """Every release a spec's facts start or end at."""
+    found: set[str] = set()
+    if isinstance(data, dict):
+        for key in ("since", "until"):
+            value = data.get(key)
+            if isinstance(value, str) and is_version(value):
+                found.add(value)
+        for value in data.values():
+            found |= releases_of(value)
+    elif isinstance(data, list):
+        for value in data:
+            found |= releases_of(value)
+    return found
+
+
+def change_log(specs: list[OpSpec]) -> list[dict[str, Any]]:
+    """[{release, ops: [{name, symbol, snake, changes: [{kind, what, message}]}]}], newest first."""
+    by_release: dict[str, list[dict[str, Any]]] = {}
+    for spec in sorted(specs, key=lambda s: s.name):
+        data = dump_spec(spec)
+        points = sorted(releases_of(data) | {spec.cann_version}, key=CannVersion)
+        for before, at in zip(points, points[1:]):
+            changes = diff(view(data, before), view(data, at))
+            if changes:
+                by_release.setdefault(at, []).append({
+                    "name": spec.name,
+                    "symbol": spec.symbol,
+                    "snake": spec.snake_name,
+                    "changes": [{"kind": c.kind, "what": c.what, "message": c.message} for c in changes],
+                })
+    return [{"release": r, "ops": by_release[r]} for r in sorted(by_release, key=CannVersion, reverse=True)]

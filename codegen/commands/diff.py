@@ -1,0 +1,90 @@
+"""`aclnngen diff OLD NEW` or `aclnngen diff SPEC --at A --at B`: the changes a binding user feels,
+each breaking or compatible; `--json` for tools; exit 1 when anything breaking is not allowed.
+
+The allow-list (`--allow FILE`, YAML: a list of {op, match, reason, expires}) silences accepted
+breaking changes whose message contains `match`, until the expiry date (then they count again)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from pathlib import Path
+
+from ..errors import GenerateError, Problem, SpecError
+from ..yamlio import read_yaml
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("specs", nargs="+", type=Path, help="OLD NEW (specs or drafts), or one spec with --at twice")
+    parser.add_argument("--at", action="append", default=[], metavar="RELEASE", help="compare one spec at two releases")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--allow", type=Path, help="allow-list of accepted breaking changes (YAML)")
+
+
+def _load(path: Path) -> dict:
+    data, _ = read_yaml(path)
+    if not isinstance(data, dict):
+        raise SpecError(Problem(str(path), 1, "a spec is a YAML mapping at the top level"))
+    return data
+
+
+def _allowed(path: Path | None, today: datetime.date) -> list[dict]:
+    if path is None:
+        return []
+    data, lines = read_yaml(path)
+    entries = []
+    for index, entry in enumerate(data if isinstance(data, list) else [None]):
+        line = lines.line_of((index,))
+        if not isinstance(entry, dict) or not {"match", "reason", "expires"} <= set(entry):
+            raise SpecError(Problem(str(path), line, "each allow-list entry needs match, reason and expires (YYYY-MM-DD)"))
+        expires = entry["expires"]
+        if isinstance(expires, str):
+            try:
+                expires = datetime.date.fromisoformat(expires)
+            except ValueError:
+                raise SpecError(Problem(str(path), line, f"expires: {expires!r} is not a date (YYYY-MM-DD)")) from None
+        if not isinstance(expires, datetime.date):
+            raise SpecError(Problem(str(path), line, "expires: a date (YYYY-MM-DD)"))
+        if expires >= today:
+            entries.append(entry)
+    return entries
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..importer.releases import release_of
+    from ..specdiff import BREAKING, Change, as_json, diff, view
+
+    releases = [release_of(a) for a in args.at]
+    if len(args.specs) == 1 and len(releases) == 2:
+        data = _load(args.specs[0])
+        old, new = view(data, releases[0]), view(data, releases[1])
+    elif len(args.specs) == 2 and len(releases) <= 2:
+        old_data, new_data = _load(args.specs[0]), _load(args.specs[1])
+        at_old = releases[0] if releases else old_data.get("cann_version")
+        at_new = releases[-1] if releases else new_data.get("cann_version")
+        old, new = view(old_data, _version_or_none(at_old)), view(new_data, _version_or_none(at_new))
+    else:
+        raise GenerateError("give OLD NEW, or one spec with --at RELEASE twice")
+    allowed = _allowed(args.allow, datetime.date.today())
+    changes = diff(old, new)
+    kept: list[Change] = []
+    for change in changes:
+        if change.kind == BREAKING and any(
+            str(e["match"]) in change.message and e.get("op", new.name) == new.name for e in allowed
+        ):
+            change = Change("allowed", change.what, change.where, change.message)
+        kept.append(change)
+    if args.json:
+        print(as_json(kept))
+    else:
+        for change in kept:
+            print(change)
+        breaking = sum(c.kind == BREAKING for c in kept)
+        print(f"{len(kept)} change(s), {breaking} breaking")
+    return 1 if any(c.kind == BREAKING for c in kept) else 0
+
+
+def _version_or_none(value):
+    from aclnngen.runtime.versions import is_version
+
+    return value if isinstance(value, str) and is_version(value) else None

@@ -1,0 +1,1 @@
+"""Doc pages -> draft specs: readers for vendor Markdown and saved web pages, and the draft writer."""

@@ -1,0 +1,306 @@
+"""PageFacts -> a draft spec in the spec language. What the page does not say, or says two ways,
+becomes the value `TODO` and an entry of the draft's `todo:` list (path and reason), which
+`aclnngen validate` reports; contradictions also become `defects`. Nothing is guessed silently:
+summaries and conditions are never copied from the page (they are ours to write)."""
+
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Any
+
+from ..cdecl import PrototypeError, parse_prototype
+from ..products import ProductTable
+from .facts import PageFacts, PageParam
+
+TODO = "TODO"
+_ATTRIBUTE_TYPES = {"bool": "bool", "int64_t": "int64_t", "double": "double", "char*": "char*", "aclIntArray*": "aclIntArray*"}
+_TRAILING = ("workspaceSize", "executor")
+# Return-code descriptions -> the check they describe (Chinese and English keywords).
+_CHECKS = (
+    ("null_pointer", ("空指针", "null")),
+    ("max_rank", ("维度大于", "维度超过", "more than 8", "dims")),
+    ("promote", ("推导", "promot")),
+    ("broadcast", ("broadcast", "广播")),
+    ("same_dtype", ("数据类型不同", "数据类型不一致", "数据类型需", "dtypes differ", "数据类型不相同")),
+    ("dtype", ("数据类型不在", "不在支持", "not supported", "数据类型和数据格式")),
+    ("same_shape", ("shape不同", "shape不一致", "shape不相同", "shapes differ")),
+)
+_CONDITIONS = {
+    "null_pointer": "One of {} is NULL.",
+    "max_rank": "{} has more dims than allowed.",
+    "promote": "{} do not promote to a supported dtype.",
+    "broadcast": "{} do not broadcast, or the output has another shape.",
+    "same_dtype": "{} differ in dtype.",
+    "dtype": "A dtype of {} is not supported on the product in use.",
+    "same_shape": "{} differ in shape.",
+}
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def build_draft(facts: PageFacts, products: ProductTable) -> dict[str, Any]:
+    """The draft as plain data, keys in the spec's order, `todo` and `import` last."""
+    draft: dict[str, Any] = {"name": facts.op or TODO, "summary": TODO}
+    todo = list(facts.todos)
+    todo.append(("summary", "one sentence in our own words"))
+    source: dict[str, Any] = {"title": f"aclnn{facts.op}" if facts.op else TODO}
+    if facts.form == "saved":
+        source["seed"] = facts.path.rsplit("/", 1)[-1]
+    else:
+        source["url"] = facts.path
+    draft["source"] = source
+    draft["cann_version"] = facts.release or TODO
+    if not facts.release:
+        todo.append(("cann_version", "the release the page describes (import --release VERSION)"))
+    _products_named_by_notes(facts, todo)
+    draft["products"] = [{"family": f} if ok else {"family": f, "supported": False} for f, ok in facts.products.items()]
+    unmentioned = [f for f in products.ids if f not in facts.products]
+    if unmentioned:
+        todo.append(("products", f"the page says nothing about {', '.join(unmentioned)}"))
+    functions = {}
+    prototypes: dict[str, str] = {}
+    for key in ("get_workspace_size", "launch"):
+        text = facts.prototypes.get(key)
+        if text is None:
+            prototypes[key] = TODO
+            todo.append((f"prototypes.{key}", "the page prints no such prototype"))
+            continue
+        try:
+            functions[key] = parse_prototype(text)
+            prototypes[key] = str(functions[key])
+        except PrototypeError as exc:
+            prototypes[key] = TODO
+            todo.append((f"prototypes.{key}", f"the page's prototype does not parse: {exc.message}"))
+    draft["prototypes"] = prototypes
+    draft["parameters"] = _parameters(facts, functions.get("get_workspace_size"), todo)
+    draft["rules"] = _rules(facts, draft["parameters"])
+    if draft["rules"]:
+        todo.append(("rules", "hints read from the page's usage notes and dims column; confirm each"))
+    outputs = {p["py_name"]: TODO for p in draft["parameters"] if p.get("role") == "output"} or {"out": TODO}
+    draft["formula"] = {"latex": "\n\n".join(facts.latex) or TODO, "outputs": outputs}
+    todo.append(("formula.outputs", "the formula as an expression of the formula language (docs/formula-language.md)"))
+    draft["return_codes"] = _return_codes(facts, draft["parameters"], todo)
+    draft["oracle"] = TODO
+    todo.append(("oracle", "the CPU reference to compare with (aten op or recipe)"))
+    draft["defects"] = [{"kind": kind, "note": note} for kind, note in facts.defects]
+    draft["todo"] = [{"at": at, "note": note} for at, note in _unique(todo)]
+    return draft
+
+
+def _products_named_by_notes(facts: PageFacts, todo: list) -> None:
+    """A per-product dtype note about a family the product section leaves out: the page contradicts
+    itself; the family is drafted as supported, with a defect and a TODO to confirm."""
+    for note in facts.dtype_notes:
+        for family in note.families:
+            if family not in facts.products:
+                facts.products[family] = True
+                facts.defect("product", f"a dtype note names {family}, which the product section does not list")
+                todo.append(("products", f"{family} is only named by a dtype note; confirm it is supported"))
+
+
+def _unique(items):
+    seen, out = set(), []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts) -> str | None:
+    compact = c_type.replace(" ", "")
+    if "aclTensor*" in compact and "**" not in compact:
+        writable = not compact.startswith("const")
+        if page is not None and page.direction == "input" and writable:
+            # the library writes through a non-const tensor: the page's "input" is a slip
+            facts.defect("prototype", f"the parameter table calls {param_name} an input; its C type {c_type} makes it an output")
+            return "output"
+        if page is not None and page.direction in ("input", "output"):
+            return page.direction
+        return "output" if writable else "input"
+    if compact.endswith("aclScalar*"):
+        return "optional_scalar" if param_name.endswith("Optional") else "scalar"
+    if compact.replace("const", "") in _ATTRIBUTE_TYPES:
+        return "attribute"
+    return None
+
+
+def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
+    page_params = {p.name: p for p in facts.params}
+    if function is None:
+        names = [p.name for p in facts.params if p.name not in _TRAILING]
+        c_params = [(name, page_params[name].c_type or "") for name in names]
+    else:
+        c_params = [(p.name, str(p.type)) for p in function.params if p.name not in _TRAILING]
+        for page in facts.params:
+            if page.name not in {n for n, _ in c_params} and page.name not in _TRAILING:
+                facts.defect("name", f"the parameter table names {page.name!r}, which the prototype does not have")
+    out = []
+    for index, (name, c_type) in enumerate(c_params):
+        page = page_params.get(name)
+        at = f"parameters.{index}"
+        role = _role(name, c_type, page, facts)
+        py_name = snake(name)
+        entry: dict[str, Any] = {"name": name, "py_name": py_name if not keyword.iskeyword(py_name) else TODO}
+        if keyword.iskeyword(py_name):
+            todo.append((f"{at}.py_name", f"{py_name!r} is a Python keyword"))
+        entry["role"] = role or TODO
+        entry["summary"] = TODO
+        todo.append((f"{at}.summary", "one sentence in our own words"))
+        if role is None:
+            todo.append((f"{at}.role", f"cannot tell the role of C type {c_type!r}"))
+        if page is None:
+            todo.append((at, f"{name} is in the prototype but not in the page's parameter table"))
+        elif page.c_type and function is not None and page.c_type.replace(" ", "") not in c_type.replace(" ", ""):
+            facts.defect("prototype", f"the parameter table types {name} as {page.c_type}; the prototype as {c_type}")
+        if role in ("input", "output"):
+            entry["dtypes"] = _tensor_dtypes(facts, page, at, todo)
+        elif role in ("scalar", "optional_scalar"):
+            dtypes = page.dtypes if page else []
+            entry["scalar_dtype"] = "float32" if "float32" in dtypes or not dtypes else TODO
+            if entry["scalar_dtype"] == TODO:
+                todo.append((f"{at}.scalar_dtype", "the aclDataType the binding creates for this scalar"))
+            if dtypes:
+                entry["scalar_dtypes"] = dtypes
+            constraints = _constraints(page.text if page else "", f"{at}.constraints", todo)
+            if constraints:
+                entry["constraints"] = constraints
+            if role == "optional_scalar":
+                default = _default(page.text if page else "")
+                entry["default"] = default if default is not None else TODO
+                if default is None:
+                    todo.append((f"{at}.default", "the value a NULL pointer means"))
+        elif role == "attribute":
+            entry["c_type"] = c_type.replace("const ", "").replace(" ", "")
+        out.append(entry)
+    return out
+
+
+_BOUNDS = (  # longest first: 大于等于 before 大于
+    ("大于等于", ">="), ("小于等于", "<="), ("不等于", "!="), ("大于", ">"), ("小于", "<"),
+    (">=", ">="), ("<=", "<="), ("!=", "!="), (">", ">"), ("<", "<"),
+)
+_NUMBER = r"\s*([-+]?\d+(?:\.\d+)?)"
+_CONDITION = re.compile(r"如果|若|当|if |when ", re.I)
+
+
+def _constraints(text: str, at: str, todo: list) -> list[dict[str, Any]]:
+    """`取值范围应大于等于0` -> {op: ">=", value: 0}; a bound under a condition is a TODO."""
+    found: list[dict[str, Any]] = []
+    for sentence in re.split(r"[。；;\n]", text):
+        for word, op in _BOUNDS:
+            match = re.search(re.escape(word) + _NUMBER, sentence)
+            if not match:
+                continue
+            if _CONDITION.search(sentence):
+                todo.append((at, f"a bound under a condition the draft cannot express: {word}{match.group(1)}"))
+            else:
+                number = float(match.group(1))
+                found.append({"op": op, "value": int(number) if number.is_integer() else number})
+            break
+    return found
+
+
+def _default(text: str) -> float | None:
+    match = re.search(r"以\s*([-+]?\d+(?:\.\d+)?)\s*(?:进行)?计算|默认值?为?\s*([-+]?\d+(?:\.\d+)?)|defaults? to\s*([-+]?\d+(?:\.\d+)?)", text)
+    if not match:
+        return None
+    number = next(g for g in match.groups() if g)
+    return float(number)
+
+
+def _tensor_dtypes(facts: PageFacts, page: PageParam | None, at: str, todo: list) -> Any:
+    supported = [f for f, ok in facts.products.items() if ok]
+    per_family: dict[str, list[str]] = {}
+    for family in supported:
+        dtypes = list(page.dtypes) if page else []
+        if page and family in page.family_dtypes:
+            dtypes = page.family_dtypes[family]
+        for note in facts.dtype_notes:
+            if family not in note.families:
+                continue
+            if note.mode == "only":
+                dtypes = note.dtypes
+            elif note.mode == "except":
+                dtypes = [d for d in dtypes if d not in note.dtypes]
+            else:
+                todo.append((f"{at}.dtypes", f"{family}: a per-product condition the draft cannot express: {note.text!r}"))
+        if dtypes:
+            per_family[family] = dtypes
+        else:
+            todo.append((f"{at}.dtypes", f"the page gives no dtypes for {family}"))
+    groups: list[dict[str, Any]] = []
+    for family, dtypes in per_family.items():
+        same = next((g for g in groups if g["dtypes"] == dtypes), None)
+        if same:
+            same["families"].append(family)
+        else:
+            groups.append({"families": [family], "dtypes": dtypes})
+    if not groups:
+        return TODO
+    return groups
+
+
+def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    page = {p.name: p for p in facts.params}
+    tensors = [p["name"] for p in params if p.get("role") in ("input", "output")]
+    rules: list[dict[str, Any]] = []
+    ranks = {}
+    for name in tensors:
+        match = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", page[name].dims) if name in page else None
+        if match:
+            ranks.setdefault(int(match.group(2)), []).append(name)
+    for rank, names in ranks.items():
+        rules.append({"kind": "max_rank", "params": names, "rank": rank})
+    empty_no = [n for n in tensors if n in page and re.search(r"不支持空Tensor|empty tensors? (is|are) not supported", page[n].text, re.I)]
+    empty_yes = [n for n in tensors if n in page and n not in empty_no and re.search(r"支持空Tensor|empty tensors? supported", page[n].text, re.I)]
+    for names, allowed in ((empty_no, False), (empty_yes, True)):
+        if names:
+            rules.append({"kind": "empty", "params": names, "allowed": allowed})
+    rules += _sameness_hints(tensors, page)
+    non_contiguous = [n for n in tensors if n in page and page[n].non_contiguous.strip() == "√"]
+    if non_contiguous:
+        rules.append({"kind": "non_contiguous", "params": non_contiguous, "allowed": True})
+    return rules
+
+
+_SAMENESS = (
+    ("same_shape", re.compile(r"shape[^。；;，,]{0,24}?(?<!不)(?:一致|相同)|same shape", re.I)),
+    ("same_dtype", re.compile(r"(?:数据类型|dtype)[^。；;，,]{0,24}?(?<!不)(?:一致|相同)|same dtype", re.I)),
+)
+
+
+def _sameness_hints(tensors: list[str], page: dict[str, PageParam]) -> list[dict[str, Any]]:
+    """`X、Y和Z的shape一致` in a usage note -> same_shape(X, Y, Z) (the row's own tensor included)."""
+    found: list[dict[str, Any]] = []
+    for name in tensors:
+        for line in page[name].text.splitlines() if name in page else []:
+            for kind, pattern in _SAMENESS:
+                # "the shape after broadcasting equals ..." is a broadcast rule, not sameness
+                if not pattern.search(line) or re.search(r"broadcast|广播", line, re.I):
+                    continue
+                named = {name} | {t for t in tensors if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", line)}
+                rule = {"kind": kind, "params": [t for t in tensors if t in named]}
+                if len(rule["params"]) >= 2 and rule not in found:
+                    found.append(rule)
+    return found
+
+
+def _return_codes(facts: PageFacts, params: list[dict[str, Any]], todo: list) -> list[dict[str, Any]]:
+    names = [p["name"] for p in params]
+    out = []
+    for index, row in enumerate(facts.return_codes):
+        mentioned = [n for n in names if re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", row.description)]
+        check = next((c for c, words in _CHECKS if any(w.lower() in row.description.lower() for w in words)), None)
+        if row.status not in (161001, 161002):
+            todo.append((f"return_codes.{index}", f"status {row.status} ({row.name}) is not one a spec can name yet"))
+            continue
+        entry: dict[str, Any] = {"status": row.status, "check": check or TODO, "params": mentioned or TODO}
+        entry["condition"] = _CONDITIONS[check].format(", ".join(mentioned)) if check and mentioned else TODO
+        if check is None or not mentioned:
+            todo.append((f"return_codes.{len(out)}", f"the row for {row.status} names no check or parameter the draft can read"))
+        out.append(entry)
+    return out or TODO

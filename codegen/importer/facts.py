@@ -1,0 +1,108 @@
+"""What one doc page says, before it becomes a draft spec: the readers fill these, the draft
+writer turns them into the spec language. Nothing here interprets; it only records."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# The vendor's dtype spellings on doc pages -> the spec's (NumPy) names.
+PAGE_DTYPES = {
+    "FLOAT": "float32",
+    "FLOAT32": "float32",
+    "FP32": "float32",
+    "FLOAT16": "float16",
+    "FP16": "float16",
+    "BFLOAT16": "bfloat16",
+    "BF16": "bfloat16",
+    "DOUBLE": "float64",
+    "FLOAT64": "float64",
+    "INT8": "int8",
+    "INT16": "int16",
+    "INT32": "int32",
+    "INT64": "int64",
+    "UINT8": "uint8",
+    "BOOL": "bool",
+    "COMPLEX64": "complex64",
+    "COMPLEX128": "complex128",
+}
+_DTYPE_WORD = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(PAGE_DTYPES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
+
+# The product-marker ids of newer vendor Markdown (`<!-- npu="910b" id3 -->`) -> product families.
+NPU_IDS = {
+    "950": "ascend950",
+    "A3": "a3",
+    "910b": "a2",
+    "310b": "atlas_200i_500_a2",
+    "310p": "inference",
+    "910": "training",
+}
+
+
+def page_dtypes(text: str) -> list[str]:
+    """Every dtype a piece of page text names, in page order, without repeats."""
+    out: list[str] = []
+    for word in _DTYPE_WORD.findall(text):
+        name = PAGE_DTYPES[word]
+        if name not in out:
+            out.append(name)
+    return out
+
+
+@dataclass
+class PageParam:
+    """One row of the first function's parameter table (or one bullet of a saved page)."""
+
+    name: str
+    direction: str | None = None  # "input" / "output" as the page says
+    c_type: str | None = None  # the type the table prints beside the name, when it does
+    dtypes: list[str] = field(default_factory=list)  # the dtype column, spec names
+    text: str = ""  # description and usage notes, joined
+    formats: str = ""
+    dims: str = ""
+    non_contiguous: str = ""
+    # family -> dtypes, from per-product notes (inline or below the table)
+    family_dtypes: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class PageReturnCode:
+    status: int
+    name: str
+    description: str
+
+
+@dataclass
+class DtypeNote:
+    """A per-product exception: families, and either a list, an exclusion or free text."""
+
+    families: list[str]
+    dtypes: list[str]
+    mode: str  # "only" (positive list), "except" (exclusion), "text" (a condition without dtypes)
+    text: str
+
+
+@dataclass
+class PageFacts:
+    path: str
+    form: str  # "markdown" or "saved"
+    op: str | None = None  # without the aclnn prefix
+    release: str | None = None
+    products: dict[str, bool] = field(default_factory=dict)
+    product_format: str = ""  # "table", "markers", "list"
+    prototypes: dict[str, str] = field(default_factory=dict)  # get_workspace_size / launch
+    params: list[PageParam] = field(default_factory=list)
+    dtype_notes: list[DtypeNote] = field(default_factory=list)
+    return_codes: list[PageReturnCode] = field(default_factory=list)
+    latex: list[str] = field(default_factory=list)
+    todos: list[tuple[str, str]] = field(default_factory=list)  # (where in the draft, what is missing)
+    defects: list[tuple[str, str]] = field(default_factory=list)  # (defect kind, note)
+    unparsed: list[str] = field(default_factory=list)  # what the reader saw but could not read
+
+    def todo(self, at: str, note: str) -> None:
+        if (at, note) not in self.todos:
+            self.todos.append((at, note))
+
+    def defect(self, kind: str, note: str) -> None:
+        if (kind, note) not in self.defects:
+            self.defects.append((kind, note))

@@ -1,0 +1,238 @@
+"""Reading the vendor's Markdown pages (`<category>/<op>/docs/aclnn<Op>.md`) in the variants the
+vendor's repositories use across releases: the product section as a √/× pipe table or as
+`<!-- npu="..." -->`-marked bullets, HTML parameter tables (name cell with or without the C type in
+full-width parentheses), per-product dtype notes below the table (plain or marked), return-code
+tables whose merged cells may overrun, Chinese or English headings."""
+
+from __future__ import annotations
+
+import re
+
+from ..products import ProductTable
+from .facts import PageFacts, PageParam, PageReturnCode, page_dtypes
+from .text import dtype_note, family_of, html_tables, npu_families, plain
+
+# Section heading -> what the section holds; Chinese and English spellings.
+_SECTION_WORDS = {
+    "products": ("产品支持情况", "支持的产品型号", "supported products", "product support"),
+    "function": ("功能说明", "功能描述", "function description", "description"),
+    "prototypes": ("函数原型", "接口原型", "function prototype", "prototype"),
+    "constraints": ("约束说明", "约束与限制", "constraints"),
+    "example": ("调用示例", "example"),
+}
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_MARKER = re.compile(r"<!--\s*npu=\"([^\"]*)\"\s*(\w+)\s*-->")
+_MARKER_END = re.compile(r"<!--\s*end\s+\w+\s*-->")
+_YES = ("√", "支持", "supported", "yes", "✓")
+_NO = ("×", "不支持", "not supported", "unsupported", "no", "✗")
+_NAME_CELL = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[（(]\s*([^）)]*?)\s*[）)])?")
+_DIRECTIONS = {"输入": "input", "输出": "output", "input": "input", "output": "output", "入参": "input", "出参": "output"}
+
+
+def sections(text: str) -> list[tuple[str, list[str]]]:
+    """(heading, body lines) in page order; `#` lines inside code fences are not headings."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        match = None if fenced else _HEADING.match(line)
+        if match:
+            out.append((match.group(2).strip(), []))
+        else:
+            out[-1][1].append(line)
+    return out
+
+
+def _kind(heading: str, op: str | None) -> str | None:
+    lowered = heading.lower().replace("**", "").strip()
+    if op and lowered == f"aclnn{op}getworkspacesize".lower():
+        return "get_workspace_size"
+    if op and lowered == f"aclnn{op}".lower():
+        return "launch"
+    for kind, words in _SECTION_WORDS.items():
+        if any(word in lowered for word in words):
+            return kind
+    return None
+
+
+def _yes_no(text: str) -> bool | None:
+    value = plain(text).strip().strip("。.").lower()
+    if value in _NO:
+        return False
+    if value in _YES:
+        return True
+    return None
+
+
+def read_markdown(text: str, path: str, products: ProductTable) -> PageFacts:
+    facts = PageFacts(path=path, form="markdown")
+    parts = sections(text)
+    title = next((h for h, _ in parts if h.startswith("aclnn") and not h.endswith("GetWorkspaceSize")), None)
+    if title is None or not re.fullmatch(r"aclnn[A-Za-z0-9_]+", title):
+        facts.todo("name", "the page has no `# aclnn<Op>` title")
+    else:
+        facts.op = title[len("aclnn"):]
+    seen: set[str] = set()
+    for heading, body in parts[1:]:
+        kind = _kind(heading, facts.op)
+        if kind is None or kind in seen:
+            continue
+        seen.add(kind)
+        reader = _READERS.get(kind)
+        if reader:
+            reader(facts, body, products)
+    for kind, what in (("products", "product section"), ("prototypes", "function prototypes"),
+                       ("get_workspace_size", "first-phase section with the parameter table")):
+        if kind not in seen:
+            facts.unparsed.append(f"no {what} found")
+    return facts
+
+
+def _read_products(facts: PageFacts, body: list[str], products: ProductTable) -> None:
+    npu: str | None = None
+    for line in body:
+        marker = _MARKER.search(line)
+        if marker:
+            npu = marker.group(1)
+            facts.product_format = "markers"
+            continue
+        if _MARKER_END.search(line):
+            npu = None
+            continue
+        stripped = line.strip()
+        if stripped.startswith("|"):
+            cells = [c.strip() for c in stripped.strip("|").split("|")]
+            if len(cells) < 2 or re.fullmatch(r"[\s:\-|]*", stripped.replace("|", "")) or "产品" == plain(cells[0]) \
+                    or plain(cells[0]).lower() == "product":
+                continue
+            facts.product_format = facts.product_format or "table"
+            _product(facts, products, cells[0], _yes_no(cells[1]), None)
+        elif stripped.startswith(("- ", "* ")):
+            item = stripped[2:]
+            match = re.match(r"(.*)[：:]\s*([^：:]*)$", item)
+            value = _yes_no(match.group(2)) if match else None
+            name, supported = (match.group(1), value) if value is not None else (item, True)
+            facts.product_format = facts.product_format or "list"
+            _product(facts, products, name, supported, npu)
+
+
+def _product(facts: PageFacts, products: ProductTable, name: str, supported: bool | None, npu: str | None) -> None:
+    by_name = family_of(products, name)
+    by_marker = npu_families(npu) if npu else []
+    family = by_name or (by_marker[0] if len(by_marker) == 1 else None)
+    if by_name and len(by_marker) == 1 and by_marker[0] != by_name:
+        facts.defect("product", f"the product marker npu=\"{npu}\" wraps {plain(name)!r}, another family")
+    if family is None:
+        if supported:
+            facts.todo("products", f"unknown product {plain(name)!r} is marked supported")
+        else:
+            facts.unparsed.append(f"unknown product {plain(name)!r} (marked unsupported; ignored)")
+        return
+    if supported is None:
+        facts.todo("products", f"cannot read whether {family} is supported")
+        return
+    if family in facts.products and facts.products[family] != supported:
+        facts.defect("product", f"the product section lists {family} twice, as supported and as not")
+        facts.todo("products", f"{family}: the page says both supported and not supported")
+    facts.products[family] = supported
+
+
+def _read_function(facts: PageFacts, body: list[str], products: ProductTable) -> None:
+    text = "\n".join(body)
+    facts.latex += [block.strip() for block in re.findall(r"\$\$(.*?)\$\$", text, re.S) if block.strip()]
+
+
+def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) -> None:
+    blocks, current = [], None
+    for line in body:
+        if _FENCE.match(line):
+            if current is None:
+                current = []
+            else:
+                blocks.append("\n".join(current))
+                current = None
+        elif current is not None:
+            current.append(line)
+    for block in blocks:
+        if "aclnnStatus" not in block and "(" not in block:
+            continue
+        key = "get_workspace_size" if "GetWorkspaceSize" in block else "launch"
+        if key in facts.prototypes:
+            facts.unparsed.append(f"a second {key} prototype block (ignored)")
+            continue
+        facts.prototypes[key] = " ".join(block.split())
+
+
+def _read_get_workspace_size(facts: PageFacts, body: list[str], products: ProductTable) -> None:
+    text = "\n".join(body)
+    tables = html_tables(text)
+    param_grid = next((g for g, _ in tables if g and _header_has(g[0], ("参数名", "parameter"))), None)
+    codes = next(((g, p) for g, p in tables if g and _header_has(g[0], ("错误码", "error code"))), None)
+    if param_grid is None:
+        facts.unparsed.append("no parameter table in the first-phase section")
+    else:
+        _read_param_table(facts, param_grid)
+    _read_notes(facts, text, products)
+    if codes is None:
+        facts.todo("return_codes", "the page has no return-code table")
+    else:
+        grid, problems = codes
+        for problem in problems:
+            facts.defect("return_code", f"return-code table: {problem}; rows were counted from the <tr>s")
+        for row in grid[1:]:
+            if len(row) < 3 or not row[1].strip().isdigit():
+                facts.unparsed.append(f"return-code row {row!r}")
+                continue
+            facts.return_codes.append(PageReturnCode(int(row[1]), row[0].strip(), row[2].strip()))
+
+
+def _header_has(row: list[str], words: tuple[str, ...]) -> bool:
+    return any(w in cell.lower() for cell in row for w in words)
+
+
+def _read_param_table(facts: PageFacts, grid: list[list[str]]) -> None:
+    for row in grid[1:]:
+        match = _NAME_CELL.match(row[0]) if row else None
+        if not match:
+            facts.unparsed.append(f"parameter row {row[:2]!r}")
+            continue
+        cells = row + [""] * (8 - len(row))
+        param = PageParam(name=match.group(1), c_type=match.group(2) or None)
+        param.direction = _DIRECTIONS.get(cells[1].strip().lower())
+        param.text = "\n".join(c for c in (cells[2], cells[3]) if c.strip() and c.strip() != "-")
+        param.dtypes = page_dtypes(cells[4]) if len(row) > 4 else []
+        param.formats, param.dims, param.non_contiguous = cells[5].strip(), cells[6].strip(), cells[7].strip()
+        facts.params.append(param)
+
+
+_NOTE = re.compile(r"^\s*[-*]\s+(.+?)[：:](.+)$")
+
+
+def _read_notes(facts: PageFacts, text: str, products: ProductTable) -> None:
+    """Per-product bullets outside the tables, plain or inside npu markers."""
+    outside = re.sub(r"<table.*?</table>", "", text, flags=re.S)
+    npu = None
+    for line in outside.splitlines():
+        marker = _MARKER.search(line)
+        if marker:
+            npu = marker.group(1)
+            continue
+        if _MARKER_END.search(line):
+            npu = None
+            continue
+        match = _NOTE.match(line)
+        if not match or "**" in match.group(1):
+            continue
+        note = dtype_note(products, match.group(1), match.group(2), npu)
+        if note is not None:
+            facts.dtype_notes.append(note)
+
+
+_READERS = {
+    "products": _read_products,
+    "function": _read_function,
+    "prototypes": _read_prototypes,
+    "get_workspace_size": _read_get_workspace_size,
+}

@@ -1,0 +1,214 @@
+"""`import --into SPEC --release R PAGE`: merge what a newer page says into a curated spec.
+
+Every product or dtype fact that changed at R becomes a versioned fact: the old one gets
+`until: R`, the new one `since: R`. Everything else stays as a person wrote it: the file is edited
+with ruamel.yaml's round-trip mode, so comments, key order and flow style are kept. Parameter
+changes (added, removed, renamed, retyped) are reported for a person, never merged blindly. The
+result is printed as a unified diff and as classified changes, for review."""
+
+from __future__ import annotations
+
+import difflib
+import io
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from ..errors import Problem, SpecError
+from ..products import ProductTable
+from ..specdiff import diff, view
+from .draft import build_draft
+from .pages import read_page
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.representer.ignore_aliases = lambda data: True  # specs forbid anchors, even for shared lists
+    return yaml
+
+
+def load_round_trip(path: Path) -> Any:
+    try:
+        return _yaml().load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(Problem(str(path), 0, f"cannot read the spec ({exc.strerror or exc})")) from None
+
+
+def dump_round_trip(data: Any) -> str:
+    out = io.StringIO()
+    _yaml().dump(data, out)
+    return out.getvalue()
+
+
+def _flow(mapping: dict) -> CommentedMap:
+    out = CommentedMap()
+    for key, value in mapping.items():
+        if isinstance(value, list):
+            value = CommentedSeq(value)
+            value.fa.set_flow_style()
+        out[key] = value
+    out.fa.set_flow_style()
+    return out
+
+
+def _holding(entry: Any, release: str) -> bool:
+    from ..specdiff import _holds
+
+    return _holds(entry, release)
+
+
+def merge(spec: Any, draft: dict, release: str) -> list[str]:
+    """Merge `draft` (a page of `release`) into the round-trip `spec` in place; returns notes for
+    a person (what was not merged)."""
+    notes: list[str] = []
+    before, page = view(spec, release), view(draft, None)
+    _merge_products(spec, before.products, page.products, release, notes)
+    after_products = view(spec, release).products
+    page_params = {p[0]: p for p in page.params}
+    for name, role, c_type in before.params:
+        if name not in page_params:
+            notes.append(f"parameter {name} is not on the page: not merged, check by hand")
+            continue
+        if page_params[name][1:] != (role, c_type) and "?" not in (c_type, page_params[name][2]):
+            notes.append(f"parameter {name}: the page has {page_params[name][1:]}, the spec {(role, c_type)}: not merged")
+        if role not in ("input", "output"):
+            continue
+        entry = next(p for p in spec["parameters"] if p.get("name") == name)
+        for family, supported in after_products.items():
+            if not supported or not page.products.get(family):
+                continue
+            old = before.dtypes.get((name, family))
+            new = page.dtypes.get((name, family))
+            if new is None or old == new:
+                continue
+            if _defect_names(spec, family, release):
+                notes.append(f"{name} on {family}: the page says {sorted(new)}, but the spec records a page defect there: kept")
+                continue
+            _split(entry["dtypes"], family, sorted(new, key=list(_order(draft, name)).index), release)
+    for name in page_params:
+        if name not in {p[0] for p in before.params}:
+            notes.append(f"parameter {name} is only on the page: not merged, add it by hand")
+    _combine_new_groups(spec, release)
+    return notes
+
+
+def _defect_names(spec: Any, family: str, release: str, kinds=("dtype", "product")) -> bool:
+    """Whether the spec records a page defect about `family` that holds at `release`."""
+    return any(
+        isinstance(d, dict) and d.get("kind") in kinds and _holding(d, release) and family in str(d.get("note", ""))
+        for d in spec.get("defects") or []
+    )
+
+
+def _order(draft: dict, name: str) -> list[str]:
+    """The page's dtype order for a parameter (so new facts read like the page)."""
+    order: list[str] = []
+    for p in draft.get("parameters") or []:
+        if isinstance(p, dict) and p.get("name") == name and isinstance(p.get("dtypes"), list):
+            for group in p["dtypes"]:
+                order += [d for d in group.get("dtypes", []) if d not in order]
+    return order
+
+
+def _merge_products(spec: Any, before: dict[str, bool], page: dict[str, bool], release: str, notes: list[str]) -> None:
+    entries = spec["products"]
+    for family, supported in page.items():
+        if before.get(family, False) == supported:
+            continue
+        if _defect_names(spec, family, release, kinds=("product",)):
+            notes.append(f"product {family}: the page differs, but the spec records a page defect there: kept")
+            continue
+        for entry in entries:
+            if entry.get("family") == family and _holding(entry, release):
+                entry["until"] = release
+        new = CommentedMap([("family", family)])
+        if not supported:
+            new["supported"] = False
+        new["since"] = release
+        entries.append(new)
+    for family, supported in before.items():
+        if supported and family not in page:
+            notes.append(f"product {family}: the page does not mention it; left as it is")
+
+
+def _split(groups: list, family: str, dtypes: list[str], release: str) -> None:
+    """End `family`'s dtype facts at `release` and start new ones there."""
+    for index in range(len(groups) - 1, -1, -1):
+        group = groups[index]
+        if family not in group.get("families", []) or not _holding(group, release):
+            continue
+        if group.get("since") == release:  # a fact of this very release: replace it
+            group["families"].remove(family)
+        elif len(group["families"]) == 1:
+            group["until"] = release
+            continue
+        else:
+            group["families"].remove(family)
+            ended = {"families": [family], "dtypes": list(group["dtypes"])}
+            if group.get("since"):
+                ended["since"] = group["since"]
+            ended["until"] = release
+            groups.insert(index + 1, _flow(ended))
+        if not group["families"]:
+            del groups[index]
+    groups.append(_flow({"families": [family], "dtypes": dtypes, "since": release}))
+
+
+def _combine_new_groups(spec: Any, release: str) -> None:
+    """New facts of one release with equal dtypes become one group (as a person would write)."""
+    for param in spec["parameters"]:
+        groups = param.get("dtypes")
+        if not isinstance(groups, list):
+            continue
+        seen: dict[tuple, Any] = {}
+        for group in list(groups):
+            if group.get("since") != release or "until" in group:
+                continue
+            key = tuple(group["dtypes"])
+            if key in seen:
+                seen[key]["families"].extend(group["families"])
+                groups.remove(group)
+            else:
+                seen[key] = group
+
+
+def merge_command(spec_path: Path, page_path: Path, release: str, products: ProductTable) -> int:
+    facts = read_page(page_path, products, release)
+    draft = build_draft(facts, products)
+    spec = load_round_trip(spec_path)
+    if not isinstance(spec, dict) or not isinstance(spec.get("parameters"), list) or not isinstance(spec.get("products"), list):
+        raise SpecError(Problem(str(spec_path), 1, "not a spec: needs products and parameters"))
+    if draft.get("name") != spec.get("name"):
+        raise SpecError(Problem(str(spec_path), 1, f"the page is about {draft.get('name')}, the spec about {spec.get('name')}"))
+    old_text = spec_path.read_text(encoding="utf-8")
+    old_view = view(load_round_trip(spec_path), release)
+    notes = merge(spec, draft, release)
+    new_text = dump_round_trip(spec)
+    spec_path.write_text(new_text, encoding="utf-8")
+    print("".join(difflib.unified_diff(old_text.splitlines(True), new_text.splitlines(True), str(spec_path), str(spec_path))), end="")
+    changes = diff(old_view, view(spec, release))
+    print(f"-- at {release}: {len(changes)} change(s), {sum(c.kind == 'breaking' for c in changes)} breaking")
+    for change in changes:
+        print(f"   {change}")
+    for note in notes:
+        print(f"   note: {note}")
+    return _validate_merged(spec_path, products)
+
+
+def _validate_merged(spec_path: Path, products: ProductTable) -> int:
+    """The merged file must still be a spec; if not, say where (exit 1), so the review starts there."""
+    from ..loader import load_spec
+
+    try:
+        load_spec(spec_path, products)
+    except SpecError as exc:
+        print(f"-- the merged spec does not validate ({len(exc.problems)} problem(s)):")
+        for problem in exc.problems:
+            print(f"   {problem}")
+        return 1
+    return 0

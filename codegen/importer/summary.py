@@ -1,0 +1,28 @@
+"""The per-page summary `aclnngen import` prints: what was read, what is TODO, what was not parsed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .facts import PageFacts
+
+
+def summary_lines(facts: PageFacts, draft: dict[str, Any], target: Path) -> list[str]:
+    supported = [f for f, ok in facts.products.items() if ok]
+    unsupported = [f for f, ok in facts.products.items() if not ok]
+    read = (
+        f"{len(facts.products)} products ({len(supported)} supported{', ' + str(len(unsupported)) + ' not' if unsupported else ''}"
+        f"{', ' + facts.product_format if facts.product_format else ''}), "
+        f"{len(facts.prototypes)} prototypes, {len(facts.params)} table parameters, "
+        f"{len(facts.dtype_notes)} per-product notes, {len(facts.return_codes)} return codes, "
+        f"{len(facts.latex)} formula blocks"
+    )
+    todo = draft.get("todo", [])
+    lines = [f"{facts.path} ({facts.form}) -> {target}", f"  read: {read}"]
+    lines.append(f"  TODO: {len(todo)}" + "".join(f"\n    - {t['at']}: {t['note']}" for t in todo))
+    if facts.defects:
+        lines.append(f"  defects: {len(facts.defects)}" + "".join(f"\n    - {k}: {n}" for k, n in facts.defects))
+    if facts.unparsed:
+        lines.append(f"  not parsed: {len(facts.unparsed)}" + "".join(f"\n    - {u}" for u in facts.unparsed))
+    return lines
