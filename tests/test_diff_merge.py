@@ -217,7 +217,8 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
     # the package of the later release runs the op on that family on the simulator; the earlier one refuses
     script = (
         "import sys, importlib\n"
-        "from aclnngen.runtime import cases, session\n"
+        "from aclnngen.runtime import session\n"
+        "from aclnngen.verify import cases\n"
         "from aclnngen.runtime.errors import AclnnValidationError\n"
         "from aclnngen.runtime.releases import simulator_spelling\n"
         "pkg, snake, family, release = sys.argv[1:5]\n"

@@ -17,7 +17,6 @@ from ..yamlio import read_yaml
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("specs", nargs="+", type=Path, help="OLD NEW (specs or drafts), or one spec with --at twice")
     parser.add_argument("--at", action="append", default=[], metavar="RELEASE", help="compare one spec at two releases")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--allow", type=Path, help="allow-list of accepted breaking changes (YAML)")
 
 
