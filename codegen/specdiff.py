@@ -45,7 +45,7 @@ class View:
     docs: dict[str, str]
 
 
-def _holds(item: Any, release: str | None) -> bool:
+def holds(item: Any, release: str | None) -> bool:
     if not isinstance(item, dict) or release is None:
         return True
     since, until = item.get("since"), item.get("until")
@@ -71,27 +71,27 @@ def view(data: dict, release: str | None = None) -> View:
     c_types = _c_types(data)
     params, dtypes, defaults, constraints = [], {}, {}, []
     for p in _list(data.get("parameters")):
-        if not isinstance(p, dict) or not _holds(p, release):
+        if not isinstance(p, dict) or not holds(p, release):
             continue
         name = str(p.get("name"))
         params.append((name, str(p.get("role")), c_types.get(name, "?")))
         for group in _list(p.get("dtypes")):
-            if isinstance(group, dict) and _holds(group, release):
+            if isinstance(group, dict) and holds(group, release):
                 for family in _list(group.get("families")):
                     key = (name, family)
                     dtypes[key] = dtypes.get(key, frozenset()) | frozenset(_list(group.get("dtypes")))
         if "default" in p:
             defaults[name] = p["default"]
         for bound in _list(p.get("constraints")):
-            if isinstance(bound, dict) and _holds(bound, release):
+            if isinstance(bound, dict) and holds(bound, release):
                 constraints.append(json.dumps({"kind": "value", "param": name, "op": bound.get("op"), "value": bound.get("value")}, sort_keys=True))
     products = {}
     for entry in _list(data.get("products")):
-        if isinstance(entry, dict) and _holds(entry, release):
+        if isinstance(entry, dict) and holds(entry, release):
             products[str(entry.get("family"))] = bool(entry.get("supported", True))
     rules = set(constraints)
     for rule in _list(data.get("rules")):
-        if isinstance(rule, dict) and _holds(rule, release):
+        if isinstance(rule, dict) and holds(rule, release):
             rules.add(json.dumps({k: v for k, v in rule.items() if k not in ("since", "until")}, sort_keys=True))
     formula = data.get("formula") if isinstance(data.get("formula"), dict) else {}
     docs = {"summary": str(data.get("summary")), "formula": str(formula.get("latex"))}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..specdiff import Change, diff, view
+from ..specdiff import Change, diff, holds, view
 
 COMPARED = ("name", "parameter", "product", "dtype")
 _DEFECT_KINDS = {"name": ("name",), "parameter": ("prototype", "name"), "product": ("product",), "dtype": ("dtype", "product")}
@@ -23,10 +23,8 @@ def _as_page(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _excused(change: Change, spec: dict[str, Any], release: str) -> bool:
-    from ..specdiff import _holds
-
     for defect in spec.get("defects") or []:
-        if not isinstance(defect, dict) or defect.get("kind") not in _DEFECT_KINDS[change.what] or not _holds(defect, release):
+        if not isinstance(defect, dict) or defect.get("kind") not in _DEFECT_KINDS[change.what] or not holds(defect, release):
             continue
         # the defect names the family (product, dtype) or the parameter (name, prototype)
         named = change.family if change.what in ("product", "dtype") else change.where

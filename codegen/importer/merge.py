@@ -18,7 +18,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from ..errors import Problem, SpecError
 from ..products import ProductTable
-from ..specdiff import diff, view
+from ..specdiff import diff, holds, view
 from .draft import build_draft
 from .pages import read_page
 
@@ -57,9 +57,7 @@ def _flow(mapping: dict) -> CommentedMap:
 
 
 def _holding(entry: Any, release: str) -> bool:
-    from ..specdiff import _holds
-
-    return _holds(entry, release)
+    return holds(entry, release)
 
 
 def merge(spec: Any, draft: dict, release: str) -> list[str]:
