@@ -183,5 +183,5 @@ def _param_changes(old: View, new: View) -> list[Change]:
     return out
 
 
-def as_json(changes: list[Change]) -> str:
-    return json.dumps({"breaking": sum(c.kind == BREAKING for c in changes), "changes": [asdict(c) for c in changes]}, indent=2)
+def as_dicts(changes: list[Change]) -> list[dict]:
+    return [asdict(c) for c in changes]

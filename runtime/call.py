@@ -57,6 +57,7 @@ from .arrays import (
 )
 from .dlpack import bfloat16_from_dlpack
 from .errors import TENSOR_TYPES, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError
+from .releases import as_release, check_release
 from .shapes import NUMPY_DTYPES, infer_outputs
 from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
 from .validation import validate as validate_values
@@ -204,8 +205,6 @@ class BoundOp:
     def validation_version(self, version: str | None) -> str:
         found = self._versions.get(version)
         if found is None:
-            from .releases import as_release, check_release
-
             found = as_release(version) or self.newest_version
             self._versions[version] = found
             check_release(self.meta, version)

@@ -51,7 +51,7 @@ def _allowed(path: Path | None, today: datetime.date) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     from ..importer.releases import release_of
-    from ..specdiff import BREAKING, Change, as_json, diff, view
+    from ..specdiff import BREAKING, Change, as_dicts, diff, view
 
     releases = [release_of(a) for a in args.at]
     if len(args.specs) == 1 and len(releases) == 2:
@@ -74,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
             change = Change("allowed", change.what, change.where, change.message)
         kept.append(change)
     if args.json:
-        print(as_json(kept))
+        from .jsonout import emit
+
+        breaking = sum(c.kind == BREAKING for c in kept)
+        emit({"command": "diff", "ok": breaking == 0, "breaking": breaking, "changes": as_dicts(kept)})
     else:
         for change in kept:
             print(change)

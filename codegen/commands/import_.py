@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from ..importer.draft import build_draft
     from ..importer.pages import read_page
     from ..importer.releases import release_of
-    from ..importer.summary import summary_lines
+    from ..importer.summary import summary_dict, summary_lines
     from ..importer.writer import write_draft
 
     products = load_products(args.specs)
@@ -35,15 +35,25 @@ def run(args: argparse.Namespace) -> int:
 
         if release is None or len(args.pages) != 1:
             raise GenerateError("--into needs exactly one PAGE and --release VERSION")
+        if args.json:
+            raise GenerateError("--into prints a diff for a person to review; --json goes with drafts (-o)")
         return merge_command(args.into, args.pages[0], release, products)
     try:
         args.output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise GenerateError(f"-o {args.output}: cannot create the folder ({exc.strerror or exc})") from None
+    pages = []
     for page in args.pages:
         facts = read_page(page, products, release)
         draft = build_draft(facts, products)
         target = write_draft(draft, facts, args.output)
-        for line in summary_lines(facts, draft, target):
-            print(line)
+        if args.json:
+            pages.append(summary_dict(facts, draft, target))
+        else:
+            for line in summary_lines(facts, draft, target):
+                print(line)
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "import", "ok": True, "pages": pages})
     return 0

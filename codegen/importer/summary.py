@@ -26,3 +26,19 @@ def summary_lines(facts: PageFacts, draft: dict[str, Any], target: Path) -> list
     if facts.unparsed:
         lines.append(f"  not parsed: {len(facts.unparsed)}" + "".join(f"\n    - {u}" for u in facts.unparsed))
     return lines
+
+
+def summary_dict(facts: PageFacts, draft: dict[str, Any], target: Path) -> dict[str, Any]:
+    """The same summary for `--json` (docs/cli.md)."""
+    return {
+        "page": str(facts.path),
+        "form": facts.form,
+        "draft": str(target),
+        "products": {family: bool(ok) for family, ok in facts.products.items()},
+        "prototypes": len(facts.prototypes),
+        "parameters": len(facts.params),
+        "return_codes": len(facts.return_codes),
+        "todo": [{"at": t["at"], "note": t["note"]} for t in draft.get("todo", [])],
+        "defects": [{"kind": k, "note": n} for k, n in facts.defects],
+        "not_parsed": list(facts.unparsed),
+    }
