@@ -7,6 +7,7 @@ builds the data and checks it; the mechanism lives once in the runtime.
 from __future__ import annotations
 
 from aclnngen.runtime import cases
+from aclnngen.runtime.dtypekinds import sort_key
 from aclnngen.runtime.versions import CannVersion
 
 from . import metadata
@@ -15,8 +16,6 @@ from .model import OpSpec
 from .products import ProductTable
 from .resolve import resolve
 
-# dtypes NumPy can hold (bfloat16 through ml_dtypes) that a reference can be computed in.
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # Data sets for the reference against the oracle; shape sets join when the op's rules allow them.
 DATA_KINDS = ("adversarial", "special-values", "random")
 LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank0")
@@ -46,7 +45,7 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
 
     supported_anywhere = sorted(
         {d for family in families for p in spec.parameters if p.is_tensor for d in op.dtypes_of(p.name, family)},
-        key=FLOAT_DTYPES.index,
+        key=sort_key,
     )
     applicable = dict(cases.applicable_cases(meta, version))
     layouts = [layout for layout in LAYOUTS if applicable.get(layout) == 0]

@@ -16,8 +16,9 @@ import numpy as np
 
 from . import cases, directives
 from .errors import AclnnValidationError
+from .dtypekinds import category
 from .numerics import storage_dtype
-from .shapes import NUMPY_DTYPES
+from .shapes import NUMPY_DTYPES, dtype_name_of
 from .validation import validate
 
 # Unit roundoff per dtype, for the bound of a reduction's error.
@@ -25,6 +26,7 @@ UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, 
 # rtol/atol for transcendental results, as torch.testing does per dtype; atol scales with |grad|.
 TRANSCENDENTAL = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
 REDUCTION_RTOL = {"float16": 1e-2, "bfloat16": 1.6e-2, "float32": 1e-5, "float64": 1e-12}
+REAL_PART = {"complex64": "float32", "complex128": "float64"}
 ULPS_AROUND = 3  # adversarial data: values within this many ULP of each boundary and root
 DATA_SHAPE = (8, 16, 32)
 
@@ -202,24 +204,52 @@ def _with_inputs(op: OpUnderTest, x: np.ndarray, g: np.ndarray, scalars: Mapping
 
 
 def _scalars(op: OpUnderTest) -> dict:
-    return {k: v for k, v in cases.scalar_values(op.meta).items()}
+    """Scalar values for test data, each exactly representable in the dtype of the aclScalar the
+    binding creates, so the device, the reference and the oracle all see the same number."""
+    dtypes = {p["name"]: p.get("scalar_dtype") for p in op.params("scalar", "optional_scalar")}
+    chosen = {}
+    for name, value in cases.scalar_values(op.meta).items():
+        dtype = NUMPY_DTYPES.get(dtypes.get(name) or "")
+        if dtype is not None and dtype.kind in "fc" and isinstance(value, float):
+            value = float(dtype.type(value))
+        chosen[name] = value
+    return chosen
 
 
 def adversarial_values(op: OpUnderTest, dtype: str, data: str, seed: int = 0) -> dict:
     """Inputs for the reference-vs-oracle comparison: `data` is adversarial (boundaries, roots,
-    signed zeros, tiny and huge magnitudes), special-values (NaN and inf too) or random."""
+    signed zeros, tiny and huge magnitudes; integers at their range's edges), special-values (NaN
+    and inf too, for floats and complex) or random. Integer, bool and complex dtypes get data of
+    their own category."""
     dt = storage_dtype(NUMPY_DTYPES[dtype] if dtype in NUMPY_DTYPES else dtype)
     rng = np.random.default_rng(seed)
     n = int(np.prod(DATA_SHAPE))
     scalars = _scalars(op)
+    kind = category(dtype_name_of(dt))
+    if kind == "float":
+        g, x = _float_data(op, dt, data, rng, n, scalars)
+    elif kind == "complex":
+        g, x = _complex_data(dt, data, rng, n)
+    else:
+        g, x = _exact_data(op, dt, data, rng, n, scalars)
+    values = dict(scalars)
+    inputs = op.params("input")
+    values[inputs[0]["name"]] = g.reshape(DATA_SHAPE)
+    values[inputs[1]["name"]] = x.reshape(DATA_SHAPE)
+    for p in inputs[2:]:  # a per-channel weight: one value per channel of dim 1, negative ones too
+        w = rng.uniform(-0.5, 1.0, DATA_SHAPE[1])
+        values[p["name"]] = (w > 0.25 if kind == "bool" else np.round(w * 4) if kind == "integer" else w).astype(dt)
+    return values
+
+
+def _float_data(op, dt, data, rng, n, scalars):
     x = rng.normal(0.0, 3.0, n)
     g = rng.normal(0.0, 1.0, n)
     loud = rng.random(n) < 0.05
     g[loud] = rng.uniform(-100.0, 100.0, int(loud.sum()))
     x = x.astype(dt)
     if data in ("adversarial", "special-values"):
-        scalar_py = {p["py"]: scalars.get(p["name"], p["default"]) for p in op.params("scalar", "optional_scalar", "attribute")}
-        points = [float(t) for _, t in op.reference.boundaries(**scalar_py)]
+        points = [float(t) for _, t in op.reference.boundaries(**_scalar_py(op, scalars))]
         points += _roots(op, scalars) if _classified(op, "transcendental") else []
         points += [0.0, -0.0, 1.0, -1.0]
         info = ml_dtypes.finfo(dt)
@@ -231,13 +261,43 @@ def adversarial_values(op: OpUnderTest, dtype: str, data: str, seed: int = 0) ->
             chosen = np.concatenate([chosen, np.array([np.nan, np.inf, -np.inf], dtype=np.float64).astype(dt)])
         place = rng.permutation(n)[: chosen.size]
         x[place] = chosen
-    values = dict(scalars)
-    inputs = op.params("input")
-    values[inputs[0]["name"]] = g.astype(dt).reshape(DATA_SHAPE)
-    values[inputs[1]["name"]] = x.reshape(DATA_SHAPE)
-    for p in inputs[2:]:  # a per-channel weight: one value per channel of dim 1, negative ones too
-        values[p["name"]] = rng.uniform(-0.5, 1.0, DATA_SHAPE[1]).astype(dt)
-    return values
+    return g.astype(dt), x
+
+
+def _scalar_py(op: OpUnderTest, scalars: Mapping) -> dict:
+    return {p["py"]: scalars.get(p["name"], p["default"]) for p in op.params("scalar", "optional_scalar", "attribute")}
+
+
+def _exact_data(op, dt, data, rng, n, scalars):
+    """Integers over their range and at its edges (and around each boundary); bools both ways."""
+    if dt.kind == "b":
+        return rng.random(n) < 0.5, rng.random(n) < 0.5
+    info = np.iinfo(dt)
+    g = rng.integers(max(info.min, -100), min(info.max, 100), n, endpoint=True).astype(dt)
+    x = rng.integers(info.min, info.max, n, endpoint=True, dtype=dt)
+    if data in ("adversarial", "special-values"):
+        points = [float(t) for _, t in op.reference.boundaries(**_scalar_py(op, scalars))] + [0.0]
+        near = [int(np.floor(p)) + d for p in points if np.isfinite(p) for d in (-2, -1, 0, 1, 2)]
+        edges = [info.min, info.min + 1, info.max - 1, info.max]
+        chosen = np.array([v for v in near + edges if info.min <= v <= info.max], dtype=dt)
+        place = rng.permutation(n)[: chosen.size]
+        x[place] = chosen
+        g[rng.permutation(n)[:4]] = np.array([info.min, info.max, 0, 1], dtype=dt)  # extreme gradients too
+    return g, x
+
+
+def _complex_data(dt, data, rng, n):
+    real = dt.type(0).real.dtype
+    g = (rng.normal(0.0, 1.0, n) + 1j * rng.normal(0.0, 1.0, n)).astype(dt)
+    x = (rng.normal(0.0, 3.0, n) + 1j * rng.normal(0.0, 3.0, n)).astype(dt)
+    if data in ("adversarial", "special-values"):
+        info = np.finfo(real)
+        parts = [0.0, -0.0, 1.0, -1.0, float(info.tiny), 1e4, -1e4]
+        if data == "special-values":
+            parts += [np.nan, np.inf, -np.inf]
+        chosen = np.array([complex(a, b) for a in parts for b in parts], dtype=dt)
+        x[rng.permutation(n)[: chosen.size]] = chosen
+    return g, x
 
 
 def _classified(op: OpUnderTest, kind: str) -> bool:
@@ -261,7 +321,8 @@ def _nan_inputs(op: OpUnderTest, values: Mapping, shape) -> np.ndarray:
         except ValueError:  # a per-channel weight lies along another axis
             broadcast = False
         if broadcast:
-            mask |= np.broadcast_to(np.isnan(arr.astype(np.float64)), shape)
+            wide = arr.astype(np.complex128 if arr.dtype.kind == "c" else np.float64)
+            mask |= np.broadcast_to(np.isnan(wide), shape)
     return mask
 
 
@@ -282,8 +343,18 @@ def check_reference_against_oracle(op: OpUnderTest, dtype: str, data: str) -> No
 
 def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) -> None:
     """Assert `ours` matches `theirs` under the policy for the output's kind: selection bit-exact,
-    transcendental rtol/atol scaled by max|grad|, reduction within the summation-error bound."""
-    a, b = ours.astype(np.float64), theirs.astype(np.float64)
+    transcendental rtol/atol scaled by max|grad|, reduction within the summation-error bound.
+    Integer and bool results are exact whatever the kind; complex ones are judged on |ours - theirs|
+    with the tolerances of their real part's dtype."""
+    if category(dtype) in ("integer", "bool"):
+        bad = np.asarray(ours != theirs)
+        assert not bad.any(), f"{py} ({dtype}): {int(bad.sum())} of {ours.size} elements differ, e.g. ours {ours[bad][:3]} vs oracle {theirs[bad][:3]}"
+        return
+    if category(dtype) == "complex":
+        dtype = REAL_PART[dtype]
+        a, b = ours.astype(np.complex128), theirs.astype(np.complex128)
+    else:
+        a, b = ours.astype(np.float64), theirs.astype(np.float64)
     if kind == "selection":
         # NaN x gives 0 in the vector body of aten and in ours, but passes in aten's scalar tail:
         # such positions are not judged (torch-oracle.md, section 2).
