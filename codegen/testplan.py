@@ -6,7 +6,7 @@ builds the data and checks it; the mechanism lives once in the runtime.
 
 from __future__ import annotations
 
-from aclnngen.runtime import cases
+from aclnngen.runtime import cases, sweeps
 from aclnngen.runtime.dtypekinds import sort_key
 from aclnngen.runtime.versions import CannVersion
 
@@ -69,6 +69,12 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         _case(f"{label[home]}-{param}-{_value_id(value)}", family=home, param=param, value=value, status=status)
         for param, value, status in cases.scalar_violations(meta, version)
     ]
+    home_supported = op.dtypes_of(_first_input(spec), home)
+    sweep_dtype = home_dtype if home_dtype in home_supported else sorted(home_supported, key=sort_key)[0]
+    sweep_cases = [
+        _case(f"{label[home]}-{param}-{sweeps.value_id(value)}", family=home, dtype=sweep_dtype, overrides={param: value})
+        for param, value in sweeps.scalar_points(meta, version)
+    ]
     return_codes = []
     for index, row in enumerate(spec.return_codes):
         if not row.holds_at(version):
@@ -90,6 +96,7 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         "shapes": shape_cases,
         "nulls": null_cases,
         "scalars": scalar_cases,
+        "sweeps": sweep_cases,
         "return_codes": return_codes,
         "binding": binding,
     }

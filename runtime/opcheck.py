@@ -216,7 +216,7 @@ def _scalars(op: OpUnderTest) -> dict:
     return chosen
 
 
-def adversarial_values(op: OpUnderTest, dtype: str, data: str, seed: int = 0) -> dict:
+def adversarial_values(op: OpUnderTest, dtype: str, data: str, seed: int = 0, overrides: Mapping | None = None) -> dict:
     """Inputs for the reference-vs-oracle comparison: `data` is adversarial (boundaries, roots,
     signed zeros, tiny and huge magnitudes; integers at their range's edges), special-values (NaN
     and inf too, for floats and complex) or random. Integer, bool and complex dtypes get data of
@@ -224,7 +224,7 @@ def adversarial_values(op: OpUnderTest, dtype: str, data: str, seed: int = 0) ->
     dt = storage_dtype(NUMPY_DTYPES[dtype] if dtype in NUMPY_DTYPES else dtype)
     rng = np.random.default_rng(seed)
     n = int(np.prod(DATA_SHAPE))
-    scalars = _scalars(op)
+    scalars = {**_scalars(op), **(overrides or {})}
     kind = category(dtype_name_of(dt))
     if kind == "float":
         g, x = _float_data(op, dt, data, rng, n, scalars)
@@ -327,9 +327,20 @@ def _nan_inputs(op: OpUnderTest, values: Mapping, shape) -> np.ndarray:
 
 
 def check_reference_against_oracle(op: OpUnderTest, dtype: str, data: str) -> None:
+    _reference_against_oracle(op, dtype, _values_for(op, dtype, data))
+
+
+def check_sweep(op: OpUnderTest, family: str, dtype: str, overrides: Mapping) -> None:
+    """One sweep point (runtime/sweeps.py): with these scalar/attribute values, the reference agrees
+    with the oracle on adversarial data (boundaries follow the swept values), and the binding on
+    the simulator agrees with the reference bit-wise."""
+    _reference_against_oracle(op, dtype, adversarial_values(op, dtype, "adversarial", overrides=overrides))
+    _binding_matches_reference(op, family, dtype, "contiguous", overrides)
+
+
+def _reference_against_oracle(op: OpUnderTest, dtype: str, values: dict) -> None:
     from . import oracle
 
-    values = _values_for(op, dtype, data)
     ours = op.run_reference(values)
     by_py = {p["py"]: values.get(p["name"]) for p in op.meta["params"] if p["role"] != "output"}
     for p in op.params("input"):  # a 0-d input may be a NumPy scalar: the oracle needs a tensor of its dtype
@@ -409,9 +420,13 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None:
+    _binding_matches_reference(op, family, dtype, layout, {})
+
+
+def _binding_matches_reference(op: OpUnderTest, family: str, dtype: str, layout: str, overrides: Mapping) -> None:
     from . import session
 
-    values = dict(cases.make_values(op.meta, layout, dtype, version=op.version))
+    values = {**cases.make_values(op.meta, layout, dtype, version=op.version), **overrides}
     with session.simulated(family=family, version=op.version):
         positional, keywords, _ = op.split(values)
         result = op.binding(*positional, **keywords)
