@@ -322,11 +322,24 @@ def _return_codes(spec: "OpSpec") -> None:
 def _oracle(spec: "OpSpec") -> None:
     py = {p.py_name for p in spec.parameters}
     outputs = [p.py_name for p in spec.by_role("output")]
-    for j, name in enumerate(spec.oracle.args):
-        if name not in py:
-            raise FieldProblem(("oracle", "args", j), _unknown("parameter", name, py))
+    tensors = {p.py_name for p in spec.parameters if p.is_tensor and p.role != "output"}
+    for j, arg in enumerate(spec.oracle.args):
+        _oracle_ref(arg, ("oracle", "args", j), py, tensors)
+    for key, arg in getattr(spec.oracle, "kwargs", {}).items():
+        _oracle_ref(arg, ("oracle", "kwargs", key), py, tensors)
     if sorted(spec.oracle.outputs) != sorted(outputs):
         raise FieldProblem(("oracle", "outputs"), f"the oracle must produce the outputs {outputs}")
+
+
+def _oracle_ref(arg, loc: tuple, py: set, tensors: set) -> None:
+    """An oracle argument names a parameter that exists (a dtype, an input tensor)."""
+    if isinstance(arg, str) and loc[1] == "args":
+        if arg not in py:
+            raise FieldProblem(loc, _unknown("parameter", arg, py))
+    elif getattr(arg, "param", None) is not None and arg.param not in py:
+        raise FieldProblem(loc + ("param",), _unknown("parameter", arg.param, py))
+    elif getattr(arg, "dtype_of", None) is not None and arg.dtype_of not in tensors:
+        raise FieldProblem(loc + ("dtype_of",), _unknown("input tensor", arg.dtype_of, tensors))
 
 
 def _defects(spec: "OpSpec") -> None:

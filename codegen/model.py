@@ -368,13 +368,40 @@ class ReturnCode(Versioned):
 # --- oracle ----------------------------------------------------------------------------------
 
 
+class OracleConstant(Frozen):
+    """An argument that is the same value on every call: `{const: 1.0}`."""
+
+    const: str | float | int | bool | None
+
+
+class OracleDTypeOf(Frozen):
+    """An argument computed from the data: the torch dtype of a tensor parameter,
+    `{dtype_of: grad_output}` (e.g. aten's `input_dtype`)."""
+
+    dtype_of: PythonName
+
+
+class OracleParam(Frozen):
+    """A parameter passed under another keyword: `{param: approximate}`."""
+
+    param: PythonName
+
+
+# A positional argument: a parameter's py_name, or a constant, or a computed value.
+OracleArg = Union[PythonName, OracleConstant, OracleDTypeOf]
+# A keyword argument's value: a constant (plain value), a parameter, or a computed value.
+OracleKwarg = Union[str, float, int, bool, OracleParam, OracleDTypeOf]
+
+
 class AtenOracle(Frozen):
-    """A direct call of an aten operator on the CPU."""
+    """A direct call of an aten operator on the CPU. `args` are passed by position (parameter names,
+    `{const: ...}` or `{dtype_of: ...}`), `kwargs` by keyword (a plain value is a constant,
+    `{param: name}` a parameter, `{dtype_of: name}` a tensor's dtype)."""
 
     kind: Literal["aten"]
     op: CIdentifier
-    args: list[PythonName]
-    kwargs: dict[PythonName, str | float | int | bool] = {}
+    args: list[OracleArg]
+    kwargs: dict[PythonName, OracleKwarg] = {}
     disable_mkldnn: bool = False  # the oneDNN path rejects broadcasting and rounds differently
     outputs: list[PythonName] = Field(min_length=1)
 
