@@ -302,12 +302,17 @@ def _return_codes(spec: "OpSpec") -> None:
                 raise FieldProblem(("return_codes", i, "status"), "a null pointer gives 161001 (ACLNN_ERR_PARAM_NULLPTR)")
             for j, name in enumerate(row.params):
                 p = spec.parameter(name)
-                if p.role in ("optional_scalar", "attribute") or p.optional:
+                pointer_attribute = p.role == "attribute" and p.c_type in ("char*", "aclIntArray*") and p.default is None
+                if p.role == "optional_scalar" or (p.role == "attribute" and not pointer_attribute) or p.optional:
                     raise FieldProblem(("return_codes", i, "params", j), f"{name!r} may be NULL; it cannot be in a null-pointer row")
         elif row.check == "scalar_range":
             for j, name in enumerate(row.params):
                 if not spec.parameter(name).constraints:
                     raise FieldProblem(("return_codes", i, "params", j), f"{name!r} has no constraints for a scalar_range row to test")
+        elif row.check == "attribute_value":
+            for j, name in enumerate(row.params):
+                if not spec.parameter(name).choices:
+                    raise FieldProblem(("return_codes", i, "params", j), f"{name!r} has no 'choices' for an attribute_value row to test")
         elif row.check in _RULE_CHECKS:
             from .model import rule_params
 

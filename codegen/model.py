@@ -355,6 +355,7 @@ Check = Literal[
     "empty",
     "non_contiguous",
     "scalar_range",
+    "attribute_value",
 ]
 
 

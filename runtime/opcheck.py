@@ -118,6 +118,9 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str) -> dict:
     role = next(p["role"] for p in meta["params"] if p["name"] == param)
     if check == "null_pointer":
         values[param] = None
+    elif check == "attribute_value":  # a value outside the attribute's choices
+        choices = next(p["choices"] for p in meta["params"] if p["name"] == param)
+        values[param] = "".join(sorted(choices)) + "_not_a_choice"
     elif check == "scalar_range":
         bad = next(v for name, v, _ in cases.scalar_violations(meta, op.version) if name == param)
         values[param] = bad
