@@ -4,6 +4,7 @@
 
 OPS = (
     'gelu_backward',
+    'gelu_backward_v2',
     'hardtanh_backward',
     'prelu_backward',
     'softshrink_backward',

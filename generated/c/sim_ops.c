@@ -20,6 +20,23 @@ aclnnStatus aclnnGeluBackward(void* workspace, uint64_t workspace_size, aclOpExe
     return sim_launch(ACLSIM_OP_ID("aclnnGeluBackward"), workspace, workspace_size, executor, stream);
 }
 
+/* aclnnGeluBackwardV2 */
+aclnnStatus aclnnGeluBackwardV2GetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, char* approximate, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_TENSOR_IN, "self", self, 0},
+        {SIM_ARG_STRING, "approximate", approximate, 0},
+        {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnGeluBackwardV2"), args, 4, workspaceSize, executor);
+}
+
+aclnnStatus aclnnGeluBackwardV2(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, const aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnGeluBackwardV2"), workspace, workspace_size, executor, stream);
+}
+
 /* aclnnHardtanhBackward */
 aclnnStatus aclnnHardtanhBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclScalar* min, const aclScalar* max, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)
 {
