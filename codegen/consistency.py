@@ -289,6 +289,25 @@ def _formula(spec: "OpSpec") -> None:
         detail = "; ".join(x for x in (f"missing {missing}" if missing else "", f"not outputs: {extra}" if extra else "") if x)
         raise FieldProblem(("formula", "outputs"), f"formula outputs must be exactly the output tensors {sorted(outputs)}: {detail}")
     formula.parse_program(spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",))
+    for i, p in enumerate(spec.parameters):
+        if p.forward is not None:
+            forward_program(spec, p, loc=("parameters", i, "forward"))
+
+
+FORWARD_VARIABLE = "x"  # the forward function's input in a `forward` expression
+
+
+def forward_names(spec: "OpSpec", p) -> dict[str, str]:
+    """Names a `forward` expression may use: `x`, the op's scalars and attributes, and the tensor
+    itself as the expression's output."""
+    names = {q.py_name: q.role for q in spec.parameters if q.role in ("scalar", "optional_scalar", "attribute")}
+    names[FORWARD_VARIABLE] = "input"
+    names[p.py_name] = "output"
+    return names
+
+
+def forward_program(spec: "OpSpec", p, loc: tuple):
+    return formula.parse_program({p.py_name: p.forward}, forward_names(spec, p), loc=loc[:-1] + ("forward",))
 
 
 def _return_codes(spec: "OpSpec") -> None:

@@ -41,6 +41,7 @@ def _param(p) -> dict:
         "constraints": [{"op": c.op, "value": c.value, "status": c.status, **_versions(c)} for c in p.constraints],
         "attr_type": p.c_type,
         "choices": list(p.choices),
+        **({"meaning": p.meaning} if p.meaning else {}),  # absent: meaning by position
     }
 
 

@@ -168,6 +168,10 @@ class ScalarConstraint(Versioned):
 
 
 Role = Literal["input", "output", "scalar", "optional_scalar", "attribute"]
+# What an input tensor means to a backward op, which decides its test data: the incoming gradient,
+# the forward function's input, its output (test data must be a value the forward can produce:
+# `forward` says how), a per-channel weight, or an input the op requires but does not read.
+Meaning = Literal["gradient", "forward_input", "forward_output", "weight", "unused"]
 
 
 class Parameter(Frozen):
@@ -183,6 +187,10 @@ class Parameter(Frozen):
     scalar_dtypes: list[DType] = []  # what the page says the library accepts for this scalar
     default: float | int | bool | str | None = None
     constraints: list[ScalarConstraint] = []
+    # input tensors: what the tensor means (test data follows it); for a forward output, the
+    # forward function as an expression in `x` (and the op's scalars and attributes)
+    meaning: Meaning | None = None
+    forward: NonEmptyText | None = None
     # attributes
     c_type: Literal["bool", "int64_t", "double", "char*", "aclIntArray*"] | None = None
     choices: list[str] = []
@@ -217,6 +225,10 @@ class Parameter(Frozen):
             for key, present in group.items():
                 if present:
                     raise ValueError(f"{key!r} does not apply to a parameter with role {self.role!r}")
+        if self.role != "input" and (self.meaning is not None or self.forward is not None):
+            raise ValueError(f"'meaning' and 'forward' apply to input tensors, not to a parameter with role {self.role!r}")
+        if (self.meaning == "forward_output") != (self.forward is not None):
+            raise ValueError("a forward_output input needs 'forward' (the forward function of x), and only it takes one")
         if self.is_tensor and not self.dtypes:
             raise ValueError(f"tensor parameter {self.name!r} needs 'dtypes' (per product family)")
         if self.is_scalar and self.scalar_dtype is None:

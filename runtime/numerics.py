@@ -156,9 +156,15 @@ class Numerics:
     def tanh(self, x):
         return np.tanh(self._num(x))
 
+    def conj(self, x):
+        return np.conj(self._num(x))
+
     def sigmoid(self, x):
         # exp of -|x| never overflows; the negative side uses e / (1 + e) to keep tiny results
         x = self._num(x)
+        if np.asarray(x).dtype.kind == "c":  # no order on complex numbers: the plain form
+            one = self.dtype.type(1)
+            return one / (one + np.exp(-x))
         e = np.exp(-np.abs(x))
         one = self.dtype.type(1)
         return np.where(x >= 0, one / (one + e), e / (one + e))

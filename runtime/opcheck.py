@@ -25,6 +25,16 @@ from .validation import validate
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
 # rtol/atol for transcendental results, as torch.testing does per dtype; atol scales with |grad|.
 TRANSCENDENTAL = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
+# The vendor's single-benchmark precision standard (torch-oracle.md section 4): mean relative error
+# below the threshold and the largest below ten times it. float64 is not in the standard; 2^-30
+# is this project's choice: cancellation (1 - y*y near y = 1) amplifies a 2^-53 rounding by the
+# ratio of the operands to the result, which float64 data reaches far further than float32.
+MERE_THRESHOLD = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-13, "float64": 2.0**-30}
+MARE_RATIO = 10
+# Below this |golden| relative error means nothing (cancellation): the standard judges such
+# elements by absolute error; ours bounds it by ARITHMETIC_ULPS units of max|grad|.
+SMALL_VALUE = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-14, "float64": 2.0**-31}
+ARITHMETIC_ULPS = 8
 REDUCTION_RTOL = {"float16": 1e-2, "bfloat16": 1.6e-2, "float32": 1e-5, "float64": 1e-12}
 REAL_PART = {"complex64": "float32", "complex128": "float64"}
 ULPS_AROUND = 3  # adversarial data: values within this many ULP of each boundary and root
@@ -236,13 +246,28 @@ def adversarial_values(op: OpUnderTest, dtype: str, data: str, seed: int = 0, ov
     else:
         g, x = _exact_data(op, dt, data, rng, n, scalars)
     values = dict(scalars)
-    inputs = op.params("input")
-    values[inputs[0]["name"]] = g.reshape(DATA_SHAPE)
-    values[inputs[1]["name"]] = x.reshape(DATA_SHAPE)
-    for p in inputs[2:]:  # a per-channel weight: one value per channel of dim 1, negative ones too
-        w = rng.uniform(-0.5, 1.0, DATA_SHAPE[1])
-        values[p["name"]] = (w > 0.25 if kind == "bool" else np.round(w * 4) if kind == "integer" else w).astype(dt)
+    for p, meaning in _meanings(op):
+        if meaning == "gradient":
+            values[p["name"]] = g.reshape(DATA_SHAPE)
+        elif meaning == "forward_input":
+            values[p["name"]] = x.reshape(DATA_SHAPE)
+        elif meaning == "forward_output":  # a value the forward function can produce
+            values[p["name"]] = op.reference.forward(p["py"], x.reshape(DATA_SHAPE), scalars)
+        elif meaning == "weight":  # one value per channel of dim 1, negative ones too
+            w = rng.uniform(-0.5, 1.0, DATA_SHAPE[1])
+            values[p["name"]] = (w > 0.25 if kind == "bool" else np.round(w * 4) if kind == "integer" else w).astype(dt)
+        else:  # unused: any data of the dtype
+            values[p["name"]] = rng.permutation(x).reshape(DATA_SHAPE)
     return values
+
+
+def _meanings(op: OpUnderTest) -> list[tuple[Mapping, str]]:
+    """Each input with its meaning: as the spec states it, else by position (the first input the
+    gradient, the second the forward input, any further one a per-channel weight)."""
+    inputs = op.params("input")
+    if any(p.get("meaning") for p in inputs):
+        return [(p, p.get("meaning") or "unused") for p in inputs]
+    return [(p, "gradient" if i == 0 else "forward_input" if i == 1 else "weight") for i, p in enumerate(inputs)]
 
 
 def _float_data(op, dt, data, rng, n, scalars):
@@ -253,7 +278,9 @@ def _float_data(op, dt, data, rng, n, scalars):
     x = x.astype(dt)
     if data in ("adversarial", "special-values"):
         points = [float(t) for _, t in op.reference.boundaries(**_scalar_py(op, scalars))]
-        points += _roots(op, scalars) if _classified(op, "transcendental") else []
+        # roots of the formula are in the data's terms only when the data is the forward input
+        forward_input = all(m != "forward_output" for _, m in _meanings(op))
+        points += _roots(op, scalars) if _classified(op, "transcendental") and forward_input else []
         points += [0.0, -0.0, 1.0, -1.0]
         info = ml_dtypes.finfo(dt)
         special = [float(info.tiny), -float(info.tiny), float(info.smallest_subnormal), 1e4, -1e4]
@@ -384,7 +411,12 @@ def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) 
         return
     g = values[op.params("input")[0]["name"]]
     scale = max(1.0, float(np.nanmax(np.abs(np.asarray(g)), initial=0.0)))
-    if kind == "transcendental":
+    if kind == "arithmetic" and tolerance is None:
+        _within_precision_standard(op, values, py, dtype, a, b, scale)
+        return
+    if kind == "arithmetic":
+        rtol = atol = 0.0  # replaced by the directive below
+    elif kind == "transcendental":
         rtol, atol = TRANSCENDENTAL[dtype]
         atol *= scale
     else:  # reduction: per-element rounding plus the summation error, bounded by sum |terms|
@@ -407,6 +439,31 @@ def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) 
         f"{py} ({kind}, {dtype}): {int(np.sum(bad))} of {a.size} elements outside rtol={rtol:g}, atol={atol:g}; "
         f"worst |diff| {float(np.max(diff[bad])):g}"
     )
+
+
+def _within_precision_standard(op, values, py, dtype, a, b, scale) -> None:
+    """Several roundings (arithmetic): the vendor's MERE/MARE standard on elements whose |oracle|
+    is not small, and an absolute bound of a few units of max|grad| on the small ones, where
+    cancellation makes relative error meaningless. Non-finite results must agree exactly."""
+    a, b = np.atleast_1d(a), np.atleast_1d(b)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        finite = np.isfinite(a) & np.isfinite(b)
+        judged = (np.isfinite(a) | np.isfinite(b)) & ~np.atleast_1d(_nan_inputs(op, values, a.shape) if a.size > 1 else False)
+        special_bad = judged & ~finite & ~((a == b) | (np.isnan(a) & np.isnan(b)))
+        diff = np.where(finite, np.abs(a - b), 0.0)
+        big = finite & judged & (np.abs(b) >= SMALL_VALUE[dtype])
+        small = finite & judged & ~big
+        relative = diff[big] / (np.abs(b[big]) + 1e-7)
+    unit = UNIT_ROUNDOFF[dtype]
+    small_bad = small & (diff > ARITHMETIC_ULPS * unit * scale)
+    assert not special_bad.any(), f"{py} ({dtype}): {int(special_bad.sum())} inf/NaN results differ, e.g. ours {a[special_bad][:3]} vs oracle {b[special_bad][:3]}"
+    assert not small_bad.any(), (f"{py} (arithmetic, {dtype}): {int(small_bad.sum())} small results off by more than "
+                                 f"{ARITHMETIC_ULPS} units of max|grad|, worst {float(diff[small_bad].max()):g}")
+    if relative.size:
+        mere, mare, threshold = float(relative.mean()), float(relative.max()), MERE_THRESHOLD[dtype]
+        assert mere < threshold and mare < MARE_RATIO * threshold, (
+            f"{py} (arithmetic, {dtype}): MERE {mere:.3g} (limit {threshold:.3g}), MARE {mare:.3g} "
+            f"(limit {MARE_RATIO * threshold:.3g}) over {relative.size} elements")
 
 
 # --- binding on the simulator -------------------------------------------------------------------

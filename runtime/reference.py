@@ -29,9 +29,10 @@ def _promote_non_float(arrays: dict) -> dict:
 
 
 class Reference:
-    def __init__(self, meta: dict, formulas: Mapping[str, Callable]):
+    def __init__(self, meta: dict, formulas: Mapping[str, Callable], forwards: Mapping[str, Callable] = {}):
         self.meta = meta
         self.formulas = dict(formulas)
+        self.forwards = dict(forwards)
         params = meta["params"]
         self._inputs = [(p["name"], p["py"]) for p in params if p["role"] == "input"]
         self._scalars = [(p["name"], p["py"], p["default"]) for p in params if p["role"] in ("scalar", "optional_scalar")]
@@ -85,6 +86,22 @@ class Reference:
         # shape the rules give them.
         shaped = tuple(_to_shape(r, tuple(inferred[name][0])) for r, (name, _) in zip(results, self._outputs))
         return shaped[0] if len(shaped) == 1 else shaped
+
+
+    def forward(self, name: str, x, values: Mapping[str, object], *, mode: str = "opmath") -> np.ndarray:
+        """The forward function of input `name` (a py name) at `x`: a value that input can hold.
+        `values` maps C names to scalars and attributes (missing ones take their defaults)."""
+        try:
+            body = self.forwards[name]
+        except KeyError:
+            raise ValueError(f"{self.meta['name']}: {name!r} has no forward function; known: "
+                             f"{', '.join(self.forwards) or 'none'}") from None
+        x = np.asarray(x)
+        scalars = {py: values.get(c, default) for c, py, default in self._scalars}
+        attributes = {py: values.get(c, default) for c, py, default in self._attributes}
+        (result,) = numerics.evaluate(lambda m, **kw: body(m, **kw), inputs={"x": x}, scalars=scalars,
+                                      attributes=attributes, output_dtypes={name: x.dtype}, mode=mode)
+        return result
 
 
 def _as_scalar_dtype(value, dtype: np.dtype):

@@ -61,3 +61,35 @@ def test_generated_tests_pass_on_every_category(package):
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     passed = re.search(r"(\d+) passed", result.stdout)
     assert passed and int(passed.group(1)) > 100, result.stdout[-2000:]
+
+
+def _import(package: Path, module: str):
+    import importlib
+
+    sys.path.insert(0, str(package.parent))
+    try:
+        return importlib.import_module(f"{package.name}.{module}")
+    finally:
+        sys.path.remove(str(package.parent))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_forward_output_data_is_a_value_the_forward_function_produces(package, dtype):
+    """The fixture's second input means the forward output tanh(x): test data is tanh of the data
+    the forward input would get, not arbitrary numbers (which tanh can never produce)."""
+    import numpy as np
+
+    from aclnngen.runtime import opcheck
+
+    meta = _import(package, "meta.tanh_probe").META
+    reference = _import(package, "reference.tanh_probe")
+    op = opcheck.OpUnderTest(meta, reference=reference, binding=None, version="8.5.0")
+    values = opcheck.adversarial_values(op, dtype, "random")
+    y = values["output"].astype(np.complex128)
+    assert values["output"].dtype == np.dtype(dtype)
+    if dtype == "float32":
+        assert np.all(np.abs(y) <= 1) and np.abs(y).max() > 0.99  # the whole range of tanh
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.arctanh(y)  # a value tanh produced maps back to its input (|y| = 1 to an infinity)
+        np.testing.assert_allclose(np.tanh(x), y, rtol=1e-5, atol=1e-6)
+    assert not np.array_equal(values["output"], values["gradOutput"])

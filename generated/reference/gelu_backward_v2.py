@@ -26,12 +26,22 @@ def _claimed_0(m, grad_output, self, approximate):
     return (grad_output * (m.lit(0.5) * (m.lit(1) + m.erf(self / m.sqrt(m.lit(2)))) + self / m.sqrt(m.lit(2) * m.pi) * m.exp(-m.lit(0.5) * self * self)),)
 
 
+
 FORMULAS = {
     'spec': _spec,
     'claimed:0': _claimed_0,
 }
 
-_REFERENCE = Reference(META, FORMULAS)
+FORWARDS = {
+}
+
+_REFERENCE = Reference(META, FORMULAS, FORWARDS)
+
+
+def forward(_name, _x, _values, mode='opmath'):
+    """Test data for the forward-output input `_name`: the forward function of `_x` with the
+    scalar and attribute `_values` (C names), stored in _x's dtype."""
+    return _REFERENCE.forward(_name, _x, _values, mode=mode)
 
 
 def boundaries(approximate):
