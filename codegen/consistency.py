@@ -25,7 +25,8 @@ _TRAILING = (("workspaceSize", "uint64_t", 1), ("executor", "aclOpExecutor", 2))
 _LAUNCH = (("void", 1), ("uint64_t", 0), ("aclOpExecutor", 1), ("aclrtStream", 0))
 
 # Checks whose rows need a rule of the same kind on the same parameters.
-_RULE_CHECKS = {"same_dtype", "promote", "same_shape", "broadcast", "broadcast_to", "max_rank", "per_channel", "empty", "non_contiguous"}
+_RULE_CHECKS = {"same_dtype", "promote", "castable", "same_shape", "broadcast", "broadcast_to", "max_rank", "min_rank",
+                "per_channel", "empty", "non_contiguous"}
 
 
 def check_op(spec: "OpSpec", context: dict) -> None:

@@ -288,6 +288,24 @@ class Promote(RuleBase):
     output: CIdentifier
 
 
+class Castable(RuleBase):
+    """The dtype of `inputs` (promoted together when there are several) can be cast to `output`'s
+    dtype, as torch.can_cast says (never down from complex to float, float to integer, or to bool);
+    the output takes the promoted dtype when none is given."""
+
+    kind: Literal["castable"]
+    inputs: list[CIdentifier] = Field(min_length=1)
+    output: CIdentifier
+
+
+class MinRank(RuleBase):
+    """Each listed tensor has at least `rank` dims."""
+
+    kind: Literal["min_rank"]
+    params: list[CIdentifier] = Field(min_length=1)
+    rank: int = Field(ge=1)
+
+
 class PerChannel(RuleBase):
     """`weight` has 1 element or one per channel (`input.shape[1]`; 1 when input has rank <= 1);
     `grad` (the weight's gradient) has weight's shape when weight has 1 element, else shape (C,)."""
@@ -319,7 +337,8 @@ class NonContiguous(RuleBase):
 
 
 Rule = Annotated[
-    Union[SameShape, SameDType, Broadcast, BroadcastTo, Promote, PerChannel, MaxRank, EmptyTensors, NonContiguous],
+    Union[SameShape, SameDType, Broadcast, BroadcastTo, Promote, Castable, PerChannel, MaxRank, MinRank, EmptyTensors,
+          NonContiguous],
     Field(discriminator="kind"),
 ]
 
@@ -363,6 +382,8 @@ Check = Literal[
     "broadcast",
     "broadcast_to",
     "max_rank",
+    "min_rank",
+    "castable",
     "per_channel",
     "empty",
     "non_contiguous",

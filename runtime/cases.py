@@ -16,7 +16,8 @@ the status the op's rules at `version` give them (0 = accepted):
   an output a `same_shape` or `broadcast` rule names; failing that, an input of a `same_shape`
   rule with shape (2, 3, 5).
 - "rank0", "rank8", "rank9": every non-weight tensor 0-d, 8-d, 9-d (small sizes, C = 3; rank0
-  makes the per-channel weight 0-d too). Always apply; rejected by a `max_rank` rule below.
+  makes the per-channel weight 0-d too). Always apply; rejected by a `max_rank` rule below, or a
+  `min_rank` rule above.
 - "empty": the base shape with dim 0 of size 0, (0, 3, 4). Always applies; rejected by an
   `empty` rule with `allowed: false`.
 - "non-contiguous": every tensor a strided view (every other element of a larger buffer whose
@@ -180,6 +181,9 @@ def _collateral(op: _Op, plan: _Plan) -> list[tuple[int, int]]:
         kind = rule["kind"]
         if kind == "max_rank":
             if any(len(shapes.get(n, ())) > rule["rank"] for n in rule["params"]):
+                broken.append((index, rule["status"]))
+        elif kind == "min_rank":
+            if any(n in shapes and len(shapes[n]) < rule["rank"] for n in rule["params"]):
                 broken.append((index, rule["status"]))
         elif kind == "empty" and not rule["allowed"]:
             if any(0 in shapes.get(n, (1,)) for n in rule["params"]):

@@ -36,3 +36,12 @@ def sort_key(name: str) -> int:
     """Position of a dtype name in the listing order (floats by width, integers, bool, complex)."""
     category(name)
     return _ORDER.index(name)
+
+
+_CAST_ORDER = {"bool": 0, "integer": 1, "float": 2, "complex": 3}
+
+
+def can_cast(source: str, target: str) -> bool:
+    """torch.can_cast over dtype names: a value may be cast to a dtype of the same or a higher
+    category (bool < integer < float < complex), never down a category."""
+    return _CAST_ORDER[category(source)] <= _CAST_ORDER[category(target)]

@@ -144,6 +144,11 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str) -> dict:
         values[param] = np.zeros(value.shape[:-1] + (value.shape[-1] + 3,) if value.ndim else (5,), dtype=value.dtype)
     elif check == "max_rank":
         values[param] = np.zeros((1,) * 9, dtype=value.dtype)
+    elif check == "min_rank":
+        rank = min(r["rank"] for r in meta["rules"] if r["kind"] == "min_rank" and param in r["params"])
+        values[param] = np.zeros((1,) * (rank - 1), dtype=value.dtype)
+    elif check == "castable":  # an output dtype no other dtype can be cast to but bool itself
+        values[param] = value.astype(np.bool_) if value.dtype != np.bool_ else value.astype(np.float32)
     elif check == "per_channel":
         if value.ndim >= 2:  # self: change its channel count
             shape = list(value.shape)

@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .dtypekinds import CATEGORY, can_cast
 from .errors import AclnnValidationError
 from .shapes import (
     MetaCache,
@@ -364,6 +365,48 @@ def _check_promotion(plan: _Plan, info, inputs, output, status) -> str | None:
     return promoted
 
 
+def _castable(plan: _Plan, rule: Mapping):
+    inputs, output, status = tuple(rule["inputs"]), rule["output"], rule["status"]
+
+    def check(info):
+        present = [(n, info[n][1]) for n in inputs if n in info]
+        out = info.get(output)
+        if not present or out is None:
+            return
+        source = promote_names(d for _, d in present)
+        described = _names(f"{n} ({d})" for n, d in present)
+        if source is None:
+            plan.fail(
+                status, present[-1][0], "castable",
+                f"{described} have no common dtype to cast to {output}",
+                found=tuple(d for _, d in present), allowed="dtypes with a common promoted dtype",
+            )
+        if source in CATEGORY and out[1] in CATEGORY and not can_cast(source, out[1]):
+            plan.fail(
+                status, output, "castable",
+                f"{output} has dtype {out[1]}, which {described} (dtype {source}) cannot be cast to",
+                found=out[1], allowed=f"a dtype {source} can be cast to",
+            )
+
+    return check
+
+
+def _min_rank(plan: _Plan, rule: Mapping):
+    params, rank, status = tuple(rule["params"]), rule["rank"], rule["status"]
+
+    def check(info):
+        for name in params:
+            entry = info.get(name)
+            if entry is not None and len(entry[0]) < rank:
+                plan.fail(
+                    status, name, "min_rank",
+                    f"{name} has {len(entry[0])} dims (shape {_fmt(entry[0])}); at least {rank} are required",
+                    found=entry[0], allowed=f"at least {rank} dims",
+                )
+
+    return check
+
+
 def _per_channel(plan: _Plan, rule: Mapping):
     weight, source, grad, status = rule["weight"], rule["input"], rule.get("grad"), rule["status"]
 
@@ -467,8 +510,10 @@ _RULE_BUILDERS = {
     "broadcast": _broadcast,
     "broadcast_to": _broadcast_to,
     "promote": _promote,
+    "castable": _castable,
     "per_channel": _per_channel,
     "max_rank": _max_rank,
+    "min_rank": _min_rank,
     "empty": _empty,
     "non_contiguous": _non_contiguous,
 }
