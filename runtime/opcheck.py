@@ -19,7 +19,7 @@ from .errors import AclnnValidationError
 from .dtypekinds import category
 from .numerics import storage_dtype
 from .shapes import NUMPY_DTYPES, dtype_name_of
-from .validation import validate
+from .validation import supported_dtypes, validate
 
 # Unit roundoff per dtype, for the bound of a reduction's error.
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
@@ -121,7 +121,15 @@ def check_scalar(op: OpUnderTest, family: str, param: str, value: float, status:
     _expect(op, values, family, status, param)
 
 
-def _violate(op: OpUnderTest, values: dict, check: str, param: str) -> dict:
+def _unsupported_dtype(op: OpUnderTest, param: str, family: str | None) -> str:
+    supported = set(supported_dtypes(op.meta, param, family, op.version)) if family else set()
+    for name in ("float64", "complex128", "int64", "int32", "bool", "uint8"):
+        if name not in supported:
+            return name
+    raise AssertionError(f"{param} supports every dtype on {family}: no dtype violates it")
+
+
+def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str | None = None) -> dict:
     """Break one parameter so that the row `check` is what it violates."""
     meta = op.meta
     value = values[param]
@@ -135,8 +143,9 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str) -> dict:
         bad = next(v for name, v, _ in cases.scalar_violations(meta, op.version) if name == param)
         values[param] = bad
     elif check in ("dtype", "promote"):
-        # float64 is outside every family's list for these ops; through promotion it is too.
-        values[param] = value.astype(np.float64) if role != "output" or check == "dtype" else value.astype(np.float64)
+        # a dtype outside the parameter's list on the family (for a promoted input, the promoted
+        # dtype leaves the list too: it is the widest of the unsupported float or complex ones)
+        values[param] = value.astype(NUMPY_DTYPES[_unsupported_dtype(op, param, family)])
     elif check == "same_dtype":
         other = np.float16 if value.dtype != np.float16 else np.float32
         values[param] = value.astype(other)
@@ -167,7 +176,7 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str) -> dict:
 
 def check_return_code(op: OpUnderTest, family: str, row: int, check: str, param: str, status: int) -> None:
     values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
-    _expect(op, _violate(op, values, check, param), family, status)
+    _expect(op, _violate(op, values, check, param, family), family, status)
 
 
 # --- reference against the oracle ---------------------------------------------------------------
