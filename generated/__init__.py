@@ -7,6 +7,7 @@ OPS = (
     'gelu_backward_v2',
     'hardtanh_backward',
     'prelu_backward',
+    'sigmoid_backward',
     'softshrink_backward',
     'swish_backward',
 )

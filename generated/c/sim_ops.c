@@ -73,6 +73,22 @@ aclnnStatus aclnnPreluBackward(void* workspace, uint64_t workspace_size, aclOpEx
     return sim_launch(ACLSIM_OP_ID("aclnnPreluBackward"), workspace, workspace_size, executor, stream);
 }
 
+/* aclnnSigmoidBackward */
+aclnnStatus aclnnSigmoidBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* output, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_TENSOR_IN, "output", output, 0},
+        {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnSigmoidBackward"), args, 3, workspaceSize, executor);
+}
+
+aclnnStatus aclnnSigmoidBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, const aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnSigmoidBackward"), workspace, workspaceSize, executor, stream);
+}
+
 /* aclnnSoftshrinkBackward */
 aclnnStatus aclnnSoftshrinkBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclScalar* lambda, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
 {
