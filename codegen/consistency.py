@@ -43,6 +43,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _formula(spec)
     _return_codes(spec)
     _oracle(spec)
+    _conditions(spec)
     _defects(spec)
 
 
@@ -342,6 +343,22 @@ def _return_codes(spec: "OpSpec") -> None:
             for j, name in enumerate(row.params):
                 if name not in covered:
                     raise FieldProblem(("return_codes", i, "params", j), f"no {row.check!r} rule names {name!r}")
+
+
+def _conditions(spec: "OpSpec") -> None:
+    """A constraint's `when` names other scalars or attributes, with a value each can take."""
+    for i, p in enumerate(spec.parameters):
+        for j, c in enumerate(p.constraints):
+            for key, value in c.when.items():
+                loc = ("parameters", i, "constraints", j, "when", key)
+                names = {q.name for q in spec.parameters if q.role in ("scalar", "optional_scalar", "attribute") and q.name != p.name}
+                if key not in names:
+                    raise FieldProblem(loc, _unknown("scalar or attribute", key, names))
+                other = spec.parameter(key)
+                if other.c_type == "bool" and not isinstance(value, bool):
+                    raise FieldProblem(loc, f"{key!r} is a bool attribute; the condition needs true or false, found {value!r}")
+                if other.choices and value not in other.choices:
+                    raise FieldProblem(loc, f"{value!r} is not one of {key!r}'s choices {other.choices}")
 
 
 def _oracle(spec: "OpSpec") -> None:

@@ -38,7 +38,8 @@ def _param(p) -> dict:
         "scalar_dtype": p.scalar_dtype,
         "scalar_dtypes": list(p.scalar_dtypes),
         "default": p.default,
-        "constraints": [{"op": c.op, "value": c.value, "status": c.status, **_versions(c)} for c in p.constraints],
+        "constraints": [{"op": c.op, "value": c.value, "status": c.status, **_versions(c),
+                         **({"when": dict(c.when)} if c.when else {})} for c in p.constraints],
         "attr_type": p.c_type,
         "choices": list(p.choices),
         **({"meaning": p.meaning} if p.meaning else {}),  # absent: meaning by position

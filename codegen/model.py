@@ -154,11 +154,13 @@ class DTypeSupport(Versioned):
 
 
 class ScalarConstraint(Versioned):
-    """A bound on a scalar's value, and the status a violation gives."""
+    """A bound on a scalar's value, and the status a violation gives. With `when`, the bound holds
+    only while each named attribute or scalar has the given value (`when: {isResult: true}`)."""
 
     op: Literal[">=", ">", "<=", "<", "!="]
     value: float | int
     status: Status = 161002
+    when: dict[CIdentifier, bool | int | float | str] = {}
 
     @model_validator(mode="after")
     def _finite(self):

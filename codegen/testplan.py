@@ -66,13 +66,18 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
     ]
     null_cases = [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in cases.null_cases(meta)]
     scalar_cases = [
-        _case(f"{label[home]}-{param}-{_value_id(value)}", family=home, param=param, value=value, status=status)
+        _case(f"{label[home]}-{param}-{_value_id(value)}", family=home, param=param, value=value, status=status, context={})
         for param, value, status in cases.scalar_violations(meta, version)
+    ] + [
+        _case(f"{label[home]}-{param}-{_value_id(value)}-when-{'-'.join(f'{k}-{sweeps.value_id(v)}' for k, v in when.items())}",
+              family=home, param=param, value=value, status=status, context=when)
+        for param, value, status, when in cases.conditional_violations(meta, version)
     ]
     home_supported = op.dtypes_of(_first_input(spec), home)
     sweep_dtype = home_dtype if home_dtype in home_supported else sorted(home_supported, key=sort_key)[0]
     sweep_cases = [
-        _case(f"{label[home]}-{param}-{sweeps.value_id(value)}", family=home, dtype=sweep_dtype, overrides={param: value})
+        _case(f"{label[home]}-{param}-{sweeps.value_id(value)}", family=home, dtype=sweep_dtype,
+              overrides=sweeps.overrides_for(meta, version, param, value))
         for param, value in sweeps.scalar_points(meta, version)
     ]
     return_codes = []

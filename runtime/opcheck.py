@@ -109,14 +109,27 @@ def check_shape_case(op: OpUnderTest, family: str, dtype: str, kind: str, status
     _expect(op, values, family, status)
 
 
+def _home_dtype(op: OpUnderTest, family: str) -> str:
+    """float32 where the first input takes it on `family`, else its first supported dtype."""
+    name = op.params("input")[0]["name"]
+    supported = supported_dtypes(op.meta, name, family, op.version)
+    return "float32" if "float32" in supported or not supported else supported[0]
+
+
 def check_null(op: OpUnderTest, family: str, param: str) -> None:
     values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
     values[param] = None
     _expect(op, values, family, 161001, param)
 
 
-def check_scalar(op: OpUnderTest, family: str, param: str, value: float, status: int) -> None:
-    values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
+def check_scalar(op: OpUnderTest, family: str, param: str, value: float, status: int, context: Mapping = {}) -> None:
+    """`param` at a value outside its bound is refused; `context` sets the values that make a
+    conditional bound apply (and without them the same value is accepted)."""
+    values = dict(cases.make_values(op.meta, "contiguous", _home_dtype(op, family), version=op.version))
+    if context:
+        values[param] = value
+        _expect(op, values, family, 0)  # the condition does not hold: the bound does not apply
+        values.update(context)
     values[param] = value
     _expect(op, values, family, status, param)
 

@@ -60,7 +60,8 @@ def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
             continue
         if role not in ("scalar", "optional_scalar"):
             continue
-        constraints = [c for c in p.get("constraints") or () if holds_at(c.get("since"), c.get("until"), version)]
+        constraints = [c for c in p.get("constraints") or ()
+                       if holds_at(c.get("since"), c.get("until"), version) and cases.condition_holds(c, base)]
         raw = [0.0, -0.5, 0.5, -2.0, 2.0]
         if p.get("default") is not None:
             raw += [p["default"], -p["default"], p["default"] - STEP, p["default"] + STEP]
@@ -80,6 +81,19 @@ def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
             seen.add(value)
             points.append((name, value))
     return points
+
+
+def overrides_for(meta: Mapping, version, name: str, value: Any) -> dict[str, Any]:
+    """The values a sweep point sets: the swept one, and any scalar a conditional bound (one whose
+    `when` the new value triggers) moves back inside it."""
+    version = version_key(version)
+    before = cases.scalar_values(meta)
+    at_version = {"params": [dict(q, constraints=[c for c in q.get("constraints") or ()
+                                                  if holds_at(c.get("since"), c.get("until"), version)])
+                             for q in meta["params"]]}
+    fixed = cases.satisfy_constraints(at_version, {**before, name: value})
+    fixed[name] = value  # the swept value itself stays as chosen
+    return {k: v for k, v in fixed.items() if k == name or v != before.get(k)}
 
 
 def value_id(value: Any) -> str:

@@ -143,7 +143,7 @@ class _Plan:
     plain_dtype_params: tuple[str, ...]  # tensors whose own dtype is checked against their list
     rule_checks: tuple[Callable[[dict], None], ...]
     scalars: tuple[tuple[str, str], ...]  # (C name, the dtype its aclScalar is created with)
-    constraints: tuple[tuple[str, str, Any, int, Callable], ...]
+    constraints: tuple[tuple[str, str, Any, int, Callable, tuple], ...]  # ..., when: ((name, value, default),)
     attributes: tuple[tuple[str, str | None, tuple[str, ...], bool], ...]
 
     def fail(self, status, param, check, detail, found=None, allowed=None):
@@ -205,7 +205,8 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             if p["role"] in ("scalar", "optional_scalar")
         ),
         constraints=tuple(
-            (p["name"], c["op"], c["value"], c["status"], _COMPARE[c["op"]])
+            (p["name"], c["op"], c["value"], c["status"], _COMPARE[c["op"]],
+             tuple((k, v, _default_of(params, k)) for k, v in (c.get("when") or {}).items()))
             for p in params
             if p["role"] in ("scalar", "optional_scalar")
             for c in p.get("constraints") or ()
@@ -363,6 +364,10 @@ def _check_promotion(plan: _Plan, info, inputs, output, status) -> str | None:
             found=out[1], allowed=promoted,
         )
     return promoted
+
+
+def _default_of(params, name: str):
+    return next((p.get("default") for p in params if p["name"] == name), None)
 
 
 def _castable(plan: _Plan, rule: Mapping):
@@ -689,10 +694,12 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
         misfit = None if value is None else scalar_misfit(value, dtype)
         if misfit is not None:
             plan.fail(161002, name, "scalar_dtype", f"{name} {misfit}", found=value, allowed=dtype)
-    for name, op, bound, status, compare in plan.constraints:
+    for name, op, bound, status, compare, when in plan.constraints:
         value = get(name)
         if value is None:
             continue
+        if any((default if get(k) is None else get(k)) != v for k, v, default in when):
+            continue  # a conditional bound whose condition does not hold
         if value != value:  # NaN satisfies no bound
             plan.fail(
                 status, name, "scalar_range",

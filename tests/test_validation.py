@@ -64,8 +64,9 @@ def prelu(go, x, w, gi, gw):
     return {"gradOutput": go, "self": x, "weight": w, "gradInput": gi, "gradWeight": gw}
 
 
-def test_the_five_specs_are_loaded():
-    assert set(METAS) == {"GeluBackward", "HardtanhBackward", "PreluBackward", "SoftshrinkBackward", "SwishBackward"}
+def test_the_specs_these_tests_use_are_loaded():
+    # a subset, not the set: a new spec must not change this test
+    assert {"GeluBackward", "HardtanhBackward", "PreluBackward", "SoftshrinkBackward", "SwishBackward"} <= set(METAS)
 
 
 # --- errors -------------------------------------------------------------------------------------

@@ -182,14 +182,14 @@ def test_null_pointer(family, param):
 
 
 @pytest.mark.parametrize(
-    "family,param,value,status",
+    "family,param,value,status,context",
     [
-        _case("scalar_constraint", 'a2', None, 'a2', 'lambda', float('-0.0625'), 161002, id='A2-lambda-minus0p0625'),
-        _case("scalar_constraint", 'a2', None, 'a2', 'lambda', float('nan'), 161002, id='A2-lambda-nan'),
+        _case("scalar_constraint", 'a2', None, 'a2', 'lambda', float('-0.0625'), 161002, {}, id='A2-lambda-minus0p0625'),
+        _case("scalar_constraint", 'a2', None, 'a2', 'lambda', float('nan'), 161002, {}, id='A2-lambda-nan'),
     ],
 )
-def test_scalar_constraint(family, param, value, status):
-    opcheck.check_scalar(OP, family, param, value, status)
+def test_scalar_constraint(family, param, value, status, context):
+    opcheck.check_scalar(OP, family, param, value, status, context)
 
 
 @pytest.mark.needs_torch
