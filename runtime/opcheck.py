@@ -153,7 +153,10 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
         choices = next(p["choices"] for p in meta["params"] if p["name"] == param)
         values[param] = "".join(sorted(choices)) + "_not_a_choice"
     elif check == "scalar_range":
-        bad = next(v for name, v, _ in cases.scalar_violations(meta, op.version) if name == param)
+        plain = [(v, {}) for name, v, _ in cases.scalar_violations(meta, op.version) if name == param]
+        conditional = [(v, when) for name, v, _, when in cases.conditional_violations(meta, op.version) if name == param]
+        bad, when = (plain + conditional)[0]
+        values.update(when)  # a conditional bound applies only with its condition set
         values[param] = bad
     elif check in ("dtype", "promote"):
         # a dtype outside the parameter's list on the family (for a promoted input, the promoted
