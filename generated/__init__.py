@@ -3,6 +3,7 @@
 """Generated aclnn bindings, references and metadata; find an op by name under meta/, ops/, reference/."""
 
 OPS = (
+    'elu_backward',
     'gelu_backward',
     'gelu_backward_v2',
     'hardtanh_backward',

@@ -4,6 +4,26 @@
  * describes its arguments and forwards to the generic protocol of runtime/sim/aclsim_core.h. */
 #include "aclsim_core.h"
 
+/* aclnnEluBackward */
+aclnnStatus aclnnEluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclScalar* alpha, const aclScalar* scale, const aclScalar* inputScale, bool isResult, const aclTensor* selfOrResult, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_SCALAR, "alpha", alpha, 0},
+        {SIM_ARG_SCALAR, "scale", scale, 0},
+        {SIM_ARG_SCALAR, "inputScale", inputScale, 0},
+        {SIM_ARG_BOOL, "isResult", NULL, (int64_t)isResult},
+        {SIM_ARG_TENSOR_IN, "selfOrResult", selfOrResult, 0},
+        {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnEluBackward"), args, 7, workspaceSize, executor);
+}
+
+aclnnStatus aclnnEluBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnEluBackward"), workspace, workspaceSize, executor, stream);
+}
+
 /* aclnnGeluBackward */
 aclnnStatus aclnnGeluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
 {
