@@ -229,7 +229,7 @@ def _dtypes(spec: "OpSpec", families: Iterable[str]) -> None:
                 continue
             owner: dict[str, int] = {}
             for j, entry in enumerate(p.dtypes):
-                if not entry.holds_at(version):
+                if not entry.holds_at(version) or entry.when:  # a conditional entry adds to the plain one
                     continue
                 for family in entry.families:
                     if family in owner:
@@ -348,9 +348,11 @@ def _return_codes(spec: "OpSpec") -> None:
 def _conditions(spec: "OpSpec") -> None:
     """A constraint's `when` names other scalars or attributes, with a value each can take."""
     for i, p in enumerate(spec.parameters):
-        for j, c in enumerate(p.constraints):
+        conditional = [("constraints", j, c) for j, c in enumerate(p.constraints)]
+        conditional += [("dtypes", j, d) for j, d in enumerate(p.dtypes)]
+        for field, j, c in conditional:
             for key, value in c.when.items():
-                loc = ("parameters", i, "constraints", j, "when", key)
+                loc = ("parameters", i, field, j, "when", key)
                 names = {q.name for q in spec.parameters if q.role in ("scalar", "optional_scalar", "attribute") and q.name != p.name}
                 if key not in names:
                     raise FieldProblem(loc, _unknown("scalar or attribute", key, names))

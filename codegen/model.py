@@ -149,8 +149,12 @@ class PagePrototypes(Frozen):
 
 
 class DTypeSupport(Versioned):
+    """Dtypes a tensor takes on some families; with `when`, only while each named scalar or
+    attribute has the given value (`when: {threshold: 0}`)."""
+
     families: list[CIdentifier] = Field(min_length=1)
     dtypes: list[DType] = Field(min_length=1)
+    when: dict[CIdentifier, bool | int | float | str] = {}
 
 
 class ScalarConstraint(Versioned):

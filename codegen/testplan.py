@@ -80,6 +80,13 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
               overrides=sweeps.overrides_for(meta, version, param, value))
         for param, value in sweeps.scalar_points(meta, version)
     ]
+    conditional = [
+        _case(f"{label[family]}-{dtype}-when-{'-'.join(f'{k}-{sweeps.value_id(v)}' for k, v in entry.when.items())}",
+              family=family, dtype=dtype, context=dict(entry.when))
+        for entry in _conditional_entries(spec, version)
+        for family in entry.families if family in families
+        for dtype in entry.dtypes
+    ]
     return_codes = []
     for index, row in enumerate(spec.return_codes):
         if not row.holds_at(version):
@@ -102,9 +109,25 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         "nulls": null_cases,
         "scalars": scalar_cases,
         "sweeps": sweep_cases,
+        "conditional_dtypes": _unique(conditional),
         "return_codes": return_codes,
         "binding": binding,
     }
+
+
+def _conditional_entries(spec: OpSpec, version: str):
+    """Dtype entries of the first input that hold only under a condition (`when`)."""
+    first = spec.parameter(_first_input(spec))
+    return [e for e in first.dtypes if e.when and e.holds_at(version)]
+
+
+def _unique(found: list[dict]) -> list[dict]:
+    seen, out = set(), []
+    for case in found:
+        if case["id"] not in seen:
+            seen.add(case["id"])
+            out.append(case)
+    return out
 
 
 def _first_input(spec: OpSpec) -> str:

@@ -116,6 +116,17 @@ def _home_dtype(op: OpUnderTest, family: str) -> str:
     return "float32" if "float32" in supported or not supported else supported[0]
 
 
+def check_conditional_dtype(op: OpUnderTest, family: str, dtype: str, context: Mapping) -> None:
+    """A dtype allowed only under a condition (`when`): refused without it where the plain list
+    lacks it, accepted with it, and the binding then agrees with the reference bit-wise."""
+    values = dict(cases.make_values(op.meta, "contiguous", dtype, version=op.version))
+    first = op.params("input")[0]["name"]
+    if dtype not in supported_dtypes(op.meta, first, family, op.version) and not cases.condition_holds({"when": context}, values):
+        _expect(op, values, family, 161002)
+    _expect(op, {**values, **context}, family, 0)
+    _binding_matches_reference(op, family, dtype, "contiguous", context)
+
+
 def check_null(op: OpUnderTest, family: str, param: str) -> None:
     values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
     values[param] = None

@@ -85,7 +85,7 @@ def _families_at(meta: Mapping, version: str) -> tuple[str, ...]:
 def _dtypes_at(param: Mapping, family: str, version: str) -> tuple[str, ...]:
     found: list[str] = []
     for entry in param.get("dtypes") or ():
-        if family in entry["families"] and _holds(entry, version):
+        if family in entry["families"] and _holds(entry, version) and not entry.get("when"):
             for name in entry["dtypes"]:
                 if name not in found:
                     found.append(name)
@@ -143,6 +143,7 @@ class _Plan:
     plain_dtype_params: tuple[str, ...]  # tensors whose own dtype is checked against their list
     rule_checks: tuple[Callable[[dict], None], ...]
     scalars: tuple[tuple[str, str], ...]  # (C name, the dtype its aclScalar is created with)
+    conditional_dtypes: Mapping[str, tuple]  # name -> ((when, dtypes),): dtypes allowed only while `when` holds
     constraints: tuple[tuple[str, str, Any, int, Callable, tuple], ...]  # ..., when: ((name, value, default),)
     attributes: tuple[tuple[str, str | None, tuple[str, ...], bool], ...]
 
@@ -183,6 +184,12 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             required.append((p["name"], "attribute"))
     families = _families_at(meta, version)
     allowed = {p["name"]: _dtypes_at(p, family, version) for p in params if p["role"] in ("input", "output")}
+    conditional_dtypes = {
+        p["name"]: tuple((tuple((k, v, _default_of(params, k)) for k, v in e["when"].items()), tuple(e["dtypes"]))
+                         for e in p.get("dtypes") or ()
+                         if e.get("when") and family in e["families"] and _holds(e, version))
+        for p in params if p["role"] in ("input", "output")
+    }
     rules = rules_at(meta, version)
     promotes = tuple((tuple(r["inputs"]), r["output"], r["status"]) for r in rules if r["kind"] == "promote")
     promoted_inputs = {name for inputs, _, _ in promotes for name in inputs}
@@ -196,6 +203,7 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
         supported=family in families,
         tensors=tensors,
         allowed=allowed,
+        conditional_dtypes=conditional_dtypes,
         dtype_status=_status_of(meta, "dtype", version, 161002),
         promotes=promotes,
         plain_dtype_params=tuple(t for t in tensors if t not in promoted_inputs),
@@ -364,6 +372,15 @@ def _check_promotion(plan: _Plan, info, inputs, output, status) -> str | None:
             found=out[1], allowed=promoted,
         )
     return promoted
+
+
+def _allowed(plan, name: str, get) -> tuple[str, ...]:
+    """The dtypes `name` may have: the plain list plus those whose condition holds for the values."""
+    allowed = plan.allowed[name]
+    for when, dtypes in plan.conditional_dtypes.get(name, ()):
+        if all((default if get(k) is None else get(k)) == v for k, v, default in when):
+            allowed = allowed + tuple(d for d in dtypes if d not in allowed)
+    return allowed
 
 
 def _default_of(params, name: str):
@@ -655,7 +672,7 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
                 found=tuple(d for _, d in present), allowed="dtypes with a common promoted dtype",
             )
         for name, found in present:
-            allowed = plan.allowed[name]
+            allowed = _allowed(plan, name, get)
             if promoted not in allowed:
                 what = f"dtype {found}" if promoted == found else f"dtype {found}, promoted to {promoted},"
                 plan.fail(
@@ -668,7 +685,7 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
         entry = info.get(name)
         if entry is None:
             continue
-        allowed = plan.allowed[name]
+        allowed = _allowed(plan, name, get)
         if entry[1] not in allowed:
             plan.fail(
                 plan.dtype_status, name, "dtype",

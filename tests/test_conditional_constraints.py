@@ -67,3 +67,23 @@ def test_a_condition_naming_nothing_real_is_an_error(tmp_path, when, pattern):
     with pytest.raises(SpecError, match=pattern) as info:
         _spec(tmp_path, when)
     assert "leaky_relu_backward.yaml:" in str(info.value)
+
+
+def test_a_dtype_allowed_only_under_a_condition(tmp_path):
+    plain = "      - {families: [a2, a3], dtypes: [float16, float32, bfloat16]}\n"
+    assert BASE.count(plain) == 3
+    text = BASE.replace(plain, plain + "      - {families: [a2], dtypes: [float64], when: {selfIsResult: true}}\n")
+    path = tmp_path / "leaky_relu_backward.yaml"
+    path.write_text(text, encoding="utf-8")
+    spec = load_spec(path, load_products()).spec
+    meta = metadata.build(spec)
+    data = cases.make_values(meta, "contiguous", "float64", version="8.5.0")
+    with pytest.raises(AclnnValidationError) as info:
+        validate(meta, dict(data, selfIsResult=False), family="a2", version="8.5.0")
+    assert info.value.status == 161002 and info.value.check == "dtype"
+    validate(meta, dict(data, selfIsResult=True), family="a2", version="8.5.0")
+    with pytest.raises(AclnnValidationError):  # the condition holds on a2 only
+        validate(meta, dict(data, selfIsResult=True), family="a3", version="8.5.0")
+    from aclnngen.codegen.resolve import resolve
+
+    assert "float64" not in resolve(spec, "8.5.0").dtypes_of("gradOutput", "a2")  # not in the plain list
