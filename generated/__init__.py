@@ -11,4 +11,5 @@ OPS = (
     'sigmoid_backward',
     'softshrink_backward',
     'swish_backward',
+    'threshold_backward',
 )

@@ -142,3 +142,20 @@ aclnnStatus aclnnSwishBackward(void* workspace, uint64_t workspaceSize, aclOpExe
 {
     return sim_launch(ACLSIM_OP_ID("aclnnSwishBackward"), workspace, workspaceSize, executor, stream);
 }
+
+/* aclnnThresholdBackward */
+aclnnStatus aclnnThresholdBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclScalar* threshold, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_TENSOR_IN, "self", self, 0},
+        {SIM_ARG_SCALAR, "threshold", threshold, 0},
+        {SIM_ARG_TENSOR_OUT, "out", out, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnThresholdBackward"), args, 4, workspaceSize, executor);
+}
+
+aclnnStatus aclnnThresholdBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, const aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnThresholdBackward"), workspace, workspaceSize, executor, stream);
+}
