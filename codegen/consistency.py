@@ -30,7 +30,8 @@ _TRAILING = (("workspaceSize", "uint64_t", 1), ("executor", "aclOpExecutor", 2))
 _LAUNCH = (("void", 1), ("uint64_t", 0), ("aclOpExecutor", 1), ("aclrtStream", 0))
 
 # Checks whose rows need a rule of the same kind on the same parameters.
-_RULE_CHECKS = {"same_dtype", "promote", "same_shape", "broadcast", "broadcast_to", "max_rank", "per_channel", "empty", "non_contiguous"}
+_RULE_CHECKS = {"same_dtype", "promote", "castable", "same_shape", "broadcast", "broadcast_to", "max_rank", "min_rank",
+                "per_channel", "empty", "non_contiguous"}
 
 
 def check_op(spec: "OpSpec", context: dict) -> None:
@@ -47,6 +48,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _formula(spec)
     _return_codes(spec)
     _oracle(spec)
+    _conditions(spec)
     _defects(spec)
 
 
@@ -235,7 +237,7 @@ def _dtypes(spec: "OpSpec", families: Iterable[str]) -> None:
                 continue
             owner: dict[str, int] = {}
             for j, entry in enumerate(p.dtypes):
-                if not entry.holds_at(version):
+                if not entry.holds_at(version) or entry.when:  # a conditional entry adds to the plain one
                     continue
                 for family in entry.families:
                     if family in owner:
@@ -295,6 +297,25 @@ def _formula(spec: "OpSpec") -> None:
         detail = "; ".join(x for x in (f"missing {missing}" if missing else "", f"not outputs: {extra}" if extra else "") if x)
         raise FieldProblem(("formula", "outputs"), f"formula outputs must be exactly the output tensors {sorted(outputs)}: {detail}")
     formula.parse_program(spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",))
+    for i, p in enumerate(spec.parameters):
+        if p.forward is not None:
+            forward_program(spec, p, loc=("parameters", i, "forward"))
+
+
+FORWARD_VARIABLE = "x"  # the forward function's input in a `forward` expression
+
+
+def forward_names(spec: "OpSpec", p) -> dict[str, str]:
+    """Names a `forward` expression may use: `x`, the op's scalars and attributes, and the tensor
+    itself as the expression's output."""
+    names = {q.py_name: q.role for q in spec.parameters if q.role in ("scalar", "optional_scalar", "attribute")}
+    names[FORWARD_VARIABLE] = "input"
+    names[p.py_name] = "output"
+    return names
+
+
+def forward_program(spec: "OpSpec", p, loc: tuple):
+    return formula.parse_program({p.py_name: p.forward}, forward_names(spec, p), loc=loc[:-1] + ("forward",))
 
 
 def _return_codes(spec: "OpSpec") -> None:
@@ -311,12 +332,17 @@ def _return_codes(spec: "OpSpec") -> None:
                 raise FieldProblem(("return_codes", i, "status"), "a null pointer gives 161001 (ACLNN_ERR_PARAM_NULLPTR)")
             for j, name in enumerate(row.params):
                 p = spec.parameter(name)
-                if p.role in ("optional_scalar", "attribute") or p.optional:
+                pointer_attribute = p.role == "attribute" and p.c_type in ("char*", "aclIntArray*") and p.default is None
+                if p.role == "optional_scalar" or (p.role == "attribute" and not pointer_attribute) or p.optional:
                     raise FieldProblem(("return_codes", i, "params", j), f"{name!r} may be NULL; it cannot be in a null-pointer row")
         elif row.check == "scalar_range":
             for j, name in enumerate(row.params):
                 if not spec.parameter(name).constraints:
                     raise FieldProblem(("return_codes", i, "params", j), f"{name!r} has no constraints for a scalar_range row to test")
+        elif row.check == "attribute_value":
+            for j, name in enumerate(row.params):
+                if not spec.parameter(name).choices:
+                    raise FieldProblem(("return_codes", i, "params", j), f"{name!r} has no 'choices' for an attribute_value row to test")
         elif row.check in _RULE_CHECKS:
             covered = {n for r in spec.rules if r.kind == row.check for _, n in rule_params(r)}
             if not any(r.kind == row.check for r in spec.rules):
@@ -326,14 +352,45 @@ def _return_codes(spec: "OpSpec") -> None:
                     raise FieldProblem(("return_codes", i, "params", j), f"no {row.check!r} rule names {name!r}")
 
 
+def _conditions(spec: "OpSpec") -> None:
+    """A constraint's `when` names other scalars or attributes, with a value each can take."""
+    for i, p in enumerate(spec.parameters):
+        conditional = [("constraints", j, c) for j, c in enumerate(p.constraints)]
+        conditional += [("dtypes", j, d) for j, d in enumerate(p.dtypes)]
+        for field, j, c in conditional:
+            for key, value in c.when.items():
+                loc = ("parameters", i, field, j, "when", key)
+                names = {q.name for q in spec.parameters if q.role in ("scalar", "optional_scalar", "attribute") and q.name != p.name}
+                if key not in names:
+                    raise FieldProblem(loc, _unknown("scalar or attribute", key, names))
+                other = spec.parameter(key)
+                if other.c_type == "bool" and not isinstance(value, bool):
+                    raise FieldProblem(loc, f"{key!r} is a bool attribute; the condition needs true or false, found {value!r}")
+                if other.choices and value not in other.choices:
+                    raise FieldProblem(loc, f"{value!r} is not one of {key!r}'s choices {other.choices}")
+
+
 def _oracle(spec: "OpSpec") -> None:
     py = {p.py_name for p in spec.parameters}
     outputs = [p.py_name for p in spec.by_role("output")]
-    for j, name in enumerate(spec.oracle.args):
-        if name not in py:
-            raise FieldProblem(("oracle", "args", j), _unknown("parameter", name, py))
+    tensors = {p.py_name for p in spec.parameters if p.is_tensor and p.role != "output"}
+    for j, arg in enumerate(spec.oracle.args):
+        _oracle_ref(arg, ("oracle", "args", j), py, tensors)
+    for key, arg in getattr(spec.oracle, "kwargs", {}).items():
+        _oracle_ref(arg, ("oracle", "kwargs", key), py, tensors)
     if sorted(spec.oracle.outputs) != sorted(outputs):
         raise FieldProblem(("oracle", "outputs"), f"the oracle must produce the outputs {outputs}")
+
+
+def _oracle_ref(arg, loc: tuple, py: set, tensors: set) -> None:
+    """An oracle argument names a parameter that exists (a dtype, an input tensor)."""
+    if isinstance(arg, str) and loc[1] == "args":
+        if arg not in py:
+            raise FieldProblem(loc, _unknown("parameter", arg, py))
+    elif getattr(arg, "param", None) is not None and arg.param not in py:
+        raise FieldProblem(loc + ("param",), _unknown("parameter", arg.param, py))
+    elif getattr(arg, "dtype_of", None) is not None and arg.dtype_of not in tensors:
+        raise FieldProblem(loc + ("dtype_of",), _unknown("input tensor", arg.dtype_of, tensors))
 
 
 def _defects(spec: "OpSpec") -> None:

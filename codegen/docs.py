@@ -42,8 +42,12 @@ def _rule_text(rule) -> str:
     if kind == "per_channel":
         grad = f"; {rule.grad} has weight's shape (1 element) or (C,)" if rule.grad else ""
         return f"{rule.weight} has 1 element or C = {rule.input}.shape[1]{grad}"
+    if kind == "castable":
+        return f"the dtype of {', '.join(rule.inputs)} (promoted) can be cast to {rule.output}'s dtype"
     if kind == "max_rank":
         return f"{', '.join(rule.params)} have at most {rule.rank} dims"
+    if kind == "min_rank":
+        return f"{', '.join(rule.params)} have at least {rule.rank} dims"
     if kind == "empty":
         return f"empty tensors {'are' if rule.allowed else 'are not'} accepted ({', '.join(rule.params)})"
     if kind == "non_contiguous":

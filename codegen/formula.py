@@ -73,6 +73,7 @@ FUNCTIONS: dict[str, Function] = {
         _fn("erf", "x:num", "error function (scipy.special.erf)", "transcendental"),
         _fn("tanh", "x:num", "hyperbolic tangent", "transcendental"),
         _fn("sigmoid", "x:num", "1 / (1 + exp(-x)), computed without overflow", "transcendental"),
+        _fn("conj", "x:num", "complex conjugate; a real x is returned unchanged"),
         _fn("minimum", "a:num b:num", "elementwise minimum (NaN propagates)"),
         _fn("maximum", "a:num b:num", "elementwise maximum (NaN propagates)"),
         _fn("isnan", "x:num", "true where x is NaN", result="bool"),
@@ -807,14 +808,43 @@ def _categories(node: Node, lets: Mapping[str, Node]) -> set[str]:
     return cats
 
 
+# Functions that return one of their operands' values, or an exact function of one: no rounding.
+_NON_ROUNDING = {"abs", "sign", "conj", "minimum", "maximum", "round_to", "per_channel", "isnan", "where"}
+
+
+def _roundings(node: Node, lets: Mapping[str, Node]) -> int:
+    """How many rounding operations a value passes through on its way to the output: each +, -, *,
+    / and sqrt (and x ** 2) rounds once; selections, negation, conj, min/max and conditions of
+    `where` do not round the selected value."""
+    if isinstance(node, Name):
+        return _roundings(lets[node.id], lets) if node.kind == "let" else 0
+    if isinstance(node, Unary):
+        return _roundings(node.operand, lets)
+    if isinstance(node, Binary):
+        inner = _roundings(node.left, lets) + _roundings(node.right, lets)
+        if node.op == "**" and isinstance(node.right, Literal) and node.right.value == 1:
+            return inner
+        return inner + 1
+    if isinstance(node, Call):
+        if node.function == "where":
+            return max(_roundings(a, lets) for a in node.args[1:])
+        inner = sum(_roundings(a, lets) for a in node.args if not isinstance(a, (Dims,)))
+        return inner + (0 if node.function in _NON_ROUNDING else 1)
+    return 0
+
+
 def classify(prog: FormulaProgram) -> dict[str, str]:
     """Per output: "reduction" if a sum is involved, else "transcendental" if exp/log/erf/tanh/
-    sigmoid/general ** or an extern kernel is, else "selection" (exactly reproducible)."""
+    sigmoid/general ** or an extern kernel is, else "selection" when the output is a selection of
+    values each rounded at most once (one exactly-rounded operation: reproducible bit for bit),
+    else "arithmetic" (several roundings, whose order, fusing and intermediate precision differ
+    between implementations)."""
     lets = {name: expr.tree for name, expr in prog.lets}
     result = {}
     for name, expr in prog.outputs:
         cats = _categories(expr.tree, lets)
         result[name] = ("reduction" if "reduction" in cats
                         else "transcendental" if cats & {"transcendental", "extern"}
-                        else "selection")
+                        else "selection" if _roundings(expr.tree, lets) <= 1
+                        else "arithmetic")
     return result

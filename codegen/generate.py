@@ -161,6 +161,7 @@ def _render_op(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
             "reference.py.j2",
             header=_header("reference", source, "reference.py.j2"),
             bodies=_bodies(spec),
+            forwards=_forwards(spec),
             bounds=meta["formula"]["boundaries"],
             bounds_need_math=any("math." in expr for _, expr in meta["formula"]["boundaries"]),
             **common,
@@ -193,6 +194,19 @@ def _bodies(spec: OpSpec) -> list[dict]:
                     }
                 )
     return bodies
+
+
+def _forwards(spec: OpSpec) -> list[dict]:
+    """Each forward-output input's forward function of `x`, as a Python function body."""
+    from . import formula
+    from .consistency import forward_program
+
+    return [
+        {"key": p.py_name, "name": f"_forward_{i}",
+         "lines": formula.render_program(forward_program(spec, p, loc=("parameters", i, "forward")))}
+        for i, p in enumerate(spec.parameters)
+        if p.forward is not None
+    ]
 
 
 def _binding_doc(spec: OpSpec, products: ProductTable) -> dict:

@@ -57,10 +57,19 @@ def validate_model(model: type[M], data: Any, path: Path, lines: LineMap, contex
         problems = []
         for error in exc.errors(include_url=False):
             loc = tuple(error["loc"])
-            problems.append(Problem(str(path), lines.line_of(loc), _describe(error)))
+            problems.append(Problem(str(path), lines.line_of(loc), _describe(error) + _doc_pointer(model, loc)))
         raise SpecError(_dedupe(problems)) from None
     except FieldProblem as exc:
-        raise SpecError(Problem(str(path), lines.line_of(exc.loc), exc.message)) from None
+        raise SpecError(Problem(str(path), lines.line_of(exc.loc), exc.message + _doc_pointer(model, exc.loc))) from None
+
+
+def _doc_pointer(model: type, loc: tuple) -> str:
+    """For an op spec, where docs/spec-language.md describes the key at `loc`."""
+    if model is not OpSpec:
+        return ""
+    from .spec_sections import pointer
+
+    return " " + pointer(loc)
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

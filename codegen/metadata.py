@@ -34,13 +34,16 @@ def _param(p) -> dict:
         "py": p.py_name,
         "role": p.role,
         "optional": p.optional,
-        "dtypes": [{"families": list(d.families), "dtypes": list(d.dtypes), **_versions(d)} for d in p.dtypes],
+        "dtypes": [{"families": list(d.families), "dtypes": list(d.dtypes), **_versions(d),
+                    **({"when": dict(d.when)} if d.when else {})} for d in p.dtypes],
         "scalar_dtype": p.scalar_dtype,
         "scalar_dtypes": list(p.scalar_dtypes),
         "default": p.default,
-        "constraints": [{"op": c.op, "value": c.value, "status": c.status, **_versions(c)} for c in p.constraints],
+        "constraints": [{"op": c.op, "value": c.value, "status": c.status, **_versions(c),
+                         **({"when": dict(c.when)} if c.when else {})} for c in p.constraints],
         "attr_type": p.c_type,
         "choices": list(p.choices),
+        **({"meaning": p.meaning} if p.meaning else {}),  # absent: meaning by position
     }
 
 

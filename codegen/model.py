@@ -174,14 +174,20 @@ class PagePrototypes(Frozen):
 
 
 class DTypeSupport(Versioned):
+    """Dtypes a tensor takes on some families; with `when`, only while each named scalar or
+    attribute has the given value (`when: {threshold: 0}`)."""
+
     families: list[FamilyId] = Field(min_length=1)
     """Product families these dtypes apply to."""
     dtypes: list[DType] = Field(min_length=1)
     """The dtypes the page lists for the parameter on those families."""
+    when: dict[CIdentifier, bool | int | float | str] = {}
+    """Only while each named scalar or attribute (C name) has the given value."""
 
 
 class ScalarConstraint(Versioned):
-    """A bound on a scalar's value, and the status a violation gives."""
+    """A bound on a scalar's value, and the status a violation gives. With `when`, the bound holds
+    only while each named attribute or scalar has the given value (`when: {isResult: true}`)."""
 
     op: Literal[">=", ">", "<=", "<", "!="]
     """Comparison the scalar's value must satisfy against `value`."""
@@ -189,6 +195,8 @@ class ScalarConstraint(Versioned):
     """The bound the scalar is compared with."""
     status: Status = 161002
     """Status a violation gives (161002)."""
+    when: dict[CIdentifier, bool | int | float | str] = {}
+    """Only while each named attribute or scalar (C name) has the given value."""
 
     @model_validator(mode="after")
     def _finite(self):
@@ -198,6 +206,10 @@ class ScalarConstraint(Versioned):
 
 
 Role = Literal["input", "output", "scalar", "optional_scalar", "attribute"]
+# What an input tensor means to a backward op, which decides its test data: the incoming gradient,
+# the forward function's input, its output (test data must be a value the forward can produce:
+# `forward` says how), a per-channel weight, or an input the op requires but does not read.
+Meaning = Literal["gradient", "forward_input", "forward_output", "weight", "unused"]
 
 
 class Parameter(Frozen):
@@ -223,6 +235,10 @@ class Parameter(Frozen):
     """Optional scalars and attributes: the value a NULL (or an omitted argument) means."""
     constraints: list[ScalarConstraint] = []
     """Scalars: bounds on the value, each with the status a violation gives."""
+    meaning: Meaning | None = None
+    """Input tensors: what the tensor means (gradient, forward_input, forward_output, weight, unused); test data follows it."""
+    forward: NonEmptyText | None = None
+    """Forward outputs: the forward function as an expression in `x` (and the op's scalars and attributes)."""
     # attributes
     c_type: Literal["bool", "int64_t", "double", "char*", "aclIntArray*"] | None = None
     """Attributes: the C type (bool, int64_t, double, char*, aclIntArray*)."""
@@ -259,6 +275,10 @@ class Parameter(Frozen):
             for key, present in group.items():
                 if present:
                     raise ValueError(f"{key!r} does not apply to a parameter with role {self.role!r}")
+        if self.role != "input" and (self.meaning is not None or self.forward is not None):
+            raise ValueError(f"'meaning' and 'forward' apply to input tensors, not to a parameter with role {self.role!r}")
+        if (self.meaning == "forward_output") != (self.forward is not None):
+            raise ValueError("a forward_output input needs 'forward' (the forward function of x), and only it takes one")
         if self.is_tensor and not self.dtypes:
             raise ValueError(f"tensor parameter {self.name!r} needs 'dtypes' (per product family)")
         if self.is_scalar and self.scalar_dtype is None:
@@ -332,6 +352,24 @@ class Promote(RuleBase):
     """The tensor that has the promoted dtype."""
 
 
+class Castable(RuleBase):
+    """The dtype of `inputs` (promoted together when there are several) can be cast to `output`'s
+    dtype, as torch.can_cast says (never down from complex to float, float to integer, or to bool);
+    the output takes the promoted dtype when none is given."""
+
+    kind: Literal["castable"]
+    inputs: list[CIdentifier] = Field(min_length=1)
+    output: CIdentifier
+
+
+class MinRank(RuleBase):
+    """Each listed tensor has at least `rank` dims."""
+
+    kind: Literal["min_rank"]
+    params: list[CIdentifier] = Field(min_length=1)
+    rank: int = Field(ge=1)
+
+
 class PerChannel(RuleBase):
     """`weight` has 1 element or one per channel (`input.shape[1]`; 1 when input has rank <= 1);
     `grad` (the weight's gradient) has weight's shape when weight has 1 element, else shape (C,)."""
@@ -376,7 +414,8 @@ class NonContiguous(RuleBase):
 
 
 Rule = Annotated[
-    Union[SameShape, SameDType, Broadcast, BroadcastTo, Promote, PerChannel, MaxRank, EmptyTensors, NonContiguous],
+    Union[SameShape, SameDType, Broadcast, BroadcastTo, Promote, Castable, PerChannel, MaxRank, MinRank, EmptyTensors,
+          NonContiguous],
     Field(discriminator="kind"),
 ]
 
@@ -410,10 +449,13 @@ Check = Literal[
     "broadcast",
     "broadcast_to",
     "max_rank",
+    "min_rank",
+    "castable",
     "per_channel",
     "empty",
     "non_contiguous",
     "scalar_range",
+    "attribute_value",
 ]
 
 
@@ -431,17 +473,44 @@ class ReturnCode(Versioned):
 # --- oracle ----------------------------------------------------------------------------------
 
 
+class OracleConstant(Frozen):
+    """An argument that is the same value on every call: `{const: 1.0}`."""
+
+    const: str | float | int | bool | None
+
+
+class OracleDTypeOf(Frozen):
+    """An argument computed from the data: the torch dtype of a tensor parameter,
+    `{dtype_of: grad_output}` (e.g. aten's `input_dtype`)."""
+
+    dtype_of: PythonName
+
+
+class OracleParam(Frozen):
+    """A parameter passed under another keyword: `{param: approximate}`."""
+
+    param: PythonName
+
+
+# A positional argument: a parameter's py_name, or a constant, or a computed value.
+OracleArg = Union[PythonName, OracleConstant, OracleDTypeOf]
+# A keyword argument's value: a constant (plain value), a parameter, or a computed value.
+OracleKwarg = Union[str, float, int, bool, OracleParam, OracleDTypeOf]
+
+
 class AtenOracle(Frozen):
-    """A direct call of an aten operator on the CPU."""
+    """A direct call of an aten operator on the CPU. `args` are passed by position (parameter names,
+    `{const: ...}` or `{dtype_of: ...}`), `kwargs` by keyword (a plain value is a constant,
+    `{param: name}` a parameter, `{dtype_of: name}` a tensor's dtype)."""
 
     kind: Literal["aten"]
     """aten: call an aten operator on the CPU."""
     op: CIdentifier
     """The aten operator's name."""
-    args: list[PythonName]
-    """Positional arguments: Python names of the op's parameters."""
-    kwargs: dict[PythonName, str | float | int | bool] = {}
-    """Keyword arguments: constants, or Python names of parameters."""
+    args: list[OracleArg]
+    """Positional arguments: parameter names, `{const: ...}` or `{dtype_of: ...}`."""
+    kwargs: dict[PythonName, OracleKwarg] = {}
+    """Keyword arguments: a plain value is a constant, `{param: name}` a parameter, `{dtype_of: name}` a dtype."""
     disable_mkldnn: bool = False
     """Run with oneDNN disabled (its path rejects broadcasting and rounds differently)."""
     outputs: list[PythonName] = Field(min_length=1)

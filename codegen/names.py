@@ -37,7 +37,7 @@ REFERENCE_KEYWORDS: tuple[tuple[str, object], ...] = (("out_dtypes", None), ("mo
 # define, import or call, besides the spec's own names. tests/test_reserved_names.py checks this list
 # against every generated module, so a template that starts using a new name (or a builtin) fails it.
 GENERATED_PYTHON = frozenset(
-    {"annotations", "math", "bind", "META", "_CALL", "Reference", "FORMULAS", "_REFERENCE", "boundaries", "reference", "m"}
+    {"annotations", "math", "bind", "META", "_CALL", "Reference", "FORMULAS", "_REFERENCE", "boundaries", "reference", "m", "FORWARDS", "forward", "x"}
     # the binding's type hints (runtime/hints.py and the builtins its signature names)
     | {"Result", "TensorLike", "bool", "float", "int", "str", "object", "tuple"}
 )

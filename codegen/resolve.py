@@ -36,7 +36,7 @@ def resolve(spec: OpSpec, version: str) -> ResolvedOp:
     dtypes: dict = {}
     for p in spec.parameters:
         for entry in p.dtypes:
-            if entry.holds_at(version):
+            if entry.holds_at(version) and not entry.when:  # conditional dtypes are not the plain list
                 for family in entry.families:
                     dtypes[(p.name, family)] = tuple(entry.dtypes)
     return ResolvedOp(spec, version, families, dtypes)

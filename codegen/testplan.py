@@ -6,7 +6,8 @@ builds the data and checks it; the mechanism lives once in the runtime.
 
 from __future__ import annotations
 
-from aclnngen.verify import cases
+from aclnngen.runtime.dtypekinds import sort_key
+from aclnngen.verify import cases, sweeps
 from aclnngen.runtime.versions import CannVersion
 
 from . import metadata
@@ -15,8 +16,6 @@ from .model import OpSpec
 from .products import ProductTable
 from .resolve import resolve
 
-# dtypes NumPy can hold (bfloat16 through ml_dtypes) that a reference can be computed in.
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # Data sets for the reference against the oracle; shape sets join when the op's rules allow them.
 DATA_KINDS = ("adversarial", "special-values", "random")
 LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank0")
@@ -46,7 +45,7 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
 
     supported_anywhere = sorted(
         {d for family in families for p in spec.parameters if p.is_tensor for d in op.dtypes_of(p.name, family)},
-        key=FLOAT_DTYPES.index,
+        key=sort_key,
     )
     applicable = dict(cases.applicable_cases(meta, version))
     layouts = [layout for layout in LAYOUTS if applicable.get(layout) == 0]
@@ -67,8 +66,26 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
     ]
     null_cases = [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in cases.null_cases(meta)]
     scalar_cases = [
-        _case(f"{label[home]}-{param}-{_value_id(value)}", family=home, param=param, value=value, status=status)
+        _case(f"{label[home]}-{param}-{_value_id(value)}", family=home, param=param, value=value, status=status, context={})
         for param, value, status in cases.scalar_violations(meta, version)
+    ] + [
+        _case(f"{label[home]}-{param}-{_value_id(value)}-when-{'-'.join(f'{k}-{sweeps.value_id(v)}' for k, v in when.items())}",
+              family=home, param=param, value=value, status=status, context=when)
+        for param, value, status, when in cases.conditional_violations(meta, version)
+    ]
+    home_supported = op.dtypes_of(_first_input(spec), home)
+    sweep_dtype = home_dtype if home_dtype in home_supported else sorted(home_supported, key=sort_key)[0]
+    sweep_cases = [
+        _case(f"{label[home]}-{param}-{sweeps.value_id(value)}", family=home, dtype=sweep_dtype,
+              overrides=sweeps.overrides_for(meta, version, param, value))
+        for param, value in sweeps.scalar_points(meta, version)
+    ]
+    conditional = [
+        _case(f"{label[family]}-{dtype}-when-{'-'.join(f'{k}-{sweeps.value_id(v)}' for k, v in entry.when.items())}",
+              family=family, dtype=dtype, context=dict(entry.when))
+        for entry in _conditional_entries(spec, version)
+        for family in entry.families if family in families
+        for dtype in entry.dtypes
     ]
     return_codes = []
     for index, row in enumerate(spec.return_codes):
@@ -91,9 +108,26 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         "shapes": shape_cases,
         "nulls": null_cases,
         "scalars": scalar_cases,
+        "sweeps": sweep_cases,
+        "conditional_dtypes": _unique(conditional),
         "return_codes": return_codes,
         "binding": binding,
     }
+
+
+def _conditional_entries(spec: OpSpec, version: str):
+    """Dtype entries of the first input that hold only under a condition (`when`)."""
+    first = spec.parameter(_first_input(spec))
+    return [e for e in first.dtypes if e.when and e.holds_at(version)]
+
+
+def _unique(found: list[dict]) -> list[dict]:
+    seen, out = set(), []
+    for case in found:
+        if case["id"] not in seen:
+            seen.add(case["id"])
+            out.append(case)
+    return out
 
 
 def _first_input(spec: OpSpec) -> str:

@@ -3,11 +3,15 @@
 """Generated aclnn bindings, references and metadata; find an op by name under meta/, ops/, reference/."""
 
 OPS = (
+    'elu_backward',
     'gelu_backward',
+    'gelu_backward_v2',
     'hardtanh_backward',
     'prelu_backward',
+    'sigmoid_backward',
     'softshrink_backward',
     'swish_backward',
+    'threshold_backward',
 )
 
 __all__ = ["OPS"]

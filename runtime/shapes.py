@@ -395,7 +395,7 @@ def _shape_from_rules(name, rules, known, strict):
 def _dtype_from_rules(name, rules, known, first_input, strict):
     for rule in rules:
         kind = rule["kind"]
-        if kind == "promote" and rule["output"] == name:
+        if kind in ("promote", "castable") and rule["output"] == name:
             present = [known[i] for i in rule["inputs"] if i in known]
             if not present:
                 continue

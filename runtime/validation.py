@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .dtypekinds import CATEGORY, can_cast
 from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnValidationError
 from .shapes import (
     NUMPY_DTYPES,
@@ -85,7 +86,7 @@ def _families_at(meta: Mapping, version: str) -> tuple[str, ...]:
 def _dtypes_at(param: Mapping, family: str, version: str) -> tuple[str, ...]:
     found: list[str] = []
     for entry in param.get("dtypes") or ():
-        if family in entry["families"] and _holds(entry, version):
+        if family in entry["families"] and _holds(entry, version) and not entry.get("when"):
             for name in entry["dtypes"]:
                 if name not in found:
                     found.append(name)
@@ -143,7 +144,8 @@ class _Plan:
     plain_dtype_params: tuple[str, ...]  # tensors whose own dtype is checked against their list
     rule_checks: tuple[Callable[[dict], None], ...]
     scalars: tuple[tuple[str, str], ...]  # (C name, the dtype its aclScalar is created with)
-    constraints: tuple[tuple[str, str, Any, int, Callable], ...]
+    conditional_dtypes: Mapping[str, tuple]  # name -> ((when, dtypes),): dtypes allowed only while `when` holds
+    constraints: tuple[tuple[str, str, Any, int, Callable, tuple], ...]  # ..., when: ((name, value, default),)
     attributes: tuple[tuple[str, str | None, tuple[str, ...], bool], ...]
 
     def fail(self, status, param, check, detail, found=None, allowed=None, error=AclnnValidationError):
@@ -188,6 +190,12 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             required.append((p["name"], "attribute"))
     families = _families_at(meta, version)
     allowed = {p["name"]: _dtypes_at(p, family, version) for p in params if p["role"] in ("input", "output")}
+    conditional_dtypes = {
+        p["name"]: tuple((tuple((k, v, _default_of(params, k)) for k, v in e["when"].items()), tuple(e["dtypes"]))
+                         for e in p.get("dtypes") or ()
+                         if e.get("when") and family in e["families"] and _holds(e, version))
+        for p in params if p["role"] in ("input", "output")
+    }
     rules = rules_at(meta, version)
     promotes = tuple((tuple(r["inputs"]), r["output"], r["status"]) for r in rules if r["kind"] == "promote")
     promoted_inputs = {name for inputs, _, _ in promotes for name in inputs}
@@ -201,6 +209,7 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
         supported=family in families,
         tensors=tensors,
         allowed=allowed,
+        conditional_dtypes=conditional_dtypes,
         dtype_status=_status_of(meta, "dtype", version, 161002),
         promotes=promotes,
         plain_dtype_params=tuple(t for t in tensors if t not in promoted_inputs),
@@ -210,7 +219,8 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             if p["role"] in ("scalar", "optional_scalar")
         ),
         constraints=tuple(
-            (p["name"], c["op"], c["value"], c["status"], _COMPARE[c["op"]])
+            (p["name"], c["op"], c["value"], c["status"], _COMPARE[c["op"]],
+             tuple((k, v, _default_of(params, k)) for k, v in (c.get("when") or {}).items()))
             for p in params
             if p["role"] in ("scalar", "optional_scalar")
             for c in p.get("constraints") or ()
@@ -370,6 +380,61 @@ def _check_promotion(plan: _Plan, info, inputs, output, status) -> str | None:
     return promoted
 
 
+def _allowed(plan, name: str, get) -> tuple[str, ...]:
+    """The dtypes `name` may have: the plain list plus those whose condition holds for the values."""
+    allowed = plan.allowed[name]
+    for when, dtypes in plan.conditional_dtypes.get(name, ()):
+        if all((default if get(k) is None else get(k)) == v for k, v, default in when):
+            allowed = allowed + tuple(d for d in dtypes if d not in allowed)
+    return allowed
+
+
+def _default_of(params, name: str):
+    return next((p.get("default") for p in params if p["name"] == name), None)
+
+
+def _castable(plan: _Plan, rule: Mapping):
+    inputs, output, status = tuple(rule["inputs"]), rule["output"], rule["status"]
+
+    def check(info):
+        present = [(n, info[n][1]) for n in inputs if n in info]
+        out = info.get(output)
+        if not present or out is None:
+            return
+        source = promote_names(d for _, d in present)
+        described = _names(f"{n} ({d})" for n, d in present)
+        if source is None:
+            plan.fail(
+                status, present[-1][0], "castable",
+                f"{described} have no common dtype to cast to {output}",
+                found=tuple(d for _, d in present), allowed="dtypes with a common promoted dtype",
+            )
+        if source in CATEGORY and out[1] in CATEGORY and not can_cast(source, out[1]):
+            plan.fail(
+                status, output, "castable",
+                f"{output} has dtype {out[1]}, which {described} (dtype {source}) cannot be cast to",
+                found=out[1], allowed=f"a dtype {source} can be cast to",
+            )
+
+    return check
+
+
+def _min_rank(plan: _Plan, rule: Mapping):
+    params, rank, status = tuple(rule["params"]), rule["rank"], rule["status"]
+
+    def check(info):
+        for name in params:
+            entry = info.get(name)
+            if entry is not None and len(entry[0]) < rank:
+                plan.fail(
+                    status, name, "min_rank",
+                    f"{name} has {len(entry[0])} dims (shape {_fmt(entry[0])}); at least {rank} are required",
+                    found=entry[0], allowed=f"at least {rank} dims",
+                )
+
+    return check
+
+
 def _per_channel(plan: _Plan, rule: Mapping):
     weight, source, grad, status = rule["weight"], rule["input"], rule.get("grad"), rule["status"]
 
@@ -473,8 +538,10 @@ _RULE_BUILDERS = {
     "broadcast": _broadcast,
     "broadcast_to": _broadcast_to,
     "promote": _promote,
+    "castable": _castable,
     "per_channel": _per_channel,
     "max_rank": _max_rank,
+    "min_rank": _min_rank,
     "empty": _empty,
     "non_contiguous": _non_contiguous,
 }
@@ -609,7 +676,7 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
                 found=tuple(d for _, d in present), allowed="dtypes with a common promoted dtype",
             )
         for name, found in present:
-            allowed = plan.allowed[name]
+            allowed = _allowed(plan, name, get)
             if promoted not in allowed:
                 what = f"dtype {found}" if promoted == found else f"dtype {found}, promoted to {promoted},"
                 plan.fail(
@@ -622,7 +689,7 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
         entry = info.get(name)
         if entry is None:
             continue
-        allowed = plan.allowed[name]
+        allowed = _allowed(plan, name, get)
         if entry[1] not in allowed:
             plan.fail(
                 plan.dtype_status, name, "dtype",
@@ -648,10 +715,12 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
         misfit = None if value is None else scalar_misfit(value, dtype)
         if misfit is not None:
             plan.fail(161002, name, "scalar_dtype", f"{name} {misfit}", found=value, allowed=dtype)
-    for name, op, bound, status, compare in plan.constraints:
+    for name, op, bound, status, compare, when in plan.constraints:
         value = get(name)
         if value is None:
             continue
+        if any((default if get(k) is None else get(k)) != v for k, v, default in when):
+            continue  # a conditional bound whose condition does not hold
         if value != value:  # NaN satisfies no bound
             plan.fail(
                 status, name, "scalar_range",

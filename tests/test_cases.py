@@ -36,6 +36,7 @@ CASE_CHECKS = {
     "shape-mismatch": {"broadcast", "same_shape"},
     "rank8": {"max_rank"},
     "rank9": {"max_rank"},
+    "rank0": {"min_rank"},
     "empty": {"empty"},
     "non-contiguous": {"non_contiguous"},
     "per-channel-rejected": {"per_channel"},

@@ -81,7 +81,7 @@ def test_generated_reference_and_validator_tests_pass(package):
     passed, failed = _outcome(result)
     assert result.returncode == 0 and failed == 0 and passed > 300, result.stdout[-3000:]
     for kind in ("test_reference_matches_oracle", "test_validator_dtype", "test_validator_shape", "test_null_pointer",
-                 "test_return_code", "test_binding_on_simulator"):
+                 "test_return_code", "test_binding_on_simulator", "test_sweep"):
         assert kind in _pytest(package, "", "--collect-only").stdout
 
 
@@ -92,6 +92,7 @@ def test_generated_reference_and_validator_tests_pass(package):
         ("reference", ("test_reference_matches_oracle",)),
         ("oracle_compare", ("test_reference_matches_oracle",)),
         ("descriptor", ("test_binding_on_simulator",)),
+        ("attribute_branch", ("test_sweep",)),
     ],
 )
 def test_generated_tests_fail_when_a_piece_is_broken(package, mutation, must_fail):

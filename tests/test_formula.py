@@ -449,7 +449,14 @@ def test_classify():
     assert classify(EXAMPLES["swish"]) == {"grad_input": "transcendental"}  # through the let
     names = {"self": "input", "out": "output"}
     kind = lambda source: classify(parse_program({"out": source}, names, loc=()))["out"]  # noqa: E731
-    assert kind("self ** 2 + sqrt(abs(self))") == "selection"
+    # bit-exact only where each output value is rounded at most once (a selection of such values)
+    assert kind("self ** 2") == "selection"
+    assert kind("sqrt(abs(self))") == "selection"
+    assert kind("where(self > 0, self * 0.5, -conj(self))") == "selection"
+    assert kind("where((self * self) > 1, maximum(self, 0), self / 3)") == "selection"  # conditions do not count
+    assert kind("self ** 2 + sqrt(abs(self))") == "arithmetic"  # three roundings
+    assert kind("self * self * self") == "arithmetic"
+    assert kind("where(self > 0, self, 1 - self * self)") == "arithmetic"
     assert kind("self ** 3") == "transcendental"
     assert kind("sum(exp(self), (0,))") == "reduction"
     assert kind("tanh(self)") == "transcendental"

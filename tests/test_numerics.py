@@ -173,15 +173,94 @@ def test_scalars_are_cast_to_the_compute_dtype():
     assert type(seen["alpha"]) is np.float32 and seen["alpha"] == np.float32(0.1)
 
 
-@pytest.mark.parametrize("bad", [np.int32, np.int64, np.bool_, np.complex64, np.uint8])
-def test_integer_bool_and_complex_dtypes_are_rejected(bad):
+@pytest.mark.parametrize("bad", [np.longdouble, np.dtype("datetime64[s]"), np.dtype(">f4"), np.object_, np.str_])
+def test_dtypes_no_spec_can_name_are_rejected(bad):
     body = lambda m, *, x: (x,)  # noqa: E731
-    with pytest.raises(TypeError, match=np.dtype(bad).name):
-        evaluate(body, inputs={"x": np.zeros(2, bad)}, scalars={}, attributes={},
-                 output_dtypes={"y": FP32})
-    with pytest.raises(TypeError, match=np.dtype(bad).name):
-        evaluate(body, inputs={"x": np.zeros(2, FP32)}, scalars={}, attributes={},
-                 output_dtypes={"y": bad})
+    name = str(np.dtype(bad))
+    with pytest.raises(TypeError, match="not supported"):
+        evaluate(body, inputs={"x": np.zeros(2, bad)}, scalars={}, attributes={}, output_dtypes={"y": FP32})
+    with pytest.raises(TypeError, match=name.replace("[", r"\[").replace("]", r"\]")):
+        evaluate(body, inputs={"x": np.zeros(2, FP32)}, scalars={}, attributes={}, output_dtypes={"y": bad})
+
+
+# --- dtype categories: integer, bool and complex tensors ----------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("mode", numerics.MODES)
+def test_integer_formulas_compute_exactly(dtype, mode):
+    """Integer-only ops compute in int64 in both modes: no float detour rounds a large product."""
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.min + 1, -1 if info.min < 0 else 0, 0, 1, info.max - 1, info.max], dtype=dtype)
+    g = np.array([3, -2, 7, 5, -9, 4, 1], dtype=dtype) if info.min < 0 else np.arange(7, dtype=dtype)
+    names = {"grad_output": "input", "self": "input", "threshold": "scalar", "grad_input": "output"}
+    prog = parse_program({"grad_input": "where(self > threshold, grad_output * self, 0)"}, names, loc=("formula",))
+    body = compile_body(prog, names)
+    (got,) = evaluate(body, inputs={"grad_output": g, "self": x}, scalars={"threshold": 0}, attributes={},
+                      output_dtypes={"grad_input": dtype}, mode=mode)
+    exact = np.where(x.astype(object) > 0, g.astype(object) * x.astype(object), 0)
+    want = np.array([(int(v) + 2**63) % 2**64 - 2**63 for v in exact], dtype=np.int64)  # two's complement
+    if mode == "opmath":
+        assert got.dtype == np.dtype(dtype)
+        want = want.astype(dtype)  # wraps like the device's integer multiply
+    else:
+        assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+
+
+def test_large_int64_values_are_not_rounded_through_float():
+    big = np.array([2**62 + 1, -(2**62) - 3], dtype=np.int64)
+    (got,) = evaluate(lambda m, *, x: (x + m.lit(1),), inputs={"x": big}, scalars={}, attributes={},
+                      output_dtypes={"y": np.int64})
+    assert got.tolist() == [2**62 + 2, -(2**62) - 2]
+
+
+def test_bool_tensors_compute_as_integers_and_store_as_bool():
+    x = np.array([True, False, True])
+    (got,) = evaluate(lambda m, *, x: (x * m.lit(2),), inputs={"x": x}, scalars={}, attributes={},
+                      output_dtypes={"y": np.bool_})
+    assert got.dtype == np.bool_ and got.tolist() == [True, False, True]
+
+
+def test_float_among_integers_decides_the_compute_dtype():
+    """An integer input with a float gradient (a mixed-category op) computes in float32."""
+    seen = {}
+
+    def body(m, *, g, x):
+        seen["dtype"] = (g * x).dtype
+        return (g * x,)
+
+    (got,) = evaluate(body, inputs={"g": np.ones(3, FP16), "x": np.array([1, 2, 3], np.int32)}, scalars={},
+                      attributes={}, output_dtypes={"y": FP16})
+    assert seen["dtype"] == FP32 and got.dtype == FP16 and got.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("dtype, opmath", [(np.complex64, np.complex64), (np.complex128, np.complex128)])
+def test_complex_tensors_compute_in_complex(dtype, opmath):
+    x = (np.array([1 + 2j, -0.5 - 1j, 3j]) ).astype(dtype)
+    seen = {}
+
+    def body(m, *, x, s):
+        seen["dtype"] = (x * s).dtype
+        return (x * s,)
+
+    (got,) = evaluate(body, inputs={"x": x}, scalars={"s": 2.0}, attributes={}, output_dtypes={"y": dtype})
+    assert seen["dtype"] == np.dtype(opmath) and got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, (x.astype(np.complex128) * 2).astype(dtype))
+    (golden,) = evaluate(body, inputs={"x": x}, scalars={"s": 2.0}, attributes={}, output_dtypes={"y": dtype},
+                         mode="golden")
+    assert golden.dtype == np.complex128
+
+
+def test_complex_scalar_into_a_real_formula_is_an_error():
+    with pytest.raises(TypeError, match="complex"):
+        evaluate(lambda m, *, x, s: (x * s,), inputs={"x": np.ones(2, FP32)}, scalars={"s": 1 + 1j},
+                 attributes={}, output_dtypes={"y": FP32})
+
+
+def test_non_finite_scalar_into_an_integer_formula_is_an_error():
+    with pytest.raises(TypeError, match="integer"):
+        evaluate(lambda m, *, x, s: (x * s,), inputs={"x": np.ones(2, np.int32)}, scalars={"s": float("nan")},
+                 attributes={}, output_dtypes={"y": np.int32})
 
 
 def test_missing_optional_scalar_and_bad_mode_are_errors():

@@ -16,7 +16,8 @@ the status the op's rules at `version` give them (0 = accepted):
   an output a `same_shape` or `broadcast` rule names; failing that, an input of a `same_shape`
   rule with shape (2, 3, 5).
 - "rank0", "rank8", "rank9": every non-weight tensor 0-d, 8-d, 9-d (small sizes, C = 3; rank0
-  makes the per-channel weight 0-d too). Always apply; rejected by a `max_rank` rule below.
+  makes the per-channel weight 0-d too). Always apply; rejected by a `max_rank` rule below, or a
+  `min_rank` rule above.
 - "empty": the base shape with dim 0 of size 0, (0, 3, 4). Always applies; rejected by an
   `empty` rule with `allowed: false`.
 - "non-contiguous": every tensor a strided view (every other element of a larger buffer whose
@@ -66,6 +67,9 @@ __all__ = [
     "make_values",
     "null_cases",
     "scalar_violations",
+    "conditional_violations",
+    "condition_holds",
+    "satisfy_constraints",
     "dtype_cases",
     "scalar_values",
 ]
@@ -180,6 +184,9 @@ def _collateral(op: _Op, plan: _Plan) -> list[tuple[int, int]]:
         kind = rule["kind"]
         if kind == "max_rank":
             if any(len(shapes.get(n, ())) > rule["rank"] for n in rule["params"]):
+                broken.append((index, rule["status"]))
+        elif kind == "min_rank":
+            if any(n in shapes and len(shapes[n]) < rule["rank"] for n in rule["params"]):
                 broken.append((index, rule["status"]))
         elif kind == "empty" and not rule["allowed"]:
             if any(0 in shapes.get(n, (1,)) for n in rule["params"]):
@@ -439,11 +446,10 @@ def scalar_values(meta: Mapping) -> dict[str, Any]:
     picks = [0.5] if len(free) == 1 else list(np.linspace(-1.0, 1.0, len(free))) if free else []
     chosen = {p["name"]: float(v) for p, v in zip(free, picks)}
     values: dict[str, Any] = {}
-    for p in params:
+    for p in params:  # attributes first: a scalar's conditional bounds depend on them
         role = p["role"]
         if role in ("scalar", "optional_scalar"):
-            value = p["default"] if p.get("default") is not None else chosen[p["name"]]
-            values[p["name"]] = _inside(value, p.get("constraints") or ())
+            values[p["name"]] = p["default"] if p.get("default") is not None else chosen[p["name"]]
         elif role == "attribute":
             if p.get("default") is not None:
                 values[p["name"]] = p["default"]
@@ -453,7 +459,22 @@ def scalar_values(meta: Mapping) -> dict[str, Any]:
                 values[p["name"]] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
                     p.get("attr_type"), None
                 )
-    return values
+    return satisfy_constraints(meta, values)
+
+
+def condition_holds(constraint: Mapping, values: Mapping[str, Any]) -> bool:
+    """Whether a constraint's `when` (attribute or scalar values) holds for `values` (C names)."""
+    return all(values.get(k) == v for k, v in (constraint.get("when") or {}).items())
+
+
+def satisfy_constraints(meta: Mapping, values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` with each scalar moved inside the bounds whose condition holds (every version's)."""
+    fixed = dict(values)
+    for p in meta["params"]:
+        if p["role"] in ("scalar", "optional_scalar") and p["name"] in fixed:
+            holding = [c for c in p.get("constraints") or () if condition_holds(c, fixed)]
+            fixed[p["name"]] = _inside(fixed[p["name"]], holding)
+    return fixed
 
 
 def _inside(value, constraints):
@@ -543,11 +564,26 @@ def scalar_violations(meta: Mapping, version: str | CannVersion) -> list[tuple[s
     for p in meta["params"]:
         if p["role"] not in ("scalar", "optional_scalar"):
             continue
-        holding = [c for c in p.get("constraints") or () if holds_at(c.get("since"), c.get("until"), version)]
+        holding = [c for c in p.get("constraints") or ()
+                   if holds_at(c.get("since"), c.get("until"), version) and not c.get("when")]
         for c in holding:
             found.append((p["name"], float(_outside(c["op"], c["value"])), c["status"]))
         if holding:
             found.append((p["name"], float("nan"), holding[0]["status"]))
+    return found
+
+
+def conditional_violations(meta: Mapping, version: str | CannVersion) -> list[tuple[str, float, int, dict]]:
+    """(C name, bad value, status, condition) for every conditional scalar constraint (`when`) that
+    holds at `version`: a value just outside its bound, with the values that make it apply."""
+    version = version_key(version)
+    found = []
+    for p in meta["params"]:
+        if p["role"] not in ("scalar", "optional_scalar"):
+            continue
+        for c in p.get("constraints") or ():
+            if c.get("when") and holds_at(c.get("since"), c.get("until"), version):
+                found.append((p["name"], float(_outside(c["op"], c["value"])), c["status"], dict(c["when"])))
     return found
 
 

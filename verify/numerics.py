@@ -3,8 +3,11 @@
 Two precision modes:
 - "opmath" models the device: fp16/bf16/fp32 tensors are computed in float32 and fp64 in float64;
   inputs and scalars are cast to that compute dtype, and each output is rounded once
-  (round-to-nearest-even) to its storage dtype.
-- "golden" computes everything in float64 and returns float64 outputs.
+  (round-to-nearest-even) to its storage dtype. Complex tensors compute in complex64 (complex128
+  when any storage is complex128 or float64); integer and bool tensors alone compute exactly in
+  int64 (a float or complex tensor among them decides instead).
+- "golden" computes in float64 (complex128 with a complex tensor; int64 for integer-only ops) and
+  returns outputs in that dtype.
 Literals and constants of a formula come through `m.lit`/`m.pi`/... so they take the compute dtype
 instead of promoting float32 work to float64.
 """
@@ -17,8 +20,13 @@ import ml_dtypes
 import numpy as np
 from scipy import special
 
+from .dtypekinds import category
+from .shapes import NUMPY_DTYPES, dtype_name_of
+
 MODES = ("opmath", "golden")
 FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
+# Every dtype a spec may name: floats, integers, bool and complex.
+STORAGE_DTYPES = tuple(NUMPY_DTYPES.values())
 
 # Hand-written kernels for formulas the language cannot express: `extern("name", a, b)` in a
 # spec calls EXTERN_KERNELS["name"](m, a, b) with arguments already in the compute dtype.
@@ -38,22 +46,35 @@ def register_extern(name: str):
 
 
 def storage_dtype(dtype, what: str = "tensor") -> np.dtype:
-    """`dtype` as a supported floating storage dtype, else TypeError naming it."""
+    """`dtype` as a supported storage dtype (any dtype a spec may name), else TypeError naming it."""
     try:
         resolved = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"{what}: {dtype!r} is not a dtype") from None
-    if resolved not in FLOAT_DTYPES:
-        raise TypeError(f"{what}: dtype {resolved.name} is not supported; the numerics support "
-                        f"{', '.join(d.name for d in FLOAT_DTYPES)}")
+    if resolved not in STORAGE_DTYPES:
+        raise TypeError(f"{what}: dtype {resolved} is not supported; the numerics support "
+                        f"{', '.join(d.name for d in STORAGE_DTYPES)}")
     return resolved
 
 
 def compute_dtype(mode: str, storage_dtypes) -> np.dtype:
+    """The dtype a formula computes in: the widest category present decides (complex over float
+    over integer and bool), then the mode and whether a 64-bit float or complex is stored."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    wide = mode == "golden" or any(np.dtype(d) == np.float64 for d in storage_dtypes)
-    return np.dtype(np.float64 if wide else np.float32)
+    names = [dtype_name_of(np.dtype(d)) for d in storage_dtypes]
+    kinds = {category(n) for n in names}
+    wide = mode == "golden" or any(n in ("float64", "complex128") for n in names)
+    if "complex" in kinds:
+        return np.dtype(np.complex128 if wide else np.complex64)
+    if "float" in kinds or not kinds:
+        return np.dtype(np.float64 if wide else np.float32)
+    return np.dtype(np.int64)  # integers and bools only: exact arithmetic
+
+
+def golden_dtype(compute: np.dtype) -> np.dtype:
+    """The dtype golden outputs are returned in, for a golden compute dtype."""
+    return np.dtype(compute)
 
 
 class Numerics:
@@ -88,13 +109,17 @@ class Numerics:
     def scalar(self, value, name: str = "scalar") -> np.generic:
         if value is None:
             raise TypeError(f"scalar {name!r} is None; substitute the optional scalar's default first")
-        if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
-            raise TypeError(f"scalar {name!r} must be a real number, found {type(value).__name__}")
+        if isinstance(value, (complex, np.complexfloating)) and self.dtype.kind != "c":
+            raise TypeError(f"scalar {name!r} is complex ({value!r}) but the formula computes in {self.dtype.name}")
+        if not isinstance(value, (bool, int, float, complex, np.bool_, np.integer, np.floating, np.complexfloating)):
+            raise TypeError(f"scalar {name!r} must be a number, found {type(value).__name__}")
+        if self.dtype.kind == "i" and isinstance(value, (float, np.floating)) and not np.isfinite(value):
+            raise TypeError(f"scalar {name!r} is {value!r}, which an integer computation cannot hold")
         return self.dtype.type(value)
 
     def _num(self, x):
         """Python numbers, booleans and integer arrays as the compute dtype; floats unchanged."""
-        if isinstance(x, (bool, int, float)):
+        if isinstance(x, (bool, int, float, complex)):
             return self.dtype.type(x)
         if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biu":
             return x.astype(self.dtype)
@@ -131,9 +156,15 @@ class Numerics:
     def tanh(self, x):
         return np.tanh(self._num(x))
 
+    def conj(self, x):
+        return np.conj(self._num(x))
+
     def sigmoid(self, x):
         # exp of -|x| never overflows; the negative side uses e / (1 + e) to keep tiny results
         x = self._num(x)
+        if np.asarray(x).dtype.kind == "c":  # no order on complex numbers: the plain form
+            one = self.dtype.type(1)
+            return one / (one + np.exp(-x))
         e = np.exp(-np.abs(x))
         one = self.dtype.type(1)
         return np.where(x >= 0, one / (one + e), e / (one + e))
@@ -213,5 +244,5 @@ def evaluate(body: Callable[..., tuple], *, inputs: Mapping[str, np.ndarray],
             raise ValueError(f"the formula returned {type(results).__name__} "
                              f"{len(results) if isinstance(results, tuple) else ''}; expected a tuple "
                              f"of {len(outputs)} output(s) ({', '.join(outputs)})")
-        return tuple(np.asarray(r).astype(np.float64 if mode == "golden" else dt)
+        return tuple(np.asarray(r).astype(golden_dtype(m.dtype) if mode == "golden" else dt)
                      for r, dt in zip(results, outputs.values()))

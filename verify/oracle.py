@@ -75,15 +75,39 @@ def prelu_kernel(grad_output, self, weight):
     return grad_input.reshape(self.shape), summed.to(self.dtype).reshape(weight.shape)
 
 
+def _torch_dtype(array):
+    """The torch dtype of a NumPy array (through the same conversion the tensors take)."""
+    return to_torch(np.zeros((), dtype=np.asarray(array).dtype)).dtype
+
+
+def _argument(arg, values: Mapping[str, object], *, positional: bool):
+    """One oracle argument as data: a parameter (a py name when positional, `{param: name}` as a
+    keyword), `{const: value}` (or a plain keyword value), or `{dtype_of: tensor}`."""
+    if isinstance(arg, Mapping):
+        if "const" in arg:
+            return arg["const"]
+        if "dtype_of" in arg:
+            return _torch_dtype(values[arg["dtype_of"]])
+        if "param" in arg:
+            arg = arg["param"]
+        else:
+            raise ValueError(f"unknown oracle argument {dict(arg)!r}")
+    elif not positional:
+        return arg  # a plain keyword value is a constant
+    value = values.get(arg)
+    return to_torch(value) if isinstance(value, np.ndarray) else value
+
+
 def run(oracle: Mapping, values: Mapping[str, object]) -> tuple[np.ndarray, ...]:
     """Run `oracle` (a spec's oracle as data) on `values` (py names -> arrays or scalars)."""
     torch = _torch()
-    args = [to_torch(v) if isinstance(v, np.ndarray) else v for v in (values.get(name) for name in oracle["args"])]
+    args = [_argument(arg, values, positional=True) for arg in oracle["args"]]
     if oracle["kind"] == "aten":
         fn = getattr(torch.ops.aten, oracle["op"])
+        kwargs = {key: _argument(arg, values, positional=False) for key, arg in (oracle.get("kwargs") or {}).items()}
         flags = torch.backends.mkldnn.flags(enabled=False) if oracle.get("disable_mkldnn") else contextlib.nullcontext()
         with flags:
-            result = fn(*args, **dict(oracle.get("kwargs") or {}))
+            result = fn(*args, **kwargs)
     else:
         try:
             fn = RECIPES[oracle["recipe"]]

@@ -12,7 +12,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from . import numerics
-from aclnngen.runtime.shapes import PromotionError, infer_outputs, promote_dtypes
+from aclnngen.runtime.shapes import NUMPY_DTYPES, PromotionError, infer_outputs, promote_dtypes
 
 
 def _promote_non_float(arrays: dict) -> dict:
@@ -29,12 +29,16 @@ def _promote_non_float(arrays: dict) -> dict:
 
 
 class Reference:
-    def __init__(self, meta: dict, formulas: Mapping[str, Callable]):
+    def __init__(self, meta: dict, formulas: Mapping[str, Callable], forwards: Mapping[str, Callable] = {}):
         self.meta = meta
         self.formulas = dict(formulas)
+        self.forwards = dict(forwards)
         params = meta["params"]
         self._inputs = [(p["name"], p["py"]) for p in params if p["role"] == "input"]
         self._scalars = [(p["name"], p["py"], p["default"]) for p in params if p["role"] in ("scalar", "optional_scalar")]
+        # opmath sees a scalar as the aclScalar the binding creates holds it: in its scalar_dtype
+        self._scalar_dtypes = {p["name"]: NUMPY_DTYPES[p["scalar_dtype"]] for p in params
+                               if p["role"] in ("scalar", "optional_scalar") and p.get("scalar_dtype") in NUMPY_DTYPES}
         self._attributes = [(p["name"], p["py"], p["default"]) for p in params if p["role"] == "attribute"]
         self._outputs = [(p["name"], p["py"]) for p in params if p["role"] == "output"]
 
@@ -64,6 +68,8 @@ class Reference:
                 if default is None:
                     raise ValueError(f"{self.meta['name']} reference needs the scalar {name!r}")
                 value = default
+            if mode == "opmath" and name in self._scalar_dtypes and isinstance(value, (bool, int, float)):
+                value = _as_scalar_dtype(value, self._scalar_dtypes[name])
             scalars[py] = value
         attributes = {py: values.get(name, default) for name, py, default in self._attributes}
         inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.meta["cann_version"])
@@ -80,6 +86,34 @@ class Reference:
         # shape the rules give them.
         shaped = tuple(_to_shape(r, tuple(inferred[name][0])) for r, (name, _) in zip(results, self._outputs))
         return shaped[0] if len(shaped) == 1 else shaped
+
+
+    def forward(self, name: str, x, values: Mapping[str, object], *, mode: str = "opmath") -> np.ndarray:
+        """The forward function of input `name` (a py name) at `x`: a value that input can hold.
+        `values` maps C names to scalars and attributes (missing ones take their defaults)."""
+        try:
+            body = self.forwards[name]
+        except KeyError:
+            raise ValueError(f"{self.meta['name']}: {name!r} has no forward function; known: "
+                             f"{', '.join(self.forwards) or 'none'}") from None
+        x = np.asarray(x)
+        scalars = {py: values.get(c, default) for c, py, default in self._scalars}
+        attributes = {py: values.get(c, default) for c, py, default in self._attributes}
+        (result,) = numerics.evaluate(lambda m, **kw: body(m, **kw), inputs={"x": x}, scalars=scalars,
+                                      attributes=attributes, output_dtypes={name: x.dtype}, mode=mode)
+        return result
+
+
+def _as_scalar_dtype(value, dtype: np.dtype):
+    """`value` stored in `dtype` (an integer scalar of a value outside its range stays as given:
+    the binding refuses it before any kernel sees it)."""
+    if dtype.kind in "iub" and isinstance(value, float) and not float(value).is_integer():
+        return value
+    with np.errstate(all="ignore"):
+        try:
+            return dtype.type(value)
+        except (OverflowError, ValueError):
+            return value
 
 
 def _to_shape(result: np.ndarray, shape: tuple) -> np.ndarray:

@@ -4,6 +4,26 @@
  * describes its arguments and forwards to the generic protocol of runtime/sim/aclsim_core.h. */
 #include "aclsim_core.h"
 
+/* aclnnEluBackward */
+aclnnStatus aclnnEluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclScalar* alpha, const aclScalar* scale, const aclScalar* inputScale, bool isResult, const aclTensor* selfOrResult, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_SCALAR, "alpha", alpha, 0},
+        {SIM_ARG_SCALAR, "scale", scale, 0},
+        {SIM_ARG_SCALAR, "inputScale", inputScale, 0},
+        {SIM_ARG_BOOL, "isResult", NULL, (int64_t)isResult},
+        {SIM_ARG_TENSOR_IN, "selfOrResult", selfOrResult, 0},
+        {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnEluBackward"), args, 7, workspaceSize, executor);
+}
+
+aclnnStatus aclnnEluBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnEluBackward"), workspace, workspaceSize, executor, stream);
+}
+
 /* aclnnGeluBackward */
 aclnnStatus aclnnGeluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
 {
@@ -18,6 +38,23 @@ aclnnStatus aclnnGeluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const
 aclnnStatus aclnnGeluBackward(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, const aclrtStream stream)
 {
     return sim_launch(ACLSIM_OP_ID("aclnnGeluBackward"), workspace, workspace_size, executor, stream);
+}
+
+/* aclnnGeluBackwardV2 */
+aclnnStatus aclnnGeluBackwardV2GetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, char* approximate, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_TENSOR_IN, "self", self, 0},
+        {SIM_ARG_STRING, "approximate", approximate, 0},
+        {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnGeluBackwardV2"), args, 4, workspaceSize, executor);
+}
+
+aclnnStatus aclnnGeluBackwardV2(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, const aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnGeluBackwardV2"), workspace, workspace_size, executor, stream);
 }
 
 /* aclnnHardtanhBackward */
@@ -56,6 +93,22 @@ aclnnStatus aclnnPreluBackward(void* workspace, uint64_t workspace_size, aclOpEx
     return sim_launch(ACLSIM_OP_ID("aclnnPreluBackward"), workspace, workspace_size, executor, stream);
 }
 
+/* aclnnSigmoidBackward */
+aclnnStatus aclnnSigmoidBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* output, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_TENSOR_IN, "output", output, 0},
+        {SIM_ARG_TENSOR_OUT, "gradInput", gradInput, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnSigmoidBackward"), args, 3, workspaceSize, executor);
+}
+
+aclnnStatus aclnnSigmoidBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, const aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnSigmoidBackward"), workspace, workspaceSize, executor, stream);
+}
+
 /* aclnnSoftshrinkBackward */
 aclnnStatus aclnnSoftshrinkBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclScalar* lambda, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
 {
@@ -88,4 +141,21 @@ aclnnStatus aclnnSwishBackwardGetWorkspaceSize(const aclTensor* gradOutput, cons
 aclnnStatus aclnnSwishBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 {
     return sim_launch(ACLSIM_OP_ID("aclnnSwishBackward"), workspace, workspaceSize, executor, stream);
+}
+
+/* aclnnThresholdBackward */
+aclnnStatus aclnnThresholdBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclScalar* threshold, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_TENSOR_IN, "self", self, 0},
+        {SIM_ARG_SCALAR, "threshold", threshold, 0},
+        {SIM_ARG_TENSOR_OUT, "out", out, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnThresholdBackward"), args, 4, workspaceSize, executor);
+}
+
+aclnnStatus aclnnThresholdBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, const aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnThresholdBackward"), workspace, workspaceSize, executor, stream);
 }

@@ -25,12 +25,22 @@ def _observed_0(m, grad_output, self):
     return (grad_output * (m.lit(0.5) * (m.lit(1) + t) + m.lit(0.5) * self * (m.lit(1) - t * t) * m.lit(0.7978845608028654) * (m.lit(1) + m.lit(3) * m.lit(0.044715) * self * self)),)
 
 
+
 FORMULAS = {
     'spec': _spec,
     'observed:0': _observed_0,
 }
 
-_REFERENCE = Reference(META, FORMULAS)
+FORWARDS = {
+}
+
+_REFERENCE = Reference(META, FORMULAS, FORWARDS)
+
+
+def forward(_name, _x, _values, mode='opmath'):
+    """Test data for the forward-output input `_name`: the forward function of `_x` with the
+    scalar and attribute `_values` (C names), stored in _x's dtype."""
+    return _REFERENCE.forward(_name, _x, _values, mode=mode)
 
 
 def boundaries():

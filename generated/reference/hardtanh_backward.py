@@ -23,12 +23,22 @@ def _claimed_0(m, grad_output, self, min, max):
     return (grad_output * m.where(self > max, max, m.where(self < min, min, self)),)
 
 
+
 FORMULAS = {
     'spec': _spec,
     'claimed:0': _claimed_0,
 }
 
-_REFERENCE = Reference(META, FORMULAS)
+FORWARDS = {
+}
+
+_REFERENCE = Reference(META, FORMULAS, FORWARDS)
+
+
+def forward(_name, _x, _values, mode='opmath'):
+    """Test data for the forward-output input `_name`: the forward function of `_x` with the
+    scalar and attribute `_values` (C names), stored in _x's dtype."""
+    return _REFERENCE.forward(_name, _x, _values, mode=mode)
 
 
 def boundaries(min, max):

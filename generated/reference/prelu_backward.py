@@ -19,11 +19,21 @@ def _spec(m, grad_output, self, weight):
     return (m.where(self > m.lit(0), grad_output, grad_output * m.per_channel(weight, self)), m.sum_per_channel(m.where(self > m.lit(0), m.lit(0), self * grad_output), weight))
 
 
+
 FORMULAS = {
     'spec': _spec,
 }
 
-_REFERENCE = Reference(META, FORMULAS)
+FORWARDS = {
+}
+
+_REFERENCE = Reference(META, FORMULAS, FORWARDS)
+
+
+def forward(_name, _x, _values, mode='opmath'):
+    """Test data for the forward-output input `_name`: the forward function of `_x` with the
+    scalar and attribute `_values` (C names), stored in _x's dtype."""
+    return _REFERENCE.forward(_name, _x, _values, mode=mode)
 
 
 def boundaries():

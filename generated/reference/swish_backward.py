@@ -20,11 +20,21 @@ def _spec(m, grad_output, self, beta):
     return (grad_output * (s + beta * s * (self * (m.lit(1) - s))),)
 
 
+
 FORMULAS = {
     'spec': _spec,
 }
 
-_REFERENCE = Reference(META, FORMULAS)
+FORWARDS = {
+}
+
+_REFERENCE = Reference(META, FORMULAS, FORWARDS)
+
+
+def forward(_name, _x, _values, mode='opmath'):
+    """Test data for the forward-output input `_name`: the forward function of `_x` with the
+    scalar and attribute `_values` (C names), stored in _x's dtype."""
+    return _REFERENCE.forward(_name, _x, _values, mode=mode)
 
 
 def boundaries(beta):

@@ -4,7 +4,9 @@ Loaded with `-p mutations` (tests/data on sys.path); ACLNNGEN_MUTATION picks wha
 - validator: the validator accepts everything;
 - reference: the formula's `where` swaps its branches;
 - oracle_compare: the tolerance policy compares against a shifted reference;
-- descriptor: tensors reach C with their view offset dropped (a conversion bug the binding tests catch).
+- descriptor: tensors reach C with their view offset dropped (a conversion bug the binding tests catch);
+- attribute_branch: a `where` on a bool attribute always takes its false branch (a wrong branch that
+  only a sweep of the attribute's values catches).
 """
 
 import os
@@ -40,5 +42,14 @@ def pytest_configure(config):
                 dev.offset = saved
 
         call.tensor_descriptor = without_offset
+    elif mutation == "attribute_branch":
+        original = numerics.Numerics.where
+
+        def where(self, cond, a, b):
+            if isinstance(cond, (bool, np.bool_)):  # an attribute, not a tensor mask
+                cond = False
+            return original(self, cond, a, b)
+
+        numerics.Numerics.where = where
     elif mutation:
         raise ValueError(f"unknown mutation {mutation!r}")

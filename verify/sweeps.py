@@ -1,0 +1,107 @@
+"""Attribute and scalar sweeps: which values of an op's scalars and attributes the generated tests
+try beyond the defaults, so a wrong branch of the formula (an enum value, a bool, a scalar on the far
+side of a boundary) cannot pass unnoticed.
+
+Each sweep point changes one parameter from the values `cases.scalar_values` picks (one at a time,
+so the number of cases grows with the sum, not the product, of the value counts):
+- a bool attribute: both values; a `char*` attribute with `choices`: every choice;
+- a scalar: its default and values around it, zero, negative and positive values, each constraint's bound and values
+  just inside it, and the other scalars' values and their neighbours (so for a min/max pair each
+  crosses the other); every value is one the scalar's aclScalar dtype holds exactly and that
+  satisfies every constraint at the version (violations are the scalar-constraint tests' job).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from aclnngen.runtime.shapes import NUMPY_DTYPES, version_key
+from aclnngen.runtime.versions import holds_at
+
+from . import cases
+
+STEP = 0.25  # the distance of "around a boundary": values this far on either side
+
+
+def _satisfies(value: float, constraints) -> bool:
+    for c in constraints:
+        op, bound = c["op"], c["value"]
+        ok = {">=": value >= bound, ">": value > bound, "<=": value <= bound, "<": value < bound, "!=": value != bound}[op]
+        if not ok:
+            return False
+    return True
+
+
+def _exact(value: float, dtype_name: str | None) -> float:
+    dtype = NUMPY_DTYPES.get(dtype_name or "float32")
+    if dtype is None or dtype.kind not in "f":
+        return float(value)
+    return float(dtype.type(value))
+
+
+def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
+    """(C name, value) pairs to sweep, in parameter order, without duplicates of the base value."""
+    version = version_key(version)
+    base = cases.scalar_values(meta)
+    scalars = [p for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")]
+    points: list[tuple[str, Any]] = []
+    for p in meta["params"]:
+        name, role = p["name"], p["role"]
+        if role == "attribute":
+            if p.get("attr_type") == "bool":
+                candidates = [False, True]
+            elif p.get("choices"):
+                candidates = list(p["choices"])
+            else:
+                continue
+            points += [(name, v) for v in candidates if v != base.get(name)]
+            continue
+        if role not in ("scalar", "optional_scalar"):
+            continue
+        constraints = [c for c in p.get("constraints") or ()
+                       if holds_at(c.get("since"), c.get("until"), version) and cases.condition_holds(c, base)]
+        raw = [0.0, -0.5, 0.5, -2.0, 2.0]
+        if p.get("default") is not None:
+            raw += [p["default"], -p["default"], p["default"] - STEP, p["default"] + STEP]
+        for c in constraints:
+            raw += [c["value"] - STEP, c["value"], c["value"] + STEP]
+        for other in scalars:
+            if other["name"] != name:
+                v = base[other["name"]]
+                raw += [v - STEP, v, v + STEP]
+        seen = {base.get(name)}
+        for value in raw:
+            if isinstance(value, bool) or not math.isfinite(float(value)):
+                continue
+            value = _exact(float(value), p.get("scalar_dtype"))
+            if value in seen or not _satisfies(value, constraints):
+                continue
+            seen.add(value)
+            points.append((name, value))
+    return points
+
+
+def overrides_for(meta: Mapping, version, name: str, value: Any) -> dict[str, Any]:
+    """The values a sweep point sets: the swept one, and any scalar a conditional bound (one whose
+    `when` the new value triggers) moves back inside it."""
+    version = version_key(version)
+    before = cases.scalar_values(meta)
+    at_version = {"params": [dict(q, constraints=[c for c in q.get("constraints") or ()
+                                                  if holds_at(c.get("since"), c.get("until"), version)])
+                             for q in meta["params"]]}
+    fixed = cases.satisfy_constraints(at_version, {**before, name: value})
+    fixed[name] = value  # the swept value itself stays as chosen
+    return {k: v for k, v in fixed.items() if k == name or v != before.get(k)}
+
+
+def value_id(value: Any) -> str:
+    """A short, id-safe spelling of a swept value."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        text = np.format_float_positional(value, trim="-")
+        return text.replace("-", "minus").replace(".", "p")
+    return str(value)
