@@ -358,16 +358,22 @@ class Castable(RuleBase):
     the output takes the promoted dtype when none is given."""
 
     kind: Literal["castable"]
+    """castable: the inputs' (promoted) dtype can be cast to the output's."""
     inputs: list[CIdentifier] = Field(min_length=1)
+    """The input tensors whose dtype (promoted together) is cast."""
     output: CIdentifier
+    """The tensor the dtype is cast to."""
 
 
 class MinRank(RuleBase):
     """Each listed tensor has at least `rank` dims."""
 
     kind: Literal["min_rank"]
+    """min_rank: each listed tensor has at least `rank` dims."""
     params: list[CIdentifier] = Field(min_length=1)
+    """The tensors the rule is about."""
     rank: int = Field(ge=1)
+    """The smallest rank allowed."""
 
 
 class PerChannel(RuleBase):
@@ -477,6 +483,7 @@ class OracleConstant(Frozen):
     """An argument that is the same value on every call: `{const: 1.0}`."""
 
     const: str | float | int | bool | None
+    """The value passed on every call."""
 
 
 class OracleDTypeOf(Frozen):
@@ -484,12 +491,14 @@ class OracleDTypeOf(Frozen):
     `{dtype_of: grad_output}` (e.g. aten's `input_dtype`)."""
 
     dtype_of: PythonName
+    """The tensor parameter (Python name) whose torch dtype is passed."""
 
 
 class OracleParam(Frozen):
     """A parameter passed under another keyword: `{param: approximate}`."""
 
     param: PythonName
+    """The parameter (Python name) whose value is passed."""
 
 
 # A positional argument: a parameter's py_name, or a constant, or a computed value.

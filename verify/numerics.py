@@ -20,8 +20,8 @@ import ml_dtypes
 import numpy as np
 from scipy import special
 
-from .dtypekinds import category
-from .shapes import NUMPY_DTYPES, dtype_name_of
+from aclnngen.runtime.dtypekinds import category
+from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
 
 MODES = ("opmath", "golden")
 FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))

@@ -67,9 +67,16 @@ class OpUnderTest:
         return [p for p in self.meta["params"] if p["role"] in roles]
 
     def split(self, values: Mapping[str, Any]):
-        """C-named values -> (positional inputs, keyword scalars/attributes by py name, outputs by py name)."""
-        positional = [values.get(p["name"]) for p in self.params("input")]
-        keywords = {p["py"]: values.get(p["name"]) for p in self.params("scalar", "optional_scalar", "attribute")}
+        """C-named values -> (the leading inputs, positionally; every later parameter by py name, since
+        a scalar may come before an input in C order; outputs by py name)."""
+        positional, keywords = [], {}
+        for p in self.meta["params"]:
+            if p["role"] == "output":
+                continue
+            if p["role"] == "input" and not keywords:
+                positional.append(values.get(p["name"]))
+            else:
+                keywords[p["py"]] = values.get(p["name"])
         outputs = {p["py"]: values.get(p["name"]) for p in self.params("output")}
         return positional, keywords, outputs
 
