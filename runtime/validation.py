@@ -705,6 +705,8 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
         check(info)
 
     # 5. scalars
+    tensor_dtypes = {entry[1] for entry in info.values()}
+    integer_only = bool(tensor_dtypes) and all(CATEGORY.get(d) in ("integer", "bool") for d in tensor_dtypes)
     for name, dtype in plan.scalars:
         value = get(name)
         if value is not None and not _is_real(value):
@@ -715,6 +717,13 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
         misfit = None if value is None else scalar_misfit(value, dtype)
         if misfit is not None:
             plan.fail(161002, name, "scalar_dtype", f"{name} {misfit}", found=value, allowed=dtype)
+        if value is not None and integer_only and not math.isfinite(complex(value).real):
+            # the op computes in an integer dtype, which has no NaN or inf (torch refuses it too)
+            plan.fail(
+                161002, name, "scalar_dtype",
+                f"{name} = {value!r} cannot take part in a computation on {_names(sorted(tensor_dtypes))} tensors",
+                found=value, allowed="a finite number",
+            )
     for name, op, bound, status, compare, when in plan.constraints:
         value = get(name)
         if value is None:

@@ -28,7 +28,7 @@ from aclnngen.runtime.sim import kernels as simkernels
 from aclnngen.runtime.arrays import ArrayError, DeviceArray
 from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError
-from simtools import leak_counters, same_bits, sim_backend
+from simtools import leak_counters, reference_args, same_bits, sim_backend
 
 VERSION = "8.5.0"
 ACL_ERROR_RT_PARAM_INVALID = 107000
@@ -54,8 +54,7 @@ def _values(snake, layout="contiguous", dtype="float32"):
 
 def _reference(snake, values):
     meta, _, reference = _op(snake)
-    inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-    scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")}
+    inputs, scalars = reference_args(meta, values)
     result = reference.reference(*inputs, **scalars)
     return result if isinstance(result, tuple) else (result,)
 

@@ -37,6 +37,10 @@ def _first_single_output_op():
         meta = __import__(f"aclnngen.generated.meta.{snake}", fromlist=["META"]).META
         if len(meta["outputs"]) != 1:
             continue
+        # the prelude passes float32 arrays for the inputs, positionally, and nothing else
+        required = [p for p in meta["params"] if p["role"] not in ("output", "optional_scalar") and p.get("default") is None]
+        if any(p["role"] != "input" for p in required):
+            continue
         inputs = [p["py"] for p in meta["params"] if p["role"] == "input"]
         out = next(p["py"] for p in meta["params"] if p["name"] == meta["outputs"][0])
         line = re.search(rf"^(\s+){re.escape(out)}: .+$", text, re.MULTILINE)

@@ -18,7 +18,7 @@ from aclnngen.runtime.errors import AclnnError, AclnnValidationError
 from aclnngen.runtime.products import soc_for_family
 from aclnngen.runtime.releases import CannReleaseWarning, _warned, as_release, check_release, known_releases, simulator_spelling
 from aclnngen.runtime.versions import CannVersion, holds_at
-from simtools import no_leaks_around
+from simtools import binding_args, no_leaks_around
 
 SPECS = [ls.spec for ls in load_all()]
 
@@ -44,9 +44,8 @@ def test_some_spec_has_a_versioned_product():
 
 def _call(binding, meta, values):
     """Tensors by position, scalars and attributes by keyword (as the generated signatures take them)."""
-    inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-    keywords = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] not in ("input", "output")}
-    return binding(*inputs, **keywords)
+    positional, keywords = binding_args(meta, values)
+    return binding(*positional, **keywords)
 
 
 def _family_dtype(meta, family, release):

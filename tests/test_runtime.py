@@ -28,7 +28,7 @@ from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
 from aclnngen.runtime.shapes import NUMPY_DTYPES
 from aclnngen.runtime.validation import supported_dtypes, supported_families
-from simtools import leak_counters, no_leaks_around, same_bits, sim_backend
+from simtools import binding_args, leak_counters, no_leaks_around, reference_args, same_bits, sim_backend
 
 VERSION = "8.5.0"
 LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank0")
@@ -41,14 +41,11 @@ def _op(snake):
     return meta, binding, reference
 
 
-def _split(meta, values):
-    inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-    scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")}
-    return inputs, scalars
+_split = binding_args
 
 
 def _reference(meta, reference, values):
-    inputs, scalars = _split(meta, values)
+    inputs, scalars = reference_args(meta, values)
     result = reference.reference(*inputs, **scalars)
     return result if isinstance(result, tuple) else (result,)
 

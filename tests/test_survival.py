@@ -26,7 +26,7 @@ from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnError, AclnnStatusError, AclRuntimeError
 from aclnngen.runtime.shapes import ALL_DTYPES, NUMPY_DTYPES, infer_outputs
 from aclnngen.runtime.validation import supported_dtypes
-from simtools import same_bits
+from simtools import reference_args, same_bits
 
 VERSION = "8.5.0"
 SURVIVAL_CALLS = 100_000
@@ -102,8 +102,7 @@ def test_100k_calls_on_reused_device_arrays_leave_the_counters_unchanged():
         for call, args, meta, reference, values in jobs:
             got = call(*args)
             got = got if isinstance(got, tuple) else (got,)
-            inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-            scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")}
+            inputs, scalars = reference_args(meta, values)
             want = reference.reference(*inputs, **scalars)
             want = want if isinstance(want, tuple) else (want,)
             assert all(_same_bits(g.to_host(), w) for g, w in zip(got, want))
@@ -236,8 +235,7 @@ def examples(draw):
 
 def _reference(meta, reference, values):
     """The generated reference of the arguments, in the dtypes of the outputs the caller gave."""
-    inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-    scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")}
+    inputs, scalars = reference_args(meta, values)
     out_dtypes = {name: values[name].dtype for name in meta["outputs"] if values.get(name) is not None} or None
     with np.errstate(all="ignore"):
         want = reference.reference(*inputs, **scalars, out_dtypes=out_dtypes)

@@ -525,6 +525,39 @@ def test_scalars_must_be_real_numbers():
     validate(meta, values, family="a2", version="8.0.0")
 
 
+def _integer_op_with_a_scalar():
+    """Some op, family, release and integer dtype where every tensor may be that dtype and a
+    scalar takes part (found in the specs, not named)."""
+    for meta in METAS.values():
+        scalars = [p["name"] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")]
+        tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
+        if not scalars:
+            continue
+        for version in sorted({meta["cann_version"], *validation_versions(meta)}):
+            for family in supported_families(meta, version):
+                common = set.intersection(*(set(supported_dtypes(meta, t, family, version)) for t in tensors))
+                for dtype in sorted(d for d in common if d.startswith(("int", "uint"))):
+                    return meta, scalars[0], family, version, dtype
+    raise AssertionError("no spec has an op whose tensors all take an integer dtype beside a scalar")
+
+
+def validation_versions(meta):
+    return {d["since"] for p in meta["params"] for d in p.get("dtypes", ()) if d.get("since")}
+
+
+def test_a_non_finite_scalar_in_an_integer_computation_is_rejected():
+    """Integers hold no NaN or inf: such a scalar beside integer tensors is 161002 (as torch refuses
+    it), not a kernel failure at launch."""
+    meta, scalar, family, version, dtype = _integer_op_with_a_scalar()
+    values = make_values(meta, "contiguous", dtype, version=version)
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        values[scalar] = bad
+        err = rejected(meta, values, family=family, version=version)
+        assert (err.status, err.param) == (161002, scalar), err
+    values[scalar] = 1.0
+    validate(meta, values, family=family, version=version)
+
+
 def test_a_tensor_parameter_that_is_not_a_tensor_is_rejected():
     meta = METAS["SwishBackward"]
     for bad in ([1.0, 2.0], 3.0, "x", SimpleNamespace(shape=(2, -1), dtype=F32), SimpleNamespace(shape=(2,))):
