@@ -53,7 +53,7 @@ def _values(snake, layout="contiguous", dtype="float32"):
 def _reference(snake, values):
     meta, _, reference = _op(snake)
     inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-    scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")}
+    scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar", "attribute")}
     result = reference.reference(*inputs, **scalars)
     return result if isinstance(result, tuple) else (result,)
 

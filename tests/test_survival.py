@@ -102,7 +102,7 @@ def test_100k_calls_on_reused_device_arrays_leave_the_counters_unchanged():
             got = call(*args)
             got = got if isinstance(got, tuple) else (got,)
             inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-            scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")}
+            scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar", "attribute")}
             want = reference.reference(*inputs, **scalars)
             want = want if isinstance(want, tuple) else (want,)
             assert all(_same_bits(g.to_host(), w) for g, w in zip(got, want))
@@ -236,7 +236,7 @@ def examples(draw):
 def _reference(meta, reference, values):
     """The generated reference of the arguments, in the dtypes of the outputs the caller gave."""
     inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-    scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")}
+    scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar", "attribute")}
     out_dtypes = {name: values[name].dtype for name in meta["outputs"] if values.get(name) is not None} or None
     with np.errstate(all="ignore"):
         want = reference.reference(*inputs, **scalars, out_dtypes=out_dtypes)
