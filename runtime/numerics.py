@@ -106,7 +106,7 @@ class Numerics:
         storage_dtype(array.dtype, name)
         # C order whatever the caller's layout: NumPy picks its loops (SIMD with fused multiply-adds
         # for complex products, or scalar ones) by memory layout, and the result must not depend on it
-        return np.ascontiguousarray(array.astype(self.dtype, copy=False))
+        return array.astype(self.dtype, order="C", copy=False)  # keeps 0-d arrays 0-d
 
     def scalar(self, value, name: str = "scalar") -> np.generic:
         if value is None:
