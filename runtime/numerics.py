@@ -104,9 +104,10 @@ class Numerics:
     def tensor(self, value, name: str = "tensor") -> np.ndarray:
         array = np.asarray(value)
         storage_dtype(array.dtype, name)
-        # C order whatever the caller's layout: NumPy picks its loops (SIMD with fused multiply-adds
-        # for complex products, or scalar ones) by memory layout, and the result must not depend on it
-        return array.astype(self.dtype, order="C", copy=False)  # keeps 0-d arrays 0-d
+        # A fresh, aligned, C-ordered copy whatever the caller's memory: NumPy picks its loops (SIMD
+        # with fused multiply-adds for complex products, or scalar ones) by layout and alignment,
+        # and the result must not depend on where the data lives (device views vs host arrays)
+        return np.array(array, dtype=self.dtype, order="C", copy=True)  # keeps 0-d arrays 0-d
 
     def scalar(self, value, name: str = "scalar") -> np.generic:
         if value is None:
