@@ -257,10 +257,13 @@ def test_complex_scalar_into_a_real_formula_is_an_error():
                  attributes={}, output_dtypes={"y": FP32})
 
 
-def test_non_finite_scalar_into_an_integer_formula_is_an_error():
-    with pytest.raises(TypeError, match="integer"):
-        evaluate(lambda m, *, x, s: (x * s,), inputs={"x": np.ones(2, np.int32)}, scalars={"s": float("nan")},
-                 attributes={}, output_dtypes={"y": np.int32})
+@pytest.mark.parametrize("bound, kept", [(float("nan"), [0, 0, 0]), (float("inf"), [0, 0, 0]), (float("-inf"), [1, 2, 3])])
+def test_a_non_finite_scalar_compares_with_integers_as_a_float(bound, kept):
+    """No integer holds NaN or inf: such a scalar stays a float, so a comparison keeps its meaning."""
+    body = lambda m, *, x, s: (m.where(x > s, x, m.lit(0)),)  # noqa: E731
+    (got,) = evaluate(body, inputs={"x": np.array([1, 2, 3], np.int32)}, scalars={"s": bound}, attributes={},
+                      output_dtypes={"y": np.int32})
+    assert got.dtype == np.int32 and got.tolist() == kept
 
 
 def test_missing_optional_scalar_and_bad_mode_are_errors():

@@ -29,8 +29,8 @@ BUILTIN = "aclnngen.generated"
 
 
 def _first_single_output_op():
-    """A built-in spec with one output whose formula is one `name: expression` line, and the py
-    name of its first input (the spec is data: no op is named here)."""
+    """A built-in spec with one output whose formula is one `name: expression` line and no required
+    scalar or attribute, and the py name of its first input (the spec is data: no op is named here)."""
     for path in sorted((REPO / "specs" / "ops").glob("*.yaml")):
         text = path.read_text(encoding="utf-8")
         snake = path.stem

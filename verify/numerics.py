@@ -104,7 +104,10 @@ class Numerics:
     def tensor(self, value, name: str = "tensor") -> np.ndarray:
         array = np.asarray(value)
         storage_dtype(array.dtype, name)
-        return array.astype(self.dtype, copy=False)
+        # A fresh, aligned, C-ordered copy whatever the caller's memory: NumPy picks its loops (SIMD
+        # with fused multiply-adds for complex products, or scalar ones) by layout and alignment,
+        # and the result must not depend on where the data lives (device views vs host arrays)
+        return np.array(array, dtype=self.dtype, order="C", copy=True)  # keeps 0-d arrays 0-d
 
     def scalar(self, value, name: str = "scalar") -> np.generic:
         if value is None:
@@ -114,7 +117,7 @@ class Numerics:
         if not isinstance(value, (bool, int, float, complex, np.bool_, np.integer, np.floating, np.complexfloating)):
             raise TypeError(f"scalar {name!r} must be a number, found {type(value).__name__}")
         if self.dtype.kind == "i" and isinstance(value, (float, np.floating)) and not np.isfinite(value):
-            raise TypeError(f"scalar {name!r} is {value!r}, which an integer computation cannot hold")
+            return np.float64(value)  # no integer holds it: comparisons with it stay well defined
         return self.dtype.type(value)
 
     def _num(self, x):

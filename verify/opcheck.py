@@ -160,7 +160,7 @@ def check_scalar(op: OpUnderTest, family: str, param: str, value: float, status:
 
 def _unsupported_dtype(op: OpUnderTest, param: str, family: str | None) -> str:
     supported = set(supported_dtypes(op.meta, param, family, op.version)) if family else set()
-    for name in ("float64", "complex128", "int64", "int32", "bool", "uint8"):
+    for name in ("float64", "complex128", "int64", "int32", "bool", "uint8", "uint16", "uint32", "uint64", "int16"):
         if name not in supported:
             return name
     raise AssertionError(f"{param} supports every dtype on {family}: no dtype violates it")
