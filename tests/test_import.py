@@ -258,3 +258,9 @@ def test_a_draft_whose_todos_are_done_is_a_valid_spec(tmp_path):
     spec = load_spec(path, PRODUCTS).spec
     assert spec.name == "DemoBackward" and [p.role for p in spec.parameters] == ["input", "optional_scalar", "output"]
     assert spec.return_codes[0].status == 161001
+
+
+def test_a_char_pointer_attributes_choices_are_the_quoted_words_of_its_text():
+    from aclnngen.codegen.importer.draft import _choices  # deferred: a unit of the draft, only this test needs it
+    assert _choices('支持"none"和“tanh”两种取值，默认"none"') == ["none", "tanh"]
+    assert _choices("a flag with no quoted values") == []  # the draft makes this a TODO

@@ -175,6 +175,11 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
                     todo.append((f"{at}.default", "the value a NULL pointer means"))
         elif role == "attribute":
             entry["c_type"] = c_type.replace("const ", "").replace(" ", "")
+            if entry["c_type"] == "char*":
+                choices = _choices(page.text if page else "")
+                entry["choices"] = choices or TODO
+                if not choices:
+                    todo.append((f"{at}.choices", "the strings this attribute accepts"))
         out.append(entry)
     return out
 
@@ -202,6 +207,12 @@ def _constraints(text: str, at: str, todo: list) -> list[dict[str, Any]]:
                 found.append({"op": op, "value": int(number) if number.is_integer() else number})
             break
     return found
+
+
+def _choices(text: str) -> list[str]:
+    """The quoted words a char* attribute's text lists, in page order, e.g. "none" and "tanh"."""
+    found = re.findall(r'["“]([A-Za-z_][A-Za-z0-9_]*)["”]', text)
+    return list(dict.fromkeys(found))
 
 
 def _default(text: str) -> float | None:
