@@ -57,11 +57,10 @@ from .arrays import (
 )
 from .dlpack import bfloat16_from_dlpack
 from .errors import TENSOR_TYPES, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError
-from .releases import as_release, check_release
+from .releases import as_release, check_release, known_releases
 from .shapes import NUMPY_DTYPES, infer_outputs
 from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
 from .validation import validate as validate_values
-from .versions import CannVersion, is_version
 
 __all__ = ["bind", "on_bind", "package_of", "BoundOp", "Prepared", "tensor_descriptor"]
 
@@ -146,25 +145,10 @@ def _param(index: int, p: Mapping) -> _Param:
     raise ValueError(f"{p['name']}: unknown parameter role {role!r}")
 
 
-def _newest_version(meta: Mapping) -> str:
+def _newest_version(meta: Mapping[str, Any]) -> str:
     """The newest CANN release a META mentions: the version validation assumes when the
     installed one is unknown."""
-    found = {meta["cann_version"]}
-
-    def visit(node):
-        if isinstance(node, Mapping):
-            for key in ("since", "until"):
-                value = node.get(key)
-                if isinstance(value, str) and is_version(value):
-                    found.add(value)
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, (list, tuple)):
-            for value in node:
-                visit(value)
-
-    visit(meta)
-    return str(max(CannVersion(v) for v in found if is_version(v)))
+    return str(known_releases(meta)[-1])
 
 
 class _OutputSpec:

@@ -38,21 +38,6 @@ def no_leaks_around():
     assert leak_counters() == before
 
 
-def binding_args(meta, values) -> tuple[list, dict]:
-    """(positional, keywords) to call a generated binding with C-named `values`: the leading inputs
-    by position, every later parameter but the outputs by its Python name (in C order a scalar or
-    attribute may come before an input)."""
-    positional, keywords = [], {}
-    for p in meta["params"]:
-        if p["role"] == "output":
-            continue
-        if p["role"] == "input" and not keywords:
-            positional.append(values.get(p["name"]))
-        else:
-            keywords[p["py"]] = values.get(p["name"])
-    return positional, keywords
-
-
 def reference_args(meta, values) -> tuple[list, dict]:
     """(inputs, keywords) for a generated reference: every input by position, every scalar and
     attribute by its Python name."""

@@ -13,13 +13,14 @@ import pytest
 
 from aclnngen.codegen.loader import load_all
 from aclnngen.verify import cases
+from aclnngen.verify.opcheck import binding_args
 from aclnngen.runtime import session
 from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.products import soc_for_family
 from aclnngen.runtime.releases import CannReleaseWarning, _warned, as_release, check_release, known_releases, simulator_spelling
 from aclnngen.runtime.versions import CannVersion, holds_at
-from simtools import binding_args, no_leaks_around
+from simtools import no_leaks_around
 
 SPECS = [ls.spec for ls in load_all()]
 

@@ -22,13 +22,14 @@ from aclnngen.generated import OPS
 from aclnngen.generated.abi import DTYPES, LIBRARIES
 from aclnngen.runtime import arrays, backend as backend_mod, products, session
 from aclnngen.verify import cases
+from aclnngen.verify.opcheck import binding_args
 from aclnngen.runtime.sim import controls as simcontrols, kernels as simkernels
 from aclnngen.runtime.arrays import DeviceArray, DeviceBuffer
 from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
 from aclnngen.runtime.shapes import NUMPY_DTYPES
 from aclnngen.runtime.validation import supported_dtypes, supported_families
-from simtools import binding_args, leak_counters, no_leaks_around, reference_args, same_bits, sim_backend
+from simtools import leak_counters, no_leaks_around, reference_args, same_bits, sim_backend
 
 VERSION = "8.5.0"
 LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank0")

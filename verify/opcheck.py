@@ -43,6 +43,21 @@ ULPS_AROUND = 3  # adversarial data: values within this many ULP of each boundar
 DATA_SHAPE = (8, 16, 32)
 
 
+def binding_args(meta: Mapping, values: Mapping[str, Any]) -> tuple[list, dict]:
+    """(positional, keywords) to call a generated binding with C-named `values`: the leading inputs
+    by position, every later parameter but the outputs by its Python name (in C order a scalar or
+    attribute may come before an input)."""
+    positional, keywords = [], {}
+    for p in meta["params"]:
+        if p["role"] == "output":
+            continue
+        if p["role"] == "input" and not keywords:
+            positional.append(values.get(p["name"]))
+        else:
+            keywords[p["py"]] = values.get(p["name"])
+    return positional, keywords
+
+
 @dataclass
 class OpUnderTest:
     meta: Mapping
@@ -69,14 +84,7 @@ class OpUnderTest:
     def split(self, values: Mapping[str, Any]):
         """C-named values -> (the leading inputs, positionally; every later parameter by py name, since
         a scalar may come before an input in C order; outputs by py name)."""
-        positional, keywords = [], {}
-        for p in self.meta["params"]:
-            if p["role"] == "output":
-                continue
-            if p["role"] == "input" and not keywords:
-                positional.append(values.get(p["name"]))
-            else:
-                keywords[p["py"]] = values.get(p["name"])
+        positional, keywords = binding_args(self.meta, values)
         outputs = {p["py"]: values.get(p["name"]) for p in self.params("output")}
         return positional, keywords, outputs
 
@@ -170,7 +178,6 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
     """Break one parameter so that the row `check` is what it violates."""
     meta = op.meta
     value = values[param]
-    role = next(p["role"] for p in meta["params"] if p["name"] == param)
     if check == "null_pointer":
         values[param] = None
     elif check == "attribute_value":  # a value outside the attribute's choices
