@@ -103,6 +103,11 @@ struct aclsim_arg_view {
 
 void aclsim_set_hooks(aclsim_prepare_hook prepare, aclsim_run_hook run);
 
+/* Kernels on (1, the default) or off (0): off, GetWorkspaceSize skips the prepare hook (workspace
+ * 0, no op-specific checks) and a launch computes nothing, so only the C protocol runs (for
+ * benchmarks of the call path). The core's own checks still run. */
+void aclsim_set_kernels(int on);
+
 /* SoC name answered by aclrtGetSocName. NULL restores the default: $ACLNNGEN_SIM_SOC when set
  * and non-empty, else "Ascend910B2". Returns 0, or 100000 for an empty or too long name. */
 int aclsim_set_soc_name(const char *name);

@@ -143,6 +143,12 @@ class SimBackend(Backend):
             raise ValueError(f"the simulator refused CANN version {version!r}: {self.recent_error()}")
         self._version_setting = None if version is None else str(version)
 
+    def set_kernels(self, on: bool) -> None:
+        """Kernels on (the default) or off. Off, GetWorkspaceSize runs no op-specific check and a
+        launch computes nothing: only the C protocol runs (descriptors, memory, the two phases,
+        the stream), for benchmarks of the call path. Results are then garbage."""
+        self.controls.aclsim_set_kernels(1 if on else 0)
+
     @property
     def settings(self) -> tuple[str | None, str | None]:
         """(SoC name, version) set through this backend; None = the simulator's default."""

@@ -56,7 +56,8 @@ enum {
     SIM_ERR_CAP = 4096,             /* per-thread pending error text */
     SIM_NAME_CAP = 128,             /* SoC name buffer */
     SIM_VERSION_CAP = 64,
-    SIM_POISON_LIMIT = 64 << 20     /* bytes poisoned at malloc/free (larger blocks: prefix) */
+    SIM_POISON_DEFAULT = 1 << 20,   /* blocks up to this size are poisoned whole at malloc/free */
+    SIM_POISON_PREFIX = 4096        /* larger blocks: only this prefix (one page, no RSS cost) */
 };
 
 /* Handle types in the registry. */
@@ -203,7 +204,11 @@ struct sim_state {
     char version[SIM_VERSION_CAP];
     struct sim_launch *pending; /* head of the global queued-launch list */
     int hooks_running;          /* hook calls in progress, all threads */
+    int kernels_off;            /* aclsim_set_kernels(0): hooks skipped, only the C protocol runs */
 };
+
+/* Bytes of a block of `size` bytes to poison (ACLNNGEN_SIM_POISON, see sim_runtime.c). */
+size_t sim_poison_bytes(size_t size);
 
 struct sim_tls {
     struct sim_context *ctx; /* current context, validated by registry lookup + serial */

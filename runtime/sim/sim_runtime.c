@@ -364,31 +364,61 @@ static int policy_valid(unsigned long policy)
  * allocation, so a test can change it. Returns 0 for a setting that is not a size. */
 #define SIM_MEMORY_LIMIT_ENV "ACLNNGEN_SIM_MEMORY_LIMIT"
 
+/* A size in bytes: digits with an optional K/M/G/T suffix (powers of 1024, optional "iB"/"B");
+ * 0 for a text that is not one. */
+static unsigned long long parse_size(const char *text)
+{
+    char *end = NULL;
+    unsigned long long v = strtoull(text, &end, 10);
+    unsigned shift = 0;
+    if (end == text || text[0] == '-')
+        return 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end == 'i' || *end == 'I')
+        end++;
+    if ((*end == 'b' || *end == 'B') && end[1] == '\0')
+        end++;
+    if (*end != '\0' || v > (~0ULL >> shift))
+        return 0;
+    return v << shift;
+}
+
+/* Poison fills (0xFF on malloc, so a forgotten output reads as NaN; 0xDD on free): blocks up to
+ * ACLNNGEN_SIM_POISON bytes (default 1 MiB) are filled whole, larger ones only in their first
+ * page, so a large allocation costs no resident memory until it is written. "full" fills every
+ * block whole (a debug setting), "off" or 0 fills nothing. Read on every call, like the limit. */
+#define SIM_POISON_ENV "ACLNNGEN_SIM_POISON"
+
+size_t sim_poison_bytes(size_t size)
+{
+    const char *text = getenv(SIM_POISON_ENV);
+    unsigned long long limit = SIM_POISON_DEFAULT;
+    if (text && text[0]) {
+        if (strcmp(text, "full") == 0)
+            return size;
+        if (strcmp(text, "off") == 0 || strcmp(text, "0") == 0)
+            return 0;
+        unsigned long long v = parse_size(text);
+        if (v)
+            limit = v;
+    }
+    if (size <= limit)
+        return size;
+    return size < SIM_POISON_PREFIX ? size : SIM_POISON_PREFIX;
+}
+
 static unsigned long long memory_limit(const char **setting)
 {
     const char *text = getenv(SIM_MEMORY_LIMIT_ENV);
     *setting = text;
-    if (text && text[0]) {
-        char *end = NULL;
-        unsigned long long v = strtoull(text, &end, 10);
-        unsigned shift = 0;
-        if (end == text || text[0] == '-')
-            return 0;
-        switch (*end) {
-        case 'k': case 'K': shift = 10; end++; break;
-        case 'm': case 'M': shift = 20; end++; break;
-        case 'g': case 'G': shift = 30; end++; break;
-        case 't': case 'T': shift = 40; end++; break;
-        default: break;
-        }
-        if (*end == 'i' || *end == 'I')
-            end++;
-        if ((*end == 'b' || *end == 'B') && end[1] == '\0')
-            end++;
-        if (*end != '\0' || v > (~0ULL >> shift))
-            return 0;
-        return v << shift;
-    }
+    if (text && text[0])
+        return parse_size(text);
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     unsigned long long fallback = 4ULL << 30;
     if (pages <= 0 || page <= 0)
@@ -445,7 +475,7 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
         } else {
             /* Fresh device memory is garbage: 0xFF reads as NaN in every float format, so an
              * output a kernel forgot to write shows. */
-            memset(p, 0xFF, alloc < SIM_POISON_LIMIT ? alloc : SIM_POISON_LIMIT);
+            memset(p, 0xFF, sim_poison_bytes(alloc));
             sim_g.counters.allocations++;
             sim_g.counters.allocated_bytes += (int64_t)real;
             *devPtr = p;
@@ -480,7 +510,7 @@ aclError aclrtFree(void *devPtr)
     } else {
         size_t size = b->size, real = b->real;
         sim_block_del(b->start);
-        memset(devPtr, 0xDD, size < SIM_POISON_LIMIT ? size : SIM_POISON_LIMIT);
+        memset(devPtr, 0xDD, sim_poison_bytes(size));
         free(devPtr);
         sim_g.counters.allocations--;
         sim_g.counters.allocated_bytes -= (int64_t)real;

@@ -295,6 +295,13 @@ void aclsim_set_hooks(aclsim_prepare_hook prepare, aclsim_run_hook run)
     SIM_UNLOCK();
 }
 
+void aclsim_set_kernels(int on)
+{
+    SIM_LOCK();
+    sim_g.kernels_off = !on;
+    SIM_UNLOCK();
+}
+
 int aclsim_set_soc_name(const char *name)
 {
     if (name && (name[0] == '\0' || strlen(name) >= SIM_NAME_CAP)) {
@@ -483,7 +490,7 @@ int aclsim_reset(void)
 
     for (size_t i = 0; i < b_n; i++) {
         void *p = (void *)b_v[i].start;
-        memset(p, 0xDD, b_v[i].size < SIM_POISON_LIMIT ? b_v[i].size : SIM_POISON_LIMIT);
+        memset(p, 0xDD, sim_poison_bytes(b_v[i].size));
         free(p);
     }
     b_n = 0;
