@@ -283,6 +283,15 @@ class DeviceArray:
                 f"the view needs {self.storage_size * self.dtype.itemsize} bytes but its buffer has {buffer.nbytes}"
             )
 
+    @classmethod
+    def _of(cls, buffer: DeviceBuffer, shape: tuple, dtype: np.dtype, strides: tuple, offset: int, storage_size: int) -> "DeviceArray":
+        """A view whose layout this module computed itself (host_layout, empty): the checks of
+        __init__ hold by construction, so they are not run again on every call."""
+        self = cls.__new__(cls)
+        self.shape, self.dtype, self.strides, self.offset = shape, dtype, strides, offset
+        self.storage_size, self.buffer, self.backend, self._address = storage_size, buffer, buffer.backend, None
+        return self
+
     def _stream_hold(self, delta: int) -> None:
         """A stream keeps (+1) or releases (-1) this array's block for a queued launch."""
         if self.buffer is not None:
@@ -335,8 +344,10 @@ class DeviceArray:
         n = 1
         for d in shape:
             n *= d
+        if any(d < 0 for d in shape):
+            raise ArrayError(f"negative dimension in shape {shape}")
         buffer = DeviceBuffer(backend, n * dt.itemsize)
-        return cls(buffer, shape, dt)
+        return cls._of(buffer, shape, dt, contiguous_strides(shape), 0, n)
 
     @classmethod
     def wrap(cls, address, shape, dtype, strides=None, offset=0, storage_size=None, *, backend=None) -> "DeviceArray":
@@ -397,9 +408,14 @@ class DeviceArray:
             return np.empty(self.shape, self.dtype)
         backend = self.backend
         backend.ensure_thread()
+        start = self.address + self.offset * self.itemsize
+        if self.contiguous:  # one copy, straight into the result
+            out = np.empty(self.shape, self.dtype)
+            _memcpy(backend, out.ctypes.data, start, out.nbytes, D2H)
+            return out
         span = _span(self.shape, self.strides)
         raw = np.empty(span * self.itemsize, np.uint8)
-        _memcpy(backend, raw.ctypes.data, self.address + self.offset * self.itemsize, raw.nbytes, D2H)
+        _memcpy(backend, raw.ctypes.data, start, raw.nbytes, D2H)
         view = np.lib.stride_tricks.as_strided(
             raw.view(self.dtype), shape=self.shape, strides=[s * self.itemsize for s in self.strides]
         )
@@ -410,6 +426,11 @@ class DeviceArray:
         are written). Returns `out`."""
         if out.shape != self.shape:
             raise ArrayError(f"cannot copy a device array of shape {self.shape} into an array of shape {out.shape}")
+        if self.size and self.contiguous and out.flags.c_contiguous and out.dtype == self.dtype and out.flags.writeable:
+            self._check_live()
+            self.backend.ensure_thread()  # one copy, straight into `out`
+            _memcpy(self.backend, out.ctypes.data, self.address + self.offset * self.itemsize, self.nbytes, D2H)
+            return out
         out[...] = self.to_host()
         return out
 
@@ -452,6 +473,8 @@ def host_layout(array: np.ndarray):
     [start, start + storage bytes) of host memory; strides and offset are in elements."""
     isz = array.itemsize
     shape = array.shape
+    if array.base is None and array.flags.c_contiguous:  # the common case: a whole, dense array
+        return array, array.ctypes.data, array.nbytes, contiguous_strides(shape), 0, array.size
     if any((s < 0 or s % isz) and d > 1 for d, s in zip(shape, array.strides)):
         array = array.copy(order="C")
     contiguous = contiguous_strides(shape)
@@ -483,7 +506,7 @@ def upload(backend, array: np.ndarray) -> DeviceArray:
     except BaseException:
         buffer.free()
         raise
-    return DeviceArray(buffer, array.shape, array.dtype, strides, offset, storage)
+    return DeviceArray._of(buffer, array.shape, array.dtype, strides, offset, storage)
 
 
 def device_like(backend, array: np.ndarray) -> DeviceArray:
@@ -491,7 +514,7 @@ def device_like(backend, array: np.ndarray) -> DeviceArray:
     if array.size == 0:
         return DeviceArray(DeviceBuffer(backend, 0), array.shape, array.dtype)
     _, _, nbytes, strides, offset, storage = host_layout(array)
-    return DeviceArray(DeviceBuffer(backend, nbytes), array.shape, array.dtype, strides, offset, storage)
+    return DeviceArray._of(DeviceBuffer(backend, nbytes), array.shape, array.dtype, strides, offset, storage)
 
 
 def empty(shape, dtype, *, backend=None) -> DeviceArray:

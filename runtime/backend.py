@@ -239,10 +239,12 @@ class Backend:
         fn = self.api.aclsysGetVersionStr
         if fn is None:
             return None
-        buf = self.ffi.new("char[]", VERSION_BUFFER)
+        # one answer buffer per thread, made once: this is asked on every call
+        buf = getattr(self._tls, "version_buffer", None)
+        if buf is None:
+            buf = self._tls.version_buffer = self.ffi.new("char[]", VERSION_BUFFER)
         for package in VERSION_PACKAGES:
-            name = self.ffi.new("char[]", package)
-            if fn(name, buf) == 0:
+            if fn(package, buf) == 0:
                 text = self.ffi.string(buf).decode("utf-8", "replace").strip()
                 if text:
                     return text

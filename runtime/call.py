@@ -178,6 +178,7 @@ class BoundOp:
         self.outputs = tuple(by_name[name] for name in meta["outputs"])
         self.newest_version = _newest_version(meta)
         self._versions: dict[str | None, str] = {}
+        self.signatures: dict[tuple, tuple] = {}  # call signature -> (outputs to allocate, validated)
         # the op is (package, symbol); listeners such as the simulator's kernels learn of it
         self.package = package_of(meta)
         _announce(meta)
@@ -193,6 +194,11 @@ class BoundOp:
             self._versions[version] = found
             check_release(self.meta, version)
         return found
+
+    def remember(self, key: tuple, entry: tuple) -> None:
+        if len(self.signatures) >= SIGNATURE_CACHE_SIZE:
+            self.signatures.clear()  # many shapes: start over rather than grow without bound
+        self.signatures[key] = entry
 
     def functions(self, backend):
         return backend.op_functions(self.meta, self.package)
@@ -221,7 +227,8 @@ class BoundOp:
 
     # -- the call ----------------------------------------------------------------------------------
     def __call__(self, *args, stream=None, validate: bool = True):
-        prepared = self.prepare(*args, stream=stream, validate=validate)
+        # launched and closed right here (try/finally), so it needs no finaliser
+        prepared = self.prepare(*args, stream=stream, validate=validate, _guarded=False)
         try:
             prepared.launch(stream)
         except BaseException:
@@ -229,7 +236,7 @@ class BoundOp:
             raise
         return prepared.finish(stream)
 
-    def prepare(self, *args, stream=None, validate: bool = True) -> "Prepared":
+    def prepare(self, *args, stream=None, validate: bool = True, _guarded: bool = True) -> "Prepared":
         """Phase one only: validation, device copies, descriptors and GetWorkspaceSize."""
         if len(args) != self.nparams:
             raise TypeError(
@@ -237,7 +244,39 @@ class BoundOp:
                 f"({', '.join(p.py for p in self.params)}), got {len(args)}"
             )
         backend = _stream_backend(stream)
-        return Prepared(self, backend, args, validate)
+        return Prepared(self, backend, args, validate, guarded=_guarded)
+
+
+SIGNATURE_CACHE_SIZE = 512  # signatures remembered per op
+# Scalar and attribute values whose type and value alone decide validation (immutable, hashable).
+_PLAIN_VALUES = (bool, int, float, str, np.generic)
+
+
+def _value_key(value):
+    """What validation and output inference read of one argument, as a hashable key; raises
+    TypeError for a value of a type whose state the key could not capture."""
+    t = type(value)
+    if value is None:
+        return None
+    if t is np.ndarray:
+        return (t, value.shape, value.dtype, value.flags.c_contiguous)
+    if t is DeviceArray:
+        return (t, value.shape, value.dtype, value.strides)
+    if t in (list, tuple):
+        return (t, tuple(_value_key(v) for v in value))
+    if isinstance(value, _PLAIN_VALUES):
+        return (t, value)
+    raise TypeError(t)
+
+
+def _signature(op: "BoundOp", values: Mapping[str, Any], soc, version) -> tuple | None:
+    """The call's signature for `BoundOp.signatures`; None when an argument cannot be keyed."""
+    try:
+        key = (soc, version, tuple(_value_key(values[p.name]) for p in op.params))
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _stream_backend(stream):
@@ -344,12 +383,15 @@ class Prepared:
     executor until `close()` (or `finish()`); a prepared call that is dropped without either
     gives its descriptors and executor back through a finaliser."""
 
-    def __init__(self, op: BoundOp, backend, args: Sequence[Any], validate: bool):
+    def __init__(self, op: BoundOp, backend, args: Sequence[Any], validate: bool, *, guarded: bool = True):
         self.op = op
         self.backend = backend
         self._owned = _Descriptors(backend)
-        self._finalizer = weakref.finalize(self, self._owned.release)
-        self._finalizer.atexit = False  # at exit the runtime may already be finalised
+        if guarded:  # a prepared call handed to the caller, who may drop it
+            self._finalizer = weakref.finalize(self, self._owned.release)
+            self._finalizer.atexit = False  # at exit the runtime may already be finalised
+        else:
+            self._finalizer = self._owned.release
         self.workspace_size = 0
         self.workspace: DeviceBuffer | None = None
         self.launched = False
@@ -384,21 +426,25 @@ class Prepared:
             value = args[p.index]
             values[p.name] = _as_tensor(value) if p.kind == "tensor" else value
         self.device_mode = any(isinstance(values[p.name], DeviceArray) for p in op.tensors)
+        soc = b.soc_name()
         version = op.validation_version(b.version())
-        missing = [p for p in op.outputs if values[p.name] is None]
-        if missing:
-            inferred = infer_outputs(meta, values, version)
-            first = next((values[p.name] for p in op.inputs if _is_array(values[p.name])), None)
-            for p in missing:
-                if p.name in inferred:
-                    shape, dtype = inferred[p.name]
-                    values[p.name] = _OutputSpec(shape, dtype)
-                elif first is not None:
-                    # nothing to infer from (e.g. an input dtype NumPy cannot promote): follow the
-                    # first input, so the validator reports the input, not a "NULL" output
-                    values[p.name] = _OutputSpec(first.shape, first.dtype)
-        if validate:
+        # What a call of this signature (shapes, dtypes, layouts, scalar values, SoC, version)
+        # needs is worked out once: the outputs to allocate, and whether it passed validation.
+        # Only a call that passed is remembered as validated, so a bad call is checked every time.
+        key = _signature(op, values, soc, version)
+        known = op.signatures.get(key) if key is not None else None
+        if known is None:
+            allocate = self._outputs_to_allocate(values, version)
+            validated = False
+        else:
+            allocate, validated = known
+        for name, shape, dtype in allocate:
+            values[name] = _OutputSpec(shape, dtype)
+        if validate and not validated:
             validate_values(meta, values, family=b.family(), version=version)
+            validated = True
+        if key is not None and (known is None or validated != known[1]):
+            op.remember(key, (allocate, validated))
         self.values = values
         gws, self._launch_fn, self.library = op.functions(b)
 
@@ -419,6 +465,25 @@ class Prepared:
             raise AclnnStatusError(status=rc, op=op.name, function=op.gws_name, recent_message=b.recent_error() or None)
         self.executor = ex[0]
         self.workspace_size = int(ws[0])
+
+    def _outputs_to_allocate(self, values, version) -> tuple:
+        """(C name, shape, dtype) of each output the caller left out: inferred from the inputs."""
+        op = self.op
+        missing = [p for p in op.outputs if values[p.name] is None]
+        if not missing:
+            return ()
+        inferred = infer_outputs(op.meta, values, version)
+        first = next((values[p.name] for p in op.inputs if _is_array(values[p.name])), None)
+        allocate = []
+        for p in missing:
+            if p.name in inferred:
+                shape, dtype = inferred[p.name]
+                allocate.append((p.name, tuple(shape), np.dtype(dtype)))
+            elif first is not None:
+                # nothing to infer from (e.g. an input dtype NumPy cannot promote): follow the
+                # first input, so the validator reports the input, not a "NULL" output
+                allocate.append((p.name, tuple(first.shape), np.dtype(first.dtype)))
+        return tuple(allocate)
 
     def _tensor(self, p: _Param, value):
         b, ffi = self.backend, self.backend.ffi
@@ -663,6 +728,26 @@ class Prepared:
         self.close()
 
 
+_LAYOUTS: dict[tuple, tuple] = {}  # (ffi, shape, strides, storage size) -> the three int64_t arrays
+LAYOUT_CACHE_SIZE = 1024
+
+
+def _layout(ffi, shape, strides, storage_size) -> tuple:
+    """The dims, strides and storage-dims arrays of a descriptor, made once per layout:
+    aclCreateTensor copies them, so one set serves every call (and every thread) alike."""
+    key = (ffi, shape, strides, storage_size)
+    found = _LAYOUTS.get(key)
+    if found is None:
+        if len(_LAYOUTS) >= LAYOUT_CACHE_SIZE:
+            _LAYOUTS.clear()
+        found = _LAYOUTS[key] = (
+            ffi.new("int64_t[]", list(shape) or [0]),
+            ffi.new("int64_t[]", list(strides) or [0]),
+            ffi.new("int64_t[]", [storage_size]),
+        )
+    return found
+
+
 def tensor_descriptor(backend, dev: DeviceArray, *, param: str | None = None, op: str | None = None):
     """aclCreateTensor for a device array: view dims/strides/offset in elements, format ND, 1-D
     storage dims (the storage's element count), data = the storage base (NULL when empty). The
@@ -670,9 +755,7 @@ def tensor_descriptor(backend, dev: DeviceArray, *, param: str | None = None, op
     ffi = backend.ffi
     dtype = acl_dtype(dev.dtype, param=param, op=op)
     shape = dev.shape
-    dims = ffi.new("int64_t[]", list(shape) or [0])
-    strides = ffi.new("int64_t[]", list(dev.strides) or [0])
-    storage = ffi.new("int64_t[]", [dev.storage_size])
+    dims, strides, storage = _layout(ffi, shape, dev.strides, dev.storage_size)
     data = ffi.cast("void *", dev.address) if dev.address else ffi.NULL
     handle = backend.api.aclCreateTensor(dims, len(shape), dtype, strides, dev.offset, ACL_FORMAT_ND, storage, 1, data)
     if handle == ffi.NULL:
