@@ -115,11 +115,21 @@ _lock = threading.RLock()
 # --- ops, packages and sources --------------------------------------------------------------------
 
 
+VALIDATED_CACHE_SIZE = 512  # executor signatures remembered as validated, per op
+
+
 @dataclass
 class OpEntry:
     meta: Mapping[str, Any]
     package: str | None  # the package whose meta/ and reference/ hold the op
     _reference: Any = None
+    # executor signatures that passed a data profile's checks (see _validation_key)
+    validated: set = field(default_factory=set)
+
+    def remember(self, key: tuple) -> None:
+        if len(self.validated) >= VALIDATED_CACHE_SIZE:
+            self.validated.clear()
+        self.validated.add(key)
 
     def reference(self):
         """The callable reference: Reference(values by C name, out_dtypes=, mode=, version=)."""
@@ -552,6 +562,26 @@ def read_view(sim_ffi, controls, view) -> list[ViewArg]:
     return out
 
 
+def _validation_key(profile: "Profile", family: str, version: str, args: list[ViewArg]) -> tuple | None:
+    """What a data profile's checks read of an executor (layouts, dtypes, scalar and attribute
+    values, the family and version), as a key; None when it cannot be one. Only data profiles
+    are keyed: a hand-built profile's check may depend on anything."""
+    if profile.data is None:
+        return None
+    try:
+        key = (profile.data, family, version, tuple(
+            (a.name, a.kind, a.is_null, a.shape, a.strides, a.dtype, a.format, type(a.value),
+             tuple(a.value) if isinstance(a.value, list) else a.value)
+            for a in args
+        ))
+        hash(key)
+    except TypeError:
+        return None
+    if any(isinstance(a.value, _NotANumber) for a in args):
+        return None
+    return key
+
+
 # --- recording (for tests: what the library received) -----------------------------------------------
 
 _RECORD: collections.deque = collections.deque(maxlen=64)
@@ -562,7 +592,12 @@ def recorded(symbol: str | None = None) -> list[dict]:
     "workspace"}; only those of `symbol` when given."""
     with _lock:
         items = list(_RECORD)
-    return [r for r in items if symbol is None or r["op"] == symbol]
+    # described here, not in the hook: the prepare hook only keeps the snapshot
+    return [
+        {"op": op, "package": package, "args": {a.name: a.describe() for a in args}, "workspace": size}
+        for op, package, args, size in items
+        if symbol is None or op == symbol
+    ]
 
 
 def clear_recorded() -> None:
@@ -643,15 +678,20 @@ class Kernels:
             except UnknownSocError as exc:
                 _write_message(ffi, message, cap, str(exc))
                 return ACLNN_ERR_INNER
-            try:
-                profile.validate(entry.meta, values, family=family, version=self._version())
-            except AclnnValidationError as exc:
-                _write_message(ffi, message, cap, f"{exc} (profile {profile.name!r})")
-                return exc.status
+            version = self._version()
+            key = _validation_key(profile, family, version, args)
+            if key is None or key not in entry.validated:
+                try:
+                    profile.validate(entry.meta, values, family=family, version=version)
+                except AclnnValidationError as exc:
+                    _write_message(ffi, message, cap, f"{exc} (profile {profile.name!r})")
+                    return exc.status
+                if key is not None:
+                    entry.remember(key)
         size = int(profile.workspace(entry.meta, by_name))
         workspace_size[0] = size
         with _lock:
-            _RECORD.append({"op": symbol, "package": entry.package, "args": {a.name: a.describe() for a in args}, "workspace": size})
+            _RECORD.append((symbol, entry.package, args, size))
         return 0
 
     # -- run -------------------------------------------------------------------------------------
@@ -671,6 +711,7 @@ class Kernels:
         roles = {p["name"]: p["role"] for p in meta["params"]}
         values: dict[str, Any] = {}
         outputs: dict[str, np.ndarray] = {}
+        inputs: list[ViewArg] = []
         for a in args:
             role = roles.get(a.name)
             if a.is_tensor:
@@ -679,9 +720,15 @@ class Kernels:
                 elif a.kind in OUTPUT_KINDS or role == "output":
                     outputs[a.name] = a.array()
                 else:
-                    values[a.name] = np.array(a.array())  # a private copy: outputs may alias inputs
+                    inputs.append(a)
             else:
                 values[a.name] = None if a.is_null else a.value
+        for a in inputs:
+            view = a.array()
+            if any(np.may_share_memory(view, out) for out in outputs.values()):
+                view = np.array(view)  # a private copy: the kernel writes an output it overlaps
+            view.flags.writeable = False  # a reference never writes its inputs
+            values[a.name] = view
         if workspace != ffi.NULL and workspace_size:
             n = min(int(workspace_size), _SCRIBBLE_LIMIT)
             ffi.memmove(workspace, b"\x5a" * n, n)  # the kernel owns its workspace
