@@ -18,7 +18,6 @@ from typing import Callable, Mapping
 
 import ml_dtypes
 import numpy as np
-from scipy import special
 
 from aclnngen.runtime.dtypekinds import category
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
@@ -154,6 +153,8 @@ class Numerics:
         return np.sign(self._num(x))
 
     def erf(self, x):
+        from scipy import special  # deferred: scipy costs ~0.5 s to import; only erf needs it
+
         return special.erf(self._num(x))
 
     def tanh(self, x):
