@@ -1,0 +1,27 @@
+"""Importing a binding stays light: nothing heavy (scipy, torch, jinja2, pydantic, the
+generator) is imported until an op needs it. A property of the import graph, checked in a fresh
+interpreter through sys.modules, not a timing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("scipy", "torch", "jinja2", "pydantic", "yaml", "hypothesis", "pytest", "aclnngen.codegen", "aclnngen.verify")
+
+PROBE = r"""
+import importlib, json, sys
+from aclnngen.generated import OPS
+for snake in OPS:
+    importlib.import_module(f"aclnngen.generated.ops.{snake}")
+heavy = sys.argv[1].split(",")
+print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))))
+"""
+
+
+def test_importing_every_binding_imports_nothing_heavy():
+    out = subprocess.run([sys.executable, "-c", PROBE, ",".join(HEAVY)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found == [], f"importing the bindings imported {found}"
