@@ -35,6 +35,7 @@ freed or short memory, the runtime refuses them itself with the same status (161
 
 from __future__ import annotations
 
+import functools
 import numbers
 import sys
 import threading
@@ -748,6 +749,12 @@ def _layout(ffi, shape, strides, storage_size) -> tuple:
     return found
 
 
+@functools.lru_cache(maxsize=None)
+def _void_p(ffi):
+    """The `void *` type of an FFI, looked up once (a type string is parsed on every cast)."""
+    return ffi.typeof("void *")
+
+
 def tensor_descriptor(backend, dev: DeviceArray, *, param: str | None = None, op: str | None = None):
     """aclCreateTensor for a device array: view dims/strides/offset in elements, format ND, 1-D
     storage dims (the storage's element count), data = the storage base (NULL when empty). The
@@ -756,7 +763,8 @@ def tensor_descriptor(backend, dev: DeviceArray, *, param: str | None = None, op
     dtype = acl_dtype(dev.dtype, param=param, op=op)
     shape = dev.shape
     dims, strides, storage = _layout(ffi, shape, dev.strides, dev.storage_size)
-    data = ffi.cast("void *", dev.address) if dev.address else ffi.NULL
+    address = dev.address
+    data = ffi.cast(_void_p(ffi), address) if address else ffi.NULL
     handle = backend.api.aclCreateTensor(dims, len(shape), dtype, strides, dev.offset, ACL_FORMAT_ND, storage, 1, data)
     if handle == ffi.NULL:
         raise AclnnStatusError(

@@ -3,6 +3,7 @@ release lies outside them (the spec's facts may then be stale or premature)."""
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from .versions import CannVersion, is_version
 _TAG = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-(beta|rc)\.(\d+))?(\.pre)?$")
 
 
+@functools.lru_cache(maxsize=256)  # asked on every call with the library's answer: a pure function of it
 def as_release(text: str | None) -> str | None:
     """A CANN release spelling for `text`: itself when it is one (8.5.0, 8.0.RC1), else the
     spelling a vendor tag or version string stands for, in the same order as the vendor's
