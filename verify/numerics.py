@@ -248,5 +248,13 @@ def evaluate(body: Callable[..., tuple], *, inputs: Mapping[str, np.ndarray],
             raise ValueError(f"the formula returned {type(results).__name__} "
                              f"{len(results) if isinstance(results, tuple) else ''}; expected a tuple "
                              f"of {len(outputs)} output(s) ({', '.join(outputs)})")
-        return tuple(np.asarray(r).astype(golden_dtype(m.dtype) if mode == "golden" else dt)
+        return tuple(_as_output(r, golden_dtype(m.dtype) if mode == "golden" else dt)
                      for r, dt in zip(results, outputs.values()))
+
+
+def _as_output(result, dtype) -> np.ndarray:
+    """A result in its output dtype: a fresh, writeable array of the formula's already in that
+    dtype is returned as is (no second full-size copy), anything else is converted (a copy)."""
+    if isinstance(result, np.ndarray) and result.dtype == dtype and result.flags.owndata and result.flags.writeable:
+        return result
+    return np.asarray(result).astype(dtype)
