@@ -7,7 +7,10 @@ with their roles, scalar dtypes as aclDataType values, the output positions) and
   1. makes sure the session is up (backend loaded, ACL initialised, this thread has a context);
   2. infers the missing outputs (`shapes.infer_outputs`), then validates every argument against
      the spec for the session's product family and CANN version (unless validate=False) BEFORE
-     anything reaches C: no device memory is allocated for a call the validator rejects;
+     anything reaches C: no device memory is allocated for a call the validator rejects. Both
+     are worked out once per call signature (`BoundOp.signatures`: each argument's type, shape,
+     dtype and layout, scalar and attribute values, the SoC name, the CANN version); only a call
+     that passed validation is remembered as validated, so a bad call is refused every time;
   3. brings the tensors to the device (NumPy inputs are copied with their view layout, see
      arrays.py; DeviceArrays are used in place), creates aclTensor/aclScalar descriptors;
   4. calls XxxGetWorkspaceSize, allocates the workspace only when it is non-zero, launches Xxx on

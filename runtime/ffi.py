@@ -13,6 +13,8 @@ own controls have their FFI in aclnngen.runtime.sim.controls.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
 from functools import lru_cache
 from importlib import resources
@@ -94,8 +96,17 @@ def op_ffi(meta: Mapping[str, Any]) -> cffi.FFI:
 
 def dlopen(ffi: cffi.FFI, path: str | Path):
     """`ffi.dlopen(path)`; OSError with the loader's message when it fails."""
+    text = str(path)
+    if os.sep not in text:
+        # A bare name: the dynamic loader's search only. cffi retries a failure with
+        # ctypes.util.find_library, which runs ldconfig and the compiler (tens of ms per name,
+        # on every first call where CANN is absent); ask the loader alone first.
+        try:
+            ctypes.CDLL(text)
+        except OSError as exc:
+            raise OSError(f"cannot load library {text!r}: {exc}") from None
     try:
-        return ffi.dlopen(str(path))
+        return ffi.dlopen(text)
     except OSError:
         raise
     except Exception as exc:  # cffi raises OSError for loader errors; be defensive anyway
