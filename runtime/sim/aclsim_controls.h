@@ -133,6 +133,9 @@ int aclsim_view_num_args(const void *executor_view);
 int aclsim_view_arg(const void *executor_view, int index, struct aclsim_arg_view *out);
 unsigned int aclsim_view_flags(const void *executor_view);
 uint64_t aclsim_view_workspace_size(const void *executor_view);
+/* The executor's serial number: unique in the process (never reused, also across aclsim_reset),
+ * so a snapshot taken at prepare can be matched to the same executor at run; 0 when not live. */
+uint64_t aclsim_view_serial(const void *executor_view);
 
 /* Release helpers for memory returned by aclGetViewShape/StorageShape/ViewStrides (which
  * the real library allocates with new[]); equivalent to free(). */

@@ -764,6 +764,15 @@ unsigned int aclsim_view_flags(const void *executor_view)
     return f;
 }
 
+uint64_t aclsim_view_serial(const void *executor_view)
+{
+    SIM_LOCK();
+    aclOpExecutor *ex = view_lookup(executor_view);
+    uint64_t serial = ex ? ex->serial : 0;
+    SIM_UNLOCK();
+    return serial;
+}
+
 uint64_t aclsim_view_workspace_size(const void *executor_view)
 {
     SIM_LOCK();
