@@ -84,3 +84,29 @@ def test_full_poison_is_a_debug_setting(monkeypatch):
     assert np.isnan(_fresh(1 << 20)).all()
     monkeypatch.setenv("ACLNNGEN_SIM_POISON", "8M")  # a size: blocks up to it whole
     assert np.isnan(_fresh(1 << 20)).all()
+
+
+def test_a_run_never_reads_another_executors_snapshot():
+    """The run hook reuses what prepare read of the same executor; an executor prepared while the
+    kernels were off has no snapshot, and must not get the one of an earlier executor that lived
+    at the same address (its buffers are gone)."""
+    fn = _gelu()
+    call = importlib.import_module("aclnngen.generated.ops.gelu_backward")._CALL
+    b = session.backend()
+    x1 = np.full((8,), 0.25, np.float32)
+    x2 = np.linspace(-2, 2, 8, dtype=np.float32)
+    want = fn(x2, x2)
+    for _ in range(5):
+        first = call.prepare(x1, x1, None)  # snapshot taken, then dropped unlaunched
+        first.close()
+        b.set_kernels(False)
+        try:
+            second = call.prepare(x2, x2, None)  # no prepare hook: no snapshot
+        finally:
+            b.set_kernels(True)
+        try:
+            second.launch()
+            got = second.finish()
+        finally:
+            second.close()
+        np.testing.assert_array_equal(got, want)
