@@ -13,7 +13,7 @@ from aclnngen.codegen.loader import load_products, load_spec
 from aclnngen.verify import opcheck
 
 HERE = Path(__file__).resolve().parent
-BASE = (HERE / "data" / "custom_specs" / "ops" / "leaky_relu_backward.yaml").read_text(encoding="utf-8")
+BASE = (HERE / "data" / "custom_specs" / "ops" / "sloped_step_backward.yaml").read_text(encoding="utf-8")
 BOOL_ATTR = "    c_type: bool\n    default: false\n"
 ENUM_ATTR = "    c_type: char*\n    choices: [plain, result]\n"
 ROWS = "return_codes:\n"
@@ -22,7 +22,7 @@ VALUE_ROW = ("return_codes:\n  - status: 161002\n    check: attribute_value\n   
 
 
 def _spec(tmp_path: Path, text: str):
-    path = tmp_path / "leaky_relu_backward.yaml"
+    path = tmp_path / "sloped_step_backward.yaml"
     path.write_text(text, encoding="utf-8")
     return load_spec(path, load_products()).spec
 

@@ -17,7 +17,7 @@ from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.validation import validate
 
 HERE = Path(__file__).resolve().parent
-BASE = (HERE / "data" / "custom_specs" / "ops" / "leaky_relu_backward.yaml").read_text(encoding="utf-8")
+BASE = (HERE / "data" / "custom_specs" / "ops" / "sloped_step_backward.yaml").read_text(encoding="utf-8")
 ANCHOR = "    scalar_dtype: float32\n    default: 0.01\n"
 
 
@@ -25,7 +25,7 @@ def _spec(tmp_path: Path, when: str, default: str = "-0.5"):
     assert ANCHOR in BASE
     text = BASE.replace(ANCHOR, f"    scalar_dtype: float32\n    default: {default}\n"
                                 f"    constraints:\n      - {{op: '>=', value: 0, when: {when}}}\n")
-    path = tmp_path / "leaky_relu_backward.yaml"
+    path = tmp_path / "sloped_step_backward.yaml"
     path.write_text(text, encoding="utf-8")
     return load_spec(path, load_products()).spec
 
@@ -66,14 +66,14 @@ def test_cases_and_sweeps_respect_the_condition(tmp_path):
 def test_a_condition_naming_nothing_real_is_an_error(tmp_path, when, pattern):
     with pytest.raises(SpecError, match=pattern) as info:
         _spec(tmp_path, when)
-    assert "leaky_relu_backward.yaml:" in str(info.value)
+    assert "sloped_step_backward.yaml:" in str(info.value)
 
 
 def test_a_dtype_allowed_only_under_a_condition(tmp_path):
     plain = "      - {families: [a2, a3], dtypes: [float16, float32, bfloat16]}\n"
     assert BASE.count(plain) == 3
     text = BASE.replace(plain, plain + "      - {families: [a2], dtypes: [float64], when: {selfIsResult: true}}\n")
-    path = tmp_path / "leaky_relu_backward.yaml"
+    path = tmp_path / "sloped_step_backward.yaml"
     path.write_text(text, encoding="utf-8")
     spec = load_spec(path, load_products()).spec
     meta = metadata.build(spec)

@@ -1,6 +1,6 @@
 """Adding an op only requires a spec: ops outside the five, generated into a stand-alone package.
 
-LeakyReluBackward has a scalar and a bool attribute; EluBackward has three scalars and an
+SlopedStepBackward has a scalar and a bool attribute; ScaledExpBackward has three scalars and an
 attribute before its tensor and a formula that branches on the attribute. Only the specs are
 written by hand (copied into a temporary directory); everything else is generated, then the
 generated reference, validator and binding tests (the custom ops' simulator entry points are built
@@ -48,7 +48,7 @@ def _pytest(package: Path, mutation: str = "", *extra):
 
 def test_only_generated_files_besides_the_specs(package):
     files = sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    for op in ("leaky_relu_backward", "elu_backward"):
+    for op in ("sloped_step_backward", "scaled_exp_backward"):
         for expected in (f"meta/{op}.py", f"ops/{op}.py", f"reference/{op}.py", f"tests/test_{op}.py", f"docs/{op}.md"):
             assert expected in files
     for path in files:
@@ -60,14 +60,14 @@ def test_check_sees_the_package_fresh_then_stale(package):
     specs = package.parent.parent / "specs"
     ok = _run([sys.executable, "-m", "aclnngen.codegen.cli", "check", "--specs", str(specs), "--out", str(package)])
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    victim = package / "reference" / "elu_backward.py"
+    victim = package / "reference" / "scaled_exp_backward.py"
     original = victim.read_text(encoding="utf-8")
     victim.write_text(original + "\n# edited\n", encoding="utf-8")
     try:
         stale = _run([sys.executable, "-m", "aclnngen.codegen.cli", "check", "--specs", str(specs), "--out", str(package)])
     finally:
         victim.write_text(original, encoding="utf-8")
-    assert stale.returncode == 1 and "stale: reference/elu_backward.py" in stale.stdout and "aclnngen generate --specs" in stale.stdout
+    assert stale.returncode == 1 and "stale: reference/scaled_exp_backward.py" in stale.stdout and "aclnngen generate --specs" in stale.stdout
 
 
 def _outcome(result) -> tuple[int, int]:
@@ -107,11 +107,11 @@ def test_generated_tests_fail_when_a_piece_is_broken(package, mutation, must_fai
 def test_a_wrong_formula_in_the_spec_fails_the_oracle_tests(tmp_path):
     specs = tmp_path / "specs"
     shutil.copytree(SPECS, specs)
-    spec = specs / "ops" / "leaky_relu_backward.yaml"
+    spec = specs / "ops" / "sloped_step_backward.yaml"
     spec.write_text(spec.read_text(encoding="utf-8").replace("grad_output * negative_slope)", "grad_output * negative_slope * 2)"), encoding="utf-8")
     out = tmp_path / "pkg" / "broken_ops"
     assert _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)]).returncode == 0
-    result = _pytest(out, "", "-rf", "-k", "leaky and reference")
+    result = _pytest(out, "", "-rf", "-k", "sloped and reference")
     assert result.returncode == 1 and "FAILED" in result.stdout, result.stdout[-2000:]
 
 
@@ -119,13 +119,13 @@ def test_directives_mark_expected_failures_and_report_those_that_start_passing(p
     directives = tmp_path / "directives.yaml"
     directives.write_text(
         "expected_failures:\n"
-        "  - {op: LeakyReluBackward, test: validator_dtype, family: a2, dtype: float16,\n"
+        "  - {op: SlopedStepBackward, test: validator_dtype, family: a2, dtype: float16,\n"
         "     reason: 'pretend float16 is broken on A2'}\n"
         "tolerances: []\n",
         encoding="utf-8",
     )
     env_extra = {"ACLNNGEN_DIRECTIVES": str(directives)}
-    result = _pytest_env(package, env_extra, "-rfX", "-k", "leaky and validator_dtype and A2-float16")
+    result = _pytest_env(package, env_extra, "-rfX", "-k", "sloped and validator_dtype and A2-float16")
     # The case passes, so the strict expected failure is reported as a failure that names the reason.
     assert result.returncode == 1 and "XPASS(strict)" in result.stdout and "pretend float16 is broken" in result.stdout, result.stdout[-2000:]
 
@@ -135,12 +135,12 @@ def test_a_tolerance_override_replaces_the_policy(package, tmp_path):
     directives.write_text(
         "expected_failures: []\n"
         "tolerances:\n"
-        "  - {op: EluBackward, test: reference, dtype: float32, rtol: 0.0, atol: 0.0,\n"
+        "  - {op: ScaledExpBackward, test: reference, dtype: float32, rtol: 0.0, atol: 0.0,\n"
         "     reason: 'demand bit-exact float32 to show the override applies'}\n",
         encoding="utf-8",
     )
-    result = _pytest_env(package, {"ACLNNGEN_DIRECTIVES": str(directives)}, "-rf", "-k", "elu and reference and float32-adversarial")
-    # The transcendental elu differs from torch by an ULP somewhere: a zero tolerance must fail it,
+    result = _pytest_env(package, {"ACLNNGEN_DIRECTIVES": str(directives)}, "-rf", "-k", "scaled_exp and reference and float32-adversarial")
+    # The transcendental exp branch differs from torch by an ULP somewhere: a zero tolerance must fail it,
     # while the default policy passes it (test_generated_reference_and_validator_tests_pass).
     assert result.returncode == 1 and "outside rtol=0, atol=0" in result.stdout, result.stdout[-2000:]
 
@@ -155,7 +155,7 @@ def test_a_custom_package_reads_the_directives_in_its_own_folder(package):
     own = package / "tests" / "directives.yaml"  # beside its generated tests, as documented
     own.write_text(
         "expected_failures:\n"
-        "  - {op: LeakyReluBackward, test: validator_dtype, family: a2, dtype: float16, case: A2-float16,\n"
+        "  - {op: SlopedStepBackward, test: validator_dtype, family: a2, dtype: float16, case: A2-float16,\n"
         "     reason: 'pretend float16 is broken on A2, in the package own directives'}\n",
         encoding="utf-8",
     )
@@ -166,7 +166,7 @@ def test_a_custom_package_reads_the_directives_in_its_own_folder(package):
             done = _run([sys.executable, "-m", "aclnngen.codegen.cli", command, "--specs", str(specs), "--out", str(package)])
             assert done.returncode == 0 and own.is_file(), done.stdout + done.stderr
         result = _run([sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-                       "-rfX", "-k", "leaky and validator_dtype and A2-float16"],
+                       "-rfX", "-k", "sloped and validator_dtype and A2-float16"],
                       env=dict(env, PYTHONPATH=str(package.parent)), cwd=package.parent)
     finally:
         own.unlink()

@@ -11,13 +11,13 @@ from aclnngen.codegen.errors import SpecError
 from aclnngen.codegen.loader import load_products, load_spec
 
 HERE = Path(__file__).resolve().parent
-BASE = (HERE / "data" / "custom_specs" / "ops" / "leaky_relu_backward.yaml").read_text(encoding="utf-8")
+BASE = (HERE / "data" / "custom_specs" / "ops" / "sloped_step_backward.yaml").read_text(encoding="utf-8")
 SELF = "    summary: The input x (or the forward result when selfIsResult).\n"
 OUT = "    summary: Gradient with respect to x.\n"
 
 
 def _load(tmp_path: Path, text: str):
-    path = tmp_path / "leaky_relu_backward.yaml"
+    path = tmp_path / "sloped_step_backward.yaml"
     path.write_text(text, encoding="utf-8")
     return load_spec(path, load_products()).spec
 
@@ -45,4 +45,4 @@ def test_a_wrong_meaning_or_forward_is_an_error_at_its_line(tmp_path, extra, anc
     with pytest.raises(SpecError, match=pattern) as info:
         _load(tmp_path, text)
     number = next(i for i, l in enumerate(text.splitlines(), 1) if line in l)
-    assert f"leaky_relu_backward.yaml:{number}:" in str(info.value), str(info.value)
+    assert f"sloped_step_backward.yaml:{number}:" in str(info.value), str(info.value)

@@ -66,15 +66,15 @@ def test_a_users_file_survives_and_an_edited_generated_file_is_refused(tmp_path)
     write(outputs, out, layout)
     (out / "notes.txt").write_text("mine\n")
     # Regenerating with one op fewer removes that op's files (manifest-owned, unedited), not notes.txt.
-    fewer = [o for o in outputs if "elu_backward" not in o.path or "leaky" in o.path]
+    fewer = [o for o in outputs if "scaled_exp_backward" not in o.path]
     _, removed = write(fewer, out, layout)
-    assert "ops/elu_backward.py" in removed and (out / "notes.txt").read_text() == "mine\n"
+    assert "ops/scaled_exp_backward.py" in removed and (out / "notes.txt").read_text() == "mine\n"
     write(outputs, out, layout)
-    edited = out / "ops" / "leaky_relu_backward.py"
+    edited = out / "ops" / "sloped_step_backward.py"
     edited.write_text(edited.read_text() + "# my change\n")
-    changed = [o if o.path != "ops/leaky_relu_backward.py" else type(o)(o.path, o.content + "# v2\n") for o in outputs]
+    changed = [o if o.path != "ops/sloped_step_backward.py" else type(o)(o.path, o.content + "# v2\n") for o in outputs]
     before = _hashes(out)
-    with pytest.raises(GenerateError, match=r"ops/leaky_relu_backward.py \(edited since aclnngen wrote it\).*--force"):
+    with pytest.raises(GenerateError, match=r"ops/sloped_step_backward.py \(edited since aclnngen wrote it\).*--force"):
         write(changed, out, layout)
     assert _hashes(out) == before
     write(changed, out, layout, force=True)
@@ -98,18 +98,18 @@ def test_a_symbolic_link_inside_the_folder_is_never_written_through(tmp_path, wh
     write(outputs, out, layout)
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "leaky_relu_backward.py").write_text("precious\n")
+    (outside / "sloped_step_backward.py").write_text("precious\n")
     if where == "file":
-        (out / "ops" / "leaky_relu_backward.py").unlink()
-        (out / "ops" / "leaky_relu_backward.py").symlink_to(outside / "leaky_relu_backward.py")
+        (out / "ops" / "sloped_step_backward.py").unlink()
+        (out / "ops" / "sloped_step_backward.py").symlink_to(outside / "sloped_step_backward.py")
     else:
         shutil.rmtree(out / "ops")
         (out / "ops").symlink_to(outside, target_is_directory=True)
     for force in (False, True):
         with pytest.raises(GenerateError, match="symbolic link"):
             write(outputs, out, layout, force=force)
-    assert sorted(p.name for p in outside.iterdir()) == ["leaky_relu_backward.py"]
-    assert (outside / "leaky_relu_backward.py").read_text() == "precious\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["sloped_step_backward.py"]
+    assert (outside / "sloped_step_backward.py").read_text() == "precious\n"
 
 
 def test_out_naming_a_file_is_one_line(tmp_path):

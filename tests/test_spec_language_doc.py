@@ -70,9 +70,9 @@ def test_every_section_the_errors_point_to_exists():
     ("    scalar_dtype: float32\n", "    scalar_dtype: float33\n", "scalars"),
 ])
 def test_a_validation_error_points_to_its_section(tmp_path, old, new, section):
-    base = (HERE / "data" / "custom_specs" / "ops" / "leaky_relu_backward.yaml").read_text(encoding="utf-8")
+    base = (HERE / "data" / "custom_specs" / "ops" / "sloped_step_backward.yaml").read_text(encoding="utf-8")
     assert old in base
-    path = tmp_path / "leaky_relu_backward.yaml"
+    path = tmp_path / "sloped_step_backward.yaml"
     path.write_text(base.replace(old, new, 1), encoding="utf-8")
     with pytest.raises(SpecError) as info:
         load_spec(path, load_products())
