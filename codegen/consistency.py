@@ -49,6 +49,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _return_codes(spec)
     _oracle(spec)
     _conditions(spec)
+    _dims(spec)
     _defects(spec)
 
 
@@ -341,8 +342,9 @@ def _return_codes(spec: "OpSpec") -> None:
                     raise FieldProblem(("return_codes", i, "params", j), f"{name!r} has no constraints for a scalar_range row to test")
         elif row.check == "attribute_value":
             for j, name in enumerate(row.params):
-                if not spec.parameter(name).choices:
-                    raise FieldProblem(("return_codes", i, "params", j), f"{name!r} has no 'choices' for an attribute_value row to test")
+                if not (spec.parameter(name).choices or spec.parameter(name).dim_of):
+                    raise FieldProblem(("return_codes", i, "params", j),
+                                       f"{name!r} has no 'choices' or 'dim_of' for an attribute_value row to test")
         elif row.check in _RULE_CHECKS:
             covered = {n for r in spec.rules if r.kind == row.check for _, n in rule_params(r)}
             if not any(r.kind == row.check for r in spec.rules):
@@ -350,6 +352,19 @@ def _return_codes(spec: "OpSpec") -> None:
             for j, name in enumerate(row.params):
                 if name not in covered:
                     raise FieldProblem(("return_codes", i, "params", j), f"no {row.check!r} rule names {name!r}")
+
+
+def _dims(spec: "OpSpec") -> None:
+    """A `dim_of` names a tensor parameter; a default dim is one every rank from 0 accepts (0 or -1)."""
+    tensors = [q.name for q in spec.parameters if q.is_tensor]
+    for i, p in enumerate(spec.parameters):
+        if p.dim_of is None:
+            continue
+        if p.dim_of not in tensors:
+            raise FieldProblem(("parameters", i, "dim_of"), _unknown("tensor parameter", p.dim_of, tensors))
+        if p.default is not None and p.default not in (0, -1):
+            raise FieldProblem(("parameters", i, "default"),
+                               f"{p.name!r} default {p.default!r} is not a dim of every rank; use 0 or -1")
 
 
 def _conditions(spec: "OpSpec") -> None:

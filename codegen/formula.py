@@ -86,6 +86,11 @@ FUNCTIONS: dict[str, Function] = {
             "sum e over every dim except dim 1, shape (C,) (numel-1 w: sum of everything, shaped like w)",
             "reduction"),
         _fn("sum", "e:num dims:dims", "sum e over dims (no kept dims)", "reduction"),
+        _fn("sum_keepdim", "e:num dims:dims",
+            "sum e over dims, keeping each as size 1 so the result broadcasts against e", "reduction"),
+        _fn("softmax", "x:num dims:dims",
+            "exp(x) / sum_keepdim(exp(x), dims), computed without overflow (a forward function)",
+            "reduction"),
         _fn("extern", "kernel:kernel args:*any",
             "call the hand-written kernel registered in verify/numerics.py EXTERN_KERNELS",
             "extern"),
@@ -184,7 +189,7 @@ _FORBIDDEN = {
     ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",
     ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression",
     ast.List: "list", ast.Set: "set", ast.Dict: "dict",
-    ast.Tuple: "tuple (tuples are only allowed as the dims of sum)",
+    ast.Tuple: "tuple (tuples are only allowed as the dims of sum, sum_keepdim and softmax)",
     ast.NamedExpr: "assignment expression (:=)", ast.Lambda: "lambda",
     ast.IfExp: "conditional expression (write where(cond, a, b))",
     ast.Starred: "starred argument", ast.Await: "await", ast.Yield: "yield",
@@ -448,9 +453,10 @@ class _Parser:
     def dims(self, role: str, arg: ast.AST) -> Node:
         if isinstance(arg, ast.Name) and self.names.get(arg.id) == "attribute":
             return Name(arg.id, "attribute")
-        if isinstance(arg, ast.Tuple):
+        items = arg.elts if isinstance(arg, ast.Tuple) else [arg]  # one dim may stand alone: sum(e, 1)
+        if isinstance(arg, ast.Tuple) or isinstance(arg, (ast.Constant, ast.UnaryOp)):
             values = []
-            for item in arg.elts:
+            for item in items:
                 sign, inner = 1, item
                 if isinstance(item, ast.UnaryOp) and isinstance(item.op, ast.USub):
                     sign, inner = -1, item.operand
@@ -459,8 +465,8 @@ class _Parser:
                 values.append(sign * inner.value)
             else:
                 return Dims(tuple(values))
-        self.fail(f"{role} must be a tuple of int literals such as (0, 2) or (1,), or the name of "
-                  "an attribute", arg)
+        self.fail(f"{role} must be an int literal such as -1, a tuple of them such as (0, 2), or the "
+                  "name of an attribute", arg)
 
     def check_extern_arity(self, kernel_name: str, count: int, node: ast.AST) -> None:
         kernel = _extern_kernels()[kernel_name]

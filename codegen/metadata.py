@@ -8,7 +8,7 @@ META = {
     "products": [{"family", "supported", "since", "until"}],
     "params": [{"name", "py", "role", "c_type", "optional", "dtypes": [{"families", "dtypes", "since", "until"}],
                 "scalar_dtype", "scalar_dtypes", "default", "constraints": [{"op", "value", "status", "since", "until"}],
-                "attr_type", "choices"}],
+                "attr_type", "choices", "dim_of" (only a dimension attribute), "meaning"}],
     "rules": [{"kind", "status", "since", "until", ...the rule's own fields}],
     "return_codes": [{"status", "check", "params", "condition", "since", "until"}],
     "outputs": [C names of the output tensors, in order],
@@ -43,6 +43,7 @@ def _param(p) -> dict:
                          **({"when": dict(c.when)} if c.when else {})} for c in p.constraints],
         "attr_type": p.c_type,
         "choices": list(p.choices),
+        **({"dim_of": p.dim_of} if p.dim_of else {}),  # absent: not a dimension
         **({"meaning": p.meaning} if p.meaning else {}),  # absent: meaning by position
     }
 

@@ -244,6 +244,8 @@ class Parameter(Frozen):
     """Attributes: the C type (bool, int64_t, double, char*, aclIntArray*)."""
     choices: list[str] = []
     """Attributes of type char*: the allowed values."""
+    dim_of: CIdentifier | None = None
+    """int64_t attributes naming a dimension of this tensor (C name): valid from -rank to rank-1 (a 0-d tensor: -1 and 0)."""
 
     @property
     def is_tensor(self) -> bool:
@@ -261,7 +263,8 @@ class Parameter(Frozen):
             "scalar_dtypes": bool(self.scalar_dtypes),
             "constraints": bool(self.constraints),
         }
-        attribute_only = {"c_type": self.c_type is not None, "choices": bool(self.choices)}
+        attribute_only = {"c_type": self.c_type is not None, "choices": bool(self.choices),
+                          "dim_of": self.dim_of is not None}
         allowed = {
             "input": tensor_only,
             "output": tensor_only,
@@ -287,6 +290,8 @@ class Parameter(Frozen):
             raise ValueError(f"optional scalar {self.name!r} needs 'default': the value a NULL pointer means")
         if self.role == "attribute" and self.c_type is None:
             raise ValueError(f"attribute {self.name!r} needs 'c_type' (one of {', '.join(ATTRIBUTE_C_TYPES)})")
+        if self.dim_of is not None and self.c_type != "int64_t":
+            raise ValueError(f"'dim_of' applies to an int64_t attribute, not to a {self.c_type}")
         if self.role == "output" and self.default is not None:
             raise ValueError("an output tensor has no default")
         return self

@@ -9,6 +9,7 @@ OPS = (
     'hardtanh_backward',
     'prelu_backward',
     'sigmoid_backward',
+    'softmax_backward',
     'softshrink_backward',
     'swish_backward',
     'threshold_backward',

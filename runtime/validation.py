@@ -227,7 +227,7 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             if _holds(c, version)
         ),
         attributes=tuple(
-            (p["name"], p.get("attr_type"), tuple(p.get("choices") or ()), p.get("default") is not None)
+            (p["name"], p.get("attr_type"), tuple(p.get("choices") or ()), p.get("default") is not None, p.get("dim_of"))
             for p in params
             if p["role"] == "attribute"
         ),
@@ -633,6 +633,20 @@ def _check_attribute(plan: _Plan, name: str, c_type: str | None, choices: tuple[
         )
 
 
+def _check_dim(plan: _Plan, name: str, value: Any, tensor: str, array: Any):
+    """A dimension attribute lies in [-rank, rank-1] of its tensor (a 0-d tensor has -1 and 0)."""
+    if value is None or array is None:
+        return  # the default (0 or -1) fits every rank; a NULL tensor was refused above
+    rank = len(np.shape(array))
+    span = max(rank, 1)
+    if not -span <= value < span:
+        plan.fail(
+            161002, name, "attribute",
+            f"{name} = {value!r} is not a dim of {tensor} (rank {rank}); allowed {-span}..{span - 1}",
+            found=value, allowed=f"{-span}..{span - 1}",
+        )
+
+
 def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: str | CannVersion) -> None:
     """Check `values` (C name -> array-like, number, attribute or None) against the op's META on
     product `family` at CANN `version`; raise AclnnValidationError at the first violation."""
@@ -744,7 +758,7 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
             )
 
     # 6. attributes
-    for name, c_type, choices, has_default in plan.attributes:
+    for name, c_type, choices, has_default, dim_of in plan.attributes:
         value = get(name)
         if value is None:
             if has_default or c_type in _POINTER_ATTRIBUTES:
@@ -754,3 +768,5 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
                 f"{name} is None and has no default; a {c_type} is required", found=None, allowed=c_type,
             )
         _check_attribute(plan, name, c_type, choices, value)
+        if dim_of is not None:
+            _check_dim(plan, name, value, dim_of, get(dim_of))

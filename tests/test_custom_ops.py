@@ -1,7 +1,8 @@
 """Adding an op only requires a spec: ops outside the five, generated into a stand-alone package.
 
 SlopedStepBackward has a scalar and a bool attribute; ScaledExpBackward has three scalars and an
-attribute before its tensor and a formula that branches on the attribute. Only the specs are
+attribute before its tensor and a formula that branches on the attribute; LogNormaliseBackward has
+a dimension attribute, a forward output reduced along it and a keepdim sum. Only the specs are
 written by hand (copied into a temporary directory); everything else is generated, then the
 generated reference, validator and binding tests (the custom ops' simulator entry points are built
 into the simulator automatically) run, and run again with one piece deliberately broken to
@@ -48,7 +49,7 @@ def _pytest(package: Path, mutation: str = "", *extra):
 
 def test_only_generated_files_besides_the_specs(package):
     files = sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    for op in ("sloped_step_backward", "scaled_exp_backward"):
+    for op in ("sloped_step_backward", "scaled_exp_backward", "log_normalise_backward"):
         for expected in (f"meta/{op}.py", f"ops/{op}.py", f"reference/{op}.py", f"tests/test_{op}.py", f"docs/{op}.md"):
             assert expected in files
     for path in files:

@@ -216,16 +216,43 @@ class Numerics:
         return np.sum(e, axis=axes, dtype=self.dtype)  # (C,), whatever axes the weight's C lie on
 
     def sum(self, e, dims):
-        dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
-        if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
-            raise TypeError(f"sum: dims must be integers, found {dims!r}")
-        return np.sum(np.asarray(self._num(e), order="C"), axis=dims, dtype=self.dtype)
+        e = np.asarray(self._num(e), order="C")
+        return np.sum(e, axis=_axes("sum", dims, e.ndim), dtype=self.dtype)
+
+    def sum_keepdim(self, e, dims):
+        e = np.asarray(self._num(e), order="C")
+        return np.sum(e, axis=_axes("sum_keepdim", dims, e.ndim), dtype=self.dtype, keepdims=True)
+
+    def softmax(self, x, dims):
+        # exp of (x - max) never overflows; the max is taken along the same dims as the sum
+        x = np.asarray(self._num(x), order="C")
+        axes = _axes("softmax", dims, x.ndim)
+        shifted = x - np.max(x, axis=axes, keepdims=True) if x.size else x
+        e = np.exp(shifted)
+        return e / np.sum(e, axis=axes, dtype=self.dtype, keepdims=True)
 
     def extern(self, kernel: str, *args):
         if kernel not in EXTERN_KERNELS:
             raise ValueError(f"no extern kernel {kernel!r} is registered; registered: "
                              f"{', '.join(sorted(EXTERN_KERNELS)) or 'none'}")
         return EXTERN_KERNELS[kernel](self, *args)
+
+
+def _axes(function: str, dims, ndim: int) -> tuple[int, ...]:
+    """`dims` (an int or a tuple of ints, negative ones counting from the end) as axes of an
+    `ndim`-dimensional array. A 0-d array has one dim as torch sees it: 0 and -1 name it, and
+    reducing over it reduces over nothing."""
+    dims = (dims,) if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool) else dims
+    if not isinstance(dims, tuple) or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
+        raise TypeError(f"{function}: dims must be integers, found {dims!r}")
+    span = max(ndim, 1)
+    for d in dims:
+        if not -span <= d < span:
+            raise ValueError(f"{function}: dim {d} is out of range for a tensor of rank {ndim} "
+                             f"(allowed {-span}..{span - 1})")
+    if ndim == 0:
+        return ()
+    return tuple(sorted({int(d) % ndim for d in dims}))
 
 
 def evaluate(body: Callable[..., tuple], *, inputs: Mapping[str, np.ndarray],

@@ -180,9 +180,12 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
     value = values[param]
     if check == "null_pointer":
         values[param] = None
-    elif check == "attribute_value":  # a value outside the attribute's choices
-        choices = next(p["choices"] for p in meta["params"] if p["name"] == param)
-        values[param] = "".join(sorted(choices)) + "_not_a_choice"
+    elif check == "attribute_value":  # a value outside the attribute's choices, or a dim past the rank
+        attribute = next(p for p in meta["params"] if p["name"] == param)
+        if attribute.get("dim_of"):
+            values[param] = max(np.ndim(values[attribute["dim_of"]]), 1)
+        else:
+            values[param] = "".join(sorted(attribute["choices"])) + "_not_a_choice"
     elif check == "scalar_range":
         plain = [(v, {}) for name, v, _ in cases.scalar_violations(meta, op.version) if name == param]
         conditional = [(v, when) for name, v, _, when in cases.conditional_violations(meta, op.version) if name == param]

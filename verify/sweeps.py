@@ -4,7 +4,8 @@ side of a boundary) cannot pass unnoticed.
 
 Each sweep point changes one parameter from the values `cases.scalar_values` picks (one at a time,
 so the number of cases grows with the sum, not the product, of the value counts):
-- a bool attribute: both values; a `char*` attribute with `choices`: every choice;
+- a bool attribute: both values; a `char*` attribute with `choices`: every choice; a dimension
+  attribute (`dim_of`): every dim of the test data, from -rank to rank-1;
 - a scalar: its default and values around it, zero, negative and positive values, each constraint's bound and values
   just inside it, and the other scalars' values and their neighbours (so for a min/max pair each
   crosses the other); every value is one the scalar's aclScalar dtype holds exactly and that
@@ -55,6 +56,9 @@ def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
                 candidates = [False, True]
             elif p.get("choices"):
                 candidates = list(p["choices"])
+            elif p.get("dim_of"):  # every dim of the tests' rank-3 data, negative ones too
+                rank = len(cases.BASE_SHAPE)
+                candidates = list(range(-rank, rank))
             else:
                 continue
             points += [(name, v) for v in candidates if v != base.get(name)]
@@ -104,4 +108,6 @@ def value_id(value: Any) -> str:
     if isinstance(value, float):
         text = np.format_float_positional(value, trim="-")
         return text.replace("-", "minus").replace(".", "p")
+    if isinstance(value, (int, np.integer)):
+        return str(value).replace("-", "minus")
     return str(value)

@@ -109,6 +109,23 @@ aclnnStatus aclnnSigmoidBackward(void* workspace, uint64_t workspaceSize, aclOpE
     return sim_launch(ACLSIM_OP_ID("aclnnSigmoidBackward"), workspace, workspaceSize, executor, stream);
 }
 
+/* aclnnSoftmaxBackward */
+aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* output, int64_t dim, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_TENSOR_IN, "output", output, 0},
+        {SIM_ARG_INT64, "dim", NULL, (int64_t)dim},
+        {SIM_ARG_TENSOR_OUT, "out", out, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnSoftmaxBackward"), args, 4, workspaceSize, executor);
+}
+
+aclnnStatus aclnnSoftmaxBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnSoftmaxBackward"), workspace, workspaceSize, executor, stream);
+}
+
 /* aclnnSoftshrinkBackward */
 aclnnStatus aclnnSoftshrinkBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclScalar* lambda, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
 {
