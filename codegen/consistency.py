@@ -44,7 +44,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _prototypes(spec)
     _products(spec, families)
     _dtypes(spec, families)
-    _rules(spec)
+    _rules(spec, families)
     _formula(spec)
     _return_codes(spec)
     _oracle(spec)
@@ -275,10 +275,14 @@ def versioned_facts(spec: "OpSpec"):
         yield from p.constraints
 
 
-def _rules(spec: "OpSpec") -> None:
+def _rules(spec: "OpSpec", families: Iterable[str]) -> None:
     tensors = {p.name for p in spec.parameters if p.is_tensor}
     all_names = {p.name for p in spec.parameters}
+    listed = {p.family for p in spec.products}
     for i, rule in enumerate(spec.rules):
+        for j, family in enumerate(rule.families):
+            if family not in listed:
+                raise FieldProblem(("rules", i, "families", j), _unknown("product family of this op", family, sorted(listed)))
         for sub, name in rule_params(rule):
             if name not in all_names:
                 raise FieldProblem(("rules", i) + sub, _unknown("parameter", name, all_names))

@@ -303,6 +303,8 @@ class Parameter(Frozen):
 class RuleBase(Versioned):
     status: Status = 161002
     """Status a violation of the rule gives."""
+    families: list[FamilyId] = []
+    """Product families the rule holds on (a page's "only on Ascend 950"); absent: every family."""
 
 
 class SameShape(RuleBase):

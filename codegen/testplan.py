@@ -7,6 +7,7 @@ builds the data and checks it; the mechanism lives once in the runtime.
 from __future__ import annotations
 
 from aclnngen.runtime.dtypekinds import sort_key
+from aclnngen.runtime.shapes import rules_at
 from aclnngen.verify import cases, sweeps
 from aclnngen.runtime.versions import CannVersion
 
@@ -48,7 +49,6 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         key=sort_key,
     )
     applicable = dict(cases.applicable_cases(meta, version))
-    layouts = [layout for layout in LAYOUTS if applicable.get(layout) == 0]
 
     reference = [
         _case(f"{dtype}-{data}", dtype=dtype, data=data)
@@ -60,9 +60,12 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         for f in products.families
         for dtype, ok in cases.dtype_cases(meta, f.id, version)
     ]
+    # Shape cases run on the home family, and on each family whose rules differ from it (a rule
+    # a page states for some products only), so both sides of such a rule are tested.
     shape_cases = [
-        _case(f"{label[home]}-{kind}-{'accepted' if status == 0 else status}", family=home, dtype=home_dtype, kind=kind, status=status)
-        for kind, status in cases.applicable_cases(meta, version)
+        _case(f"{label[family]}-{kind}-{'accepted' if status == 0 else status}", family=family, dtype=home_dtype, kind=kind, status=status)
+        for family in _rule_families(meta, version, families, home)
+        for kind, status in cases.applicable_cases(meta, version, family=family)
     ]
     null_cases = [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in cases.null_cases(meta)]
     scalar_cases = [
@@ -92,14 +95,15 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         if not row.holds_at(version):
             continue
         for param in row.params:
+            family = _row_family(meta, version, row.check, param, families, home)
             return_codes.append(
-                _case(f"row{index}-{row.check}-{param}", family=home, row=index, check=row.check, param=param, status=row.status)
+                _case(f"row{index}-{row.check}-{param}", family=family, row=index, check=row.check, param=param, status=row.status)
             )
     binding = [
         _case(f"{label[family]}-{dtype}-{layout}", family=family, dtype=dtype, layout=layout)
         for family in families
         for dtype in op.dtypes_of(_first_input(spec), family)
-        for layout in layouts
+        for layout in _layouts(meta, version, family)
     ]
     return {
         "version": version,
@@ -113,6 +117,43 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         "return_codes": return_codes,
         "binding": binding,
     }
+
+
+def _rules_on(meta: dict, version: str, family: str) -> list[dict]:
+    return list(rules_at(meta, version, family))
+
+
+def _rule_names(rule: dict) -> list[str]:
+    """The tensors a META rule names, whatever fields its kind uses."""
+    return [*rule.get("params", ()), *rule.get("inputs", ()),
+            *(rule[k] for k in ("output", "param", "target", "weight", "input", "grad") if isinstance(rule.get(k), str))]
+
+
+def _rule_families(meta: dict, version: str, families: list[str], home: str) -> list[str]:
+    """The home family, then each family whose rules at `version` differ from every one listed."""
+    chosen, seen = [home], [_rules_on(meta, version, home)]
+    for family in families:
+        rules = _rules_on(meta, version, family)
+        if rules not in seen:
+            chosen.append(family)
+            seen.append(rules)
+    return chosen
+
+
+def _row_family(meta: dict, version: str, check: str, param: str, families: list[str], home: str) -> str:
+    """Where a return-code row can be provoked: the home family, unless the rule behind the row
+    holds only on other families (then the first of those)."""
+    for family in [home] + [f for f in families if f != home]:
+        if not any(r["kind"] == check for r in meta["rules"]) or any(
+            r["kind"] == check and param in _rule_names(r) for r in rules_at(meta, version, family)
+        ):
+            return family
+    return home
+
+
+def _layouts(meta: dict, version: str, family: str) -> list[str]:
+    applicable = dict(cases.applicable_cases(meta, version, family=family))
+    return [layout for layout in LAYOUTS if applicable.get(layout) == 0]
 
 
 def _conditional_entries(spec: OpSpec, version: str):

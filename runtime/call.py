@@ -60,7 +60,7 @@ from .arrays import (
     upload,
 )
 from .dlpack import bfloat16_from_dlpack
-from .errors import TENSOR_TYPES, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError
+from .errors import TENSOR_TYPES, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError, UnknownSocError
 from .releases import as_release, check_release, known_releases
 from .shapes import NUMPY_DTYPES, infer_outputs
 from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
@@ -438,7 +438,7 @@ class Prepared:
         key = _signature(op, values, soc, version)
         known = op.signatures.get(key) if key is not None else None
         if known is None:
-            allocate = self._outputs_to_allocate(values, version)
+            allocate = self._outputs_to_allocate(values, version, self._family(validate))
             validated = False
         else:
             allocate, validated = known
@@ -470,13 +470,23 @@ class Prepared:
         self.executor = ex[0]
         self.workspace_size = int(ws[0])
 
-    def _outputs_to_allocate(self, values, version) -> tuple:
+    def _family(self, validate: bool) -> str | None:
+        """The session's product family; without validation an unknown SoC is the library's to
+        report, so outputs are then inferred from every family's rules."""
+        try:
+            return self.backend.family()
+        except UnknownSocError:
+            if validate:
+                raise
+            return None
+
+    def _outputs_to_allocate(self, values, version, family) -> tuple:
         """(C name, shape, dtype) of each output the caller left out: inferred from the inputs."""
         op = self.op
         missing = [p for p in op.outputs if values[p.name] is None]
         if not missing:
             return ()
-        inferred = infer_outputs(op.meta, values, version)
+        inferred = infer_outputs(op.meta, values, version, family=family)
         first = next((values[p.name] for p in op.inputs if _is_array(values[p.name])), None)
         allocate = []
         for p in missing:

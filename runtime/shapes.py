@@ -335,13 +335,19 @@ def version_key(version: str | CannVersion) -> str:
     return text
 
 
-def rules_at(meta: Mapping, version: str | CannVersion) -> tuple[dict, ...]:
-    """The META's rules that hold at `version`, in spec order (cached)."""
-    return _RULES.get(meta, version_key(version))
+def rules_at(meta: Mapping, version: str | CannVersion, family: str | None = None) -> tuple[dict, ...]:
+    """The META's rules that hold at `version` on product `family`, in spec order (cached). Without
+    a family, every family's rules (a rule limited to some families included)."""
+    return _RULES.get(meta, version_key(version), family)
 
 
-def _build_rules(meta: Mapping, version: str) -> tuple[dict, ...]:
-    return tuple(r for r in meta["rules"] if holds_at(r.get("since"), r.get("until"), version))
+def holds_on(rule: Mapping, family: str | None) -> bool:
+    """Whether a rule holds on `family` (a rule without `families` holds on all; None: any)."""
+    return family is None or not rule.get("families") or family in rule["families"]
+
+
+def _build_rules(meta: Mapping, version: str, family: str | None) -> tuple[dict, ...]:
+    return tuple(r for r in meta["rules"] if holds_at(r.get("since"), r.get("until"), version) and holds_on(r, family))
 
 
 _RULES = MetaCache(_build_rules)
@@ -350,8 +356,12 @@ _RULES = MetaCache(_build_rules)
 # --- output inference ---------------------------------------------------------------------------
 
 
-def _output_plan(meta: Mapping, version: str):
-    rules = rules_at(meta, version)
+def _output_plan(meta: Mapping, version: str, family: str | None):
+    rules = rules_at(meta, version, family)
+    if family is None:
+        # Every family's rules at once: where one family broadcasts and another demands one shape,
+        # the broadcast shape is the answer (it equals the shared shape whenever the inputs agree).
+        rules = tuple(sorted(rules, key=lambda r: r["kind"] != "broadcast"))
     inputs = tuple(p["name"] for p in meta["params"] if p["role"] == "input")
     return rules, inputs, tuple(meta["outputs"])
 
@@ -413,9 +423,11 @@ def _dtype_from_rules(name, rules, known, first_input, strict):
 
 
 def infer_outputs(
-    meta: Mapping, values: Mapping[str, Any], version: str | CannVersion, *, strict: bool = False
+    meta: Mapping, values: Mapping[str, Any], version: str | CannVersion, *, strict: bool = False,
+    family: str | None = None,
 ) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """Shape and dtype of every output tensor, from the rules that hold at `version`.
+    """Shape and dtype of every output tensor, from the rules that hold at `version` (on `family`,
+    when given: rules limited to other families are left out).
 
     Shape: an output a `broadcast` rule names gets the broadcast shape of its inputs; one in a
     `same_shape` rule gets the shape of another member (inputs first, then outputs already
@@ -431,7 +443,7 @@ def infer_outputs(
     (the first input's shape or dtype), so the validator, or the library, reports the error with
     its status; `strict=True` raises BroadcastError / PromotionError instead.
     """
-    rules, inputs, outputs = _OUTPUT_PLANS.get(meta, version_key(version))
+    rules, inputs, outputs = _OUTPUT_PLANS.get(meta, version_key(version), family)
     shapes: dict[str, tuple[int, ...]] = {}
     dtypes: dict[str, str] = {}
     for name in inputs:

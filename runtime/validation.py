@@ -196,7 +196,7 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
                          if e.get("when") and family in e["families"] and _holds(e, version))
         for p in params if p["role"] in ("input", "output")
     }
-    rules = rules_at(meta, version)
+    rules = rules_at(meta, version, family)
     promotes = tuple((tuple(r["inputs"]), r["output"], r["status"]) for r in rules if r["kind"] == "promote")
     promoted_inputs = {name for inputs, _, _ in promotes for name in inputs}
     plan_fields = dict(

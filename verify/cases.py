@@ -52,6 +52,7 @@ from aclnngen.runtime.shapes import (
     NUMPY_DTYPES,
     channels,
     dtype_name_of,
+    holds_on,
     infer_outputs,
     numel,
     promote_names,
@@ -113,16 +114,18 @@ def _other_dtype(dtype: str) -> str:
 class _Op:
     """The op's tensors and the rules that hold at one version, indexed for the case builders."""
 
-    def __init__(self, meta: Mapping, version: str):
+    def __init__(self, meta: Mapping, version: str, family: str | None = None):
         self.meta = meta
         self.version = version
+        self.family = family
         params = meta["params"]
         self.inputs = [p["name"] for p in params if p["role"] == "input"]
         self.outputs = list(meta["outputs"])
         self.tensors = [p["name"] for p in params if p["role"] in ("input", "output")]
         # (META index, rule) for the rules that hold at `version`
         self.rules = [
-            (i, r) for i, r in enumerate(meta["rules"]) if holds_at(r.get("since"), r.get("until"), version)
+            (i, r) for i, r in enumerate(meta["rules"])
+            if holds_at(r.get("since"), r.get("until"), version) and holds_on(r, family)
         ]
         self.per_channel = [r for _, r in self.rules if r["kind"] == "per_channel"]
         self.weights = {r["weight"] for r in self.per_channel}
@@ -169,7 +172,7 @@ def _fake(shape, dtype="float32"):
 def _all_shapes(op: _Op, plan: _Plan) -> dict[str, tuple[int, ...]]:
     fakes = {n: _fake(s) for n, s in plan.shapes.items()}
     shapes = dict(plan.shapes)
-    for name, (shape, _) in infer_outputs(op.meta, fakes, op.version).items():
+    for name, (shape, _) in infer_outputs(op.meta, fakes, op.version, family=op.family).items():
         shapes[name] = shape
     shapes.update(plan.outputs)
     return shapes
@@ -262,7 +265,7 @@ def _case_plan(op: _Op, case: str) -> _Plan | None:
             # dtypes of every tensor: `mixed` differs from the others, outputs follow infer_outputs
             fakes = {n: _fake(s, "float16" if n == mixed else "float32") for n, s in base.items()}
             dtypes = {n: "float16" if n == mixed else "float32" for n in base}
-            for name, (_, dt) in infer_outputs(op.meta, fakes, op.version).items():
+            for name, (_, dt) in infer_outputs(op.meta, fakes, op.version, family=op.family).items():
                 dtypes[name] = dt.name
             for index, rule in op.of_kind("same_dtype"):
                 members = {dtypes[n] for n in rule["params"] if n in dtypes}
@@ -302,7 +305,7 @@ def _broadcast_rejected(op: _Op, base) -> tuple[_Plan, list] | None:
 
 def _shape_mismatch(op: _Op, base) -> tuple[_Plan, list] | None:
     fakes = {n: _fake(s) for n, s in base.items()}
-    inferred = infer_outputs(op.meta, fakes, op.version)
+    inferred = infer_outputs(op.meta, fakes, op.version, family=op.family)
     for _, rule in op.of_kind("same_shape", "broadcast"):
         named = rule["params"] if rule["kind"] == "same_shape" else [rule["output"]]
         for name in named:
@@ -320,17 +323,18 @@ def _shape_mismatch(op: _Op, base) -> tuple[_Plan, list] | None:
     return None
 
 
-def _op(meta: Mapping, version: str | CannVersion) -> _Op:
-    return _Op(meta, version_key(version))
+def _op(meta: Mapping, version: str | CannVersion, family: str | None = None) -> _Op:
+    return _Op(meta, version_key(version), family)
 
 
 def applicable_cases(
     meta: Mapping, version: str | CannVersion, *, family: str | None = None, dtype: Any = None
 ) -> list[tuple[str, int]]:
     """The case kinds that apply to the op at `version`, each with the status validation gives it
-    (0 = accepted). With `family` and `dtype`, the dtype tables of that family are taken into
-    account (an unsupported op or dtype, or a mixed pair that promotes to an unsupported dtype)."""
-    op = _op(meta, version)
+    (0 = accepted). With `family`, only the rules that hold on it; with `family` and `dtype`, the
+    dtype tables of that family are taken into account too (an unsupported op or dtype, or a mixed
+    pair that promotes to an unsupported dtype)."""
+    op = _op(meta, version, family)
     result = []
     for case in SHAPE_CASES:
         plan = _case_plan(op, case)
@@ -493,12 +497,14 @@ def _inside(value, constraints):
     return value
 
 
-def make_values(meta: Mapping, case: str, dtype: Any, *, version: str | CannVersion, seed: int = 0) -> dict[str, Any]:
+def make_values(meta: Mapping, case: str, dtype: Any, *, version: str | CannVersion, seed: int = 0,
+                family: str | None = None) -> dict[str, Any]:
     """Arguments of the op for one case kind (see the module docstring): NumPy arrays for every
     input and output (outputs zero-filled, of the shape and dtype `infer_outputs` gives, except an
     output the case deliberately gets wrong), and values for scalars and attributes. `dtype` is a
-    NumPy dtype or name ("bfloat16" via ml_dtypes). Deterministic for a given `seed`."""
-    op = _op(meta, version)
+    NumPy dtype or name ("bfloat16" via ml_dtypes). Deterministic for a given `seed`. With
+    `family`, the case follows the rules that hold on that family only."""
+    op = _op(meta, version, family)
     if case not in SHAPE_CASES:
         raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
     plan = _case_plan(op, case)
@@ -517,7 +523,7 @@ def make_values(meta: Mapping, case: str, dtype: Any, *, version: str | CannVers
         data = _data(rng, plan.shapes[tensor], dt, weight=tensor in op.weights)
         values[tensor] = _place(data, plan.layout, variant, _junk(dt))
         variant += 1
-    inferred = infer_outputs(meta, values, op.version)
+    inferred = infer_outputs(meta, values, op.version, family=op.family)
     for tensor in op.outputs:
         shape, dt = inferred.get(tensor, (BASE_SHAPE, main))
         shape = plan.outputs.get(tensor, shape)

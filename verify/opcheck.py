@@ -121,12 +121,12 @@ def _expect(op: OpUnderTest, values: Mapping, family: str, status: int, param: s
 
 
 def check_dtype(op: OpUnderTest, family: str, dtype: str, accepted: bool) -> None:
-    values = cases.make_values(op.meta, "contiguous", dtype, version=op.version)
+    values = cases.make_values(op.meta, "contiguous", dtype, version=op.version, family=family)
     _expect(op, values, family, 0 if accepted else 161002)
 
 
 def check_shape_case(op: OpUnderTest, family: str, dtype: str, kind: str, status: int) -> None:
-    values = cases.make_values(op.meta, kind, dtype, version=op.version)
+    values = cases.make_values(op.meta, kind, dtype, version=op.version, family=family)
     _expect(op, values, family, status)
 
 
@@ -140,7 +140,7 @@ def _home_dtype(op: OpUnderTest, family: str) -> str:
 def check_conditional_dtype(op: OpUnderTest, family: str, dtype: str, context: Mapping) -> None:
     """A dtype allowed only under a condition (`when`): refused without it where the plain list
     lacks it, accepted with it, and the binding then agrees with the reference bit-wise."""
-    values = dict(cases.make_values(op.meta, "contiguous", dtype, version=op.version))
+    values = dict(cases.make_values(op.meta, "contiguous", dtype, version=op.version, family=family))
     first = op.params("input")[0]["name"]
     if dtype not in supported_dtypes(op.meta, first, family, op.version) and not cases.condition_holds({"when": context}, values):
         _expect(op, values, family, 161002)
@@ -149,7 +149,7 @@ def check_conditional_dtype(op: OpUnderTest, family: str, dtype: str, context: M
 
 
 def check_null(op: OpUnderTest, family: str, param: str) -> None:
-    values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
+    values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version, family=family))
     values[param] = None
     _expect(op, values, family, 161001, param)
 
@@ -157,7 +157,7 @@ def check_null(op: OpUnderTest, family: str, param: str) -> None:
 def check_scalar(op: OpUnderTest, family: str, param: str, value: float, status: int, context: Mapping = {}) -> None:
     """`param` at a value outside its bound is refused; `context` sets the values that make a
     conditional bound apply (and without them the same value is accepted)."""
-    values = dict(cases.make_values(op.meta, "contiguous", _home_dtype(op, family), version=op.version))
+    values = dict(cases.make_values(op.meta, "contiguous", _home_dtype(op, family), version=op.version, family=family))
     if context:
         values[param] = value
         _expect(op, values, family, 0)  # the condition does not hold: the bound does not apply
@@ -225,7 +225,7 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
 
 
 def check_return_code(op: OpUnderTest, family: str, row: int, check: str, param: str, status: int) -> None:
-    values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
+    values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version, family=family))
     _expect(op, _violate(op, values, check, param, family), family, status)
 
 
@@ -581,7 +581,7 @@ def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None
 
 
 def _binding_matches_reference(op: OpUnderTest, family: str, dtype: str, layout: str, overrides: Mapping) -> None:
-    values = {**cases.make_values(op.meta, layout, dtype, version=op.version), **overrides}
+    values = {**cases.make_values(op.meta, layout, dtype, version=op.version, family=family), **overrides}
     tolerance = op.directives().tolerance(op.name, "binding", family, dtype)
     with session.simulated(family=family, version=op.version):
         positional, keywords, _ = op.split(values)
