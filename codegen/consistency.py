@@ -393,17 +393,39 @@ def _oracle(spec: "OpSpec") -> None:
     py = {p.py_name for p in spec.parameters}
     outputs = [p.py_name for p in spec.by_role("output")]
     tensors = {p.py_name for p in spec.parameters if p.is_tensor and p.role != "output"}
-    for j, arg in enumerate(spec.oracle.args):
-        _oracle_ref(arg, ("oracle", "args", j), py, tensors)
-    for key, arg in getattr(spec.oracle, "kwargs", {}).items():
-        _oracle_ref(arg, ("oracle", "kwargs", key), py, tensors)
+    if spec.oracle.kind == "steps":
+        _oracle_steps(spec.oracle, py - set(outputs), tensors)
+    else:
+        for j, arg in enumerate(spec.oracle.args):
+            _oracle_ref(arg, ("oracle", "args", j), py, tensors)
+        for key, arg in getattr(spec.oracle, "kwargs", {}).items():
+            _oracle_ref(arg, ("oracle", "kwargs", key), py, tensors)
     if sorted(spec.oracle.outputs) != sorted(outputs):
         raise FieldProblem(("oracle", "outputs"), f"the oracle must produce the outputs {outputs}")
 
 
+def _oracle_steps(oracle, py: set, tensors: set) -> None:
+    """Each step names parameters or earlier results; names are new; every output is a result."""
+    known, results = set(py), set()
+    for i, step in enumerate(oracle.steps):
+        loc = ("oracle", "steps", i)
+        for j, arg in enumerate(step.args):
+            _oracle_ref(arg, loc + ("args", j), known, tensors | results)
+        for key, arg in step.kwargs.items():
+            _oracle_ref(arg, loc + ("kwargs", key), known, tensors | results)
+        for name in step.names:
+            if name in known:
+                raise FieldProblem(loc + ("name",), f"step result {name!r} reuses the name of a parameter or an earlier step")
+            known.add(name)
+            results.add(name)
+    for j, name in enumerate(oracle.outputs):
+        if name not in results:
+            raise FieldProblem(("oracle", "outputs", j), _unknown("step result", name, results))
+
+
 def _oracle_ref(arg, loc: tuple, py: set, tensors: set) -> None:
     """An oracle argument names a parameter that exists (a dtype, an input tensor)."""
-    if isinstance(arg, str) and loc[1] == "args":
+    if isinstance(arg, str) and loc[-2] == "args":
         if arg not in py:
             raise FieldProblem(loc, _unknown("parameter", arg, py))
     elif getattr(arg, "param", None) is not None and arg.param not in py:

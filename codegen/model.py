@@ -487,9 +487,9 @@ class ReturnCode(Versioned):
 
 
 class OracleConstant(Frozen):
-    """An argument that is the same value on every call: `{const: 1.0}`."""
+    """An argument that is the same value on every call: `{const: 1.0}` (a list of ints for dims)."""
 
-    const: str | float | int | bool | None
+    const: str | float | int | bool | list[int] | None
     """The value passed on every call."""
 
 
@@ -546,7 +546,38 @@ class RecipeOracle(Frozen):
     """The outputs (Python names) the recipe returns, in order."""
 
 
-Oracle = Annotated[Union[AtenOracle, RecipeOracle], Field(discriminator="kind")]
+class OracleStep(Frozen):
+    """One aten call of a `steps` oracle; its result is named for the steps after it."""
+
+    name: PythonName | list[PythonName]
+    """The name of the result (a list of names when the aten op returns a tuple)."""
+    op: CIdentifier
+    """The aten operator's name."""
+    args: list[OracleArg] = []
+    """Positional arguments: parameters, earlier steps' results, `{const: ...}` or `{dtype_of: ...}`."""
+    kwargs: dict[PythonName, OracleKwarg] = {}
+    """Keyword arguments, as in an aten oracle (`{param: name}` may name an earlier result too)."""
+
+    @property
+    def names(self) -> list[str]:
+        return [self.name] if isinstance(self.name, str) else list(self.name)
+
+
+class StepsOracle(Frozen):
+    """A composition of aten calls, as data: each step calls one aten operator on the op's
+    parameters, constants and the results of earlier steps; `outputs` names the results returned."""
+
+    kind: Literal["steps"]
+    """steps: several aten calls in order."""
+    steps: list[OracleStep] = Field(min_length=1)
+    """The calls, in order."""
+    disable_mkldnn: bool = False
+    """Run with oneDNN disabled."""
+    outputs: list[PythonName] = Field(min_length=1)
+    """The op's outputs (Python names), each the name of a step's result."""
+
+
+Oracle = Annotated[Union[AtenOracle, RecipeOracle, StepsOracle], Field(discriminator="kind")]
 
 
 # --- defects ---------------------------------------------------------------------------------

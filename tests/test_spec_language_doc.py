@@ -66,7 +66,7 @@ def test_every_section_the_errors_point_to_exists():
 @pytest.mark.parametrize("old, new, section", [
     ("    c_type: bool\n    default: false\n", "    c_type: boolean\n    default: false\n", "attributes"),
     ("  - {kind: max_rank,", "  - {kind: max_rnk,", "rules"),
-    ("  kind: aten\n", "  kind: atem\n", "oracle"),
+    ("  kind: steps\n", "  kind: stepz\n", "oracle"),
     ("    scalar_dtype: float32\n", "    scalar_dtype: float33\n", "scalars"),
 ])
 def test_a_validation_error_points_to_its_section(tmp_path, old, new, section):

@@ -1,7 +1,8 @@
 """PyTorch on the CPU as the independent oracle: run a spec's oracle recipe on NumPy data.
 
-A spec names either an aten operator with an argument mapping, or a recipe registered here (for ops
-that need autograd, reshapes or sums). torch is imported only when an oracle runs, so the runtime
+A spec names an aten operator with an argument mapping, a composition of aten calls (`steps`), or a
+recipe registered here: only for what data cannot say (autograd, or reshapes that depend on the
+data's rank and channel count). torch is imported only when an oracle runs, so the runtime
 works without it.
 """
 
@@ -98,17 +99,54 @@ def _argument(arg, values: Mapping[str, object], *, positional: bool):
     return to_torch(value) if isinstance(value, np.ndarray) else value
 
 
+class OracleStepError(RuntimeError):
+    """A step of a `steps` oracle failed: names the step, its aten op and the reason."""
+
+
+def _aten(op: str, where: str):
+    torch = _torch()
+    try:
+        return getattr(torch.ops.aten, op)
+    except (AttributeError, RuntimeError):
+        raise OracleStepError(f"{where}: torch has no aten operator {op!r}") from None
+
+
+def _call(step: Mapping, values: Mapping[str, object], where: str):
+    fn = _aten(step["op"], where)
+    args = [_argument(arg, values, positional=True) for arg in step.get("args") or ()]
+    kwargs = {key: _argument(arg, values, positional=False) for key, arg in (step.get("kwargs") or {}).items()}
+    try:
+        return fn(*args, **kwargs)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise OracleStepError(f"{where}: aten::{step['op']} failed: {str(exc).splitlines()[0]}") from exc
+
+
+def _steps(oracle: Mapping, values: Mapping[str, object]) -> tuple:
+    """Run each step in order; a step's result (a tensor) is visible to later steps by its name."""
+    known: dict[str, object] = dict(values)
+    for i, step in enumerate(oracle["steps"]):
+        names = [step["name"]] if isinstance(step["name"], str) else list(step["name"])
+        result = _call(step, known, f"oracle step {i} ({', '.join(names)})")
+        results = result if isinstance(result, tuple) else (result,)
+        if len(results) != len(names):
+            raise OracleStepError(f"oracle step {i}: aten::{step['op']} returned {len(results)} result(s) "
+                                  f"for the {len(names)} name(s) {names}")
+        known.update(zip(names, (to_numpy(r) for r in results)))
+    return tuple(to_torch(known[name]) for name in oracle["outputs"])
+
+
 def run(oracle: Mapping, values: Mapping[str, object]) -> tuple[np.ndarray, ...]:
     """Run `oracle` (a spec's oracle as data) on `values` (py names -> arrays or scalars)."""
     torch = _torch()
-    args = [_argument(arg, values, positional=True) for arg in oracle["args"]]
-    if oracle["kind"] == "aten":
-        fn = getattr(torch.ops.aten, oracle["op"])
-        kwargs = {key: _argument(arg, values, positional=False) for key, arg in (oracle.get("kwargs") or {}).items()}
-        flags = torch.backends.mkldnn.flags(enabled=False) if oracle.get("disable_mkldnn") else contextlib.nullcontext()
+    flags = torch.backends.mkldnn.flags(enabled=False) if oracle.get("disable_mkldnn") else contextlib.nullcontext()
+    if oracle["kind"] == "steps":
         with flags:
-            result = fn(*args, **kwargs)
+            result = _steps(oracle, values)
+    elif oracle["kind"] == "aten":
+        with flags:
+            result = _call(oracle, values, f"oracle aten::{oracle['op']}")
     else:
+        args = [_argument(arg, values, positional=True) for arg in oracle["args"]]
         try:
             fn = RECIPES[oracle["recipe"]]
         except KeyError:
