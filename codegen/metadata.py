@@ -34,10 +34,9 @@ def _param(p) -> dict:
         "py": p.py_name,
         "role": p.role,
         "optional": p.optional,
-        "dtypes": [{"families": list(d.families), "dtypes": list(d.dtypes), **_versions(d),
-                    **({"when": dict(d.when)} if d.when else {})} for d in p.dtypes],
+        "dtypes": [_dtype_entry(d) for d in p.dtypes],
         "scalar_dtype": p.scalar_dtype,
-        "scalar_dtypes": list(p.scalar_dtypes),
+        "scalar_dtypes": [d if isinstance(d, str) else _dtype_entry(d) for d in p.scalar_dtypes],
         "default": p.default,
         "constraints": [{"op": c.op, "value": c.value, "status": c.status, **_versions(c),
                          **({"when": dict(c.when)} if c.when else {})} for c in p.constraints],
@@ -46,6 +45,11 @@ def _param(p) -> dict:
         **({"dim_of": p.dim_of} if p.dim_of else {}),  # absent: not a dimension
         **({"meaning": p.meaning} if p.meaning else {}),  # absent: meaning by position
     }
+
+
+def _dtype_entry(d) -> dict:
+    return {"families": list(d.families), "dtypes": list(d.dtypes), **_versions(d),
+            **({"when": dict(d.when)} if d.when else {})}
 
 
 def _rule(rule) -> dict:

@@ -229,8 +229,8 @@ class Parameter(Frozen):
     # scalars: the aclDataType the binding creates, the value a NULL optional scalar means
     scalar_dtype: DType | None = None
     """Scalars: the aclDataType the binding creates the aclScalar with."""
-    scalar_dtypes: list[DType] = []
-    """Scalars: the dtypes the page says the library accepts for this scalar."""
+    scalar_dtypes: list[DType] | list[DTypeSupport] = []
+    """Scalars: the dtypes the page says the library accepts for this scalar: one list, or entries per product family."""
     default: float | int | bool | str | None = None
     """Optional scalars and attributes: the value a NULL (or an omitted argument) means."""
     constraints: list[ScalarConstraint] = []

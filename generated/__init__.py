@@ -7,6 +7,7 @@ OPS = (
     'gelu_backward',
     'gelu_backward_v2',
     'hardtanh_backward',
+    'leaky_relu_backward',
     'prelu_backward',
     'sigmoid_backward',
     'softmax_backward',

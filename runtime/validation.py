@@ -114,7 +114,10 @@ def supported_dtypes(meta: Mapping, param: str, family: str, version: str | Cann
     if family not in _families_at(meta, version):
         return ()
     if p["role"] in ("scalar", "optional_scalar"):
-        return tuple(p.get("scalar_dtypes") or ()) or ((p["scalar_dtype"],) if p.get("scalar_dtype") else ())
+        listed = p.get("scalar_dtypes") or ()
+        if listed and isinstance(listed[0], Mapping):  # entries per product family
+            return _dtypes_at({"dtypes": listed}, family, version)
+        return tuple(listed) or ((p["scalar_dtype"],) if p.get("scalar_dtype") else ())
     return _dtypes_at(p, family, version)
 
 

@@ -75,6 +75,24 @@ aclnnStatus aclnnHardtanhBackward(void* workspace, uint64_t workspaceSize, aclOp
     return sim_launch(ACLSIM_OP_ID("aclnnHardtanhBackward"), workspace, workspaceSize, executor, stream);
 }
 
+/* aclnnLeakyReluBackward */
+aclnnStatus aclnnLeakyReluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclScalar* negativeSlope, bool selfIsResult, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)
+{
+    const sim_arg args[] = {
+        {SIM_ARG_TENSOR_IN, "gradOutput", gradOutput, 0},
+        {SIM_ARG_TENSOR_IN, "self", self, 0},
+        {SIM_ARG_SCALAR, "negativeSlope", negativeSlope, 0},
+        {SIM_ARG_BOOL, "selfIsResult", NULL, (int64_t)selfIsResult},
+        {SIM_ARG_TENSOR_OUT, "out", out, 0},
+    };
+    return sim_prepare(ACLSIM_OP_ID("aclnnLeakyReluBackward"), args, 5, workspaceSize, executor);
+}
+
+aclnnStatus aclnnLeakyReluBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+{
+    return sim_launch(ACLSIM_OP_ID("aclnnLeakyReluBackward"), workspace, workspaceSize, executor, stream);
+}
+
 /* aclnnPreluBackward */
 aclnnStatus aclnnPreluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self, const aclTensor* weight, aclTensor* gradInput, aclTensor* gradWeight, uint64_t* workspaceSize, aclOpExecutor** executor)
 {
