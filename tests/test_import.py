@@ -101,8 +101,15 @@ def test_full_width_c_types_doubled_tr_attributes_and_rank_hints():
     assert [p.name for p in facts.params] == ["gradOutput", "self", "alpha", "keepSign", "out"]
     assert facts.unparsed == []  # the doubled <tr> before out leaves no stray row
     alpha = next(p for p in draft["parameters"] if p["name"] == "alpha")
-    assert alpha["constraints"] == [{"op": ">=", "value": 0.5}]  # the conditional bound is a TODO
-    assert any(t["at"] == "parameters.2.constraints" and "小于10" in t["note"] for t in draft["todo"])
+    # plain and conditional bounds, one stated in another parameter's row; `self < 0` in alpha's
+    # description is a comparison of self, not a bound of alpha
+    assert alpha["constraints"] == [{"op": ">=", "value": 0.5}, {"op": "<", "value": 10, "when": {"keepSign": True}},
+                                    {"op": ">=", "value": 0, "when": {"keepSign": False}}]
+    assert not any(t["at"] == "parameters.2.constraints" for t in draft["todo"])
+    # a per-product note that lists dtypes per parameter: each parameter takes its own sentence's
+    assert {"families": ["inference", "training"], "dtypes": ["float32"]} in alpha["scalar_dtypes"]
+    grad = next(p for p in draft["parameters"] if p["name"] == "gradOutput")
+    assert {"families": ["inference", "training"], "dtypes": ["float16", "float32"]} in grad["dtypes"]
     keep = next(p for p in draft["parameters"] if p["name"] == "keepSign")
     assert keep["role"] == "attribute" and keep["c_type"] == "bool" and keep["py_name"] == "keep_sign"
     assert any(k == "prototype" and "alpha" in n for k, n in facts.defects)  # table says aclTensor*

@@ -164,8 +164,8 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
             if entry["scalar_dtype"] == TODO:
                 todo.append((f"{at}.scalar_dtype", "the aclDataType the binding creates for this scalar"))
             if dtypes:
-                entry["scalar_dtypes"] = dtypes
-            constraints = _constraints(page.text if page else "", f"{at}.constraints", todo)
+                entry["scalar_dtypes"] = _scalar_dtypes(facts, page, at, todo)
+            constraints = _constraints(name, _sentences_about(facts, name), f"{at}.constraints", todo)
             if constraints:
                 entry["constraints"] = constraints
             if role == "optional_scalar":
@@ -189,23 +189,61 @@ _BOUNDS = (  # longest first: 大于等于 before 大于
     (">=", ">="), ("<=", "<="), ("!=", "!="), (">", ">"), ("<", "<"),
 )
 _NUMBER = r"\s*([-+]?\d+(?:\.\d+)?)"
-_CONDITION = re.compile(r"如果|若|当|if |when ", re.I)
+_CONDITION = re.compile(r"如果|若|当|时|if |when ", re.I)
+# "may not be negative" in the page's words: a bound >= 0
+_NOT_NEGATIVE = re.compile(r"不(?:可以|能|可|应)(?:是|为)?负数?|非负|must not be negative|cannot be negative|non-negative", re.I)
+# "<name> is true/false" as a condition: `selfIsResult为true时`, `when selfIsResult is true`
+_BOOL_CONDITION = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:为|是|==|is|=)\s*(true|false)", re.I)
+_SUBJECT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*$")
 
 
-def _constraints(text: str, at: str, todo: list) -> list[dict[str, Any]]:
-    """`取值范围应大于等于0` -> {op: ">=", value: 0}; a bound under a condition is a TODO."""
+def _sentences_about(facts: PageFacts, name: str) -> list[str]:
+    """The sentences that may bound scalar `name`: every sentence of its own row, and the sentences
+    of other rows that name it (a page often states a bound in the row of the parameter that sets
+    the condition)."""
+    found: list[str] = []
+    for param in facts.params:
+        for sentence in re.split(r"[。；;\n]", param.text):
+            if param.name == name or re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", sentence):
+                found.append(sentence)
+    return found
+
+
+def _bound(name: str, sentence: str) -> tuple[str, float | int, str] | None:
+    """(op, value, the words) of a bound the sentence puts on `name`, or None. A comparison whose
+    left side is another name (`self < 0` in the slope's row) says nothing about `name`."""
+    for word, op in _BOUNDS:
+        match = re.search(re.escape(word) + _NUMBER, sentence)
+        if not match:
+            continue
+        subject = _SUBJECT.search(sentence[: match.start()])
+        if subject and subject.group(1) != name:
+            return None
+        number = float(match.group(1))
+        return op, int(number) if number.is_integer() else number, f"{word}{match.group(1)}"
+    if _NOT_NEGATIVE.search(sentence):
+        return ">=", 0, "not negative"
+    return None
+
+
+def _constraints(name: str, sentences: list[str], at: str, todo: list) -> list[dict[str, Any]]:
+    """`取值范围应大于等于0` -> {op: ">=", value: 0}; under a condition on a bool parameter
+    (`selfIsResult为true时，...不可以是负数`) the bound gets `when`; any other condition is a TODO."""
     found: list[dict[str, Any]] = []
-    for sentence in re.split(r"[。；;\n]", text):
-        for word, op in _BOUNDS:
-            match = re.search(re.escape(word) + _NUMBER, sentence)
-            if not match:
+    for sentence in sentences:
+        bound = _bound(name, sentence)
+        if bound is None:
+            continue
+        op, value, words = bound
+        constraint: dict[str, Any] = {"op": op, "value": value}
+        if _CONDITION.search(sentence):
+            condition = [m for m in _BOOL_CONDITION.finditer(sentence) if m.group(1) != name]
+            if len(condition) != 1:
+                todo.append((at, f"a bound under a condition the draft cannot express: {words} ({sentence.strip()!r})"))
                 continue
-            if _CONDITION.search(sentence):
-                todo.append((at, f"a bound under a condition the draft cannot express: {word}{match.group(1)}"))
-            else:
-                number = float(match.group(1))
-                found.append({"op": op, "value": int(number) if number.is_integer() else number})
-            break
+            constraint["when"] = {condition[0].group(1): condition[0].group(2).lower() == "true"}
+        if constraint not in found:
+            found.append(constraint)
     return found
 
 
@@ -223,6 +261,14 @@ def _default(text: str) -> float | None:
     return float(number)
 
 
+def _scalar_dtypes(facts: PageFacts, page: PageParam, at: str, todo: list) -> Any:
+    """One list when every supported family takes the same dtypes, else entries per family."""
+    groups = _tensor_dtypes(facts, page, at, todo)
+    if isinstance(groups, list) and len(groups) == 1:
+        return groups[0]["dtypes"]
+    return groups
+
+
 def _tensor_dtypes(facts: PageFacts, page: PageParam | None, at: str, todo: list) -> Any:
     supported = [f for f, ok in facts.products.items() if ok]
     per_family: dict[str, list[str]] = {}
@@ -231,12 +277,13 @@ def _tensor_dtypes(facts: PageFacts, page: PageParam | None, at: str, todo: list
         if page and family in page.family_dtypes:
             dtypes = page.family_dtypes[family]
         for note in facts.dtype_notes:
-            if family not in note.families:
-                continue
+            own = note.dtypes_for(page.name) if page else note.dtypes
+            if family not in note.families or own is None:
+                continue  # the note is about other products, or lists other parameters' dtypes
             if note.mode == "only":
-                dtypes = note.dtypes
+                dtypes = own
             elif note.mode == "except":
-                dtypes = [d for d in dtypes if d not in note.dtypes]
+                dtypes = [d for d in dtypes if d not in own]
             else:
                 todo.append((f"{at}.dtypes", f"{family}: a per-product condition the draft cannot express: {note.text!r}"))
         if dtypes:

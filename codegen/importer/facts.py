@@ -39,6 +39,12 @@ NPU_IDS = {
 }
 
 
+def first_dtype_at(text: str) -> int:
+    """Where the first dtype word of `text` starts (len(text) when there is none)."""
+    match = _DTYPE_WORD.search(text)
+    return match.start() if match else len(text)
+
+
 def page_dtypes(text: str) -> list[str]:
     """Every dtype a piece of page text names, in page order, without repeats."""
     out: list[str] = []
@@ -80,6 +86,15 @@ class DtypeNote:
     dtypes: list[str]
     mode: str  # "only" (positive list), "except" (exclusion), "text" (a condition without dtypes)
     text: str
+    # Parameter -> its own dtypes, when the note lists them per parameter ("a and b take X. c takes
+    # Y."); empty when the note speaks of every parameter alike.
+    per_param: dict[str, list[str]] = field(default_factory=dict)
+
+    def dtypes_for(self, name: str) -> list[str] | None:
+        """The note's dtypes for parameter `name`, or None when the note names others only."""
+        if not self.per_param:
+            return self.dtypes
+        return self.per_param.get(name)
 
 
 @dataclass

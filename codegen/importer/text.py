@@ -7,7 +7,7 @@ import re
 from html.parser import HTMLParser
 
 from ..products import ProductTable
-from .facts import NPU_IDS, DtypeNote, page_dtypes
+from .facts import NPU_IDS, DtypeNote, first_dtype_at, page_dtypes
 
 _TAG = re.compile(r"<[^>]+>")
 _TERM = re.compile(r"<term>(.*?)</term>", re.S)
@@ -64,7 +64,28 @@ def dtype_note(products: ProductTable, head: str, body: str, npu: str | None = N
         mode = "only"
     else:
         mode = "text"
-    return DtypeNote(families, dtypes, mode, body_text)
+    return DtypeNote(families, dtypes, mode, body_text, _per_param(body_text))
+
+
+_IDENTIFIER = re.compile(r"(?<![A-Za-z0-9_])[a-z][A-Za-z0-9_]*(?![A-Za-z0-9_])")
+
+
+def _per_param(text: str) -> dict[str, list[str]]:
+    """`a、b的数据类型支持X、Y。c的数据类型支持Z。` -> {a: [X, Y], b: [X, Y], c: [Z]}: the parameters
+    each sentence names before its first dtype take that sentence's dtypes. Empty unless every
+    sentence with dtypes names its parameters."""
+    found: dict[str, list[str]] = {}
+    for sentence in re.split(r"[。；;]|\.\s", text):
+        dtypes = page_dtypes(sentence)
+        if not dtypes:
+            continue
+        names = [n for n in _IDENTIFIER.findall(sentence[:first_dtype_at(sentence)])
+                 if n not in ("if", "when", "and", "or", "the", "of", "is", "are", "support", "supports")]
+        if not names:
+            return {}
+        for name in names:
+            found[name] = dtypes
+    return found
 
 
 class _Tables(HTMLParser):
