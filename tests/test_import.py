@@ -271,3 +271,57 @@ def test_a_char_pointer_attributes_choices_are_the_quoted_words_of_its_text():
     from aclnngen.codegen.importer.draft import _choices  # deferred: a unit of the draft, only this test needs it
     assert _choices('支持"none"和“tanh”两种取值，默认"none"') == ["none", "tanh"]
     assert _choices("a flag with no quoted values") == []  # the draft makes this a TODO
+
+
+@pytest.mark.parametrize(
+    "out_note,kind",
+    [("数据类型需要是gradOutput与self推导之后可转换的数据类型。", "castable"),
+     ("数据类型与gradOutput和self推导后的数据类型一致。", "promote")],
+)
+def test_broadcast_promote_castable_and_min_rank_hints(tmp_path, out_note, kind):
+    """Usage notes saying the inputs broadcast and promote become draft rules to the one output; the
+    output's note decides promote (equal to the promoted dtype) or castable; "1-6" dims a min_rank."""
+    text = (PAGES / "marker_variant.md").read_text(encoding="utf-8")
+    text = text.replace("<li>和self的数据类型一致。</li>", "<li>shape需要与self满足broadcast关系。</li><li>数据类型与self满足推导关系。</li>")
+    text = text.replace("<td>演示输入。</td>\n      <td>-</td>",
+                        "<td>演示输入。</td>\n      <td>shape需要与gradOutput满足广播关系。数据类型与gradOutput满足推导关系。</td>")
+    text = text.replace("<td>演示结果。</td>\n      <td>-</td>", f"<td>演示结果。</td>\n      <td>{out_note}</td>")
+    assert "broadcast关系" in text and "广播关系" in text and out_note in text  # every edit took
+    page = tmp_path / "marker_variant.md"
+    page.write_text(text, encoding="utf-8")
+    draft = build_draft(read_page(page, PRODUCTS, None), PRODUCTS)
+    rules = draft["rules"]
+    assert {"kind": "broadcast", "inputs": ["gradOutput", "self"], "output": "out"} in rules
+    assert {"kind": kind, "inputs": ["gradOutput", "self"], "output": "out"} in rules
+    assert {"kind": "min_rank", "params": ["self"], "rank": 1} in rules
+    assert "rules" in todo_at(draft)  # hints, for a person to confirm
+
+
+@pytest.mark.parametrize(
+    "c_type,note,row,expected",
+    [
+        ("bool", "开关，默认值为true。", None, {"default": True}),
+        ("double", "系数，默认值为0.25。", None, {"default": 0.25}),
+        ("int64_t", "要归约的维度，默认值为-1。", "keepSign超出self的维度范围。", {"default": -1, "dim_of": "self"}),
+        ("int64_t", "次数。", None, {}),  # nothing stated: nothing guessed
+    ],
+)
+def test_attribute_defaults_and_dimension_ranges(tmp_path, c_type, note, row, expected):
+    """bool, double and int64_t attributes: the default the page states, typed by the C type, and an
+    int64_t bounded by a tensor's dims (in its row or the return-code table) as `dim_of`, with the
+    row an attribute_value check; an attribute the page says nothing about gets neither."""
+    text = (PAGES / "marker_variant.md").read_text(encoding="utf-8")
+    text = text.replace("bool keepSign", f"{c_type} keepSign").replace("keepSign（bool）", f"keepSign（{c_type}）")
+    text = text.replace("<td>开关。</td>", f"<td>{note}</td>")
+    if row:
+        text = text.replace("<td>某个演示条件不成立。</td>", f"<td>{row}</td>")
+    page = tmp_path / "marker_variant.md"
+    page.write_text(text, encoding="utf-8")
+    draft = build_draft(read_page(page, PRODUCTS, None), PRODUCTS)
+    keep = next(p for p in draft["parameters"] if p["name"] == "keepSign")
+    assert keep["c_type"] == c_type
+    assert {k: keep[k] for k in ("default", "dim_of") if k in keep} == expected
+    if "dim_of" in expected:
+        assert {"status": 161002, "check": "attribute_value", "params": ["keepSign"],
+                "condition": "keepSign is outside the values it may take."} in draft["return_codes"]
+        assert any(t["at"] == "parameters.3.dim_of" for t in draft["todo"])

@@ -34,6 +34,7 @@ _CONDITIONS = {
     "same_dtype": "{} differ in dtype.",
     "dtype": "A dtype of {} is not supported on the product in use.",
     "same_shape": "{} differ in shape.",
+    "attribute_value": "{} is outside the values it may take.",
 }
 
 
@@ -180,6 +181,14 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
                 entry["choices"] = choices or TODO
                 if not choices:
                     todo.append((f"{at}.choices", "the strings this attribute accepts"))
+            if entry["c_type"] == "int64_t":
+                tensor = _dim_of(facts, name)
+                if tensor:
+                    entry["dim_of"] = tensor
+                    todo.append((f"{at}.dim_of", f"the page bounds {name} by the dims of {tensor}: confirm"))
+            default = _attribute_default(page.text if page else "", entry["c_type"])
+            if default is not None:
+                entry["default"] = default
         out.append(entry)
     return out
 
@@ -247,6 +256,46 @@ def _constraints(name: str, sentences: list[str], at: str, todo: list) -> list[d
     return found
 
 
+_DIM_RANGE = re.compile(r"维度范围|维度的范围|dim(?:ension)? range|out of range|超出", re.I)
+
+
+def _dim_of(facts: PageFacts, name: str) -> str | None:
+    """The tensor whose dims an int64_t attribute picks, when a sentence of the page bounds the
+    attribute by that tensor's dim range (`dim值不在gradOutput维度范围内`)."""
+    tensors = [p.name for p in facts.params if p.name != name]
+    texts = [r.description for r in facts.return_codes] + [p.text for p in facts.params]
+    for text in texts:
+        for sentence in re.split(r"[。；;\n]", text):
+            if not (_mentions(sentence, name) and _DIM_RANGE.search(sentence)):
+                continue
+            named = [t for t in tensors if _mentions(sentence, t)]
+            if len(named) == 1:
+                return named[0]
+    return None
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
+
+
+def _attribute_default(text: str, c_type: str) -> bool | int | float | str | None:
+    """The default a page states for an attribute (`默认值为true`, `defaults to 1`), typed by its C type."""
+    match = re.search(r"默认值?(?:为|是)?\s*[\"“]?([A-Za-z0-9_.+-]+)|defaults? (?:to|is)\s*[\"“]?([A-Za-z0-9_.+-]+)", text, re.I)
+    if not match:
+        return None
+    word = next(g for g in match.groups() if g)
+    if c_type == "bool":
+        return {"true": True, "false": False}.get(word.lower())
+    try:
+        if c_type == "int64_t":
+            return int(word)
+        if c_type == "double":
+            return float(word)
+    except ValueError:
+        return None
+    return word if c_type == "char*" else None
+
+
 def _choices(text: str) -> list[str]:
     """The quoted words a char* attribute's text lists, in page order, e.g. "none" and "tanh"."""
     found = re.findall(r'["“]([A-Za-z_][A-Za-z0-9_]*)["”]', text)
@@ -311,8 +360,16 @@ def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any
         match = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", page[name].dims) if name in page else None
         if match:
             ranks.setdefault(int(match.group(2)), []).append(name)
+    lowest = {}
+    for name in tensors:
+        match = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", page[name].dims) if name in page else None
+        if match and int(match.group(1)) > 0:  # "1-8": at least one dim
+            lowest.setdefault(int(match.group(1)), []).append(name)
     for rank, names in ranks.items():
         rules.append({"kind": "max_rank", "params": names, "rank": rank})
+    for rank, names in lowest.items():
+        rules.append({"kind": "min_rank", "params": names, "rank": rank})
+    rules += _relation_hints(params, page)
     empty_no = [n for n in tensors if n in page and re.search(r"不支持空Tensor|empty tensors? (is|are) not supported", page[n].text, re.I)]
     empty_yes = [n for n in tensors if n in page and n not in empty_no and re.search(r"支持空Tensor|empty tensors? supported", page[n].text, re.I)]
     for names, allowed in ((empty_no, False), (empty_yes, True)):
@@ -323,6 +380,33 @@ def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any
     if non_contiguous:
         rules.append({"kind": "non_contiguous", "params": non_contiguous, "allowed": True})
     return rules
+
+
+_BROADCAST = re.compile(r"broadcast|广播", re.I)
+_PROMOTE = re.compile(r"推导|promot", re.I)
+_CASTABLE = re.compile(r"可转换|转换关系|cast to|castable|can be cast", re.I)
+
+
+def _relation_hints(params: list[dict[str, Any]], page: dict[str, PageParam]) -> list[dict[str, Any]]:
+    """Broadcasting and dtype promotion, from the inputs' usage notes ("shape broadcasts with
+    self", "dtypes follow the promotion rules"): a broadcast rule to the one output, and a promote
+    rule, or a castable one when the output's note says its dtype is one the promoted dtype casts
+    to. With several outputs there is no telling which one: no hint (the TODO on rules stands)."""
+    inputs = [p["name"] for p in params if p.get("role") == "input"]
+    outputs = [p["name"] for p in params if p.get("role") == "output"]
+    text = {n: page[n].text if n in page else "" for n in inputs + outputs}
+    found: list[dict[str, Any]] = []
+    if len(outputs) != 1:
+        return found
+    out = outputs[0]
+    broadcasting = [n for n in inputs if _BROADCAST.search(text[n])]
+    if len(broadcasting) >= 2:
+        found.append({"kind": "broadcast", "inputs": broadcasting, "output": out})
+    promoting = [n for n in inputs if _PROMOTE.search(text[n])]
+    if len(promoting) >= 2:
+        kind = "castable" if _CASTABLE.search(text[out]) else "promote"
+        found.append({"kind": kind, "inputs": promoting, "output": out})
+    return found
 
 
 _SAMENESS = (
@@ -353,6 +437,9 @@ def _return_codes(facts: PageFacts, params: list[dict[str, Any]], todo: list) ->
     for index, row in enumerate(facts.return_codes):
         mentioned = [n for n in names if re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", row.description)]
         check = next((c for c, words in _CHECKS if any(w.lower() in row.description.lower() for w in words)), None)
+        dims = [p["name"] for p in params if p.get("dim_of") and _mentions(row.description, p["name"])]
+        if dims and _DIM_RANGE.search(row.description):  # "dim is outside gradOutput's dims"
+            check, mentioned = "attribute_value", dims
         if row.status not in (161001, 161002):
             todo.append((f"return_codes.{index}", f"status {row.status} ({row.name}) is not one a spec can name yet"))
             continue
