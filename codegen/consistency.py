@@ -280,6 +280,10 @@ def _rules(spec: "OpSpec", families: Iterable[str]) -> None:
     all_names = {p.name for p in spec.parameters}
     listed = {p.family for p in spec.products}
     for i, rule in enumerate(spec.rules):
+        if rule.when and rule.kind == "promote":
+            raise FieldProblem(("rules", i, "when"), "a promote rule decides the output's dtype and cannot be conditional; "
+                                                     "state the condition on the dtypes instead")
+        _condition(spec, rule.when, ("rules", i, "when"), None)
         for j, family in enumerate(rule.families):
             if family not in listed:
                 raise FieldProblem(("rules", i, "families", j), _unknown("product family of this op", family, sorted(listed)))
@@ -377,16 +381,20 @@ def _conditions(spec: "OpSpec") -> None:
         conditional = [("constraints", j, c) for j, c in enumerate(p.constraints)]
         conditional += [("dtypes", j, d) for j, d in enumerate(p.dtypes)]
         for field, j, c in conditional:
-            for key, value in c.when.items():
-                loc = ("parameters", i, field, j, "when", key)
-                names = {q.name for q in spec.parameters if q.role in ("scalar", "optional_scalar", "attribute") and q.name != p.name}
-                if key not in names:
-                    raise FieldProblem(loc, _unknown("scalar or attribute", key, names))
-                other = spec.parameter(key)
-                if other.c_type == "bool" and not isinstance(value, bool):
-                    raise FieldProblem(loc, f"{key!r} is a bool attribute; the condition needs true or false, found {value!r}")
-                if other.choices and value not in other.choices:
-                    raise FieldProblem(loc, f"{value!r} is not one of {key!r}'s choices {other.choices}")
+            _condition(spec, c.when, ("parameters", i, field, j, "when"), p.name)
+
+
+def _condition(spec: "OpSpec", when: dict, loc: tuple, owner: str | None) -> None:
+    """Each key of a `when` names another scalar or attribute, with a value it can take."""
+    names = {q.name for q in spec.parameters if q.role in ("scalar", "optional_scalar", "attribute") and q.name != owner}
+    for key, value in when.items():
+        if key not in names:
+            raise FieldProblem(loc + (key,), _unknown("scalar or attribute", key, names))
+        other = spec.parameter(key)
+        if other.c_type == "bool" and not isinstance(value, bool):
+            raise FieldProblem(loc + (key,), f"{key!r} is a bool attribute; the condition needs true or false, found {value!r}")
+        if other.choices and value not in other.choices:
+            raise FieldProblem(loc + (key,), f"{value!r} is not one of {key!r}'s choices {other.choices}")
 
 
 def _oracle(spec: "OpSpec") -> None:

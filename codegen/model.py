@@ -305,6 +305,8 @@ class RuleBase(Versioned):
     """Status a violation of the rule gives."""
     families: list[FamilyId] = []
     """Product families the rule holds on (a page's "only on Ascend 950"); absent: every family."""
+    when: dict[CIdentifier, bool | int | float | str] = {}
+    """Only while each named scalar or attribute (C name) has the given value."""
 
 
 class SameShape(RuleBase):

@@ -145,7 +145,7 @@ class _Plan:
     dtype_status: int
     promotes: tuple[tuple[tuple[str, ...], str, int], ...]  # (inputs, output, status)
     plain_dtype_params: tuple[str, ...]  # tensors whose own dtype is checked against their list
-    rule_checks: tuple[Callable[[dict], None], ...]
+    rule_checks: tuple[tuple[Callable[[dict], None], tuple], ...]  # (check, its `when` as (name, value, default))
     scalars: tuple[tuple[str, str], ...]  # (C name, the dtype its aclScalar is created with)
     conditional_dtypes: Mapping[str, tuple]  # name -> ((when, dtypes),): dtypes allowed only while `when` holds
     constraints: tuple[tuple[str, str, Any, int, Callable, tuple], ...]  # ..., when: ((name, value, default),)
@@ -244,7 +244,8 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             raise ValueError(f"{meta['name']}: unknown rule kind {rule['kind']!r} in META")
         check = builder(context, rule)
         if check is not None:
-            checks.append(check)
+            when = tuple((k, v, _default_of(params, k)) for k, v in (rule.get("when") or {}).items())
+            checks.append((check, when))
     return replace(context, rule_checks=tuple(checks))
 
 
@@ -718,8 +719,10 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
         _check_promotion(plan, info, inputs, output, status)
 
     # 4. rules
-    for check in plan.rule_checks:
-        check(info)
+    for check, when in plan.rule_checks:
+        # a rule with `when` holds only while each named scalar or attribute has the given value
+        if all((get(k) if get(k) is not None else default) == v for k, v, default in when):
+            check(info)
 
     # 5. scalars
     tensor_dtypes = {entry[1] for entry in info.values()}

@@ -75,3 +75,33 @@ def test_a_rule_names_only_families_of_the_op(tmp_path):
     with pytest.raises(SpecError, match="unknown product family of this op 'ascend950'") as info:
         _spec(tmp_path, BASE.replace("families: [a3]}", "families: [ascend950]}"))
     assert "sloped_step_backward.yaml:" in str(info.value)
+
+
+RANK_RULE = "  - {kind: max_rank, params: [gradOutput, self, gradInput], rank: 8}\n"
+
+
+def test_a_rule_may_hold_only_for_an_attribute_value(tmp_path):
+    """`when` on a rule: the rule binds only while the named attribute has the value."""
+    assert RANK_RULE in BASE
+    text = BASE.replace(RANK_RULE, RANK_RULE + "  - {kind: max_rank, params: [self], rank: 2, when: {selfIsResult: true}}\n")
+    meta = metadata.build(_spec(tmp_path, text))
+    values = _values((2, 3, 4), (2, 3, 4), (2, 3, 4))
+    validate(meta, {**values, "selfIsResult": False}, family="a2", version="8.5.0")
+    with pytest.raises(AclnnValidationError, match="self") as info:
+        validate(meta, {**values, "selfIsResult": True}, family="a2", version="8.5.0")
+    assert info.value.status == 161002
+    validate(meta, {**_values((3, 4), (3, 4), (3, 4)), "selfIsResult": True}, family="a2", version="8.5.0")
+
+
+@pytest.mark.parametrize(
+    "rule,message",
+    [
+        ("  - {kind: max_rank, params: [self], rank: 2, when: {noSuchFlag: true}}\n", "unknown scalar or attribute 'noSuchFlag'"),
+        ("  - {kind: max_rank, params: [self], rank: 2, when: {selfIsResult: 1}}\n", "needs true or false"),
+        ("  - {kind: promote, inputs: [gradOutput, self], output: gradInput, when: {selfIsResult: true}}\n", "cannot be conditional"),
+    ],
+)
+def test_a_bad_rule_condition_is_refused_at_its_line(tmp_path, rule, message):
+    with pytest.raises(SpecError, match=message) as info:
+        _spec(tmp_path, BASE.replace(RANK_RULE, RANK_RULE + rule))
+    assert "sloped_step_backward.yaml:" in str(info.value)

@@ -126,6 +126,7 @@ class _Op:
         self.rules = [
             (i, r) for i, r in enumerate(meta["rules"])
             if holds_at(r.get("since"), r.get("until"), version) and holds_on(r, family)
+            and (not r.get("when") or condition_holds(r, scalar_values(meta)))  # as the cases set them
         ]
         self.per_channel = [r for _, r in self.rules if r["kind"] == "per_channel"]
         self.weights = {r["weight"] for r in self.per_channel}
