@@ -15,6 +15,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.emitter import Emitter
 
 from ..errors import Problem, SpecError
 from ..products import ProductTable
@@ -23,8 +24,17 @@ from .draft import build_draft
 from .pages import read_page
 
 
+class _BracedEmitter(Emitter):
+    """ruamel.yaml writes a one-key flow mapping inside a flow list as a bare pair
+    (`[self, const: 0.0]`); a spec keeps its braces (`[self, {const: 0.0}]`), as written."""
+
+    def expect_flow_mapping(self, single: bool = False, force_flow_indent: bool = False) -> None:
+        super().expect_flow_mapping(single=False, force_flow_indent=force_flow_indent)
+
+
 def _yaml() -> YAML:
     yaml = YAML(typ="rt")
+    yaml.Emitter = _BracedEmitter
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)

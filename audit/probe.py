@@ -1,0 +1,98 @@
+"""One call of an op's first phase (GetWorkspaceSize) on a source of behaviour, and its status.
+
+The library checks its parameters in the first phase, so a probe never launches a kernel: 0 when
+the library accepted the arguments, else its status (161001, 161002, ...). `validate=False` keeps
+the binding's own checks out of the way, so the answer is the library's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from typing import Any, Mapping
+
+import numpy as np
+
+from aclnngen.runtime import session
+from aclnngen.runtime.errors import AclnnError, AclnnStatusError
+from aclnngen.verify.opcheck import binding_args
+
+SOURCES = ("sim", "torch", "cann")
+
+
+def bound_op(snake: str, package: str = "aclnngen.generated"):
+    """The generated binding's call object (`prepare` runs the first phase only)."""
+    return importlib.import_module(f"{package}.ops.{snake}")._CALL
+
+
+@contextlib.contextmanager
+def on_source(source: str, family: str, version: str, profile: str | None):
+    """The body runs on `source` as product `family`: the simulator under `profile`, or the
+    installed CANN (whose family is the machine's; another family is skipped by the caller)."""
+    if source == "sim":
+        with session.simulated(family=family, version=version, profile=profile):
+            yield
+    elif source == "cann":
+        yield
+    else:
+        raise ValueError(f"source {source!r} cannot run the library; it is one of sim, cann")
+
+
+def first_phase(call, meta: Mapping, values: Mapping[str, Any]) -> int:
+    """The status of the first phase with `values` (C names): 0 when accepted."""
+    positional, keywords = binding_args(meta, values)
+    outputs = tuple(values.get(name) for name in meta["outputs"])
+    try:
+        prepared = call.prepare(*positional, **keywords, out=outputs if len(outputs) > 1 else outputs[0], validate=False)
+    except AclnnStatusError as exc:
+        return exc.status
+    except (AclnnError, TypeError, ValueError) as exc:  # refused before the library: not an answer of it
+        raise ProbeError(f"{meta['name']}: the probe could not call the library: {type(exc).__name__}: {exc}") from exc
+    prepared.close()
+    return 0
+
+
+class ProbeError(RuntimeError):
+    """A probe that could not reach the library (bad test data, not a finding)."""
+
+
+def snippet_values(meta: Mapping, values: Mapping[str, Any]) -> list[str]:
+    """Python lines that rebuild `values` (C names) as the smallest equivalent arguments."""
+    lines = []
+    for p in meta["params"]:
+        value = values.get(p["name"])
+        lines.append(f"    {p['name']!r}: {_literal(value)},")
+    return lines
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        dtype = "ml_dtypes.bfloat16" if value.dtype.name == "bfloat16" else f"np.{value.dtype.name}"
+        if value.flags.c_contiguous or value.ndim == 0:
+            return f"np.zeros({value.shape!r}, dtype={dtype})"
+        wide = value.shape[:-1] + (value.shape[-1] * 2,)
+        return f"np.zeros({wide!r}, dtype={dtype})[..., ::2]  # a strided view"
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    return repr(value)
+
+
+def probe_snippet(snake: str, meta: Mapping, values: Mapping[str, Any], family: str, version: str,
+                  profile: str | None, source: str) -> str:
+    """A self-contained script that makes the same first-phase call and prints its status."""
+    where = (f"session.simulated(family={family!r}, version={version!r}, profile={profile!r})"
+             if source == "sim" else "contextlib.nullcontext()  # the installed CANN")
+    return "\n".join([
+        "import contextlib",
+        "import ml_dtypes",
+        "import numpy as np",
+        "from aclnngen.audit.probe import bound_op, first_phase",
+        "from aclnngen.runtime import session",
+        f"from aclnngen.generated.meta.{snake} import META",
+        "",
+        "values = {",
+        *snippet_values(meta, values),
+        "}",
+        f"with {where}:",
+        f"    print('status', first_phase(bound_op({snake!r}), META, values))",
+    ]) + "\n"
