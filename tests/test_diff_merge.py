@@ -255,8 +255,6 @@ def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(tmp_path):
 
 
 def test_a_one_key_mapping_inside_a_flow_list_keeps_its_braces(tmp_path):
-    from aclnngen.codegen.importer.merge import dump_round_trip, load_round_trip
-
     text = "oracle:\n  args: [grad_output, {dtype_of: grad_output}, {const: 0.0}]\n  kwargs: {approximate: {param: a}}\n"
     path = tmp_path / "x.yaml"
     path.write_text(text, encoding="utf-8")
