@@ -15,7 +15,6 @@ import numpy as np
 
 from aclnngen.runtime import session
 from aclnngen.runtime.errors import AclnnError, AclnnStatusError
-from aclnngen.verify.opcheck import binding_args
 
 SOURCES = ("sim", "torch", "cann")
 
@@ -40,10 +39,9 @@ def on_source(source: str, family: str, version: str, profile: str | None):
 
 def first_phase(call, meta: Mapping, values: Mapping[str, Any]) -> int:
     """The status of the first phase with `values` (C names): 0 when accepted."""
-    positional, keywords = binding_args(meta, values)
-    outputs = tuple(values.get(name) for name in meta["outputs"])
+    args = [values.get(p["name"]) for p in meta["params"]]  # prototype order, outputs included
     try:
-        prepared = call.prepare(*positional, **keywords, out=outputs if len(outputs) > 1 else outputs[0], validate=False)
+        prepared = call.prepare(*args, validate=False)
     except AclnnStatusError as exc:
         return exc.status
     except (AclnnError, TypeError, ValueError) as exc:  # refused before the library: not an answer of it

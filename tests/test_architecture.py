@@ -1,6 +1,6 @@
 """The package structure of docs/architecture.md, checked on the source.
 
-Every module of the project (codegen/, runtime/, verify/, generated/) is parsed with `ast`; every
+Every module of the project (codegen/, runtime/, verify/, generated/, audit/) is parsed with `ast`; every
 import (at the top of a module or inside a function; not those under `if TYPE_CHECKING:`) is an
 edge to a module of the project. The edges must not form a circle and must follow the table of
 docs/architecture.md, which is read from the page itself, so the rule is written down once.
@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ROOTS = {"codegen": "aclnngen.codegen", "runtime": "aclnngen.runtime", "verify": "aclnngen.verify",
-         "generated": "aclnngen.generated"}
+         "generated": "aclnngen.generated", "audit": "aclnngen.audit"}
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 #: packages whose imports inside functions must say why they are deferred
 MARKED_PACKAGES = ("aclnngen.runtime", "aclnngen.verify")
@@ -223,7 +223,7 @@ def layers():
 def test_the_walk_sees_every_package_and_function_level_imports(edges):
     sources = {e.source for e in edges}
     for package in ("aclnngen.codegen", "aclnngen.runtime", "aclnngen.runtime.sim", "aclnngen.verify",
-                    "aclnngen.generated.ops", "aclnngen.generated.reference"):
+                    "aclnngen.generated.ops", "aclnngen.generated.reference", "aclnngen.audit"):
         assert any(s.startswith(package + ".") for s in sources), package
     assert any(e.deferred for e in edges), "no import inside a function was seen"
 

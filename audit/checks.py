@@ -1,0 +1,268 @@
+"""What the audit checks for one op, and which sources can answer each check.
+
+Parameter checks and return codes are the library's to answer (`sim`, `cann`), never PyTorch's:
+torch accepts float64, rank 9 and broadcasting where aclnn does not, and that is not a finding.
+Numerics and the page's formula are answered by `torch` (or `cann`, on real data). Recorded page
+defects come from the spec itself (`spec`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from aclnngen.runtime.validation import supported_dtypes, supported_families
+from aclnngen.verify import cases, opcheck, sweeps
+
+from .findings import Finding
+from .probe import ProbeError, bound_op, first_phase, on_source, probe_snippet
+
+# check -> the sources that can answer it
+ANSWERED_BY = {
+    "dtype": ("sim", "cann"),
+    "shape": ("sim", "cann"),
+    "return_code": ("sim", "cann"),
+    "numerics": ("torch", "cann"),
+    "formula": ("torch",),
+    "defect": ("spec",),
+}
+
+
+@dataclass
+class OpAudit:
+    """The findings of one op on one source, and how many claims were checked."""
+
+    op: str
+    source: str
+    findings: list[Finding] = field(default_factory=list)
+    checked: int = 0
+    claims: int = 0
+    matrix: dict = field(default_factory=dict)  # family -> dtype -> one of the four OpInfo sets
+    errors: list[str] = field(default_factory=list)  # probes that could not reach the library
+    worst: dict = field(default_factory=dict)  # dtype -> max |reference - oracle| on benign data
+
+
+def _op(snake: str) -> opcheck.OpUnderTest:
+    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+    reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
+    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
+    return opcheck.OpUnderTest(meta, reference=reference, binding=binding, version=str(_newest(meta)))
+
+
+def _newest(meta: Mapping) -> str:
+    from aclnngen.runtime.releases import known_releases
+
+    return str(known_releases(meta)[-1])
+
+
+def audit_op(snake: str, source: str, *, profile: str | None = None, family: str | None = None) -> OpAudit:
+    """Every check `source` can answer, for op `snake` of the generated package."""
+    return audit(_op(snake), bound_op(snake), source, profile=profile, family=family)
+
+
+def audit(op: opcheck.OpUnderTest, call, source: str, *, profile: str | None = None, family: str | None = None) -> OpAudit:
+    """Every check `source` can answer: the claims are `op.meta`'s (the spec's), the behaviour is
+    the library's through `call` (a bound op) and the oracle's."""
+    result = OpAudit(op.name, source)
+    if source in ("sim", "cann"):
+        _library_checks(call, op, source, profile, result, only_family=family)
+    if source in ("torch", "cann"):
+        _numeric_checks(op, source, result)
+    return result
+
+
+# --- what the library accepts ------------------------------------------------------------------
+
+
+def _library_checks(call, op, source: str, profile: str | None, result: OpAudit, only_family: str | None) -> None:
+    meta, version, snake = op.meta, op.version, op.meta["snake"]
+    families = [p["family"] for p in meta["products"]]
+    if only_family is not None:
+        families = [f for f in families if f == only_family]
+    supported = supported_families(meta, version)
+
+    def probe(values, family):
+        return first_phase(call, meta, values)
+
+    def repro(values, family):
+        return probe_snippet(snake, meta, values, family, version, profile, source)
+
+    for family in families:
+        with on_source(source, family, version, profile):
+            sets = result.matrix.setdefault(family, {})
+            for dtype, claimed in cases.dtype_cases(meta, family, version):
+                values = cases.make_values(meta, "contiguous", dtype, version=version, family=family)
+                try:
+                    status = probe(values, family)
+                except ProbeError as exc:
+                    result.errors.append(str(exc))
+                    continue
+                result.checked += 1
+                result.claims += claimed
+                works = status == 0
+                sets[dtype] = ("claimed, works" if claimed and works else "claimed, rejected" if claimed
+                               else "not claimed, works" if works else "not claimed, rejected")
+                if claimed != works:
+                    result.findings.append(Finding(
+                        op.name, "dtype", f"{dtype} on {family}", "mismatch" if claimed else "undocumented",
+                        source, family, "supported" if claimed else "not listed",
+                        "accepted" if works else f"rejected with {status}", repro(values, family)))
+            if family not in supported:
+                continue
+            home = "float32" if "float32" in supported_dtypes(meta, op.params("input")[0]["name"], family, version) else \
+                (supported_dtypes(meta, op.params("input")[0]["name"], family, version) or ("float32",))[0]
+            for kind, expected in cases.applicable_cases(meta, version, family=family, dtype=home):
+                values = _broadcast_outputs(meta, cases.make_values(meta, kind, home, version=version, family=family), kind)
+                try:
+                    status = probe(values, family)
+                except ProbeError as exc:
+                    result.errors.append(str(exc))
+                    continue
+                result.checked += 1
+                result.claims += 1
+                if (status == 0) != (expected == 0):
+                    result.findings.append(Finding(
+                        op.name, "shape", f"{kind} on {family}", "mismatch" if expected == 0 else "undocumented",
+                        source, family, "accepted" if expected == 0 else f"rejected with {expected}",
+                        "accepted" if status == 0 else f"rejected with {status}", repro(values, family)))
+            base = cases.make_values(meta, "contiguous", home, version=version, family=family)
+            for index, row in enumerate(meta["return_codes"]):
+                if not _holds(row, version):
+                    continue
+                for param in row["params"]:
+                    if row["check"] == "null_pointer" and param in meta["outputs"]:
+                        continue  # the binding allocates an output it is not given: no NULL reaches the library
+                    try:
+                        values = opcheck._violate(op, dict(base), row["check"], param, family)
+                        status = probe(values, family)
+                    except (ProbeError, AssertionError, StopIteration, ValueError, IndexError) as exc:
+                        result.errors.append(f"row {index} ({row['check']}: {param}): {exc}")
+                        continue
+                    result.checked += 1
+                    result.claims += 1
+                    if status != row["status"]:
+                        result.findings.append(Finding(
+                            op.name, "return_code", f"row {index} ({row['check']}: {param}) on {family}",
+                            "mismatch", source, family, f"status {row['status']}",
+                            "accepted" if status == 0 else f"status {status}", repro(values, family)))
+
+
+def _broadcast_outputs(meta: Mapping, values: dict, kind: str) -> dict:
+    """For "broadcast-rejected" (inputs that broadcast, which the page forbids) the outputs get the
+    broadcast shape: the probe then asks only whether the library broadcasts the inputs."""
+    if kind != "broadcast-rejected":
+        return values
+    shapes = [np.shape(values[p["name"]]) for p in meta["params"] if p["role"] == "input" and values.get(p["name"]) is not None]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        return values
+    for name in meta["outputs"]:
+        if isinstance(values.get(name), np.ndarray) and values[name].shape != shape and values[name].size:
+            values[name] = np.zeros(shape, dtype=values[name].dtype)
+    return values
+
+
+def _holds(entry: Mapping, version: str) -> bool:
+    from aclnngen.runtime.versions import holds_at
+
+    return holds_at(entry.get("since"), entry.get("until"), version)
+
+
+# --- what the library computes -------------------------------------------------------------------
+
+
+def _numeric_checks(op, source: str, result: OpAudit) -> None:
+    meta, version = op.meta, op.version
+    families = supported_families(meta, version)
+    dtypes = sorted({d for f in families for d in supported_dtypes(meta, op.params("input")[0]["name"], f, version)})
+    for dtype in dtypes:
+        values = opcheck.adversarial_values(op, dtype, "random")
+        result.checked += 1
+        result.claims += 1
+        problem = _against_oracle(op, dtype, values, result)
+        if problem:
+            result.findings.append(Finding(op.name, "numerics", f"spec formula, {dtype}", "mismatch", source, None,
+                                           "the spec's formula", problem, _numeric_snippet(op, dtype, "spec", None)))
+    for name, value in sweeps.scalar_points(meta, version):
+        overrides = sweeps.overrides_for(meta, version, name, value)
+        dtype = "float32" if "float32" in dtypes else dtypes[0]
+        values = opcheck.adversarial_values(op, dtype, "random", overrides=overrides)
+        result.checked += 1
+        result.claims += 1
+        problem = _against_oracle(op, dtype, values, None)
+        if problem:
+            result.findings.append(Finding(op.name, "numerics", f"{name} = {value!r}", "mismatch", source, None,
+                                           f"the formula at {name} = {value!r}", problem,
+                                           _numeric_snippet(op, dtype, "spec", overrides)))
+    for key in op.reference.FORMULAS:
+        if not key.startswith("claimed:"):
+            continue
+        dtype = "float32" if "float32" in dtypes else dtypes[0]
+        result.checked += 1
+        result.claims += 1
+        # the default values, then each sweep point: a printed formula may be wrong on one branch only
+        points = [None] + [sweeps.overrides_for(meta, version, n, v) for n, v in sweeps.scalar_points(meta, version)]
+        problem = None
+        for overrides in points:
+            values = opcheck.adversarial_values(op, dtype, "random", overrides=overrides)
+            problem = _against_oracle(op, dtype, values, None, formula=key)
+            if problem:
+                problem = f"{problem} (at {overrides})" if overrides else problem
+                break
+        if problem:  # the page's printed formula is not the gradient: the recorded defect, seen
+            result.findings.append(Finding(op.name, "formula", f"the page's formula ({key})", "page_defect", "torch", None,
+                                           "the printed formula is the op's gradient", problem,
+                                           _numeric_snippet(op, dtype, key, None)))
+        else:
+            result.findings.append(Finding(op.name, "formula", f"the page's formula ({key})", "mismatch", "torch", None,
+                                           "the spec records the printed formula as wrong",
+                                           "it agrees with torch's gradient", _numeric_snippet(op, dtype, key, None)))
+
+
+def _against_oracle(op, dtype: str, values: dict, result: OpAudit | None, formula: str = "spec") -> str | None:
+    """None when the reference (by `formula`) agrees with torch under the precision policy, else
+    the first line of the disagreement."""
+    from aclnngen.verify import oracle
+
+    ours = op.run_reference(values, formula=formula)
+    by_py = {p["py"]: values.get(p["name"]) for p in op.meta["params"] if p["role"] != "output"}
+    for p in op.params("input"):
+        if isinstance(by_py.get(p["py"]), np.generic):
+            by_py[p["py"]] = np.asarray(by_py[p["py"]])
+    theirs = oracle.run(op.meta["oracle"], by_py)
+    for (py, kind), a, b in zip(op.meta["formula"]["outputs"].items(), ours, theirs):
+        if result is not None and a.size and np.issubdtype(np.asarray(a).dtype, np.floating) or a.dtype.name == "bfloat16":
+            finite = np.isfinite(a.astype(np.float64)) & np.isfinite(b.astype(np.float64))
+            if finite.any() and result is not None:
+                worst = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))[finite]))
+                result.worst[dtype] = max(result.worst.get(dtype, 0.0), worst)
+        try:
+            opcheck.compare_within_policy(op, values, py, kind, dtype, a, b, None)
+        except AssertionError as exc:
+            return str(exc).splitlines()[0]
+    return None
+
+
+def _numeric_snippet(op, dtype: str, formula: str, overrides) -> str:
+    snake = op.meta["snake"]
+    return "\n".join([
+        "from aclnngen.audit.checks import _op, _against_oracle",
+        "from aclnngen.verify import opcheck",
+        "",
+        f"op = _op({snake!r})",
+        f"values = opcheck.adversarial_values(op, {dtype!r}, 'random', overrides={overrides!r})",
+        f"print(_against_oracle(op, {dtype!r}, values, None, formula={formula!r}) or 'agrees with torch')",
+    ]) + "\n"
+
+
+def recorded_defects(snake: str, op_name: str) -> list[Finding]:
+    """Every defect the spec records, as a page-defect finding of source `spec`."""
+    from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, load_spec
+
+    spec = load_spec(DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml", load_products()).spec
+    return [Finding(op_name, "defect", f"{d.kind} #{i}", "page_defect", "spec", None, "the page", " ".join(d.note.split()))
+            for i, d in enumerate(spec.defects)]

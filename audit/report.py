@@ -1,0 +1,111 @@
+"""The audit's outputs: a Markdown report for a person, JSON for tools, pictures where a person
+would rather look than read (the claimed-versus-observed dtype matrix, with matplotlib)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from .checks import OpAudit
+from .findings import GROUPS
+
+SETS = ("claimed, works", "claimed, rejected", "not claimed, works", "not claimed, rejected")
+_TITLES = {"mismatch": "Mismatches", "undocumented": "Undocumented behaviour", "page_defect": "Page defects"}
+
+
+def as_json(audits: Sequence[OpAudit], record: dict, new: list[str], accepted: list[str], stale: list[str]) -> dict:
+    return {
+        "schema": "aclnngen-audit/1",
+        "run": record,
+        "coverage": {"checked": sum(a.checked for a in audits), "claims": sum(a.claims for a in audits)},
+        "new": new,
+        "accepted": accepted,
+        "stale_baseline": stale,
+        "ops": [{"op": a.op, "source": a.source, "checked": a.checked, "claims": a.claims, "errors": a.errors,
+                 "support": a.matrix, "findings": [f.as_dict() for f in a.findings]} for a in audits],
+    }
+
+
+def markdown(data: dict) -> str:
+    run, cov = data["run"], data["coverage"]
+    findings = [f for op in data["ops"] for f in op["findings"]]
+    lines = [
+        "# aclnngen audit",
+        "",
+        f"Claims checked: {cov['checked']} of {cov['claims'] or cov['checked']}; findings: {len(data['new'])} new, "
+        f"{len(data['accepted'])} accepted.",
+        "",
+        "| run | |",
+        "|---|---|",
+        *(f"| {k} | {v} |" for k, v in run.items()),
+        "",
+        "## Summary",
+        "",
+        "| op | source | checked | " + " | ".join(_TITLES[g].lower() for g in GROUPS) + " |",
+        "|---|---|---|" + "---|" * len(GROUPS),
+    ]
+    for op in data["ops"]:
+        counts = [sum(1 for f in op["findings"] if f["group"] == g) for g in GROUPS]
+        lines.append(f"| {op['op']} | {op['source']} | {op['checked']} | " + " | ".join(map(str, counts)) + " |")
+    for op in data["ops"]:
+        if not op["findings"] and not op["errors"]:
+            continue
+        lines += ["", f"## {op['op']}", ""]
+        for group in GROUPS:
+            mine = [f for f in op["findings"] if f["group"] == group]
+            if not mine:
+                continue
+            lines += [f"### {_TITLES[group]}", "", "| id | source | what | claimed | observed | status |", "|---|---|---|---|---|---|"]
+            for f in mine:
+                status = "accepted" if f["id"] in data["accepted"] else "new"
+                lines.append(f"| `{f['id']}` | {f['source']} | {f['subject']} | {f['claimed']} | {_cell(f['observed'])} | {status} |")
+            lines.append("")
+        if op["errors"]:
+            lines += ["Not checked (the probe could not reach the library):", ""] + [f"- {e}" for e in op["errors"]]
+    if data["stale_baseline"]:
+        lines += ["", "## Stale baseline entries", ""] + [f"- `{i}` matches no finding" for i in data["stale_baseline"]]
+    lines += ["", "Reproduce a finding: `aclnngen audit --repro ID` prints a script that shows it.", ""]
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def pictures(data: dict, out: Path) -> list[Path]:
+    """One PNG per op: families x dtypes, each cell coloured by its OpInfo set. Needs matplotlib."""
+    import matplotlib  # deferred: an optional dependency (the `audit` extra)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    colours = ListedColormap(["#2e7d32", "#c62828", "#f9a825", "#e0e0e0"])
+    written = []
+    for op in data["ops"]:
+        support = op["support"]
+        if not support:
+            continue
+        families = list(support)
+        dtypes = sorted({d for row in support.values() for d in row})
+        grid = [[SETS.index(support[f].get(d, SETS[3])) for d in dtypes] for f in families]
+        fig, ax = plt.subplots(figsize=(1 + 0.45 * len(dtypes), 1 + 0.4 * len(families)))
+        ax.imshow(grid, cmap=colours, vmin=0, vmax=3, aspect="auto")
+        ax.set_xticks(range(len(dtypes)), dtypes, rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(families)), families, fontsize=7)
+        ax.set_title(f"{op['op']} ({op['source']}): " + ", ".join(f"{c}={s}" for c, s in zip(("green", "red", "yellow", "grey"), SETS)), fontsize=6)
+        fig.tight_layout()
+        path = out / f"{op['op']}-support.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def write(data: dict, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "audit.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (out / "audit.md").write_text(markdown(data), encoding="utf-8")
+    return [out / "audit.md", out / "audit.json"]

@@ -1,0 +1,113 @@
+"""`aclnngen audit`: does each op's page say what the library does? (docs/audit.md)
+
+Runs the audit package's checks for every op (or --ops) on one source of behaviour, writes the
+Markdown report, the JSON and the pictures into --out, and exits 1 when a finding is neither in the
+baseline nor accepted beyond its expiry date. `--repro ID` prints the reproducer of a finding of
+the last report in --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source", choices=("sim", "torch", "cann"), default="sim",
+                        help="sim: the simulator under --profile; torch: PyTorch on the CPU (numerics); cann: a real NPU")
+    parser.add_argument("--profile", default="vendor",
+                        help="the simulator's behaviour profile for --source sim (default: vendor; 'spec' checks the spec against itself)")
+    parser.add_argument("--ops", nargs="+", metavar="OP", help="only these ops (snake_case or aclnn name)")
+    parser.add_argument("--family", help="only this product family (library checks)")
+    parser.add_argument("--out", type=Path, default=Path("audit-report"), help="where the report goes (default: audit-report/)")
+    parser.add_argument("--baseline", type=Path, help="accepted findings (YAML list of {id, reason, expires})")
+    parser.add_argument("--repro", metavar="ID", help="print the reproducer of finding ID from the report in --out, and exit")
+    parser.add_argument("--no-pictures", action="store_true", help="skip the PNG pictures")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.repro:
+        return _repro(args.out, args.repro)
+    if args.source == "torch":
+        try:
+            import torch  # noqa: F401  (the oracle)
+        except ImportError:
+            print("aclnngen audit --source torch needs PyTorch: pip install 'aclnngen[audit]'", file=sys.stderr)
+            return 2
+    from aclnngen import __version__
+    from aclnngen.audit import baseline, checks, report
+    from aclnngen.runtime import session
+
+    from .run import _ops
+
+    selected = _ops(args.ops)
+    if args.source == "cann":
+        try:
+            backend = session.init("cann")
+        except Exception as exc:  # no CANN: one line, not a traceback
+            print(f"aclnngen audit --source cann: no CANN here ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return 2
+        family = backend.family()
+    else:
+        family = args.family
+    record = {"source": args.source, "profile": args.profile if args.source == "sim" else "-",
+              "family": family or "every family of each op", "aclnngen": __version__,
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    if args.source == "cann":
+        record.update(soc=backend.soc_name(), cann=backend.version() or "unknown", libraries=", ".join(map(str, getattr(backend, "paths", []) or [])))
+    audits = []
+    progress = sys.stderr.isatty() and not args.json
+    for index, snake in enumerate(selected, 1):
+        if progress:
+            print(f"\r[{index}/{len(selected)}] {snake:<40}", end="", file=sys.stderr, flush=True)
+        result = checks.audit_op(snake, args.source, profile=args.profile if args.source == "sim" else None, family=family)
+        result.findings += checks.recorded_defects(snake, result.op)
+        audits.append(result)
+    if progress:
+        print(file=sys.stderr)
+    ids = [f.id for a in audits for f in a.findings]
+    try:
+        accepted = baseline.load(args.baseline)
+    except baseline.BaselineError as exc:
+        print(f"aclnngen audit: {exc}", file=sys.stderr)
+        return 2
+    new, ok, stale = baseline.judge(ids, accepted, datetime.date.today())
+    data = report.as_json(audits, record, new, ok, stale)
+    written = report.write(data, args.out)
+    if not args.no_pictures:
+        try:
+            written += report.pictures(data, args.out)
+        except ImportError:
+            print("aclnngen audit: pictures need matplotlib: pip install 'aclnngen[audit]'", file=sys.stderr)
+    for entry in stale:
+        print(f"warning: baseline entry {entry} matches no finding", file=sys.stderr)
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "audit", "ok": not new, "out": str(args.out), "checked": data["coverage"]["checked"],
+              "new": new, "accepted": ok, "stale_baseline": stale})
+    else:
+        print(f"claims checked: {data['coverage']['checked']}; findings: {len(new)} new, {len(ok)} accepted; "
+              f"report: {args.out / 'audit.md'}")
+    return 1 if new else 0
+
+
+def _repro(out: Path, finding: str) -> int:
+    path = out / "audit.json"
+    if not path.exists():
+        print(f"aclnngen audit --repro: no report at {path}; run the audit with --out {out} first", file=sys.stderr)
+        return 2
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for op in data["ops"]:
+        for f in op["findings"]:
+            if f["id"] == finding:
+                if not f["repro"]:
+                    print(f"# {finding}: recorded by the spec itself ({f['observed']})")
+                else:
+                    print(f["repro"], end="")
+                return 0
+    print(f"aclnngen audit --repro: no finding {finding!r} in {path}", file=sys.stderr)
+    return 2
