@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", type=Path, help="accepted findings (YAML list of {id, reason, expires})")
     parser.add_argument("--repro", metavar="ID", help="print the reproducer of finding ID from the report in --out, and exit")
     parser.add_argument("--no-pictures", action="store_true", help="skip the PNG pictures")
+    parser.add_argument("--headers", type=Path, metavar="DIR",
+                        help="a CANN include folder: check each spec's prototypes against its aclnnop/aclnn_*.h declarations")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
         audits.append(result)
     if progress:
         print(file=sys.stderr)
+    if args.headers is not None:
+        if not args.headers.is_dir():
+            print(f"aclnngen audit: --headers {args.headers} is not a folder", file=sys.stderr)
+            return 2
+        _header_check(args.headers, selected, audits)
     ids = [f.id for a in audits for f in a.findings]
     try:
         accepted = baseline.load(args.baseline)
@@ -93,6 +100,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"claims checked: {data['coverage']['checked']}; findings: {len(new)} new, {len(ok)} accepted; "
               f"report: {args.out / 'audit.md'}")
     return 1 if new else 0
+
+
+def _header_check(include: Path, selected: list[str], audits: list) -> None:
+    import importlib
+
+    from aclnngen.audit import headers
+    from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, load_spec
+
+    products = load_products()
+    by_name = {a.op: a for a in audits}
+    for snake in selected:
+        meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+        spec = load_spec(DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml", products).spec
+        found, checked = headers.compare(include, [meta], {meta["name"]: {
+            "get_workspace_size": spec.prototypes.get_workspace_size, "launch": spec.prototypes.launch}})
+        by_name[meta["name"]].findings += found
+        by_name[meta["name"]].checked += checked
+        by_name[meta["name"]].claims += checked
 
 
 def _repro(out: Path, finding: str) -> int:
