@@ -99,11 +99,12 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
             return_codes.append(
                 _case(f"row{index}-{row.check}-{param}", family=family, row=index, check=row.check, param=param, status=row.status)
             )
+    layouts = _Layouts(meta, version)
     binding = [
         _case(f"{label[family]}-{dtype}-{layout}", family=family, dtype=dtype, layout=layout)
         for family in families
         for dtype in op.dtypes_of(_first_input(spec), family)
-        for layout in _layouts(meta, version, family)
+        for layout in layouts.of(family)
     ]
     return {
         "version": version,
@@ -151,9 +152,18 @@ def _row_family(meta: dict, version: str, check: str, param: str, families: list
     return home
 
 
-def _layouts(meta: dict, version: str, family: str) -> list[str]:
-    applicable = dict(cases.applicable_cases(meta, version, family=family))
-    return [layout for layout in LAYOUTS if applicable.get(layout) == 0]
+class _Layouts:
+    """The layouts each family's rules accept, worked out once per distinct set of rules."""
+
+    def __init__(self, meta: dict, version: str):
+        self.meta, self.version, self.known = meta, version, {}
+
+    def of(self, family: str) -> list[str]:
+        key = tuple(id(r) for r in rules_at(self.meta, self.version, family))
+        if key not in self.known:
+            applicable = dict(cases.applicable_cases(self.meta, self.version, family=family))
+            self.known[key] = [layout for layout in LAYOUTS if applicable.get(layout) == 0]
+        return self.known[key]
 
 
 def _conditional_entries(spec: OpSpec, version: str):
