@@ -21,7 +21,8 @@ from .yamlio import read_yaml
 
 class ProfileChange(Frozen):
     action: Literal["drop", "allow", "exclude_params"]
-    rule: Literal["same_shape", "same_dtype", "broadcast", "broadcast_to", "promote", "per_channel", "max_rank", "empty", "non_contiguous"]
+    rule: Literal["same_shape", "same_dtype", "broadcast", "broadcast_to", "promote", "castable", "per_channel", "max_rank",
+                  "min_rank", "empty", "non_contiguous"]
     params: list[CIdentifier] = []
     reason: NonEmptyText
 

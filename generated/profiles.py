@@ -5,12 +5,34 @@
 `spec` is implicit (the spec's own rules). See codegen/profiles.py and runtime/profiles.py.
 """
 
-PROFILES = {'vendor': {'GeluBackward': {'8.5.0': {'op': 'GeluBackward',
+PROFILES = {'vendor': {'EluBackward': {'8.5.0': {'op': 'EluBackward',
+                                      'cann_version': '8.5.0',
+                                      'evidence': 'hicann/ops-nn '
+                                                  'activation/elu_grad_v2/op_api/aclnn_elu_backward.cpp '
+                                                  'at v9.2.0-beta.1, its parameter checks (the '
+                                                  'same checks at v8.5.0); its shape, rank and '
+                                                  "empty-tensor rules match the spec's",
+                                      'null_out_pointers': 'checked',
+                                      'changes': []}},
+            'GeluBackward': {'8.5.0': {'op': 'GeluBackward',
                                        'cann_version': '8.5.0',
                                        'evidence': 'ABI fact sheet, section 4.1 (the '
                                                    "implementation's own parameter checks)",
                                        'null_out_pointers': 'unchecked',
                                        'changes': []}},
+            'GeluBackwardV2': {'8.5.0': {'op': 'GeluBackwardV2',
+                                         'cann_version': '8.5.0',
+                                         'evidence': 'hicann/ops-nn '
+                                                     'activation/gelu_grad_v2/op_api/aclnn_gelu_backward_v2.cpp '
+                                                     'at v9.2.0-beta.1, its parameter checks (the '
+                                                     'same first-phase checks at v8.5.0)',
+                                         'null_out_pointers': 'checked',
+                                         'changes': [{'action': 'drop',
+                                                      'rule': 'max_rank',
+                                                      'params': [],
+                                                      'reason': 'the implementation checks no '
+                                                                "rank; the page's 0 to 8 dims is "
+                                                                'not enforced'}]}},
             'HardtanhBackward': {'8.5.0': {'op': 'HardtanhBackward',
                                            'cann_version': '8.5.0',
                                            'evidence': 'ABI fact sheet, section 4.4 (the '
@@ -33,12 +55,45 @@ PROFILES = {'vendor': {'GeluBackward': {'8.5.0': {'op': 'GeluBackward',
                                                         'reason': "out's dtype is checked for "
                                                                   'membership only, never against '
                                                                   "self's"}]}},
+            'LeakyReluBackward': {'8.5.0': {'op': 'LeakyReluBackward',
+                                            'cann_version': '8.5.0',
+                                            'evidence': 'hicann/ops-nn '
+                                                        'activation/leaky_relu_grad/op_api/aclnn_leaky_relu_backward.cpp '
+                                                        'at v9.2.0-beta.1, its parameter checks '
+                                                        '(the same checks at v8.5.0); its shape, '
+                                                        'rank and empty-tensor rules match the '
+                                                        "spec's",
+                                            'null_out_pointers': 'checked',
+                                            'changes': []}},
             'PreluBackward': {'8.5.0': {'op': 'PreluBackward',
                                         'cann_version': '8.5.0',
                                         'evidence': 'ABI fact sheet, section 4.3 (the '
                                                     "implementation's own parameter checks)",
                                         'null_out_pointers': 'unchecked',
                                         'changes': []}},
+            'SigmoidBackward': {'8.5.0': {'op': 'SigmoidBackward',
+                                          'cann_version': '8.5.0',
+                                          'evidence': 'hicann/ops-nn '
+                                                      'activation/sigmoid_grad/op_api/aclnn_sigmoid_backward.cpp '
+                                                      'at v9.2.0-beta.1, its parameter checks (the '
+                                                      'same checks at v8.5.0)',
+                                          'null_out_pointers': 'checked',
+                                          'changes': [{'action': 'drop',
+                                                       'rule': 'min_rank',
+                                                       'params': [],
+                                                       'reason': 'the implementation bounds the '
+                                                                 'rank above only; 0-d tensors are '
+                                                                 'accepted though the page says 1 '
+                                                                 'to 8 dims'}]}},
+            'SoftmaxBackward': {'8.5.0': {'op': 'SoftmaxBackward',
+                                          'cann_version': '8.5.0',
+                                          'evidence': 'hicann/ops-nn '
+                                                      'activation/softmax_grad/op_api/aclnn_softmax_backward.cpp '
+                                                      'at v9.2.0-beta.1, its parameter checks (the '
+                                                      'same checks at v8.5.0); its shape, rank and '
+                                                      "empty-tensor rules match the spec's",
+                                          'null_out_pointers': 'checked',
+                                          'changes': []}},
             'SoftshrinkBackward': {'8.5.0': {'op': 'SoftshrinkBackward',
                                              'cann_version': '8.5.0',
                                              'evidence': 'ABI fact sheet, section 4.5 (the '
@@ -60,4 +115,14 @@ PROFILES = {'vendor': {'GeluBackward': {'8.5.0': {'op': 'GeluBackward',
                                                      'params': [],
                                                      'reason': 'inputs of more than 8 dims are '
                                                                'flattened to one dimension and '
-                                                               'accepted'}]}}}}
+                                                               'accepted'}]}},
+            'ThresholdBackward': {'8.5.0': {'op': 'ThresholdBackward',
+                                            'cann_version': '8.5.0',
+                                            'evidence': 'hicann/ops-nn '
+                                                        'activation/threshold_grad_v2_d/op_api/aclnn_threshold_backward.cpp '
+                                                        'at v9.2.0-beta.1, its parameter checks '
+                                                        '(the same checks at v8.5.0); its shape, '
+                                                        'rank and empty-tensor rules match the '
+                                                        "spec's",
+                                            'null_out_pointers': 'checked',
+                                            'changes': []}}}}
