@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", type=Path, help="accepted findings (YAML list of {id, reason, expires})")
     parser.add_argument("--repro", metavar="ID", help="print the reproducer of finding ID from the report in --out, and exit")
     parser.add_argument("--no-pictures", action="store_true", help="skip the PNG pictures")
+    parser.add_argument("--page", type=Path, action="append", default=[], metavar="PAGE",
+                        help="a vendor page (Markdown or saved web page) of an audited op: read through the importer and set against the spec (repeatable)")
+    parser.add_argument("--release", help="the release the --page pages describe (default: each spec's newest)")
     parser.add_argument("--headers", type=Path, metavar="DIR",
                         help="a CANN include folder: check each spec's prototypes against its aclnnop/aclnn_*.h declarations")
 
@@ -70,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
         audits.append(result)
     if progress:
         print(file=sys.stderr)
+    for page in args.page:
+        problem = _page_check(page, args.release, selected, audits)
+        if problem:
+            print(f"aclnngen audit: {problem}", file=sys.stderr)
+            return 2
     if args.headers is not None:
         if not args.headers.is_dir():
             print(f"aclnngen audit: --headers {args.headers} is not a folder", file=sys.stderr)
@@ -118,6 +126,36 @@ def _header_check(include: Path, selected: list[str], audits: list) -> None:
         by_name[meta["name"]].findings += found
         by_name[meta["name"]].checked += checked
         by_name[meta["name"]].claims += checked
+
+
+def _page_check(page: Path, release: str | None, selected: list[str], audits: list) -> str | None:
+    """Set one page against the spec of the op it documents; a message when that cannot be done."""
+    import importlib
+
+    from aclnngen.audit.page import page_findings
+    from aclnngen.codegen.importer.merge import load_round_trip
+    from aclnngen.codegen.importer.pages import PageError, read_page
+    from aclnngen.codegen.importer.releases import release_of
+    from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products
+    from aclnngen.runtime.releases import known_releases
+
+    products = load_products()
+    try:
+        op = read_page(page, products).op
+    except PageError as exc:
+        return str(exc)
+    snake = next((s for s in selected if importlib.import_module(f"aclnngen.generated.meta.{s}").META["name"] == op), None)
+    if snake is None:
+        return f"--page {page} documents {op!r}, which is not among the audited ops"
+    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+    at = release_of(release) if release else str(known_releases(meta)[-1])
+    spec = load_round_trip(DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml")
+    found, checked = page_findings(page, spec, at, products)
+    audit = next(a for a in audits if a.op == op)
+    audit.findings += found
+    audit.checked += checked
+    audit.claims += checked
+    return None
 
 
 def _repro(out: Path, finding: str) -> int:
