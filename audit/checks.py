@@ -129,6 +129,7 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                         source, family, "accepted" if expected == 0 else f"rejected with {expected}",
                         "accepted" if status == 0 else f"rejected with {status}", repro(values, family)))
             base = cases.make_values(meta, "contiguous", home, version=version, family=family)
+            _null_defaults(call, op, base, family, source, result)
             for index, row in enumerate(meta["return_codes"]):
                 if not _holds(row, version):
                     continue
@@ -148,6 +149,56 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                             op.name, "return_code", f"row {index} ({row['check']}: {param}) on {family}",
                             "mismatch", source, family, f"status {row['status']}",
                             "accepted" if status == 0 else f"status {status}", repro(values, family)))
+
+
+def _null_defaults(call, op, base: dict, family: str, source: str, result: OpAudit) -> None:
+    """A NULL optional scalar behaves as its documented default: the same call made both ways
+    (both phases, on the same data) gives the same bits."""
+    meta = op.meta
+    for p in op.params("optional_scalar"):
+        outputs = []
+        for value in (None, p["default"]):
+            values = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
+            values[p["name"]] = value
+            try:
+                got = call(*[values.get(q["name"]) for q in meta["params"]], validate=False)
+            except Exception as exc:  # a library error is an answer too: the two ways must agree
+                got = (f"{type(exc).__name__}: {getattr(exc, 'status', '')}",)
+            outputs.append(got if isinstance(got, tuple) else (got,))
+        result.checked += 1
+        result.claims += 1
+        same = all(_same(a, b) for a, b in zip(*outputs))
+        if not same:
+            result.findings.append(Finding(
+                op.name, "default", f"{p['name']} NULL on {family}", "mismatch", source, family,
+                f"NULL means {p['default']!r}", "NULL gives another result than the documented default",
+                _default_snippet(meta, p["name"], p["default"], family, op.version)))
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return opcheck.same_bits(a, b)
+    return type(a) is type(b) and not isinstance(a, np.ndarray) and a == b
+
+
+def _default_snippet(meta: Mapping, name: str, default, family: str, version: str) -> str:
+    snake = meta["snake"]
+    return "\n".join([
+        "import numpy as np",
+        "from aclnngen.audit.probe import bound_op",
+        "from aclnngen.runtime import session",
+        "from aclnngen.verify import cases",
+        "from aclnngen.verify.opcheck import same_bits",
+        f"from aclnngen.generated.meta.{snake} import META",
+        "",
+        f"with session.simulated(family={family!r}, version={version!r}):",
+        f"    base = cases.make_values(META, 'contiguous', 'float32', version={version!r}, family={family!r})",
+        "    results = []",
+        f"    for value in (None, {default!r}):",
+        f"        values = {{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in {{**base, {name!r}: value}}.items()}}",
+        f"        results.append(bound_op({snake!r})(*[values.get(p['name']) for p in META['params']], validate=False))",
+        "    print('same' if same_bits(np.asarray(results[0]), np.asarray(results[1])) else 'differ')",
+    ]) + "\n"
 
 
 def _broadcast_outputs(meta: Mapping, values: dict, kind: str) -> dict:

@@ -167,3 +167,26 @@ def test_the_command_writes_the_report_and_gates(tmp_path):
         shown = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--out", str(out), "--repro", finding["id"]],
                                capture_output=True, text=True, timeout=120)
         assert shown.returncode == 0 and shown.stdout == finding["repro"]
+
+
+def _has_optional_scalar(snake: str) -> bool:
+    return any(p["role"] == "optional_scalar" for p in checks._op(snake).meta["params"])
+
+
+@pytest.mark.parametrize("snake", [s for s in OPS if _has_optional_scalar(s)])
+def test_a_wrong_default_is_found(snake):
+    """The page's default for an optional scalar is what NULL means to the library: a planted other
+    default gives a call with NULL and a call with that value different results."""
+    meta = copy.deepcopy(checks._op(snake).meta)
+    family = _family(meta)
+    planted = [p for p in meta["params"] if p["role"] == "optional_scalar"]
+    for p in planted:
+        p["default"] = p["default"] + 0.75
+    result = _audit(snake, meta, "sim", family=family)
+    found = [f for f in result.findings if f.check == "default"]
+    assert {f.subject for f in found} == {f"{p['name']} NULL on {family}" for p in planted}
+    assert "differ" in _run_snippet(found[0].repro)
+
+
+def test_some_op_has_an_optional_scalar():
+    assert any(_has_optional_scalar(s) for s in OPS), "the wrong-default test would test nothing"
