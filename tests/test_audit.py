@@ -190,3 +190,17 @@ def test_a_wrong_default_is_found(snake):
 
 def test_some_op_has_an_optional_scalar():
     assert any(_has_optional_scalar(s) for s in OPS), "the wrong-default test would test nothing"
+
+
+def test_jobs_give_the_same_report_as_one_process(tmp_path):
+    reports = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}"
+        done = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--source", "sim", "--ops", *OPS[:3],
+                               "--jobs", jobs, "--out", str(out), "--no-pictures"], capture_output=True, text=True, timeout=600)
+        assert done.returncode in (0, 1), done.stderr
+        data = json.loads((out / "audit.json").read_text())
+        reports.append(([o["op"] for o in data["ops"]], sorted(f["id"] for o in data["ops"] for f in o["findings"])))
+    assert reports[0] == reports[1]
+    bad = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--jobs", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--jobs takes 1 to 64" in bad.stderr

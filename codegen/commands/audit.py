@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", type=Path, help="accepted findings (YAML list of {id, reason, expires})")
     parser.add_argument("--repro", metavar="ID", help="print the reproducer of finding ID from the report in --out, and exit")
     parser.add_argument("--no-pictures", action="store_true", help="skip the PNG pictures")
+    parser.add_argument("--jobs", type=_jobs, default=1, metavar="N", help="audit N ops at once, each in its own process (default 1)")
     parser.add_argument("--page", type=Path, action="append", default=[], metavar="PAGE",
                         help="a vendor page (Markdown or saved web page) of an audited op: read through the importer and set against the spec (repeatable)")
     parser.add_argument("--release", help="the release the --page pages describe (default: each spec's newest)")
@@ -63,13 +64,12 @@ def run(args: argparse.Namespace) -> int:
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     if args.source == "cann":
         record.update(soc=backend.soc_name(), cann=backend.version() or "unknown", libraries=", ".join(map(str, getattr(backend, "paths", []) or [])))
-    audits = []
     progress = sys.stderr.isatty() and not args.json
-    for index, snake in enumerate(selected, 1):
+    jobs = [(snake, args.source, args.profile if args.source == "sim" else None, family) for snake in selected]
+    audits = []
+    for index, result in enumerate(_audits(jobs, args.jobs if args.source != "cann" else 1), 1):
         if progress:
-            print(f"\r[{index}/{len(selected)}] {snake:<40}", end="", file=sys.stderr, flush=True)
-        result = checks.audit_op(snake, args.source, profile=args.profile if args.source == "sim" else None, family=family)
-        result.findings += checks.recorded_defects(snake, result.op)
+            print(f"\r[{index}/{len(selected)}] {result.op:<40}", end="", file=sys.stderr, flush=True)
         audits.append(result)
     if progress:
         print(file=sys.stderr)
@@ -108,6 +108,39 @@ def run(args: argparse.Namespace) -> int:
         print(f"claims checked: {data['coverage']['checked']}; findings: {len(new)} new, {len(ok)} accepted; "
               f"report: {args.out / 'audit.md'}")
     return 1 if new else 0
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; --jobs takes 1 to 64")
+    return value
+
+
+def _audit_one(job: tuple):
+    from aclnngen.audit import checks
+
+    snake, source, profile, family = job
+    result = checks.audit_op(snake, source, profile=profile, family=family)
+    result.findings += checks.recorded_defects(snake, result.op)
+    return result
+
+
+def _audits(jobs: list[tuple], workers: int):
+    """Each op's audit, in the order of `jobs` (one process per worker; the simulator and the
+    session are per process, so ops never share one). A real NPU is audited one op at a time."""
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield _audit_one(job)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield from pool.map(_audit_one, jobs)
 
 
 def _header_check(include: Path, selected: list[str], audits: list) -> None:
