@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from .checks import OpAudit
+from .checks import HISTOGRAM_EDGES, OpAudit
 from .findings import GROUPS
 
 SETS = ("claimed, works", "claimed, rejected", "not claimed, works", "not claimed, rejected")
@@ -23,7 +23,9 @@ def as_json(audits: Sequence[OpAudit], record: dict, new: list[str], accepted: l
         "accepted": accepted,
         "stale_baseline": stale,
         "ops": [{"op": a.op, "source": a.source, "checked": a.checked, "claims": a.claims, "errors": a.errors,
-                 "support": a.matrix, "findings": [f.as_dict() for f in a.findings]} for a in audits],
+                 "support": a.matrix, "error_histogram": a.error_histogram,
+                 "findings": [f.as_dict() for f in a.findings]} for a in audits],
+        "histogram_edges_log10": list(HISTOGRAM_EDGES),
     }
 
 
@@ -98,6 +100,35 @@ def pictures(data: dict, out: Path) -> list[Path]:
         ax.set_title(f"{op['op']} ({op['source']}): " + ", ".join(f"{c}={s}" for c, s in zip(("green", "red", "yellow", "grey"), SETS)), fontsize=6)
         fig.tight_layout()
         path = out / f"{op['op']}-support.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def error_pictures(data: dict, out: Path) -> list[Path]:
+    """One PNG per op audited with numerics: the distribution of the opmath reference's relative
+    error against the float64 golden, one line per dtype. Needs matplotlib."""
+    import matplotlib  # deferred: an optional dependency (the `audit` extra)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    edges = data["histogram_edges_log10"]
+    written = []
+    for op in data["ops"]:
+        if not op.get("error_histogram"):
+            continue
+        fig, ax = plt.subplots(figsize=(5, 3))
+        for dtype, counts in sorted(op["error_histogram"].items()):
+            ax.step(edges[:-1], counts, where="post", label=dtype)
+        ax.set_yscale("symlog")
+        ax.set_xlabel("log10 relative error, opmath against float64 golden")
+        ax.set_ylabel("elements")
+        ax.set_title(f"{op['op']}: error distribution on benign data", fontsize=8)
+        ax.legend(fontsize=6)
+        fig.tight_layout()
+        path = out / f"{op['op']}-errors.png"
         fig.savefig(path, dpi=90)
         plt.close(fig)
         written.append(path)

@@ -204,3 +204,15 @@ def test_jobs_give_the_same_report_as_one_process(tmp_path):
     assert reports[0] == reports[1]
     bad = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--jobs", "0"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--jobs takes 1 to 64" in bad.stderr
+
+
+def test_the_error_distribution_is_recorded_and_drawn(tmp_path):
+    result = checks.audit_op(OPS[0], "torch")
+    assert result.error_histogram, "numerics ran on no dtype"
+    for dtype, counts in result.error_histogram.items():
+        assert len(counts) == len(checks.HISTOGRAM_EDGES) - 1 and sum(counts) > 0, dtype
+        if dtype == "float32":  # one rounding of float32 work: most elements far below 1e-3
+            assert sum(counts[:9]) > sum(counts[9:])
+    data = report.as_json([result], {"source": "torch"}, [], [], [])
+    drawn = report.error_pictures(data, tmp_path)
+    assert [p.name for p in drawn] == [f"{result.op}-errors.png"] and drawn[0].stat().st_size > 1000

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     written = report.write(data, args.out)
     if not args.no_pictures:
         try:
-            written += report.pictures(data, args.out)
+            written += report.pictures(data, args.out) + report.error_pictures(data, args.out)
         except ImportError:
             print("aclnngen audit: pictures need matplotlib: pip install 'aclnngen[audit]'", file=sys.stderr)
     for entry in stale:
