@@ -50,6 +50,18 @@ def markdown(data: dict) -> str:
     for op in data["ops"]:
         counts = [sum(1 for f in op["findings"] if f["group"] == g) for g in GROUPS]
         lines.append(f"| {op['op']} | {op['source']} | {op['checked']} | " + " | ".join(map(str, counts)) + " |")
+    families = sorted({f["family"] for op in data["ops"] for f in op["findings"] if f["family"]} |
+                      {fam for op in data["ops"] for fam in op["support"]})
+    if families:
+        lines += ["", "### By product family", "", "findings (of them new) per op and family; `-` where nothing was checked", "",
+                  "| op | " + " | ".join(families) + " |", "|---|" + "---|" * len(families)]
+        for op in data["ops"]:
+            cells = []
+            for fam in families:
+                mine = [f for f in op["findings"] if f["family"] == fam]
+                new = sum(1 for f in mine if f["id"] in data["new"])
+                cells.append(f"{len(mine)} ({new})" if mine or fam in op["support"] else "-")
+            lines.append(f"| {op['op']} | " + " | ".join(cells) + " |")
     for op in data["ops"]:
         if not op["findings"] and not op["errors"]:
             continue
