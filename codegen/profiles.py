@@ -3,7 +3,9 @@
 A profile is data, one file per (op, CANN release), under `specs/profiles/<profile>/<release>/<op>.yaml`.
 The simulator checks parameters by a profile: `spec` (implicit) follows the spec's own rules;
 `vendor` models the vendor implementation's known checks; a recorded audit of a real NPU can be
-written as another profile. Each change to the spec's rules carries its reason.
+written as another profile. Each change to the spec's rules carries its reason; each dtype list
+(`dtypes`) is what the implementation accepts for some tensors on some product families, replacing
+the page's list there (the implementation's support list per SoC).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pydantic import Field
 
 from .errors import Problem, SpecError
 from .loader import validate_model
-from .model import CIdentifier, Frozen, NonEmptyText, OpSpec, Version, rule_params
+from .model import CIdentifier, DType, FamilyId, Frozen, NonEmptyText, OpSpec, Version, rule_params
 from .yamlio import read_yaml
 
 
@@ -27,12 +29,27 @@ class ProfileChange(Frozen):
     reason: NonEmptyText
 
 
+class ProfileDtypes(Frozen):
+    """The dtypes the implementation accepts for `params` on `families`: it replaces the page's list
+    for those families (with `when`, the dtypes are accepted only while each named scalar or
+    attribute has the given value, as in a spec's dtype rows)."""
+
+    params: list[CIdentifier] = Field(min_length=1)
+    families: list[FamilyId] = Field(min_length=1)
+    dtypes: list[DType] = Field(min_length=1)
+    when: dict[CIdentifier, bool | int | float | str] = {}
+    reason: NonEmptyText
+
+
 class Profile(Frozen):
     op: CIdentifier
     cann_version: Version
     evidence: NonEmptyText
     null_out_pointers: Literal["checked", "unchecked"]
     changes: list[ProfileChange] = Field(default_factory=list)
+    dtypes: list[ProfileDtypes] = Field(default_factory=list)
+    notes: list[NonEmptyText] = Field(default_factory=list)
+    """Behaviour seen that no change or dtype list expresses (written by `audit --save-profile`)."""
 
 
 def profile_paths(specs_dir: Path) -> list[Path]:
@@ -73,3 +90,23 @@ def _check(profile: Profile, path: Path, lines, specs: dict[str, OpSpec]) -> Non
                 raise SpecError(Problem(str(path), lines.line_of(("changes", i, "params", j)), f"no {change.rule!r} rule names {param!r}"))
         if (change.action == "exclude_params") != bool(change.params):
             raise SpecError(Problem(str(path), lines.line_of(("changes", i)), "'params' goes with (and only with) action exclude_params"))
+    _check_dtypes(profile, path, lines, spec)
+
+
+def _check_dtypes(profile: Profile, path: Path, lines, spec: OpSpec) -> None:
+    by_name = {p.name: p for p in spec.parameters}
+    families = {p.family for p in spec.products if p.supported}
+    for i, entry in enumerate(profile.dtypes):
+        for j, name in enumerate(entry.params):
+            param = by_name.get(name)
+            if param is None or param.role not in ("input", "output"):
+                tensors = ", ".join(p.name for p in spec.parameters if p.role in ("input", "output"))
+                raise SpecError(Problem(str(path), lines.line_of(("dtypes", i, "params", j)),
+                                        f"{profile.op} has no tensor {name!r} to list dtypes for; its tensors are {tensors}"))
+        for j, family in enumerate(entry.families):
+            if family not in families:
+                raise SpecError(Problem(str(path), lines.line_of(("dtypes", i, "families", j)),
+                                        f"{profile.op}'s spec lists {family!r} as no product it supports"))
+        for name in entry.when:
+            if name not in by_name:
+                raise SpecError(Problem(str(path), lines.line_of(("dtypes", i, "when")), f"{profile.op} has no parameter {name!r}"))

@@ -9,34 +9,83 @@ PROFILES = {'vendor': {'EluBackward': {'8.5.0': {'op': 'EluBackward',
                                       'cann_version': '8.5.0',
                                       'evidence': 'hicann/ops-nn '
                                                   'activation/elu_grad_v2/op_api/aclnn_elu_backward.cpp '
-                                                  'at v9.2.0-beta.1, its parameter checks (the '
-                                                  'same checks at v8.5.0); its shape, rank and '
-                                                  "empty-tensor rules match the spec's",
+                                                  'at v8.5.0, its dtype support lists per SoC and '
+                                                  'its parameter checks',
                                       'null_out_pointers': 'checked',
-                                      'changes': []}},
+                                      'changes': [],
+                                      'dtypes': [{'params': ['gradOutput', 'selfOrResult'],
+                                                  'families': ['a2', 'a3', 'ascend950'],
+                                                  'dtypes': ['float32', 'float16', 'bfloat16'],
+                                                  'when': {},
+                                                  'reason': "gradOutput's support list on "
+                                                            'ASCEND910B, ASCEND910_93 and '
+                                                            'ASCEND910_95; selfOrResult must equal '
+                                                            "gradOutput's dtype"},
+                                                 {'params': ['gradOutput', 'selfOrResult'],
+                                                  'families': ['training', 'inference'],
+                                                  'dtypes': ['float32', 'float16'],
+                                                  'when': {},
+                                                  'reason': "gradOutput's support list on every "
+                                                            'other SoC'}],
+                                      'notes': []}},
             'GeluBackward': {'8.5.0': {'op': 'GeluBackward',
                                        'cann_version': '8.5.0',
-                                       'evidence': 'ABI fact sheet, section 4.1 (the '
-                                                   "implementation's own parameter checks)",
+                                       'evidence': 'hicann/ops-nn '
+                                                   'activation/gelu_grad/op_host/op_api/aclnn_gelu_backward.cpp '
+                                                   'at v8.5.0, its dtype support lists per SoC and '
+                                                   'its parameter checks',
                                        'null_out_pointers': 'unchecked',
-                                       'changes': []}},
+                                       'changes': [],
+                                       'dtypes': [{'params': ['gradOutput', 'self'],
+                                                   'families': ['a2', 'a3', 'ascend950'],
+                                                   'dtypes': ['float32', 'float16', 'bfloat16'],
+                                                   'when': {},
+                                                   'reason': 'the promoted dtype of gradOutput and '
+                                                             'self is checked against one list; '
+                                                             'bfloat16 only on SocVersion '
+                                                             'ASCEND910B to ASCEND910E'},
+                                                  {'params': ['gradOutput', 'self'],
+                                                   'families': ['training', 'inference'],
+                                                   'dtypes': ['float32', 'float16'],
+                                                   'when': {},
+                                                   'reason': 'bfloat16 rejected outside SocVersion '
+                                                             'ASCEND910B to ASCEND910E'}],
+                                       'notes': []}},
             'GeluBackwardV2': {'8.5.0': {'op': 'GeluBackwardV2',
                                          'cann_version': '8.5.0',
                                          'evidence': 'hicann/ops-nn '
-                                                     'activation/gelu_grad_v2/op_api/aclnn_gelu_backward_v2.cpp '
-                                                     'at v9.2.0-beta.1, its parameter checks (the '
-                                                     'same first-phase checks at v8.5.0)',
+                                                     'activation/gelu_grad_v2/op_host/op_api/aclnn_gelu_backward_v2.cpp '
+                                                     'at v8.5.0, its dtype support lists per SoC '
+                                                     'and its parameter checks',
                                          'null_out_pointers': 'checked',
                                          'changes': [{'action': 'drop',
                                                       'rule': 'max_rank',
                                                       'params': [],
                                                       'reason': 'the implementation checks no '
                                                                 "rank; the page's 0 to 8 dims is "
-                                                                'not enforced'}]}},
+                                                                'not enforced'}],
+                                         'dtypes': [{'params': ['gradOutput', 'self'],
+                                                     'families': ['a2', 'a3', 'ascend950'],
+                                                     'dtypes': ['float32', 'float16', 'bfloat16'],
+                                                     'when': {},
+                                                     'reason': 'the promoted dtype of gradOutput '
+                                                               'and self is checked against one '
+                                                               'list; bfloat16 only on SocVersion '
+                                                               'ASCEND910B to ASCEND910E'},
+                                                    {'params': ['gradOutput', 'self'],
+                                                     'families': ['training', 'inference'],
+                                                     'dtypes': ['float32', 'float16'],
+                                                     'when': {},
+                                                     'reason': 'bfloat16 rejected outside '
+                                                               'SocVersion ASCEND910B to '
+                                                               'ASCEND910E'}],
+                                         'notes': []}},
             'HardtanhBackward': {'8.5.0': {'op': 'HardtanhBackward',
                                            'cann_version': '8.5.0',
-                                           'evidence': 'ABI fact sheet, section 4.4 (the '
-                                                       "implementation's own parameter checks)",
+                                           'evidence': 'hicann/ops-nn '
+                                                       'activation/hardtanh_grad/op_api/aclnn_hardtanh_backward.cpp '
+                                                       'at v8.5.0, its dtype support lists per SoC '
+                                                       'and its parameter checks',
                                            'null_out_pointers': 'checked',
                                            'changes': [{'action': 'allow',
                                                         'rule': 'empty',
@@ -54,29 +103,83 @@ PROFILES = {'vendor': {'EluBackward': {'8.5.0': {'op': 'EluBackward',
                                                         'params': ['out'],
                                                         'reason': "out's dtype is checked for "
                                                                   'membership only, never against '
-                                                                  "self's"}]}},
+                                                                  "self's"}],
+                                           'dtypes': [{'params': ['gradOutput', 'self', 'out'],
+                                                       'families': ['a2', 'a3', 'ascend950'],
+                                                       'dtypes': ['float32', 'float16', 'bfloat16'],
+                                                       'when': {},
+                                                       'reason': 'the list for SocVersion '
+                                                                 'ASCEND910B to ASCEND910E (A2, '
+                                                                 'A3, 950)'},
+                                                      {'params': ['gradOutput', 'self', 'out'],
+                                                       'families': ['training',
+                                                                    'inference',
+                                                                    'atlas_200i_500_a2'],
+                                                       'dtypes': ['float32', 'float16'],
+                                                       'when': {},
+                                                       'reason': 'the list for every other SoC '
+                                                                 '(ASCEND910, ASCEND310P, '
+                                                                 'ASCEND310B)'}],
+                                           'notes': []}},
             'LeakyReluBackward': {'8.5.0': {'op': 'LeakyReluBackward',
                                             'cann_version': '8.5.0',
                                             'evidence': 'hicann/ops-nn '
                                                         'activation/leaky_relu_grad/op_api/aclnn_leaky_relu_backward.cpp '
-                                                        'at v9.2.0-beta.1, its parameter checks '
-                                                        '(the same checks at v8.5.0); its shape, '
-                                                        'rank and empty-tensor rules match the '
-                                                        "spec's",
+                                                        'at v8.5.0, its dtype support lists per '
+                                                        'SoC and its parameter checks',
                                             'null_out_pointers': 'checked',
-                                            'changes': []}},
+                                            'changes': [],
+                                            'dtypes': [{'params': ['gradOutput', 'self'],
+                                                        'families': ['a2', 'a3', 'ascend950'],
+                                                        'dtypes': ['float32',
+                                                                   'float16',
+                                                                   'float64',
+                                                                   'bfloat16'],
+                                                        'when': {},
+                                                        'reason': 'the list for ASCEND910B, '
+                                                                  'ASCEND910_93 and ASCEND910_95'},
+                                                       {'params': ['gradOutput', 'self'],
+                                                        'families': ['training', 'inference'],
+                                                        'dtypes': ['float32', 'float16', 'float64'],
+                                                        'when': {},
+                                                        'reason': 'the list for every other SoC'}],
+                                            'notes': []}},
             'PreluBackward': {'8.5.0': {'op': 'PreluBackward',
                                         'cann_version': '8.5.0',
-                                        'evidence': 'ABI fact sheet, section 4.3 (the '
-                                                    "implementation's own parameter checks)",
+                                        'evidence': 'hicann/ops-nn '
+                                                    'activation/prelu_grad_update/op_host/op_api/aclnn_prelu_backward.cpp '
+                                                    'at v8.5.0, its dtype support lists per SoC '
+                                                    'and its parameter checks',
                                         'null_out_pointers': 'unchecked',
-                                        'changes': []}},
+                                        'changes': [],
+                                        'dtypes': [{'params': ['gradOutput',
+                                                               'self',
+                                                               'weight',
+                                                               'gradInput',
+                                                               'gradWeight'],
+                                                    'families': ['a2', 'a3', 'ascend950'],
+                                                    'dtypes': ['float32', 'float16', 'bfloat16'],
+                                                    'when': {},
+                                                    'reason': "self's support list on SocVersion "
+                                                              'ASCEND910B to ASCEND910E; the other '
+                                                              "tensors must equal self's dtype"},
+                                                   {'params': ['gradOutput',
+                                                               'self',
+                                                               'weight',
+                                                               'gradInput',
+                                                               'gradWeight'],
+                                                    'families': ['training'],
+                                                    'dtypes': ['float32', 'float16'],
+                                                    'when': {},
+                                                    'reason': "self's support list on every other "
+                                                              'SoC'}],
+                                        'notes': []}},
             'SigmoidBackward': {'8.5.0': {'op': 'SigmoidBackward',
                                           'cann_version': '8.5.0',
                                           'evidence': 'hicann/ops-nn '
                                                       'activation/sigmoid_grad/op_api/aclnn_sigmoid_backward.cpp '
-                                                      'at v9.2.0-beta.1, its parameter checks (the '
-                                                      'same checks at v8.5.0)',
+                                                      'at v8.5.0, its dtype support lists per SoC '
+                                                      'and its parameter checks',
                                           'null_out_pointers': 'checked',
                                           'changes': [{'action': 'drop',
                                                        'rule': 'min_rank',
@@ -84,45 +187,167 @@ PROFILES = {'vendor': {'EluBackward': {'8.5.0': {'op': 'EluBackward',
                                                        'reason': 'the implementation bounds the '
                                                                  'rank above only; 0-d tensors are '
                                                                  'accepted though the page says 1 '
-                                                                 'to 8 dims'}]}},
+                                                                 'to 8 dims'}],
+                                          'dtypes': [{'params': ['gradOutput',
+                                                                 'output',
+                                                                 'gradInput'],
+                                                      'families': ['a2', 'a3', 'ascend950'],
+                                                      'dtypes': ['float32',
+                                                                 'float16',
+                                                                 'float64',
+                                                                 'complex64',
+                                                                 'complex128',
+                                                                 'bfloat16'],
+                                                      'when': {},
+                                                      'reason': 'one support list for all three; '
+                                                                'bfloat16 gated by SoC on '
+                                                                'gradOutput only'},
+                                                     {'params': ['gradOutput'],
+                                                      'families': ['training', 'inference'],
+                                                      'dtypes': ['float32',
+                                                                 'float16',
+                                                                 'float64',
+                                                                 'complex64',
+                                                                 'complex128'],
+                                                      'when': {},
+                                                      'reason': 'a bfloat16 gradOutput is rejected '
+                                                                'outside SocVersion ASCEND910B to '
+                                                                'ASCEND910E'},
+                                                     {'params': ['output', 'gradInput'],
+                                                      'families': ['training', 'inference'],
+                                                      'dtypes': ['float32',
+                                                                 'float16',
+                                                                 'float64',
+                                                                 'complex64',
+                                                                 'complex128',
+                                                                 'bfloat16'],
+                                                      'when': {},
+                                                      'reason': 'output and gradInput are checked '
+                                                                'against the full list on every '
+                                                                'SoC'}],
+                                          'notes': []}},
             'SoftmaxBackward': {'8.5.0': {'op': 'SoftmaxBackward',
                                           'cann_version': '8.5.0',
                                           'evidence': 'hicann/ops-nn '
-                                                      'activation/softmax_grad/op_api/aclnn_softmax_backward.cpp '
-                                                      'at v9.2.0-beta.1, its parameter checks (the '
-                                                      'same checks at v8.5.0); its shape, rank and '
-                                                      "empty-tensor rules match the spec's",
+                                                      'activation/softmax_grad/op_host/op_api/aclnn_softmax_backward.cpp '
+                                                      'at v8.5.0, its dtype support lists per SoC '
+                                                      'and its parameter checks',
                                           'null_out_pointers': 'checked',
-                                          'changes': []}},
+                                          'changes': [],
+                                          'dtypes': [{'params': ['gradOutput', 'output'],
+                                                      'families': ['a2', 'a3', 'ascend950'],
+                                                      'dtypes': ['float32', 'float16', 'bfloat16'],
+                                                      'when': {},
+                                                      'reason': 'one support list; bfloat16 gated '
+                                                                'by SoC on gradOutput, output must '
+                                                                "equal gradOutput's dtype"},
+                                                     {'params': ['gradOutput', 'output'],
+                                                      'families': ['training', 'inference'],
+                                                      'dtypes': ['float32', 'float16'],
+                                                      'when': {},
+                                                      'reason': 'a bfloat16 gradOutput is rejected '
+                                                                'outside SocVersion ASCEND910B to '
+                                                                'ASCEND910E'}],
+                                          'notes': []}},
             'SoftshrinkBackward': {'8.5.0': {'op': 'SoftshrinkBackward',
                                              'cann_version': '8.5.0',
-                                             'evidence': 'ABI fact sheet, section 4.5 (the '
-                                                         "implementation's own parameter checks)",
+                                             'evidence': 'hicann/ops-nn '
+                                                         'activation/softshrink_grad/op_host/op_api/aclnn_softshrink_backward.cpp '
+                                                         'at v8.5.0, its dtype support lists per '
+                                                         'SoC and its parameter checks',
                                              'null_out_pointers': 'checked',
                                              'changes': [{'action': 'drop',
                                                           'rule': 'same_dtype',
                                                           'params': [],
                                                           'reason': 'only membership of each dtype '
                                                                     'in the supported list is '
-                                                                    'checked, not equality'}]}},
+                                                                    'checked, not equality'}],
+                                             'dtypes': [{'params': ['gradOutput',
+                                                                    'self',
+                                                                    'gradInput'],
+                                                         'families': ['a2', 'a3', 'ascend950'],
+                                                         'dtypes': ['float32',
+                                                                    'float16',
+                                                                    'bfloat16'],
+                                                         'when': {},
+                                                         'reason': 'the list for every SoC but '
+                                                                   'ASCEND910 and ASCEND310P'},
+                                                        {'params': ['gradOutput',
+                                                                    'self',
+                                                                    'gradInput'],
+                                                         'families': ['training', 'inference'],
+                                                         'dtypes': ['float32', 'float16'],
+                                                         'when': {},
+                                                         'reason': 'the list for ASCEND910 and '
+                                                                   'ASCEND310P'}],
+                                             'notes': []}},
             'SwishBackward': {'8.5.0': {'op': 'SwishBackward',
                                         'cann_version': '8.5.0',
-                                        'evidence': 'ABI fact sheet, section 4.2 (the '
-                                                    "implementation's own parameter checks)",
+                                        'evidence': 'hicann/ops-nn '
+                                                    'activation/swish_grad/op_host/op_api/aclnn_swish_backward.cpp '
+                                                    'at v8.5.0, its dtype support lists per SoC '
+                                                    'and its parameter checks',
                                         'null_out_pointers': 'checked',
                                         'changes': [{'action': 'drop',
                                                      'rule': 'max_rank',
                                                      'params': [],
                                                      'reason': 'inputs of more than 8 dims are '
                                                                'flattened to one dimension and '
-                                                               'accepted'}]}},
+                                                               'accepted'}],
+                                        'dtypes': [{'params': ['gradOutput', 'self', 'gradInput'],
+                                                    'families': ['a2', 'a3', 'ascend950'],
+                                                    'dtypes': ['float16', 'float32', 'bfloat16'],
+                                                    'when': {},
+                                                    'reason': 'one support list for gradOutput and '
+                                                              'self; gradInput must equal both'},
+                                                   {'params': ['self'],
+                                                    'families': ['training', 'inference'],
+                                                    'dtypes': ['float16', 'float32'],
+                                                    'when': {},
+                                                    'reason': 'a bfloat16 self is rejected outside '
+                                                              'SocVersion ASCEND910B to '
+                                                              'ASCEND910E'},
+                                                   {'params': ['gradOutput', 'gradInput'],
+                                                    'families': ['training', 'inference'],
+                                                    'dtypes': ['float16', 'float32', 'bfloat16'],
+                                                    'when': {},
+                                                    'reason': 'gradOutput is checked against the '
+                                                              'full list on every SoC'}],
+                                        'notes': []}},
             'ThresholdBackward': {'8.5.0': {'op': 'ThresholdBackward',
                                             'cann_version': '8.5.0',
                                             'evidence': 'hicann/ops-nn '
-                                                        'activation/threshold_grad_v2_d/op_api/aclnn_threshold_backward.cpp '
-                                                        'at v9.2.0-beta.1, its parameter checks '
-                                                        '(the same checks at v8.5.0); its shape, '
-                                                        'rank and empty-tensor rules match the '
-                                                        "spec's",
+                                                        'activation/threshold_grad_v2_d/op_host/op_api/aclnn_threshold_backward.cpp '
+                                                        'at v8.5.0, its dtype support lists per '
+                                                        'SoC and its parameter checks',
                                             'null_out_pointers': 'checked',
-                                            'changes': []}}}}
+                                            'changes': [],
+                                            'dtypes': [{'params': ['gradOutput', 'self', 'out'],
+                                                        'families': ['training', 'inference'],
+                                                        'dtypes': ['float32',
+                                                                   'int32',
+                                                                   'float16',
+                                                                   'int8',
+                                                                   'uint8'],
+                                                        'when': {},
+                                                        'reason': 'the list outside SocVersion '
+                                                                  'ASCEND910B to ASCEND910E; out '
+                                                                  "must equal self's dtype"},
+                                                       {'params': ['gradOutput', 'self', 'out'],
+                                                        'families': ['a2', 'a3', 'ascend950'],
+                                                        'dtypes': ['float32',
+                                                                   'int32',
+                                                                   'float16',
+                                                                   'int8',
+                                                                   'uint8',
+                                                                   'bfloat16'],
+                                                        'when': {},
+                                                        'reason': 'the list on SocVersion '
+                                                                  'ASCEND910B to ASCEND910E'},
+                                                       {'params': ['gradOutput', 'self', 'out'],
+                                                        'families': ['ascend950'],
+                                                        'dtypes': ['int64'],
+                                                        'when': {'threshold': 0},
+                                                        'reason': "ASCEND910_95's list adds int64 "
+                                                                  'only while threshold equals 0'}],
+                                            'notes': []}}}}

@@ -53,7 +53,7 @@ _PARAM_FIELDS = ("params", "inputs")
 def apply(meta: dict, profile: str, version: str) -> dict:
     """META with the profile's changes to its rules (the same object when nothing changes)."""
     entry = select(profile, meta["name"], version)
-    if entry is None or not entry["changes"]:
+    if entry is None or not (entry["changes"] or entry.get("dtypes")):
         return meta
     key = (meta["name"], id(meta), profile, entry["cann_version"])
     cached = _APPLIED.get(key)
@@ -84,4 +84,21 @@ def _changed(meta: dict, entry: dict) -> dict:
                 if all(len(rule.get(f, [None, None])) >= 2 for f in _PARAM_FIELDS if f in rule):
                     kept.append(rule)
         changed["rules"] = kept
+    for listed in entry.get("dtypes") or ():
+        for param in changed["params"]:
+            if param["name"] in listed["params"]:
+                _replace_dtypes(param, listed)
     return changed
+
+
+def _replace_dtypes(param: dict, listed: dict) -> None:
+    """The implementation's list for `listed["families"]` replaces the page's list there; the rows
+    of earlier profile entries (marked `replaced`) stay."""
+    kept = []
+    for old in param.get("dtypes") or []:
+        families = old["families"] if old.get("replaced") else [f for f in old["families"] if f not in listed["families"]]
+        if families:
+            kept.append({**old, "families": families})
+    kept.append({"families": list(listed["families"]), "dtypes": list(listed["dtypes"]), "since": None, "until": None,
+                 "when": dict(listed.get("when") or {}), "replaced": True})
+    param["dtypes"] = kept

@@ -32,11 +32,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--release", help="the release the --page pages describe (default: each spec's newest)")
     parser.add_argument("--headers", type=Path, metavar="DIR",
                         help="a CANN include folder: check each spec's prototypes against its aclnnop/aclnn_*.h declarations")
+    parser.add_argument("--save-profile", metavar="NAME",
+                        help="write what the library accepted as behaviour profile NAME (specs/profiles/NAME/<release>/<op>.yaml) "
+                             "for the simulator; with --source cann (or sim, to copy a profile)")
+    parser.add_argument("--profiles-dir", type=Path, metavar="DIR",
+                        help="where --save-profile writes (default: the specs' profiles/ folder)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.repro:
         return _repro(args.out, args.repro)
+    if args.save_profile and args.source == "torch":
+        print("aclnngen audit: --save-profile records what a library accepts; --source torch runs no library (use cann or sim)",
+              file=sys.stderr)
+        return 2
     if args.source == "torch":
         try:
             import torch  # noqa: F401  (the oracle)
@@ -83,6 +92,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"aclnngen audit: --headers {args.headers} is not a folder", file=sys.stderr)
             return 2
         _header_check(args.headers, selected, audits)
+    if args.save_profile:
+        problem = _save_profile(args, selected, audits, record)
+        if problem:
+            print(f"aclnngen audit: {problem}", file=sys.stderr)
+            return 2
     ids = [f.id for a in audits for f in a.findings]
     try:
         accepted = baseline.load(args.baseline)
@@ -108,6 +122,39 @@ def run(args: argparse.Namespace) -> int:
         print(f"claims checked: {data['coverage']['checked']}; findings: {len(new)} new, {len(ok)} accepted; "
               f"report: {args.out / 'audit.md'}")
     return 1 if new else 0
+
+
+def _save_profile(args: argparse.Namespace, selected: list[str], audits: list, record: dict) -> str | None:
+    """Write each audited op's observations as profile `args.save_profile`; a message on failure."""
+    import importlib
+
+    from aclnngen.audit import observed
+    from aclnngen.codegen.loader import DEFAULT_SPECS_DIR
+    from aclnngen.runtime import profiles
+    from aclnngen.runtime.releases import known_releases
+    from aclnngen.runtime.versions import is_version
+
+    directory = args.profiles_dir or DEFAULT_SPECS_DIR / "profiles"
+    by_name = {a.op: a for a in audits}
+    where = f", SoC {record['soc']}" if record.get("soc") else f", profile {record['profile']}"
+    for snake in selected:
+        meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+        release = record.get("cann") if args.source == "cann" else str(known_releases(meta)[-1])
+        if not release or not is_version(str(release)):
+            return f"--save-profile: the installed CANN release {release!r} is not a release number a profile can hold"
+        # a NULL out pointer is never probed (an implementation that does not check it crashes):
+        # what the profile it was audited under (or the vendor's) says carries over
+        base = args.profile if args.source == "sim" else "vendor"
+        null = "checked" if base not in profiles.names() or profiles.null_out_pointers_checked(base, meta["name"], str(release)) \
+            else "unchecked"
+        data = observed.observed(by_name[meta["name"]], meta, str(release), source=args.source, null_out_pointers=null)
+        try:
+            path = observed.write(data, directory, args.save_profile, snake, source=args.source, where=where)
+        except observed.SaveProfileError as exc:
+            return str(exc)
+        print(f"profile: {path}", file=sys.stderr)
+    print("run `aclnngen generate` to give the simulator the saved profile", file=sys.stderr)
+    return None
 
 
 def _jobs(text: str) -> int:

@@ -1,0 +1,132 @@
+"""A behaviour profile from what an audit observed: `aclnngen audit --save-profile NAME`.
+
+The library checks an audit saw become profile data the simulator checks by (codegen/profiles.py):
+the dtypes each family accepted (every tensor of one dtype, as the dtype probes call it), and the
+shape cases the spec rejects but the library accepted, where one profile change says exactly that.
+What no change can say (a check tighter than the spec's, a broadcast accepted against a rule that
+still holds elsewhere) is listed in `notes`, so a person sees what the profile leaves out.
+
+A saved profile lives in `specs/profiles/NAME/<release>/<op>.yaml`. A later run on another family
+merges into it (its families replaced, the others kept); a file a person wrote is never touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+MARK = "# Observed by `aclnngen audit --save-profile`"
+HEADER = MARK + " on {source}{where}; rerun it to refresh, or edit and drop this line to keep it as written.\n"
+
+# shape case accepted though the spec rejects it -> the one profile change that accepts it
+_CASE_CHANGES = {
+    "rank9": {"action": "drop", "rule": "max_rank"},
+    "rank0": {"action": "drop", "rule": "min_rank"},
+    "empty": {"action": "allow", "rule": "empty"},
+    "non-contiguous": {"action": "drop", "rule": "non_contiguous"},
+    "mixed-dtype": {"action": "drop", "rule": "same_dtype"},
+}
+
+
+class SaveProfileError(ValueError):
+    """The observed profile cannot be written (a person's file is in the way, a bad release)."""
+
+    user_facing = True
+
+
+def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointers: str) -> dict[str, Any]:
+    """The profile of op `meta` at `release` that reproduces `audit`'s library observations."""
+    tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
+    by_list: dict[tuple[str, ...], list[str]] = {}
+    for family, sets in audit.matrix.items():
+        works = tuple(d for d, verdict in sets.items() if verdict.endswith("works"))
+        if works:
+            by_list.setdefault(works, []).append(family)
+    dtypes = [{"params": list(tensors), "families": families, "dtypes": list(works),
+               "reason": f"every tensor of the dtype accepted by the first phase on {source}"}
+              for works, families in by_list.items()]
+    changes: list[dict] = []
+    left_out: dict[str, list[str]] = {}
+    for f in audit.findings:
+        if f.check not in ("shape", "return_code"):
+            continue  # dtypes: the lists above say it; numerics and defaults are no check of parameters
+        subject = f.subject.rsplit(" on ", 1)[0]
+        change = _change(meta, f, subject) if f.group == "undocumented" or f.observed == "accepted" else None
+        if change is None:
+            left_out.setdefault(f"{subject}: {f.observed}, the spec says {f.claimed}", []).append(f.family or "-")
+        elif not any(_same_change(c, change) for c in changes):
+            changes.append({**change, "reason": f"{subject} accepted on {f.family} ({source}), though the spec rejects it"})
+    return {"op": meta["name"], "cann_version": release, "evidence": f"observed on {source} at {release}",
+            "null_out_pointers": null_out_pointers, "changes": changes, "dtypes": dtypes,
+            "notes": [f"{what} (on {', '.join(families)})" for what, families in sorted(left_out.items())]}
+
+
+def _change(meta: Mapping, finding, subject: str) -> dict | None:
+    """The one profile change that accepts what `finding` saw accepted, or None."""
+    kinds = {r["kind"] for r in meta["rules"]}
+    if finding.check == "shape":
+        change = _CASE_CHANGES.get(subject)
+        return dict(change) if change is not None and change["rule"] in kinds else None
+    # a return-code row "row N (check: param)" of a rule's check that the library did not make on param
+    check, _, param = subject.partition("(")[2].rstrip(")").partition(": ")
+    named = [r for r in meta["rules"] if r["kind"] == check and param in (r.get("params") or []) + (r.get("inputs") or [])]
+    if not named:
+        return None
+    return {"action": "exclude_params", "rule": check, "params": [param]}
+
+
+def _same_change(a: Mapping, b: Mapping) -> bool:
+    return a["action"] == b["action"] and a["rule"] == b["rule"] and a.get("params", []) == b.get("params", [])
+
+
+def merge(saved: Mapping, new: Mapping) -> dict[str, Any]:
+    """`new` over an earlier saved profile of the same op and release: the families `new` observed
+    are replaced, the other families' dtype lists and every rule change are kept."""
+    seen = {f for entry in new["dtypes"] for f in entry["families"]}
+    kept = []
+    for entry in saved.get("dtypes") or []:
+        families = [f for f in entry["families"] if f not in seen]
+        if families:
+            kept.append({**entry, "families": families})
+    changes = list(new["changes"])
+    for change in saved.get("changes") or []:
+        if not any(_same_change(c, change) for c in changes):
+            changes.append(change)
+    evidence = new["evidence"] if saved.get("evidence") == new["evidence"] else f"{saved.get('evidence')}; then {new['evidence']}"
+    notes = list(dict.fromkeys(list(saved.get("notes") or []) + list(new["notes"])))
+    return {**new, "evidence": evidence, "changes": changes, "dtypes": kept + list(new["dtypes"]), "notes": notes}
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data):
+        return True
+
+
+def _list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
+    flow = all(not isinstance(item, (dict, list)) for item in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_Dumper.add_representer(list, _list)
+
+
+def write(profile: Mapping, profiles_dir: Path, name: str, snake: str, *, source: str, where: str = "") -> Path:
+    """Write (or merge into) `profiles_dir/name/<release>/<snake>.yaml`; the path written."""
+    if not name.replace("_", "").replace("-", "").isalnum() or name == "spec":
+        raise SaveProfileError(f"--save-profile {name!r}: a profile name is letters, digits, '-' and '_', and not 'spec'")
+    target = Path(profiles_dir) / name / str(profile["cann_version"]) / f"{snake}.yaml"
+    data = dict(profile)
+    if target.exists():
+        text = target.read_text(encoding="utf-8", errors="replace")
+        if not text.startswith(MARK):
+            raise SaveProfileError(f"{target} exists and was not written by --save-profile; save under another name")
+        data = merge(yaml.safe_load(text) or {}, profile)
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=200, default_flow_style=False)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(HEADER.format(source=source, where=where) + body, encoding="utf-8")
+    except OSError as exc:
+        raise SaveProfileError(f"{target}: cannot write the profile ({exc.strerror or exc})") from None
+    return target
