@@ -9,7 +9,7 @@ hold at `release`, `diff(old, new)` lists the changes."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aclnngen.runtime.versions import holds_at, is_version
@@ -23,7 +23,7 @@ _TRAILING = ("workspaceSize", "executor")
 @dataclass(frozen=True)
 class Change:
     kind: str  # breaking / compatible
-    what: str  # parameter, dtype, product, rule, default, doc
+    what: str  # parameter, dtype, product, rule, default, return_code, doc
     where: str  # the parameter or family it is about
     message: str
     family: str = ""  # the product family a product or dtype change is about
@@ -43,6 +43,7 @@ class View:
     defaults: dict[str, Any]
     rules: set[str]
     docs: dict[str, str]
+    return_codes: set = field(default_factory=set)  # (status, check) of each row of the table
 
 
 def holds(item: Any, release: str | None) -> bool:
@@ -95,7 +96,9 @@ def view(data: dict, release: str | None = None) -> View:
             rules.add(json.dumps({k: v for k, v in rule.items() if k not in ("since", "until")}, sort_keys=True))
     formula = data.get("formula") if isinstance(data.get("formula"), dict) else {}
     docs = {"summary": str(data.get("summary")), "formula": str(formula.get("latex"))}
-    return View(str(data.get("name")), params, products, dtypes, defaults, rules, docs)
+    codes = {(r.get("status"), str(r.get("check"))) for r in _list(data.get("return_codes"))
+             if isinstance(r, dict) and holds(r, release)}
+    return View(str(data.get("name")), params, products, dtypes, defaults, rules, docs, codes)
 
 
 def diff(old: View, new: View) -> list[Change]:
@@ -130,6 +133,11 @@ def diff(old: View, new: View) -> list[Change]:
         out.append(Change(_rule_class(rule, old.rules, tightened=True), "rule", "", f"rule added: {rule_text(rule)}"))
     for rule in sorted(old.rules - new.rules):
         out.append(Change(_rule_class(rule, new.rules, tightened=False), "rule", "", f"rule removed: {rule_text(rule)}"))
+    # a row added is a new way to be rejected; a row gone, one less
+    for status, check in sorted(new.return_codes - old.return_codes, key=str):
+        out.append(Change(BREAKING, "return_code", check, f"return code {status} for {check} added"))
+    for status, check in sorted(old.return_codes - new.return_codes, key=str):
+        out.append(Change(COMPATIBLE, "return_code", check, f"return code {status} for {check} removed"))
     for key in sorted(old.docs):
         if old.docs[key] != new.docs.get(key):
             out.append(Change(COMPATIBLE, "doc", key, f"{key} text changed"))

@@ -151,11 +151,14 @@ def _finished(page: str, release: str) -> dict:
 def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
     # the older page (table variant) as a curated spec with a comment a person wrote
     spec = tmp_path / "demo_backward.yaml"
-    text = "# written by a person\n" + yaml.safe_dump(_finished("table_variant.md", "8.5.0"), sort_keys=False)
+    older = _finished("table_variant.md", "8.5.0")
+    older["return_codes"] = [r for r in older["return_codes"] if r["status"] != 161001]  # an older table without it
+    text = "# written by a person\n" + yaml.safe_dump(older, sort_keys=False)
     spec.write_text(text)
     result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
                             capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    # the page adds a parameter, which no versioned fact can say: a TODO the merged spec fails on
+    assert result.returncode == 1 and "TODO parameters: at 9.2.RC1.alpha001: parameter keepSign" in result.stdout, result.stdout
     merged_text = spec.read_text()
     assert merged_text.startswith("# written by a person\n")
     merged = yaml.safe_load(merged_text)
@@ -168,7 +171,20 @@ def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
     assert view(merged, "8.5.0").dtypes == view(yaml.safe_load(text), "8.5.0").dtypes  # history unchanged
     # the new parameter is reported for a person, not merged
     assert "keepSign is only on the page" in result.stdout and "+++" in result.stdout
+    assert "keepSign" not in [p["name"] for p in merged["parameters"]]
+    assert [t["at"] for t in merged["todo"]] == ["parameters"]
     assert "compatible dtype" in result.stdout
+    # the return-code table: a status the new page adds starts there; rows of a status both pages
+    # have are a person's reading, left alone (a difference is a note)
+    codes = {(r["status"], r["check"]): r for r in merged["return_codes"]}
+    assert codes[(161001, "null_pointer")]["since"] == "9.2.RC1.alpha001"
+    assert "breaking   return_code return code 161001 for null_pointer added" in result.stdout
+    assert all("since" not in r and "until" not in r for r in merged["return_codes"] if r["status"] == 161002)
+    assert view(merged, "8.5.0").return_codes == view(yaml.safe_load(text), "8.5.0").return_codes
+    # a changed scalar bound: the old ends, the new starts
+    alpha = next(p for p in merged["parameters"] if p["name"] == "alpha")
+    assert any(c.get("since") == "9.2.RC1.alpha001" for c in alpha["constraints"])
+    assert "breaking   rule      rule added: alpha >= 0.5" in result.stdout
     # the merged file is still a spec; one that is not is reported, with exit status 1
     broken = tmp_path / "broken" / "demo_backward.yaml"
     broken.parent.mkdir()
@@ -247,7 +263,7 @@ def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(tmp_path):
     spec = _write(tmp_path / "demo_backward.yaml", draft)
     result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
                             capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1 and "TODO" in result.stdout, result.stdout  # the added parameter (above)
     merged = yaml.safe_load(spec.read_text())
     groups = next(p for p in merged["parameters"] if p["name"] == "gradOutput")["dtypes"]
     assert not any("ascend950" in g["families"] and "int32" in g["dtypes"] for g in groups)

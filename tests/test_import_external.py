@@ -81,3 +81,19 @@ def test_each_spec_agrees_with_its_vendor_page_at_the_newest_tag(spec_path, tmp_
     draft = _draft(_vendor_page(git_dir, "v9.2.0-beta.1", spec["name"], tmp_path), release)
     unexcused, _ = disagreements(spec, draft, release)
     assert unexcused == [], [str(c) for c in unexcused]
+
+
+@pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: p.stem)
+def test_merging_the_page_a_spec_agrees_with_changes_no_fact(spec_path, tmp_path):
+    """`import --into` of the newest vendor page into a spec that already agrees with it: no
+    versioned fact is added (a person's curation is never taken for a release change)."""
+    git_dir = _mirror()
+    spec = _spec(spec_path)
+    copy = tmp_path / spec_path.name
+    copy.write_text(spec_path.read_text())
+    page = _vendor_page(git_dir, "v9.2.0-beta.1", spec["name"], tmp_path)
+    done = subprocess.run([*CLI, "import", "--into", str(copy), "--release", "v9.2.0-beta.1", str(page)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 change(s), 0 breaking" in done.stdout, done.stdout
+    assert copy.read_text() == spec_path.read_text()

@@ -1,10 +1,13 @@
 """`import --into SPEC --release R PAGE`: merge what a newer page says into a curated spec.
 
-Every product or dtype fact that changed at R becomes a versioned fact: the old one gets
-`until: R`, the new one `since: R`. Everything else stays as a person wrote it: the file is edited
-with ruamel.yaml's round-trip mode, so comments, key order and flow style are kept. Parameter
-changes (added, removed, renamed, retyped) are reported for a person, never merged blindly. The
-result is printed as a unified diff and as classified changes, for review."""
+Every product, dtype, return-code or scalar-range fact that changed at R becomes a versioned fact:
+the old one gets `until: R`, the new one `since: R`. Everything else stays as a person wrote it:
+the file is edited with ruamel.yaml's round-trip mode, so comments, key order and flow style are
+kept. A change the spec language cannot version (a parameter added, removed, renamed or retyped, a
+default changed: the C prototype or the binding's signature itself) is never merged blindly: it
+becomes a `todo:` entry at the parameter, which `validate` reports until a person decides (such a
+change usually ships as a new op version, e.g. aclnnXxxV2). The result is printed as a unified diff
+and as classified changes, for review."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from ruamel.yaml.emitter import Emitter
 from ..errors import Problem, SpecError
 from ..products import ProductTable
 from ..specdiff import diff, holds, view
-from .draft import build_draft
+from .draft import TODO, build_draft
 from .pages import read_page
 
 
@@ -78,12 +81,25 @@ def merge(spec: Any, draft: dict, release: str) -> list[str]:
     _merge_products(spec, before.products, page.products, release, notes)
     after_products = view(spec, release).products
     page_params = {p[0]: p for p in page.params}
+    todo: list[tuple[str, str]] = []
+
+    def person(at: str, note: str) -> None:
+        notes.append(note)
+        todo.append((at, f"at {release}: {note}"))
+
+    where = {p.get("name"): f"parameters.{i}" for i, p in enumerate(spec["parameters"]) if isinstance(p, dict)}
     for name, role, c_type in before.params:
         if name not in page_params:
-            notes.append(f"parameter {name} is not on the page: not merged, check by hand")
+            person(where[name], f"parameter {name} is not on the page (removed or renamed: breaking); not merged")
             continue
         if page_params[name][1:] != (role, c_type) and "?" not in (c_type, page_params[name][2]):
-            notes.append(f"parameter {name}: the page has {page_params[name][1:]}, the spec {(role, c_type)}: not merged")
+            person(where[name], f"parameter {name}: the page has {page_params[name][1:]}, the spec {(role, c_type)} (breaking); not merged")
+        if name in before.defaults and name in page.defaults and page.defaults[name] is not None \
+                and before.defaults[name] != page.defaults[name]:
+            person(f"{where[name]}.default",
+                   f"parameter {name}: the page's default is {page.defaults[name]!r}, the spec's {before.defaults[name]!r} (breaking); not merged")
+        if role in ("scalar", "optional_scalar"):
+            _merge_constraints(spec, draft, name, release, notes)
         if role not in ("input", "output"):
             continue
         entry = next(p for p in spec["parameters"] if p.get("name") == name)
@@ -100,9 +116,82 @@ def merge(spec: Any, draft: dict, release: str) -> list[str]:
             _split(entry["dtypes"], family, sorted(new, key=list(_order(draft, name)).index), release)
     for name in page_params:
         if name not in {p[0] for p in before.params}:
-            notes.append(f"parameter {name} is only on the page: not merged, add it by hand")
+            person("parameters", f"parameter {name} is only on the page (added: breaking); not merged, add it by hand")
     _combine_new_groups(spec, release)
+    _merge_return_codes(spec, draft, release, notes)
+    if todo:
+        entries = spec.get("todo")
+        if not isinstance(entries, list):
+            spec["todo"] = entries = CommentedSeq()
+        for at, note in todo:
+            if not any(isinstance(e, dict) and e.get("note") == note for e in entries):
+                entries.append(_flow({"at": at, "note": note}))
     return notes
+
+
+def _merge_return_codes(spec: Any, draft: dict, release: str, notes: list[str]) -> None:
+    """A status the page's table gains at `release` starts there (its rows as the page gives them);
+    a status the table no longer has ends there. Within a status the spec's rows are a person's
+    reading of the page (checks the importer cannot classify, corrected parameter lists), so a
+    difference there is a note for a person, never a release change."""
+    rows = spec.get("return_codes")
+    page_rows = [r for r in draft.get("return_codes") or [] if isinstance(r, dict) and r.get("status") not in (None, TODO)]
+    if not isinstance(rows, list) or not page_rows:
+        return  # a page whose table could not be read changes nothing
+    holding = [r for r in rows if isinstance(r, dict) and _holding(r, release)]
+    page_statuses = {r["status"] for r in page_rows}
+    spec_statuses = {r.get("status") for r in holding}
+    for row in holding:
+        if row.get("status") not in page_statuses:
+            row["until"] = release
+    for row in page_rows:
+        if row["status"] in spec_statuses:
+            continue
+        new = CommentedMap([("status", row["status"]), ("check", row.get("check"))])
+        new["params"] = _flow_list(row["params"] if isinstance(row.get("params"), list) else [TODO])
+        new["condition"] = row.get("condition") or TODO
+        new["since"] = release
+        rows.append(new)
+        notes.append(f"return code {row['status']} ({row.get('check')}) is new at {release}: check the row")
+    for status in sorted(page_statuses & spec_statuses):
+        page_checks = sorted({str(r.get("check")) for r in page_rows if r["status"] == status})
+        spec_checks = sorted({str(r.get("check")) for r in holding if r.get("status") == status})
+        if TODO not in page_checks and set(page_checks) - set(spec_checks):
+            notes.append(f"return code {status}: the page's rows read as {', '.join(page_checks)}; the spec has "
+                         f"{', '.join(spec_checks)}: compare by hand")
+
+
+def _flow_list(items: list) -> CommentedSeq:
+    out = CommentedSeq(items)
+    out.fa.set_flow_style()
+    return out
+
+
+def _constraints(param: Any) -> set:
+    return {(c.get("op"), float(c.get("value"))) for c in param.get("constraints") or [] if isinstance(c, dict)
+            and c.get("value") is not None and not c.get("when")}
+
+
+def _merge_constraints(spec: Any, draft: dict, name: str, release: str, notes: list[str]) -> None:
+    """A scalar's documented bounds that changed at `release`: the old ones end, the new start."""
+    entry = next(p for p in spec["parameters"] if p.get("name") == name)
+    page = next((p for p in draft.get("parameters") or [] if isinstance(p, dict) and p.get("name") == name), None)
+    if page is None or not page.get("constraints"):
+        return  # the page states no bound: nothing to compare (a spec's bound is not dropped on silence)
+    holding = [c for c in entry.get("constraints") or [] if isinstance(c, dict) and _holding(c, release)]
+    if {(c.get("op"), float(c.get("value"))) for c in holding if not c.get("when")} == _constraints(page):
+        return
+    for bound in holding:
+        if not bound.get("when"):
+            bound["until"] = release
+    if not isinstance(entry.get("constraints"), list):
+        entry["constraints"] = CommentedSeq()
+    for bound in page["constraints"]:
+        if isinstance(bound, dict) and not bound.get("when"):
+            new = _flow({k: v for k, v in bound.items() if k not in ("since", "until")})
+            new["since"] = release
+            entry["constraints"].append(new)
+    notes.append(f"parameter {name}: its bounds changed at {release}")
 
 
 def _defect_names(spec: Any, family: str, release: str, kinds=("dtype", "product")) -> bool:
