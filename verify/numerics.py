@@ -153,9 +153,15 @@ class Numerics:
         return np.sign(self._num(x))
 
     def erf(self, x):
-        from scipy import special  # deferred: scipy costs ~0.5 s to import; only erf needs it
+        x = self._num(x)
+        if np.asarray(x).dtype == np.float32:  # opmath float32: vectorised, within fastmath.MAX_ULPS
+            from .fastmath import erf_float32
 
-        return special.erf(self._num(x))
+            result = erf_float32(x)
+            return result if isinstance(x, np.ndarray) else result[()]
+        from scipy import special  # deferred: scipy costs ~0.5 s to import; float64 (golden) needs it
+
+        return special.erf(x)
 
     def tanh(self, x):
         return np.tanh(self._num(x))

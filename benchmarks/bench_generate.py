@@ -1,0 +1,82 @@
+"""Target 5: `aclnngen generate` at CANN scale, on synthetic specs (renamed copies of specs/ops/).
+
+    python benchmarks/bench_generate.py                 # 1,000 specs
+    python benchmarks/bench_generate.py --specs 5000
+
+Each figure is measured in a fresh process running the generate command into a stand-alone
+package (`--specs DIR --out DIR`), beside its target: from scratch (< 5 s at 1,000 specs), again
+with nothing changed (< 0.5 s), with one spec changed (< 0.5 s), and the peak memory of the
+from-scratch run (< 300 MB at 5,000 specs). The floor (reading and validating every spec, no
+rendering) is printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import header, row  # noqa: E402
+from regenerate import make_specs  # noqa: E402
+
+_RUN = """
+import json, resource, sys, time
+from aclnngen.codegen.cli import main
+start = time.perf_counter()
+code = main(sys.argv[1:])
+took = time.perf_counter() - start
+print(json.dumps({"seconds": took, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "code": code}))
+"""
+
+_READ = """
+import json, resource, sys, time
+from pathlib import Path
+from aclnngen.codegen.loader import load_all, load_products
+start = time.perf_counter()
+load_all(Path(sys.argv[1]), load_products())
+print(json.dumps({"seconds": time.perf_counter() - start, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "code": 0}))
+"""
+
+
+def _measure(script: str, *args: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
+    if done.returncode != 0 and not done.stdout.strip():
+        sys.exit(f"bench_generate: {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", type=int, default=1000, help="how many specs (default 1000)")
+    args = parser.parse_args()
+    print(header(f"target 5: generation of {args.specs} specs"))
+    with tempfile.TemporaryDirectory() as tmp:
+        specs = make_specs(Path(tmp), args.specs)
+        out = Path(tmp) / "out"
+        command = ["generate", "--specs", str(specs), "--out", str(out / "bench_ops")]
+        floor = _measure(_READ, str(specs))
+        scratch = _measure(_RUN, *command)
+        again = _measure(_RUN, *command)
+        changed = next((specs / "ops").glob("*.yaml"))
+        changed.write_text(changed.read_text(encoding="utf-8").replace("summary: ", "summary: Changed. ", 1), encoding="utf-8")
+        one = _measure(_RUN, *command)
+    for name, figure in (("read and validate only (the floor)", floor), ("from scratch", scratch),
+                         ("nothing changed", again), ("one spec changed", one)):
+        print(row(name, f"{figure['seconds']:8.2f} s", f"peak {figure['rss_mb']:.0f} MB; {figure['seconds'] / args.specs * 1e3:.1f} ms/spec"))
+    scale = args.specs / 1000
+    checks = [("from scratch", scratch["seconds"], 5.0 * scale), ("nothing changed", again["seconds"], 0.5),
+              ("one spec changed", one["seconds"], 0.5)]
+    for name, seconds, target in checks:
+        print(row(f"{name} / target", f"{seconds / target:.2f}x", f"target {target:g} s: " + ("ok" if seconds <= target else "MISSED")))
+    if args.specs >= 5000:
+        print(row("peak memory / 300 MB", f"{scratch['rss_mb'] / 300:.2f}x", "ok" if scratch["rss_mb"] <= 300 else "MISSED"))
+    print(row("from scratch / floor", f"{scratch['seconds'] / floor['seconds']:.2f}x", "rendering's share over reading"))
+
+
+if __name__ == "__main__":
+    main()

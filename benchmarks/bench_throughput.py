@@ -1,0 +1,148 @@
+"""Target 2: each op's opmath reference against PyTorch's CPU kernel, and a binding call on the
+simulator against the reference, on 16M float32 elements.
+
+    python benchmarks/bench_throughput.py                      # every op, 16M elements
+    python benchmarks/bench_throughput.py --ops gelu_backward --elements 4000000
+
+Per op, side by side in one run (interleaved rounds, best round each):
+
+  reference    the generated reference (`mode="opmath"`), NumPy on the calling thread
+  torch 1t     the spec's oracle (the aten op or recipe) with torch.set_num_threads(1)
+  torch all    the same with every core
+  binding      the generated binding on the simulator (kernels on), NumPy arrays in and out
+
+and the ratios reference / torch 1t (target <= 1.5x), binding / reference (target <= 1.2x), with
+the reference's error against the float64 golden on the same data (its accuracy: the largest
+absolute error, and the mean relative error away from the function's roots).
+Needs PyTorch (pip install 'aclnngen[test]').
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import header, row  # noqa: E402
+
+from aclnngen.generated import OPS  # noqa: E402
+from aclnngen.verify import cases, oracle  # noqa: E402
+from aclnngen.verify.opcheck import OpUnderTest  # noqa: E402
+
+
+def _op(snake: str) -> OpUnderTest:
+    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+    reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
+    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
+    from aclnngen.runtime.releases import known_releases
+
+    return OpUnderTest(meta, reference=reference, binding=binding, version=str(known_releases(meta)[-1]))
+
+
+def _values(op: OpUnderTest, elements: int, rng: np.random.Generator) -> dict:
+    """The op's base case with every tensor grown to about `elements` elements (rank 3; a
+    per-channel weight keeps one value per channel)."""
+    side = round(elements ** (1 / 3))
+    values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
+    for p in op.params("input"):
+        small = values.get(p["name"])
+        if not isinstance(small, np.ndarray):
+            continue
+        shape = (side,) if small.ndim == 1 else (side,) * 3
+        if p.get("meaning") == "forward_output":  # a value the forward can produce (sigmoid's, softmax's)
+            data = rng.uniform(0.01, 0.99, size=shape)
+        elif small.ndim == 1:
+            data = rng.uniform(0.05, 0.5, size=shape)
+        else:
+            data = rng.standard_normal(size=shape) * 2.0
+        values[p["name"]] = data.astype(np.float32)
+    for p in op.params("output"):
+        values.pop(p["name"], None)
+    return values
+
+
+def _best(fn, rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _errors(ours: np.ndarray, golden: np.ndarray) -> tuple[float, float]:
+    """(max absolute error, mean relative error away from the roots: |golden| >= 1e-3)."""
+    golden = golden.astype(np.float64)
+    diff = np.abs(ours.astype(np.float64) - golden)
+    away = np.abs(golden) >= 1e-3
+    return float(np.max(diff)), float(np.mean(diff[away] / np.abs(golden[away]))) if away.any() else 0.0
+
+
+def bench(snake: str, elements: int, rounds: int, torch) -> None:
+    op = _op(snake)
+    rng = np.random.default_rng(0)
+    values = _values(op, elements, rng)
+    by_py = {p["py"]: values.get(p["name"]) for p in op.meta["params"] if p["role"] != "output"}
+    positional, keywords, _ = op.split(values)
+    cores = os.cpu_count() or 1
+
+    def reference():
+        return op.run_reference(values)
+
+    def torch_one():
+        torch.set_num_threads(1)
+        return oracle.run(op.meta["oracle"], by_py)
+
+    def torch_all():
+        torch.set_num_threads(cores)
+        return oracle.run(op.meta["oracle"], by_py)
+
+    def binding():
+        return op.binding(*positional, **keywords)
+
+    for fn in (reference, torch_one, torch_all, binding):  # warm-up: imports, simulator build
+        fn()
+    times = {name: float("inf") for name in ("reference", "torch 1t", "torch all", "binding")}
+    for _ in range(rounds):
+        for name, fn in (("reference", reference), ("torch 1t", torch_one), ("torch all", torch_all), ("binding", binding)):
+            times[name] = min(times[name], _best(fn, 1))
+    golden = op.run_reference(values, mode="golden")
+    errors = [_errors(a, g) for a, g in zip(reference(), golden)]
+    worst_abs, mean_rel = max(e[0] for e in errors), max(e[1] for e in errors)
+    n = int(np.prod(next(v.shape for v in values.values() if isinstance(v, np.ndarray) and v.ndim == 3)))
+    print(f"\n{op.name}: {n / 1e6:.1f}M float32 elements, best of {rounds} interleaved rounds")
+    for name, seconds in times.items():
+        print(row(name, f"{seconds * 1e3:9.1f} ms", f"{n * 4 / seconds / 1e9:.2f} GB/s of one input"))
+    one = times["reference"] / times["torch 1t"]
+    print(row("reference / torch 1 thread", f"{one:.2f}x", "target <= 1.5x: " + ("ok" if one <= 1.5 else "MISSED")))
+    allr = times["reference"] / times["torch all"]
+    print(row(f"reference / torch {cores} threads", f"{allr:.2f}x", "(the reference runs on one thread)"))
+    bind = times["binding"] / times["reference"]
+    print(row("binding / reference", f"{bind:.2f}x", "target <= 1.2x: " + ("ok" if bind <= 1.2 else "MISSED")))
+    print(row("reference vs float64: max abs error", f"{worst_abs:.2e}", ""))
+    print(row("reference vs float64: mean rel error", f"{mean_rel:.2e}", "where |golden| >= 1e-3 (no verdict at roots)"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", nargs="+", default=list(OPS), help="ops (snake_case), default every op")
+    parser.add_argument("--elements", type=int, default=16_000_000, help="elements per tensor (default 16M)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        sys.exit("bench_throughput needs PyTorch: pip install 'aclnngen[test]'")
+    print(header("target 2: throughput of the references and the simulated binding"))
+    for snake in args.ops:
+        bench(snake, args.elements, args.rounds, torch)
+
+
+if __name__ == "__main__":
+    main()
