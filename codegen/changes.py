@@ -29,17 +29,30 @@ def releases_of(data: Any) -> set[str]:
 
 def change_log(specs: list[OpSpec]) -> list[dict[str, Any]]:
     """[{release, ops: [{name, symbol, snake, changes: [{kind, what, message}]}]}], newest first."""
+    return merge_entries([op_changes(spec) for spec in specs])
+
+
+def op_changes(spec: OpSpec) -> list[tuple[str, dict[str, Any]]]:
+    """One op's part of the change log: (release, entry) for each release its facts change at."""
+    data = dump_spec(spec)
+    points = sorted(releases_of(data) | {spec.cann_version}, key=CannVersion)
+    found = []
+    for before, at in zip(points, points[1:]):
+        changes = diff(view(data, before), view(data, at))
+        if changes:
+            found.append((at, {
+                "name": spec.name,
+                "symbol": spec.symbol,
+                "snake": spec.snake_name,
+                "changes": [{"kind": c.kind, "what": c.what, "message": c.message} for c in changes],
+            }))
+    return found
+
+
+def merge_entries(per_op: list[list[tuple[str, dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """The change log from each op's part (ops by name within a release, releases newest first)."""
     by_release: dict[str, list[dict[str, Any]]] = {}
-    for spec in sorted(specs, key=lambda s: s.name):
-        data = dump_spec(spec)
-        points = sorted(releases_of(data) | {spec.cann_version}, key=CannVersion)
-        for before, at in zip(points, points[1:]):
-            changes = diff(view(data, before), view(data, at))
-            if changes:
-                by_release.setdefault(at, []).append({
-                    "name": spec.name,
-                    "symbol": spec.symbol,
-                    "snake": spec.snake_name,
-                    "changes": [{"kind": c.kind, "what": c.what, "message": c.message} for c in changes],
-                })
+    for entries in sorted(per_op, key=lambda e: e[0][1]["name"] if e else ""):
+        for release, entry in entries:
+            by_release.setdefault(release, []).append(entry)
     return [{"release": r, "ops": by_release[r]} for r in sorted(by_release, key=CannVersion, reverse=True)]

@@ -184,16 +184,23 @@ def _page_differences(spec: OpSpec) -> list[str]:
     return out
 
 
+def support_row(spec: OpSpec, products: ProductTable) -> dict:
+    """One op's row of the support matrix: its first input's dtypes per product family, at its
+    newest documented release."""
+    version = newest_version(spec)
+    op = resolve(spec, version)
+    first_input = next(p for p in spec.parameters if p.role == "input")
+    cells = []
+    for family in products.families:
+        dtypes = op.dtypes_of(first_input.name, family.id) if family.id in op.families else ()
+        cells.append(", ".join(dtypes) if dtypes else "—")
+    return {"op": spec.name, "snake": spec.snake_name, "version": version, "cells": cells}
+
+
 def support_matrix(specs: list[OpSpec], products: ProductTable) -> dict:
     """op x product x dtype, at each op's newest documented release."""
-    rows = []
-    for spec in specs:
-        version = newest_version(spec)
-        op = resolve(spec, version)
-        first_input = next(p for p in spec.parameters if p.role == "input")
-        cells = []
-        for family in products.families:
-            dtypes = op.dtypes_of(first_input.name, family.id) if family.id in op.families else ()
-            cells.append(", ".join(dtypes) if dtypes else "—")
-        rows.append({"op": spec.name, "snake": spec.snake_name, "version": version, "cells": cells})
+    return matrix_of([support_row(spec, products) for spec in specs], products)
+
+
+def matrix_of(rows: list[dict], products: ProductTable) -> dict:
     return {"families": [f.label for f in products.families], "rows": rows}

@@ -13,6 +13,7 @@ dict-order or hash-seed dependence.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import posixpath
 from dataclasses import dataclass, field
@@ -91,10 +92,22 @@ def _header(kind: str, source: str, template: str) -> dict:
 
 
 def _spec_source(loaded: LoadedSpec, specs_dir: Path) -> str:
+    return _source_of(loaded.path, specs_dir)
+
+
+def _source_of(path: Path, specs_dir: Path) -> str:
+    """How generated files name their spec: its path from the specs folder's parent."""
     try:
-        return loaded.path.resolve().relative_to(specs_dir.resolve().parent).as_posix()
+        # a spec file that is no link resolves inside its resolved folder (one resolve per folder)
+        resolved = path.resolve() if path.is_symlink() else _resolved_dir(path.parent) / path.name
+        return resolved.relative_to(_resolved_dir(specs_dir).parent).as_posix()
     except ValueError:
-        return f"{specs_dir.name}/ops/{loaded.path.name}"
+        return f"{specs_dir.name}/ops/{path.name}"
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved_dir(folder: Path) -> Path:
+    return folder.resolve()
 
 
 @dataclass
@@ -108,35 +121,172 @@ class Plan:
         self.outputs.append(Output(path.removeprefix("./"), content))
 
 
-def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = (), release: str | None = None) -> list[Output]:
+def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = (), release: str | None = None,
+         cache: "OpCache | None | bool" = True) -> list[Output]:
+    """Every output for the specs under `specs_dir`, rendered in memory. Each op's outputs come
+    from the op cache (codegen/gencache.py) when its spec, the generator and the context are
+    unchanged; `cache=False` renders everything."""
     products = load_products(specs_dir)
-    loaded = load_all(specs_dir, products)
-    if release is not None:  # only the facts that hold at that release (generate --cann)
-        from dataclasses import replace
-
-        from .atrelease import at_release
-
-        loaded = [replace(ls, spec=at_release(ls.spec, release, products.ids)) for ls in loaded]
-    if not loaded:
+    _resolved_dir.cache_clear()  # a folder may have been moved or relinked since the last run
+    cache = _cache(cache, specs_dir, layout, products, release)
+    ops, keys = _op_renders(specs_dir, layout, products, release, cache)
+    if not ops:
         raise GenerateError(f"no op specs found under {specs_dir / 'ops'}")
-    names = {ls.spec.snake_name for ls in loaded}
-    unknown = sorted(set(only) - names - {ls.spec.name for ls in loaded})
+    names = {op.record["snake"] for op in ops}
+    unknown = sorted(set(only) - names - {op.record["name"] for op in ops})
     if unknown:
         raise GenerateError(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
     p = Plan(specs_dir, layout, only)
-    selected = [ls for ls in loaded if not only or ls.spec.snake_name in only or ls.spec.name in only]
-    for ls in selected:
-        _render_op(p, ls, products)
-    _render_indexes(p, loaded, products)
-    if layout.shared:
-        _render_shared(p, loaded, products)
+    for op in ops:
+        if not only or op.record["snake"] in only or op.record["name"] in only:
+            p.outputs.extend(op.outputs)
+    p.outputs.extend(_shared_outputs(specs_dir, layout, [op.record for op in ops], products, cache, keys))
     outputs = sorted(p.outputs, key=lambda o: o.path)
     if not only:  # a partial run's manifest is merged with the one on disk by the writer
         outputs.append(Output(layout.manifest, Manifest.of({o.path: o.content.encode("utf-8") for o in outputs}).text()))
     return outputs
 
 
-def _render_op(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
+def _shared_outputs(specs_dir: Path, layout: Layout, records: list[dict], products: ProductTable, cache, keys) -> list[Output]:
+    """The files every op contributes to (indexes, simulator entries, change log; in the repository
+    also the ABI, product and profile tables), from the ops' records; cached under the keys of all
+    ops and the text of the shared tables, so an unchanged run renders none of them."""
+    key = None
+    if cache is not None and all(keys):
+        from .profiles import profile_paths
+
+        tables = [table_path(specs_dir, "abi.yaml"), table_path(specs_dir, "products.yaml")] if layout.shared else []
+        texts = [f"{path}\0{path.read_text(encoding='utf-8', errors='replace')}" for path in
+                 tables + (profile_paths(specs_dir) if layout.shared else [])]
+        key = cache.key("shared", "\0".join(keys + texts))
+        hit = cache.get(key)
+        if hit is not None:
+            return list(hit)
+    p = Plan(specs_dir, layout)
+    _render_indexes(p, records, products)
+    if layout.shared:
+        _render_shared(p, records, products)
+    if key:
+        cache.put(key, tuple(p.outputs))
+    return p.outputs
+
+
+@dataclass(frozen=True)
+class OpRender:
+    """One op's own outputs, and what the shared files need of it (see _record)."""
+
+    outputs: tuple[Output, ...]
+    record: dict
+
+
+def _cache(cache, specs_dir: Path, layout: Layout, products: ProductTable, release: str | None):
+    from . import gencache
+
+    if cache is False or (cache is True and not gencache.enabled()):
+        return None
+    if isinstance(cache, gencache.OpCache):
+        return cache
+    context = json.dumps({"layout": repr(layout), "release": release, "products": products.model_dump(mode="json")},
+                         sort_keys=True)
+    return gencache.OpCache(context)
+
+
+def _op_renders(specs_dir: Path, layout: Layout, products: ProductTable, release: str | None, cache) -> tuple[list[OpRender], list]:
+    """Every op's render, in name order, and its cache key (None without a cache); all problems of
+    all specs in one SpecError (as load_all). The ops the cache does not hold are rendered in
+    worker processes when there are many (PARALLEL_FROM) and more than one core."""
+    from .errors import SpecError
+    from .loader import spec_paths
+    from .yamlio import read_text
+
+    paths = spec_paths(specs_dir)
+    found: list[OpRender | None] = [None] * len(paths)
+    keys: list[str | None] = [None] * len(paths)
+    for index, path in enumerate(paths):
+        if cache is None:
+            continue
+        try:
+            keys[index] = cache.key(_source_of(path, specs_dir), read_text(path))
+        except SpecError:
+            continue  # unreadable: rendering it reports why
+        found[index] = cache.get(keys[index])
+    missing = [i for i, op in enumerate(found) if op is None]
+    problems = []
+    for indexes, (renders, trouble) in _render_all(specs_dir, layout, products, release, [paths[i] for i in missing], missing):
+        problems.extend(trouble)
+        for index, rendered in zip(indexes, renders):
+            found[index] = rendered
+            if rendered is not None and keys[index]:
+                cache.put(keys[index], rendered)
+    if problems:
+        raise SpecError(problems)
+    return [op for op in found if op is not None], keys
+
+
+PARALLEL_FROM = 48  # ops to render before worker processes pay for themselves
+
+
+def _render_all(specs_dir, layout, products, release, paths: list[Path], indexes: list[int]):
+    """(indexes, (renders, problems)) per batch of `paths`, in order."""
+    import os
+
+    workers = min(os.cpu_count() or 1, 8)
+    if len(paths) < PARALLEL_FROM or workers < 2:
+        yield indexes, _render_batch(specs_dir, layout, products, release, paths)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork where there is one: the workers start with the generator already imported
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    size = max(8, len(paths) // (workers * 4))
+    batches = [(paths[i:i + size], indexes[i:i + size]) for i in range(0, len(paths), size)]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
+        futures = [pool.submit(_render_batch, specs_dir, layout, products, release, batch) for batch, _ in batches]
+        for (_, batch_indexes), future in zip(batches, futures):
+            yield batch_indexes, future.result()
+
+
+def _render_batch(specs_dir: Path, layout: Layout, products: ProductTable, release: str | None, paths: list[Path]):
+    """(renders, problems) for `paths`: None in place of a spec with problems."""
+    from .errors import SpecError
+    from .loader import load_spec
+
+    renders, problems = [], []
+    for path in paths:
+        try:
+            ls = load_spec(path, products)
+        except SpecError as exc:
+            problems.extend(exc.problems)
+            renders.append(None)
+            continue
+        if release is not None:  # only the facts that hold at that release (generate --cann)
+            from dataclasses import replace
+
+            from .atrelease import at_release
+
+            ls = replace(ls, spec=at_release(ls.spec, release, products.ids))
+        renders.append(_render_op(specs_dir, layout, ls, products))
+    return renders, problems
+
+
+def _record(spec: OpSpec, products: ProductTable) -> dict:
+    """What the shared files need of one op: its names, its simulator entry, its support-matrix
+    row and its part of the change log."""
+    from .changes import op_changes
+    from .docs import support_row
+
+    return {"snake": spec.snake_name, "name": spec.name, "summary": spec.summary, "sim": _sim_op(spec),
+            "support": support_row(spec, products), "changes": op_changes(spec)}
+
+
+def _render_op(specs_dir: Path, layout: Layout, ls: LoadedSpec, products: ProductTable) -> OpRender:
+    p = Plan(specs_dir, layout)
+    _render_op_outputs(p, ls, products)
+    return OpRender(tuple(p.outputs), _record(ls.spec, products))
+
+
+def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
     spec, layout = ls.spec, p.layout
     source = _spec_source(ls, p.specs_dir)
     meta = metadata.build(spec)
@@ -221,11 +371,12 @@ def _page(spec: OpSpec, products: ProductTable, package: str) -> dict:
     return reference_page(spec, products, package)
 
 
-def _render_indexes(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -> None:
-    from .docs import support_matrix
+def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> None:
+    from .changes import merge_entries
+    from .docs import matrix_of
 
     layout = p.layout
-    ops = [{"snake": ls.spec.snake_name, "name": ls.spec.name, "summary": ls.spec.summary} for ls in loaded]
+    ops = [{"snake": r["snake"], "name": r["name"], "summary": r["summary"]} for r in records]
     init_header = _header("package index", "specs/ops/", "package_init.py.j2")
     p.add(f"{layout.package_dir}/__init__.py", render.render("package_init.py.j2", header=init_header, ops=ops, layout=layout))
     for kind in ("meta", "ops", "reference"):
@@ -238,25 +389,23 @@ def _render_indexes(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -
         render.render(
             "index.md.j2",
             header=_header("support matrix", "specs/ops/", "index.md.j2"),
-            matrix=support_matrix([ls.spec for ls in loaded], products),
+            matrix=matrix_of([r["support"] for r in records], products),
             ops=ops,
         ),
     )
-    p.add(f"{layout.package_dir}/c/sim_ops.c", _render_sim_ops([ls.spec for ls in loaded]))
-    from .changes import change_log
-
+    p.add(f"{layout.package_dir}/c/sim_ops.c", _render_sim_entries([r["sim"] for r in records]))
     changes_path = layout.changes_doc or f"{layout.docs_dir}/changes-by-release.md"
     p.add(changes_path, render.render("changes.md.j2", header=_header("change log", "specs/ops/", "changes.md.j2"),
-                                      log=change_log([ls.spec for ls in loaded]),
+                                      log=merge_entries([r["changes"] for r in records]),
                                       docs_rel=posixpath.relpath(layout.docs_dir, posixpath.dirname(changes_path))))
 
 
 def _render_sim_ops(specs: list[OpSpec]) -> str:
-    return render.render(
-        "sim_ops.c.j2",
-        header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"),
-        ops=[_sim_op(spec) for spec in specs],
-    )
+    return _render_sim_entries([_sim_op(spec) for spec in specs])
+
+
+def _render_sim_entries(entries: list[dict]) -> str:
+    return render.render("sim_ops.c.j2", header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"), ops=entries)
 
 
 def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[str] | None = None) -> str:
@@ -306,7 +455,7 @@ def _sim_op(spec: OpSpec) -> dict:
     }
 
 
-def _render_shared(p: Plan, loaded: list[LoadedSpec], products: ProductTable) -> None:
+def _render_shared(p: Plan, records: list[dict], products: ProductTable) -> None:
     abi = abi_model.load_abi(table_path(p.specs_dir, "abi.yaml"))
     source = "specs/abi.yaml"
     p.add(
@@ -329,7 +478,7 @@ def _render_shared(p: Plan, loaded: list[LoadedSpec], products: ProductTable) ->
     from .profiles import load_profiles
 
     profiles: dict = {}
-    for name, profile in load_profiles(p.specs_dir, {ls.spec.name: ls.spec for ls in loaded}):
+    for name, profile in load_profiles(p.specs_dir, _profiled_specs(p.specs_dir, records, products)):
         profiles.setdefault(name, {}).setdefault(profile.op, {})[profile.cann_version] = profile.model_dump(mode="python")
     p.add(
         "generated/profiles.py",
@@ -343,6 +492,22 @@ def _render_shared(p: Plan, loaded: list[LoadedSpec], products: ProductTable) ->
         for name, model in (("op", OpSpec), ("products", Table)):
             schema = json_schema(model, name, products)
             p.add(f"{p.layout.schema_dir}/{name}.schema.json", json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def _profiled_specs(specs_dir: Path, records: list[dict], products: ProductTable) -> dict[str, OpSpec]:
+    """The specs the behaviour profiles name (checked against them), loaded: only those ops'."""
+    from .loader import load_spec
+    from .profiles import profile_paths
+
+    texts = [path.read_text(encoding="utf-8", errors="replace") for path in profile_paths(specs_dir)]
+    wanted = {path.stem for path in profile_paths(specs_dir)}
+    wanted |= {r["snake"] for r in records if any(f"op: {r['name']}" in text for text in texts)}
+    by_snake = {r["snake"]: r["name"] for r in records}
+    found = {}
+    for snake in sorted(wanted & set(by_snake)):
+        spec = load_spec(Path(specs_dir) / "ops" / f"{snake}.yaml", products).spec
+        found[spec.name] = spec
+    return found
 
 
 # --- writing and checking -------------------------------------------------------------------
@@ -405,8 +570,13 @@ def write(
 ) -> tuple[list[str], list[str]]:
     """Write the files whose content changed and remove the manifest's files no spec produces any
     more, by the ownership rules of codegen/writer.py. Returns (written, removed)."""
+    from . import gencache
+
     files = {o.path: o.content.encode("utf-8") for o in outputs if o.path != layout.manifest}
-    result = write_owned(root, files, layout.manifest, partial=partial, force=force)
+    memo = gencache.load_memo(root, layout.manifest) if gencache.enabled() and not force else None
+    result = write_owned(root, files, layout.manifest, partial=partial, force=force, memo=memo)
+    if memo is not None:
+        gencache.save_memo(root, layout.manifest, memo)
     return result.written, result.removed
 
 

@@ -206,13 +206,21 @@ def prepare_root(root: Path) -> None:
         raise GenerateError(f"{root}: cannot create the folder ({exc.strerror})") from None
 
 
+def _signature(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
 def write_owned(
-    root: Path, outputs: dict[str, bytes], manifest_path: str, *, partial: bool = False, force: bool = False
+    root: Path, outputs: dict[str, bytes], manifest_path: str, *, partial: bool = False, force: bool = False,
+    memo: dict | None = None,
 ) -> WriteResult:
     """Write `outputs` (path -> bytes) under `root` by the ownership rules above.
 
     `partial`: the outputs are a subset (some ops only): nothing is removed and the manifest keeps the
-    entries of the files not rendered this time."""
+    entries of the files not rendered this time.
+    `memo`: rel -> [size, mtime_ns, ctime_ns, inode, sha256] of the files this writer left (read
+    and updated in place): a file whose status is unchanged since then, and whose recorded content
+    is the new content, is not read again (as git's index does). Without it every file is read."""
     prepare_root(root)
     folder = Folder(root)
     old_text = folder.read(manifest_path)
@@ -233,7 +241,12 @@ def write_owned(
 
     refused: list[str] = []
     to_write: list[str] = []
+    digests = {rel: digest(content) for rel, content in outputs.items()}
     for rel, content in sorted(outputs.items()):
+        if memo is not None and memo.get(rel, [None])[-1] == digests[rel] == old.files.get(rel):
+            st = folder.lstat(rel)
+            if st is not None and stat.S_ISREG(st.st_mode) and memo[rel][:-1] == _signature(st):
+                continue  # as this writer left it, and that is the new content
         current = folder.read(rel)
         if current == content:
             continue
@@ -259,11 +272,19 @@ def write_owned(
     for parent in sorted({rel.rpartition("/")[0] for rel in outputs}):
         folder.sweep_temporaries(parent)
     files = dict(old.files) if partial else {}
-    files.update({rel: digest(content) for rel, content in outputs.items()})
+    files.update(digests)
     for rel in to_write:
         folder.write(rel, outputs[rel])
     for rel in to_remove:
         folder.remove(rel)
+    if memo is not None:
+        for rel in to_remove:
+            memo.pop(rel, None)
+        for rel in outputs:
+            if rel in to_write or memo.get(rel, [None])[-1] != digests[rel]:
+                st = folder.lstat(rel)
+                if st is not None:
+                    memo[rel] = _signature(st) + [digests[rel]]
     new_text = Manifest(files).text().encode("utf-8")
     if new_text != old_text:
         folder.write(manifest_path, new_text)

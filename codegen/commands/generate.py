@@ -6,8 +6,12 @@ import argparse
 from pathlib import Path
 
 from ..errors import GenerateError
-from ..generate import REPO_LAYOUT, package_layout, plan, write
-from ..loader import DEFAULT_SPECS_DIR, REPO_ROOT
+from ..tables import BUILTIN_SPECS_DIR
+
+# (the generator itself is imported only when something is to be rendered: an unchanged run is
+# answered from the last run's record, codegen/gencache.py, without loading the spec model)
+DEFAULT_SPECS_DIR = BUILTIN_SPECS_DIR
+REPO_ROOT = BUILTIN_SPECS_DIR.parent
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def target(args: argparse.Namespace):
     """(specs dir, output root, layout) for the arguments."""
+    from ..generate import REPO_LAYOUT, package_layout
+
     if args.specs is None and args.out is None:
         return DEFAULT_SPECS_DIR, REPO_ROOT, REPO_LAYOUT
     if args.specs is None or args.out is None:
@@ -48,18 +54,44 @@ def run(args: argparse.Namespace) -> int:
         release = release_of(args.cann)
         args.specs = args.specs or DEFAULT_SPECS_DIR
         args.out = args.out or Path("build") / ("aclnn_cann_" + "".join(c if c.isalnum() else "_" for c in release))
+    from .. import gencache
+
+    run_key = None
+    if gencache.enabled() and not args.force and not args.ops:
+        run_key, root_guess = _run_key(args, release)
+        rendered = gencache.unchanged_since(root_guess, run_key)
+        if rendered is not None:  # the same inputs, generator and arguments, and no output touched since
+            return _report(args, rendered, [], [])
+    from ..generate import plan, write
+
     specs_dir, root, layout = target(args)
     outputs = plan(specs_dir, layout, tuple(args.ops), release)
     written, removed = write(outputs, root, layout, partial=bool(args.ops), force=args.force)
+    if run_key is not None:
+        gencache.record_run(root, run_key, [o.path for o in outputs])
+    return _report(args, len(outputs), written, removed)
+
+
+def _run_key(args: argparse.Namespace, release: str | None) -> tuple[str, Path]:
+    """The key of this run's inputs (codegen/gencache.py run_key) and the output root it names."""
+    from .. import gencache
+
+    specs_dir = args.specs if args.specs is not None else DEFAULT_SPECS_DIR
+    root = args.out.resolve() if args.out is not None else REPO_ROOT
+    arguments = {"specs": str(Path(specs_dir).resolve()), "out": str(root), "release": release, "repo": args.out is None}
+    return gencache.run_key(Path(specs_dir), arguments), root
+
+
+def _report(args: argparse.Namespace, rendered: int, written: list, removed: list) -> int:
     if args.json:
         from .jsonout import emit
 
-        emit({"command": "generate", "ok": True, "rendered": len(outputs), "written": [str(p) for p in written],
+        emit({"command": "generate", "ok": True, "rendered": rendered, "written": [str(p) for p in written],
               "removed": [str(p) for p in removed]})
         return 0
     for path in written:
         print(f"wrote {path}")
     for path in removed:
         print(f"removed {path} (no spec produces it)")
-    print(f"{len(outputs)} files rendered, {len(written)} written, {len(removed)} removed")
+    print(f"{rendered} files rendered, {len(written)} written, {len(removed)} removed")
     return 0

@@ -64,6 +64,8 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from aclnngen.cachedir import cache_root  # noqa: F401  (part of this module's interface)
+
 __all__ = [
     "SIM_DIR",
     "CFLAGS",
@@ -112,18 +114,6 @@ class SimulatorBuildError(RuntimeError):
         return self.message
 
 
-def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    """The cache directory: the argument, else $ACLNNGEN_CACHE_DIR, $XDG_CACHE_HOME/aclnngen or
-    ~/.cache/aclnngen."""
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get("ACLNNGEN_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg) / "aclnngen"
-    return Path.home() / ".cache" / "aclnngen"
 
 
 def sim_header_text(name: str, *, core_dir: str | os.PathLike | None = None) -> str:

@@ -1,0 +1,202 @@
+"""A cache of each op's rendered outputs, so a run where few specs changed renders few.
+
+Rendering one op costs ~10 ms (parsing, validating, five templates); a CANN release has hundreds
+of ops. Each op's outputs and its index record (what the shared files need of it: its names, its
+simulator entry, its support-matrix row, its change-log entries) are kept under a key that hashes
+everything they are a function of: the spec file's text and its path relative to the specs folder,
+the product table, the output layout, the release (`generate --cann`), and the generator itself
+(every source file of the aclnngen package but its generated data, so any change to the code or a
+template starts afresh). A hit is therefore exactly what rendering would give; the tests check
+that a cached run's outputs equal an uncached one's.
+
+Where: `$ACLNNGEN_CACHE_DIR/generate/` (else `$XDG_CACHE_HOME/aclnngen` or `~/.cache/aclnngen`),
+one pickle per op and key; beside it, per output folder, the status of each file the writer left
+(`generate-written/`), so an unchanged file is not read again. `ACLNNGEN_GENERATE_CACHE=0` turns
+both off. A cache file that cannot be
+read or written is ignored (a miss), never an error: the cache only ever saves time.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any
+
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+_SKIPPED_DIRS = {"generated", "tests", "__pycache__", "benchmarks", "build", "docs", "specs"}
+FORMAT = 1  # bump when the record's shape changes
+
+
+def enabled() -> bool:
+    return os.environ.get("ACLNNGEN_GENERATE_CACHE", "1") not in ("0", "", "off", "no")
+
+
+@functools.lru_cache(maxsize=1)
+def generator_fingerprint() -> str:
+    """A hash of the generator's own code: every .py and .j2 of the package but generated data."""
+    digest = hashlib.sha256(f"format {FORMAT}".encode())
+    for path in sorted(_sources(_PACKAGE_ROOT)):
+        digest.update(path.relative_to(_PACKAGE_ROOT).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _sources(root: Path):
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith(".") and not d.endswith(".egg-info")]
+        for name in filenames:
+            if name.endswith((".py", ".j2")):
+                yield Path(dirpath) / name
+
+
+class OpCache:
+    """Get and put one op's (outputs, record) by the text of its spec and the run's context."""
+
+    def __init__(self, context: str, directory: Path | None = None):
+        self.context = hashlib.sha256((generator_fingerprint() + "\0" + context).encode()).hexdigest()
+        if directory is None:
+            from aclnngen.cachedir import cache_root
+
+            directory = cache_root() / "generate"
+        self.directory = Path(directory)
+        self.hits = self.misses = 0
+
+    def key(self, source: str, text: str) -> str:
+        return hashlib.sha256(f"{self.context}\0{source}\0{text}".encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.pickle"
+
+    def get(self, key: str) -> Any | None:
+        try:
+            with open(self._path(key), "rb") as f:
+                found = pickle.load(f)
+        except Exception:  # absent, truncated or from another version: a miss
+            self.misses += 1
+            return None
+        if not isinstance(found, dict) or found.get("key") != key:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return found["value"]
+
+    def put(self, key: str, value: Any) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pickle")
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump({"key": key, "value": value}, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)  # whole or not at all, even with two generators at once
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except (OSError, UnboundLocalError):
+                pass
+
+
+def _memo_path(root: Path, manifest: str) -> Path:
+    from aclnngen.cachedir import cache_root
+
+    name = hashlib.sha256(f"{Path(root).resolve()}\0{manifest}".encode()).hexdigest()
+    return cache_root() / "generate-written" / f"{name}.json"
+
+
+def load_memo(root: Path, manifest: str) -> dict:
+    """What the writer left under `root` last time (codegen/writer.py's `memo`); {} when unknown."""
+    import json
+
+    try:
+        data = json.loads(_memo_path(root, manifest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_memo(root: Path, manifest: str, memo: dict) -> None:
+    import json
+
+    path = _memo_path(root, manifest)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(memo, f, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+# --- whole runs: an unchanged run answered without rendering ----------------------------------
+
+
+def run_key(specs_dir: Path, arguments: dict) -> str:
+    """A hash of everything a generate run reads: the generator, its arguments, and the text of
+    every spec, table and profile it would load."""
+    from .tables import TABLES, table_path
+
+    digest = hashlib.sha256(generator_fingerprint().encode() + b"\0")
+    digest.update(repr(sorted(arguments.items())).encode() + b"\0")
+    files = sorted((specs_dir / "ops").glob("*.yaml")) + [table_path(specs_dir, t) for t in TABLES]
+    files += sorted((specs_dir / "profiles").glob("*/*/*.yaml"))
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b"\0unreadable"
+        digest.update(str(path).encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
+def _run_path(root: Path) -> Path:
+    from aclnngen.cachedir import cache_root
+
+    return cache_root() / "generate-runs" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}.json"
+
+
+def _status(path: Path) -> list[int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def record_run(root: Path, key: str, paths: list[str]) -> None:
+    """Remember a finished run: its key and the status of every file it rendered (`paths`, relative
+    to `root`, the manifest among them). The writer's decisions depend on those files alone."""
+    import json
+
+    root = Path(root)
+    files = {rel: _status(root / rel) for rel in paths}
+    path = _run_path(root)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"key": key, "files": files}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def unchanged_since(root: Path, key: str) -> int | None:
+    """The number of files the last run rendered, when it had this key and none of them changed
+    since (each file's type, size, times and inode as the run left them); else None."""
+    import json
+
+    try:
+        record = json.loads(_run_path(root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("files"), dict):
+        return None
+    root = Path(root)
+    for rel, status in record["files"].items():
+        if status is None or _status(root / rel) != status:
+            return None
+    return len(record["files"])

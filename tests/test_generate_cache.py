@@ -1,0 +1,105 @@
+"""Generation at scale: the op cache, the unchanged-run record and the worker processes give
+exactly what a plain render gives, and never hide a change (codegen/gencache.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from aclnngen.codegen import gencache, generate
+from aclnngen.codegen.loader import DEFAULT_SPECS_DIR
+
+CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
+
+
+def _specs(tmp_path):
+    specs = tmp_path / "specs"
+    shutil.copytree(DEFAULT_SPECS_DIR / "ops", specs / "ops")
+    return specs
+
+
+def _plan(specs, tmp_path, cache):
+    return generate.plan(specs, generate.package_layout(tmp_path / "out" / "my_ops"), cache=cache)
+
+
+def test_cached_and_parallel_renders_equal_a_plain_render(tmp_path, monkeypatch):
+    specs = _specs(tmp_path)
+    plain = _plan(specs, tmp_path, False)
+    cache = gencache.OpCache("test", tmp_path / "cache")
+    monkeypatch.setattr(generate, "PARALLEL_FROM", 2)  # worker processes even for a few ops
+    first = _plan(specs, tmp_path, cache)
+    assert cache.misses == len(list((specs / "ops").glob("*.yaml"))) + 1 and cache.hits == 0  # every op, and the shared files
+    second = _plan(specs, tmp_path, cache)
+    assert cache.hits == cache.misses  # the second run: every op and the shared files from the cache
+    assert first == plain and second == plain
+
+
+def test_a_changed_spec_is_rendered_again_and_only_it(tmp_path):
+    specs = _specs(tmp_path)
+    cache = gencache.OpCache("test", tmp_path / "cache")
+    _plan(specs, tmp_path, cache)
+    spec = specs / "ops" / "swish_backward.yaml"
+    spec.write_text(spec.read_text().replace("summary: ", "summary: Changed. ", 1))
+    cache.hits = cache.misses = 0
+    changed = _plan(specs, tmp_path, cache)
+    assert cache.misses == 2 and cache.hits == len(list((specs / "ops").glob("*.yaml"))) - 1  # the op and the shared files
+    assert changed == _plan(specs, tmp_path, False)
+    assert any("Changed." in o.content for o in changed if o.path.endswith("swish_backward.py"))
+
+
+def test_another_generator_misses_every_entry(tmp_path, monkeypatch):
+    specs = _specs(tmp_path)
+    _plan(specs, tmp_path, gencache.OpCache("test", tmp_path / "cache"))
+    monkeypatch.setattr(gencache, "generator_fingerprint", lambda: "a changed template")
+    cache = gencache.OpCache("test", tmp_path / "cache")
+    _plan(specs, tmp_path, cache)
+    assert cache.hits == 0
+
+
+def test_a_spec_with_problems_is_reported_and_never_cached(tmp_path):
+    specs = _specs(tmp_path)
+    bad = specs / "ops" / "gelu_backward.yaml"
+    bad.write_text(bad.read_text().replace("name: GeluBackward", "name: geluBackward", 1))
+    cache = gencache.OpCache("test", tmp_path / "cache")
+    for _ in range(2):
+        with pytest.raises(Exception) as info:
+            _plan(specs, tmp_path, cache)
+        assert "gelu_backward.yaml" in str(info.value)
+
+
+def test_an_unchanged_run_writes_nothing_and_a_touched_output_is_seen(tmp_path):
+    specs = _specs(tmp_path)
+    out = tmp_path / "out" / "my_ops"
+    env_cmd = [*CLI, "generate", "--specs", str(specs), "--out", str(out)]
+    env = {**os.environ, "ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")}
+    first = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0 and " 0 written" not in first.stdout, first.stderr
+    again = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0 and again.stdout.strip().endswith("0 written, 0 removed"), again.stdout
+    # an output edited by hand: the run is no longer "unchanged"; the writer refuses to overwrite it
+    edited = out / "ops" / "swish_backward.py"
+    edited.write_text(edited.read_text() + "# mine\n")
+    refused = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert refused.returncode == 1 and "edited since aclnngen wrote it" in refused.stderr, refused.stdout + refused.stderr
+    # an output deleted: generated again
+    edited.unlink()
+    restored = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert restored.returncode == 0 and "swish_backward.py" in restored.stdout, restored.stdout
+    assert edited.exists() and "# mine" not in edited.read_text()
+    # a spec changed: rendered and written again
+    spec = specs / "ops" / "gelu_backward.yaml"
+    spec.write_text(spec.read_text().replace("summary: ", "summary: Changed. ", 1))
+    changed = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert changed.returncode == 0 and "gelu_backward" in changed.stdout and " 0 written" not in changed.stdout, changed.stdout
+
+
+def test_the_cache_can_be_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACLNNGEN_GENERATE_CACHE", "0")
+    monkeypatch.setenv("ACLNNGEN_CACHE_DIR", str(tmp_path / "cache"))
+    specs = _specs(tmp_path)
+    generate.plan(specs, generate.package_layout(tmp_path / "out" / "my_ops"))
+    assert not (tmp_path / "cache").exists()
