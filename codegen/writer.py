@@ -102,9 +102,36 @@ class Folder:
 
     def __init__(self, root: Path):
         self.root = root
+        self._held: dict[tuple[str, ...], int] | None = None  # folder fds kept open by `holding()`
+        self.unsynced = 0  # files written as new without an fsync of their own (see write)
+
+    @contextmanager
+    def holding(self):
+        """Within the block, each folder is opened once (walked without following links, as
+        always) and its descriptor reused: writing thousands of files opens each folder once."""
+        self._held = {}
+        try:
+            yield self
+        finally:
+            held, self._held = self._held, None
+            for fd in held.values():
+                os.close(fd)
 
     @contextmanager
     def _dir(self, parts: list[str], create: bool):
+        if self._held is not None:
+            key = tuple(parts)
+            fd = self._held.get(key)
+            if fd is None:
+                with self._open_dir(parts, create) as opened:
+                    fd = self._held[key] = os.dup(opened)
+            yield fd
+            return
+        with self._open_dir(parts, create) as fd:
+            yield fd
+
+    @contextmanager
+    def _open_dir(self, parts: list[str], create: bool):
         fd = os.open(self.root, _DIR_FLAGS)
         try:
             for index, name in enumerate(parts):
@@ -149,8 +176,11 @@ class Folder:
             with os.fdopen(fd, "rb") as f:
                 return f.read()
 
-    def write(self, rel: str, content: bytes) -> None:
-        """Replace `rel` atomically: a temporary file in the same folder, fsynced, then os.replace."""
+    def write(self, rel: str, content: bytes, *, replacing: bool = True) -> None:
+        """Replace `rel` atomically: a temporary file in the same folder, then os.replace. A file
+        that replaces another is fsynced first (a power cut never leaves an empty file where a good
+        one was); a new file is not, and counts in `unsynced` (the writer syncs once for all of them
+        before the manifest names them)."""
         *parents, name = rel.split("/")
         with self._dir(parents, create=True) as dfd:
             tmp = f".{name}{_TMP_MARK}{os.getpid()}"
@@ -159,7 +189,10 @@ class Folder:
                 with os.fdopen(fd, "wb") as f:
                     f.write(content)
                     f.flush()
-                    os.fsync(f.fileno())
+                    if replacing:
+                        os.fsync(f.fileno())
+                    else:
+                        self.unsynced += 1
                 os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             except BaseException:
                 try:
@@ -222,7 +255,12 @@ def write_owned(
     and updated in place): a file whose status is unchanged since then, and whose recorded content
     is the new content, is not read again (as git's index does). Without it every file is read."""
     prepare_root(root)
-    folder = Folder(root)
+    with Folder(root).holding() as folder:
+        return _write_owned(folder, root, outputs, manifest_path, partial=partial, force=force, memo=memo)
+
+
+def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest_path: str, *, partial: bool, force: bool,
+                 memo: dict | None) -> WriteResult:
     old_text = folder.read(manifest_path)
     if old_text is None:
         old = Manifest({})
@@ -241,6 +279,7 @@ def write_owned(
 
     refused: list[str] = []
     to_write: list[str] = []
+    existing: set[str] = set()
     digests = {rel: digest(content) for rel, content in outputs.items()}
     for rel, content in sorted(outputs.items()):
         if memo is not None and memo.get(rel, [None])[-1] == digests[rel] == old.files.get(rel):
@@ -250,6 +289,8 @@ def write_owned(
         current = folder.read(rel)
         if current == content:
             continue
+        if current is not None:
+            existing.add(rel)
         if current is not None and not force and old.files.get(rel) != digest(current):
             why = "edited since aclnngen wrote it" if rel in old.files else "not written by aclnngen (not in the manifest)"
             refused.append(f"{rel} ({why})")
@@ -274,9 +315,11 @@ def write_owned(
     files = dict(old.files) if partial else {}
     files.update(digests)
     for rel in to_write:
-        folder.write(rel, outputs[rel])
+        folder.write(rel, outputs[rel], replacing=rel in existing)
     for rel in to_remove:
         folder.remove(rel)
+    if folder.unsynced:
+        os.sync()  # the new files reach the disk before the manifest that names them
     if memo is not None:
         for rel in to_remove:
             memo.pop(rel, None)
