@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from . import numerics
+from . import chunking, numerics
 from aclnngen.runtime.shapes import NUMPY_DTYPES, PromotionError, infer_outputs, promote_dtypes
 
 
@@ -41,6 +41,8 @@ class Reference:
                                if p["role"] in ("scalar", "optional_scalar") and p.get("scalar_dtype") in NUMPY_DTYPES}
         self._attributes = [(p["name"], p["py"], p["default"]) for p in params if p["role"] == "attribute"]
         self._outputs = [(p["name"], p["py"]) for p in params if p["role"] == "output"]
+        # each output element depends on the same element of each input only: evaluable in pieces
+        self._elementwise = "reduction" not in (meta.get("formula") or {}).get("outputs", {"": "reduction"}).values()
 
     def __call__(
         self,
@@ -74,14 +76,13 @@ class Reference:
         attributes = {py: values.get(name, default) for name, py, default in self._attributes}
         inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.meta["cann_version"])
         dtypes = {py: (out_dtypes or {}).get(name, inferred[name][1]) for name, py in self._outputs}
-        results = numerics.evaluate(
-            body,
-            inputs={py: arrays[name] for name, py in self._inputs},
-            scalars=scalars,
-            attributes=attributes,
-            output_dtypes=dtypes,
-            mode=mode,
-        )
+        inputs = {py: arrays[name] for name, py in self._inputs}
+        shapes = {tuple(inferred[name][0]) for name, _ in self._outputs} | {a.shape for a in inputs.values()}
+        if self._elementwise and len(shapes) == 1 and chunking.worth_it(next(iter(shapes))):
+            results = chunking.evaluate_in_chunks(body, inputs, scalars, attributes, dtypes, mode)
+        else:
+            results = numerics.evaluate(body, inputs=inputs, scalars=scalars, attributes=attributes,
+                                        output_dtypes=dtypes, mode=mode)
         # A formula may produce a smaller (broadcastable) result, e.g. a constant; outputs have the
         # shape the rules give them.
         shaped = tuple(_to_shape(r, tuple(inferred[name][0])) for r, (name, _) in zip(results, self._outputs))
