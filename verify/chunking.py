@@ -48,8 +48,10 @@ def _pool(size: int) -> ThreadPoolExecutor:
 
 
 def evaluate_in_chunks(body: Callable, inputs: Mapping[str, np.ndarray], scalars: Mapping, attributes: Mapping,
-                       output_dtypes: Mapping, mode: str) -> tuple[np.ndarray, ...]:
-    """numerics.evaluate of an elementwise `body` on inputs of one shape, piece by piece."""
+                       output_dtypes: Mapping, mode: str, targets: list | None = None) -> tuple[np.ndarray, ...]:
+    """numerics.evaluate of an elementwise `body` on inputs of one shape, piece by piece. `targets`
+    (one per output): arrays of that shape to write into, used where C-contiguous and of the
+    result's dtype (no full-size copy of the result); the others are allocated."""
     shape = next(iter(inputs.values())).shape
     flat = {name: np.ascontiguousarray(a).reshape(-1) for name, a in inputs.items()}
     size = int(np.prod(shape, dtype=np.int64))
@@ -62,7 +64,10 @@ def evaluate_in_chunks(body: Callable, inputs: Mapping[str, np.ndarray], scalars
                                  output_dtypes=output_dtypes, mode=mode)
 
     first = piece(0)  # its dtypes size the outputs
-    outputs = [np.empty(size, dtype=r.dtype) for r in first]
+    targets = targets or [None] * len(first)
+    usable = [t is not None and t.shape == shape and t.dtype == r.dtype and t.flags.c_contiguous and t.flags.writeable
+              for t, r in zip(targets, first)]
+    outputs = [t.reshape(-1) if ok else np.empty(size, dtype=r.dtype) for t, r, ok in zip(targets, first, usable)]
     for out, r in zip(outputs, first):
         out[: r.size] = r
 
@@ -78,4 +83,4 @@ def evaluate_in_chunks(body: Callable, inputs: Mapping[str, np.ndarray], scalars
     else:
         for future in [_pool(count).submit(fill, start) for start in rest]:
             future.result()
-    return tuple(out.reshape(shape) for out in outputs)
+    return tuple(t if ok else out.reshape(shape) for t, out, ok in zip(targets, outputs, usable))

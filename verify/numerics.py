@@ -155,7 +155,7 @@ class Numerics:
     def erf(self, x):
         x = self._num(x)
         if np.asarray(x).dtype == np.float32:  # opmath float32: vectorised, within fastmath.MAX_ULPS
-            from .fastmath import erf_float32
+            from .fastmath import erf_float32  # deferred: only formulas with erf need it
 
             result = erf_float32(x)
             return result if isinstance(x, np.ndarray) else result[()]

@@ -29,6 +29,8 @@ def _promote_non_float(arrays: dict) -> dict:
 
 
 class Reference:
+    writes_out = True  # takes `out=` (the simulator's kernels pass device memory)
+
     def __init__(self, meta: dict, formulas: Mapping[str, Callable], forwards: Mapping[str, Callable] = {}):
         self.meta = meta
         self.formulas = dict(formulas)
@@ -52,8 +54,12 @@ class Reference:
         mode: str = "opmath",
         formula: str = "spec",
         version: str | None = None,
+        out: Mapping[str, np.ndarray] | None = None,
     ):
-        """`values` maps C parameter names to arrays, scalars and attributes (outputs not needed)."""
+        """`values` maps C parameter names to arrays, scalars and attributes (outputs not needed).
+        `out`: C-contiguous arrays (by output C name) an elementwise formula on many elements may
+        write its results into directly (as a kernel writes device memory); the results are those
+        arrays then. Where it cannot, the results are new arrays as without `out`."""
         try:
             body = self.formulas[formula]
         except KeyError:
@@ -79,7 +85,9 @@ class Reference:
         inputs = {py: arrays[name] for name, py in self._inputs}
         shapes = {tuple(inferred[name][0]) for name, _ in self._outputs} | {a.shape for a in inputs.values()}
         if self._elementwise and len(shapes) == 1 and chunking.worth_it(next(iter(shapes))):
-            results = chunking.evaluate_in_chunks(body, inputs, scalars, attributes, dtypes, mode)
+            targets = [(out or {}).get(name) for name, _ in self._outputs]
+            results = chunking.evaluate_in_chunks(body, inputs, scalars, attributes, dtypes, mode,
+                                                  targets=targets if all(t is not None for t in targets) else None)
         else:
             results = numerics.evaluate(body, inputs=inputs, scalars=scalars, attributes=attributes,
                                         output_dtypes=dtypes, mode=mode)

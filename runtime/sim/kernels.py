@@ -761,7 +761,9 @@ class Kernels:
             ffi.memmove(workspace, b"\x5a" * n, n)  # the kernel owns its workspace
         reference = entry.reference()
         out_dtypes = {name: arr.dtype for name, arr in outputs.items()}
-        results = reference(values, out_dtypes=out_dtypes, mode="opmath", version=self._version_for_reference(meta))
+        # a reference that can writes its results straight into device memory (no full-size copy)
+        options = {"out": outputs} if getattr(reference, "writes_out", False) else {}
+        results = reference(values, out_dtypes=out_dtypes, mode="opmath", version=self._version_for_reference(meta), **options)
         if not isinstance(results, tuple):
             results = (results,)
         writes = []
@@ -782,7 +784,8 @@ class Kernels:
                 return ACLNN_ERR_INNER
             writes.append((target, result))
         for target, result in writes:
-            target[...] = result
+            if result is not target:
+                target[...] = result
         return 0
 
     def _version_for_reference(self, meta) -> str:
