@@ -29,6 +29,7 @@ from typing import Any
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 _SKIPPED_DIRS = {"generated", "tests", "__pycache__", "benchmarks", "build", "docs", "specs"}
 FORMAT = 1  # bump when the record's shape changes
+MAX_ENTRIES = 8000  # ops kept (~50 KB each): the least recently used beyond that are removed
 
 
 def enabled() -> bool:
@@ -64,6 +65,7 @@ class OpCache:
             directory = cache_root() / "generate"
         self.directory = Path(directory)
         self.hits = self.misses = 0
+        self.max_entries = MAX_ENTRIES
 
     def key(self, source: str, text: str) -> str:
         return hashlib.sha256(f"{self.context}\0{source}\0{text}".encode()).hexdigest()
@@ -82,7 +84,32 @@ class OpCache:
             self.misses += 1
             return None
         self.hits += 1
+        try:
+            os.utime(self._path(key))  # recently used: kept by trim()
+        except OSError:
+            pass
         return found["value"]
+
+    def trim(self, keep: int | None = None) -> int:
+        """Remove the least recently used entries beyond `keep` (MAX_ENTRIES); how many went."""
+        keep = MAX_ENTRIES if keep is None else keep
+        entries = []
+        try:
+            for sub in os.scandir(self.directory):
+                if sub.is_dir(follow_symlinks=False):
+                    for entry in os.scandir(sub.path):
+                        if entry.name.endswith(".pickle") and entry.is_file(follow_symlinks=False):
+                            entries.append((entry.stat().st_mtime_ns, entry.path))
+        except OSError:
+            return 0
+        removed = 0
+        for _, path in sorted(entries)[: max(0, len(entries) - keep)]:
+            try:
+                os.unlink(path)
+                removed += 1
+            except OSError:
+                pass
+        return removed
 
     def put(self, key: str, value: Any) -> None:
         path = self._path(key)

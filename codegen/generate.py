@@ -220,6 +220,8 @@ def _op_renders(specs_dir: Path, layout: Layout, products: ProductTable, release
                 cache.put(keys[index], rendered)
     if problems:
         raise SpecError(problems)
+    if missing and cache is not None:
+        cache.trim(max(cache.max_entries, 2 * len(paths) + 2))  # never this run's own entries
     return [op for op in found if op is not None], keys
 
 

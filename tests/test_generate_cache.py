@@ -103,3 +103,16 @@ def test_the_cache_can_be_turned_off(tmp_path, monkeypatch):
     specs = _specs(tmp_path)
     generate.plan(specs, generate.package_layout(tmp_path / "out" / "my_ops"))
     assert not (tmp_path / "cache").exists()
+
+
+def test_the_cache_keeps_the_most_recently_used_entries(tmp_path):
+    specs = _specs(tmp_path)
+    cache = gencache.OpCache("test", tmp_path / "cache")
+    _plan(specs, tmp_path, cache)
+    entries = sorted((tmp_path / "cache").glob("*/*.pickle"))
+    assert len(entries) == len(list((specs / "ops").glob("*.yaml"))) + 1
+    assert cache.trim(keep=3) == len(entries) - 3
+    assert len(list((tmp_path / "cache").glob("*/*.pickle"))) == 3
+    cache.hits = cache.misses = 0
+    assert _plan(specs, tmp_path, cache) == _plan(specs, tmp_path, False)  # what went is rendered again
+    assert cache.misses >= len(entries) - 3
