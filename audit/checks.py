@@ -41,6 +41,10 @@ class OpAudit:
     checked: int = 0
     claims: int = 0
     matrix: dict = field(default_factory=dict)  # family -> dtype -> one of the four OpInfo sets
+    # family -> dtype -> what the dtype works with only (partial support): "only when threshold=0",
+    # "not with non-contiguous", ...
+    partial: dict = field(default_factory=dict)
+    conditions: dict = field(default_factory=dict)  # family -> dtype -> the `when` it works under only
     errors: list[str] = field(default_factory=list)  # probes that could not reach the library
     # dtype -> counts of log10 relative error of the opmath reference against the float64 golden on
     # benign data, in HISTOGRAM_EDGES bins (for the report's error-distribution picture)
@@ -114,6 +118,7 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                         "accepted" if works else f"rejected with {status}", repro(values, family)))
             if family not in supported:
                 continue
+            _partial_support(op, family, sets, probe, repro, source, result)
             home = "float32" if "float32" in supported_dtypes(meta, op.params("input")[0]["name"], family, version) else \
                 (supported_dtypes(meta, op.params("input")[0]["name"], family, version) or ("float32",))[0]
             for kind, expected in cases.applicable_cases(meta, version, family=family, dtype=home):
@@ -151,6 +156,73 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                             op.name, "return_code", f"row {index} ({row['check']}: {param}) on {family}",
                             "mismatch", source, family, f"status {row['status']}",
                             "accepted" if status == 0 else f"status {status}", repro(values, family)))
+
+
+def _conditional_claims(meta: Mapping, family: str, version: str) -> dict[str, list[dict]]:
+    """dtype -> the `when` conditions under which every tensor's page list has it (conditional
+    rows, `when: {threshold: 0}`), for dtypes the unconditional lists lack."""
+    tensors = [p for p in meta["params"] if p["role"] in ("input", "output")]
+    found: dict[str, list[dict]] = {}
+    for p in tensors:
+        for row in p.get("dtypes") or ():
+            if row.get("when") and family in row["families"] and _holds(row, version):
+                for dtype in row["dtypes"]:
+                    if row["when"] not in found.setdefault(dtype, []):
+                        found[dtype].append(row["when"])
+    return {d: whens for d, whens in found.items()
+            if all(d in supported_dtypes(meta, t["name"], family, version) or
+                   any(d in r["dtypes"] and r.get("when") for r in t.get("dtypes") or () if family in r["families"])
+                   for t in tensors)}
+
+
+def _partial_support(op, family: str, sets: dict, probe, repro, source: str, result: OpAudit) -> None:
+    """Partial support: a dtype the page claims only under a condition is probed with the
+    condition holding; a dtype that works on contiguous data is probed with every other shape
+    case the page accepts for it. A dtype that works with some and not others is recorded in
+    `result.partial`; where that contradicts the page, it is a finding."""
+    meta, version = op.meta, op.version
+    notes = result.partial.setdefault(family, {})
+    for dtype, whens in _conditional_claims(meta, family, version).items():
+        for when in whens:
+            values = cases.make_values(meta, "contiguous", dtype, version=version, family=family)
+            values.update(when)
+            try:
+                status = probe(values, family)
+            except ProbeError as exc:
+                result.errors.append(str(exc))
+                continue
+            result.checked += 1
+            result.claims += 1
+            condition = ", ".join(f"{k}={v}" for k, v in when.items())
+            if status == 0 and sets.get(dtype, "").endswith("rejected"):
+                notes[dtype] = f"works only when {condition}"
+                result.conditions.setdefault(family, {})[dtype] = dict(when)
+            elif status != 0:
+                result.findings.append(Finding(
+                    op.name, "dtype", f"{dtype} on {family} when {condition}", "mismatch", source, family,
+                    "supported", f"rejected with {status}", repro(values, family)))
+    for dtype, verdict in sets.items():
+        if verdict != "claimed, works":
+            continue
+        rejected = []
+        for kind, expected in cases.applicable_cases(meta, version, family=family, dtype=dtype):
+            if kind == "contiguous" or expected != 0:
+                continue
+            values = _broadcast_outputs(meta, cases.make_values(meta, kind, dtype, version=version, family=family), kind)
+            try:
+                status = probe(values, family)
+            except ProbeError as exc:
+                result.errors.append(str(exc))
+                continue
+            result.checked += 1
+            result.claims += 1
+            if status != 0:
+                rejected.append(kind)
+                result.findings.append(Finding(
+                    op.name, "dtype", f"{dtype} on {family}, {kind}", "mismatch", source, family,
+                    "accepted", f"rejected with {status}", repro(values, family)))
+        if rejected:
+            notes[dtype] = "not with " + ", ".join(rejected)
 
 
 def _null_defaults(call, op, base: dict, family: str, source: str, result: OpAudit) -> None:

@@ -47,6 +47,11 @@ def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointe
     dtypes = [{"params": list(tensors), "families": families, "dtypes": list(works),
                "reason": f"every tensor of the dtype accepted by the first phase on {source}"}
               for works, families in by_list.items()]
+    for family, found in sorted(getattr(audit, "conditions", {}).items()):
+        for dtype, when in sorted(found.items()):
+            condition = ", ".join(f"{k}={v}" for k, v in when.items())
+            dtypes.append({"params": list(tensors), "families": [family], "dtypes": [dtype], "when": dict(when),
+                           "reason": f"accepted on {source} only when {condition}"})
     changes: list[dict] = []
     left_out: dict[str, list[str]] = {}
     for f in audit.findings:

@@ -23,7 +23,8 @@ def as_json(audits: Sequence[OpAudit], record: dict, new: list[str], accepted: l
         "accepted": accepted,
         "stale_baseline": stale,
         "ops": [{"op": a.op, "source": a.source, "checked": a.checked, "claims": a.claims, "errors": a.errors,
-                 "support": a.matrix, "error_histogram": a.error_histogram,
+                 "support": a.matrix, "partial": {f: d for f, d in a.partial.items() if d},
+                 "error_histogram": a.error_histogram,
                  "findings": [f.as_dict() for f in a.findings]} for a in audits],
         "histogram_edges_log10": list(HISTOGRAM_EDGES),
     }
@@ -63,9 +64,14 @@ def markdown(data: dict) -> str:
                 cells.append(f"{len(mine)} ({new})" if mine or fam in op["support"] else "-")
             lines.append(f"| {op['op']} | " + " | ".join(cells) + " |")
     for op in data["ops"]:
-        if not op["findings"] and not op["errors"]:
+        partial = op.get("partial") or {}
+        if not op["findings"] and not op["errors"] and not partial:
             continue
         lines += ["", f"## {op['op']}", ""]
+        if partial:
+            lines += ["Partial support (a dtype that works with some shapes or values only):", ""]
+            lines += [f"- {dtype} on {family}: {what}" for family, found in sorted(partial.items()) for dtype, what in sorted(found.items())]
+            lines.append("")
         for group in GROUPS:
             mine = [f for f in op["findings"] if f["group"] == group]
             if not mine:

@@ -217,3 +217,31 @@ def test_the_error_distribution_is_recorded_and_drawn(tmp_path):
     data = report.as_json([result], {"source": "torch"}, [], [], [])
     drawn = report.error_pictures(data, tmp_path)
     assert [p.name for p in drawn] == [f"{result.op}-errors.png"] and drawn[0].stat().st_size > 1000
+
+
+def test_a_conditional_dtype_claim_is_probed_with_its_condition():
+    meta = copy.deepcopy(checks._op("threshold_backward").meta)
+    # the real spec: int64 on ascend950 only while threshold is 0, which the simulator honours
+    result = _audit("threshold_backward", meta, "sim", family="ascend950")
+    assert result.partial["ascend950"]["int64"] == "works only when threshold=0"
+    assert not [f for f in result.findings if "when" in f.subject]
+    # plant: the page also claims int64 on a2 under that condition; the library rejects it there
+    for p in meta["params"]:
+        if p["role"] in ("input", "output"):
+            p["dtypes"].append({"families": ["a2"], "dtypes": ["int64"], "since": None, "until": None, "when": {"threshold": 0}})
+    result = _audit("threshold_backward", meta, "sim", family="a2")
+    (found,) = [f for f in result.findings if f.subject == "int64 on a2 when threshold=0"]
+    assert found.group == "mismatch" and found.observed.startswith("rejected")
+    assert "status 161002" in _run_snippet(found.repro)
+
+
+def test_partial_support_by_shape_is_found_per_dtype():
+    meta = copy.deepcopy(checks._op("gelu_backward").meta)
+    family = _family(meta)
+    # plant: the page bounds no rank, so rank 9 is claimed for every dtype; the library rejects it
+    meta["rules"] = [r for r in meta["rules"] if r["kind"] != "max_rank"]
+    result = _audit("gelu_backward", meta, "sim", family=family)
+    dtypes = supported_dtypes(meta, "self", family, checks._newest(meta))
+    for dtype in dtypes:
+        assert result.partial[family][dtype] == "not with rank9"
+        assert any(f.subject == f"{dtype} on {family}, rank9" and f.group == "mismatch" for f in result.findings)
