@@ -140,6 +140,8 @@ def parse_yaml(text: str, path: str | Path) -> tuple[Any, LineMap]:
         # An unclosed construct is reported where it opened (the mistake), not where the parser gave up.
         mark = exc.context_mark or exc.problem_mark
         line = mark.line + 1 if mark is not None else 1
+        if "maximum nesting depth" in (exc.problem or ""):  # PyYAML >= 6.0.4 stops deep nesting itself
+            raise SpecError(Problem(str(path), line, f"nested more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}")) from None
         what = exc.problem or exc.context or "invalid YAML"
         if exc.context and exc.problem_mark is not None and exc.context_mark is not None:
             what = f"{what} at line {exc.problem_mark.line + 1} ({exc.context} that starts here)"
