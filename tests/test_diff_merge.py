@@ -275,3 +275,13 @@ def test_a_one_key_mapping_inside_a_flow_list_keeps_its_braces(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text(text, encoding="utf-8")
     assert dump_round_trip(load_round_trip(path)) == text
+
+
+def test_a_rule_the_new_page_hints_at_is_a_note_never_a_merged_rule(tmp_path):
+    draft = _finished("table_variant.md", "8.5.0")
+    draft["rules"] = [r for r in draft["rules"] if r["kind"] != "max_rank"]
+    spec = _write(tmp_path / "demo_backward.yaml", draft)
+    result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
+                            capture_output=True, text=True, timeout=120)
+    assert "the page hints at a max_rank rule the spec does not have" in result.stdout, result.stdout
+    assert "max_rank" not in {r["kind"] for r in yaml.safe_load(spec.read_text())["rules"]}

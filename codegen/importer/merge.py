@@ -119,6 +119,7 @@ def merge(spec: Any, draft: dict, release: str) -> list[str]:
             person("parameters", f"parameter {name} is only on the page (added: breaking); not merged, add it by hand")
     _combine_new_groups(spec, release)
     _merge_return_codes(spec, draft, release, notes)
+    _note_rule_hints(spec, draft, release, notes)
     if todo:
         entries = spec.get("todo")
         if not isinstance(entries, list):
@@ -159,6 +160,14 @@ def _merge_return_codes(spec: Any, draft: dict, release: str, notes: list[str]) 
         if TODO not in page_checks and set(page_checks) - set(spec_checks):
             notes.append(f"return code {status}: the page's rows read as {', '.join(page_checks)}; the spec has "
                          f"{', '.join(spec_checks)}: compare by hand")
+
+
+def _note_rule_hints(spec: Any, draft: dict, release: str, notes: list[str]) -> None:
+    """The page's rule hints are hints (a draft marks them for a person to confirm): a kind the
+    page hints at that the spec has no rule of at `release` is a note, never a merged rule."""
+    have = {r.get("kind") for r in spec.get("rules") or [] if isinstance(r, dict) and _holding(r, release)}
+    for kind in sorted({str(r.get("kind")) for r in draft.get("rules") or [] if isinstance(r, dict)} - have - {TODO, "None"}):
+        notes.append(f"the page hints at a {kind} rule the spec does not have at {release}: check by hand")
 
 
 def _flow_list(items: list) -> CommentedSeq:
