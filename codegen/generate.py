@@ -16,6 +16,7 @@ import difflib
 import functools
 import json
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,7 +144,7 @@ def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = 
     p.outputs.extend(_shared_outputs(specs_dir, layout, [op.record for op in ops], products, cache, keys))
     outputs = sorted(p.outputs, key=lambda o: o.path)
     if not only:  # a partial run's manifest is merged with the one on disk by the writer
-        outputs.append(Output(layout.manifest, Manifest.of({o.path: o.content.encode("utf-8") for o in outputs}).text()))
+        outputs.append(Output(layout.manifest, Manifest.of(_Encoded({o.path: o.content for o in outputs})).text()))
     return outputs
 
 
@@ -169,6 +170,23 @@ def _shared_outputs(specs_dir: Path, layout: Layout, records: list[dict], produc
     if key:
         cache.put(key, tuple(p.outputs))
     return p.outputs
+
+
+class _Encoded(Mapping):
+    """path -> UTF-8 bytes of a rendered text, encoded when asked: the writer and the manifest
+    read each file's bytes in turn, so thousands of outputs are never held twice (text and bytes)."""
+
+    def __init__(self, texts: dict[str, str]):
+        self._texts = texts
+
+    def __getitem__(self, path: str) -> bytes:
+        return self._texts[path].encode("utf-8")
+
+    def __iter__(self):
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
 
 
 @dataclass(frozen=True)
@@ -574,7 +592,7 @@ def write(
     more, by the ownership rules of codegen/writer.py. Returns (written, removed)."""
     from . import gencache
 
-    files = {o.path: o.content.encode("utf-8") for o in outputs if o.path != layout.manifest}
+    files = _Encoded({o.path: o.content for o in outputs if o.path != layout.manifest})
     memo = gencache.load_memo(root, layout.manifest) if gencache.enabled() and not force else None
     result = write_owned(root, files, layout.manifest, partial=partial, force=force, memo=memo)
     if memo is not None:

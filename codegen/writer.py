@@ -281,13 +281,13 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
     to_write: list[str] = []
     existing: set[str] = set()
     digests = {rel: digest(content) for rel, content in outputs.items()}
-    for rel, content in sorted(outputs.items()):
+    for rel in sorted(outputs):  # one file's bytes at a time (`outputs` may encode on access)
         if memo is not None and memo.get(rel, [None])[-1] == digests[rel] == old.files.get(rel):
             st = folder.lstat(rel)
             if st is not None and stat.S_ISREG(st.st_mode) and memo[rel][:-1] == _signature(st):
                 continue  # as this writer left it, and that is the new content
         current = folder.read(rel)
-        if current == content:
+        if current is not None and digest(current) == digests[rel]:
             continue
         if current is not None:
             existing.add(rel)
