@@ -542,12 +542,13 @@ def _number(value: int | float) -> str:
     return repr(int(value)) if isinstance(value, int) else repr(float(value))
 
 
-def _render(node: Node, style: str, lets: Mapping[str, Node] = {}) -> tuple[str, int]:
+def _render(node: Node, style: str, lets: Mapping[str, Node] = {}, ctx: "_Lazy | None" = None) -> tuple[str, int]:
     """Render `node` as text with its precedence. Styles: "python" (calls on `m`), "formula"
     (the language itself; re-parses to the same tree) and "threshold" (plain Python over scalar
-    names, constants as math.*, round_to dropped, lets inlined)."""
+    names, constants as math.*, round_to dropped, lets inlined). With `ctx` (python only): a
+    `where` whose condition reads no tensor is a Python conditional, and the lazy lets are calls."""
     def sub(child):
-        return _render(child, style, lets)
+        return _render(child, style, lets, ctx)
 
     if style == "threshold" and isinstance(node, Binary) and node.op == "**":
         # Thresholds are plain Python, where a constant power can run for ever: fold it here, bounded.
@@ -568,6 +569,8 @@ def _render(node: Node, style: str, lets: Mapping[str, Node] = {}) -> tuple[str,
             return prefix + node.id, _ATOM
         if style == "threshold" and node.kind == "let":
             return sub(lets[node.id])
+        if ctx is not None and node.kind == "let" and node.id in ctx.lazy:
+            return f"{node.id}()", _ATOM
         return node.id, _ATOM
     if isinstance(node, TensorRef):
         return (ascii(node.id) if style == "python" else node.id), _ATOM
@@ -597,6 +600,9 @@ def _render(node: Node, style: str, lets: Mapping[str, Node] = {}) -> tuple[str,
     if isinstance(node, Call):
         if style == "threshold" and node.function == "round_to":
             return sub(node.args[0])  # the data generator rounds to the tensor's dtype itself
+        if ctx is not None and node.function == "where" and ctx.is_static(node.args[0]):
+            cond, a, b = (sub(arg)[0] for arg in node.args)
+            return f"({a} if {NUMERICS_NAME}.truth({cond}) else {b})", _ATOM
         args = ", ".join(sub(a)[0] for a in node.args)
         prefix = f"{NUMERICS_NAME}." if style == "python" else ""
         return f"{prefix}{node.function}({args})", _ATOM
@@ -662,11 +668,59 @@ def render_formula(expr: Expression) -> str:
     return _render(expr.tree, "formula")[0]
 
 
+_STATIC_KINDS = ("scalar", "optional_scalar", "attribute", "constant")
+
+
+@dataclass(frozen=True)
+class _Lazy:
+    """How a program renders without computing what it does not need: `where(cond, a, b)` whose
+    condition reads scalars and attributes only picks one branch (a Python conditional), and a
+    let used only inside such branches is computed when first read (`m.lazy`)."""
+
+    lets: Mapping[str, Node]
+    lazy: frozenset
+
+    def is_static(self, node: Node) -> bool:
+        for n in _walk(node):
+            if isinstance(n, TensorRef):
+                return False
+            if isinstance(n, Name) and n.kind not in _STATIC_KINDS and not (n.kind == "let" and self.is_static(self.lets[n.id])):
+                return False
+        return True
+
+    @classmethod
+    def of(cls, prog: FormulaProgram) -> "_Lazy":
+        lets = {name: expr.tree for name, expr in prog.lets}
+        probe = cls(lets, frozenset())
+        eager: set[str] = set()
+
+        def visit(node: Node, in_branch: bool) -> None:
+            if isinstance(node, Name) and node.kind == "let" and not in_branch and node.id not in eager:
+                eager.add(node.id)
+                visit(lets[node.id], False)
+            if isinstance(node, Call) and node.function == "where" and probe.is_static(node.args[0]):
+                visit(node.args[0], in_branch)
+                visit(node.args[1], True)
+                visit(node.args[2], True)
+                return
+            for child in _children(node):
+                visit(child, in_branch)
+
+        for _, expr in prog.outputs:
+            visit(expr.tree, False)
+        return cls(lets, frozenset(lets) - eager)
+
+
 def render_program(prog: FormulaProgram) -> list[str]:
     """Body lines of a function `(m, *, <parameters>)`: one assignment per let, then the return
-    of a tuple of the outputs in declaration order."""
-    lines = [f"{name} = {render_python(expr)}" for name, expr in prog.lets]
-    outs = [render_python(expr) for _, expr in prog.outputs]
+    of a tuple of the outputs in declaration order. A let only a branch not taken needs is never
+    computed (see _Lazy)."""
+    ctx = _Lazy.of(prog)
+    lines = []
+    for name, expr in prog.lets:
+        text = _render(expr.tree, "python", ctx=ctx)[0]
+        lines.append(f"{name} = {NUMERICS_NAME}.lazy(lambda: {text})" if name in ctx.lazy else f"{name} = {text}")
+    outs = [_render(expr.tree, "python", ctx=ctx)[0] for _, expr in prog.outputs]
     lines.append(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     return lines
 

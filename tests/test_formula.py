@@ -588,3 +588,33 @@ def test_junk_only_ever_raises_field_problem(source):
     assert_safe_python(render_python(expr), PROPERTY_NAMES, strings=[
         n.value for n in formula._walk(expr.tree) if isinstance(n, formula.Literal) and n.type == "str"]
         + list(PROPERTY_NAMES))
+
+
+def test_a_where_on_attributes_alone_computes_only_the_branch_taken(monkeypatch):
+    """where(cond, a, b) whose cond reads no tensor renders as a Python conditional, and a let
+    only the other branch needs is never computed."""
+    import importlib
+
+    import numpy as np
+
+    from aclnngen.codegen import formula as f
+    from aclnngen.verify import numerics
+
+    names = {"x": "input", "g": "input", "mode": "attribute", "k": "scalar", "out": "output"}
+    prog = f.parse_program({"out": "g * where(mode == 'fast', fast, slow)"}, names,
+                           lets={"fast": "x * 2", "slow": "erf(x) + k", "mask": "x > 0"}, loc=("formula",))
+    lines = f.render_program(prog)
+    assert "fast = m.lazy(lambda: " in lines[0] and "slow = m.lazy(lambda: " in lines[1]
+    assert "(fast() if m.truth(mode == 'fast') else slow())" in lines[-1]
+    tensor_cond = f.parse_program({"out": "where(x > k, g, 0)"}, names, loc=("formula",))
+    assert "m.where(x > k, g, m.lit(0))" in f.render_program(tensor_cond)[-1]  # a tensor condition: both sides
+
+    def no_erf(self, x):
+        raise AssertionError("erf computed for a branch not taken")
+
+    monkeypatch.setattr(numerics.Numerics, "erf", no_erf)
+    ref = importlib.import_module("aclnngen.generated.reference.gelu_backward_v2")
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    ref.reference(np.ones_like(x), x, approximate="tanh")
+    with pytest.raises(AssertionError, match="not taken"):
+        ref.reference(np.ones_like(x), x, approximate="none")

@@ -85,6 +85,26 @@ class Numerics:
         self.dtype = compute_dtype(mode, self.storage.values())
 
     # --- values --------------------------------------------------------------------------------
+    @staticmethod
+    def truth(condition) -> bool:
+        """A condition on scalars and attributes (`where` with no tensor in its condition) as a
+        Python bool: the rendered formula computes only the branch taken."""
+        if np.ndim(condition) != 0:
+            raise ValueError(f"a condition on scalars and attributes gave an array of shape {np.shape(condition)}")
+        return bool(condition)
+
+    @staticmethod
+    def lazy(compute):
+        """A let computed when first read, once (a let only a branch not taken needs never is)."""
+        cell: list = []
+
+        def value():
+            if not cell:
+                cell.append(compute())
+            return cell[0]
+
+        return value
+
     def lit(self, value) -> np.generic:
         return self.dtype.type(value)
 

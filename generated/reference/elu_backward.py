@@ -16,7 +16,7 @@ from ..meta.elu_backward import META
 
 
 def _spec(m, grad_output, alpha, scale, input_scale, is_result, self_or_result):
-    negative = m.where(is_result, grad_output * input_scale * (self_or_result + alpha * scale), grad_output * input_scale * alpha * scale * m.exp(self_or_result * input_scale))
+    negative = (grad_output * input_scale * (self_or_result + alpha * scale) if m.truth(is_result) else grad_output * input_scale * alpha * scale * m.exp(self_or_result * input_scale))
     return (m.where(self_or_result > m.lit(0), grad_output * scale, negative),)
 
 

@@ -16,10 +16,10 @@ from ..meta.gelu_backward_v2 import META
 
 
 def _spec(m, grad_output, self, approximate):
-    t = m.tanh(m.lit(0.7978845608028654) * (self + m.lit(0.044715) * self * self * self))
-    tanh_form = m.lit(0.5) * (m.lit(1) + t) + m.lit(0.5) * self * (m.lit(1) - t * t) * m.lit(0.7978845608028654) * (m.lit(1) + m.lit(3) * m.lit(0.044715) * self * self)
-    erf_form = m.lit(0.5) * (m.lit(1) + m.erf(self / m.sqrt(m.lit(2)))) + self / m.sqrt(m.lit(2) * m.pi) * m.exp(-m.lit(0.5) * self * self)
-    return (grad_output * m.where(approximate == 'tanh', tanh_form, erf_form),)
+    t = m.lazy(lambda: m.tanh(m.lit(0.7978845608028654) * (self + m.lit(0.044715) * self * self * self)))
+    tanh_form = m.lazy(lambda: m.lit(0.5) * (m.lit(1) + t()) + m.lit(0.5) * self * (m.lit(1) - t() * t()) * m.lit(0.7978845608028654) * (m.lit(1) + m.lit(3) * m.lit(0.044715) * self * self))
+    erf_form = m.lazy(lambda: m.lit(0.5) * (m.lit(1) + m.erf(self / m.sqrt(m.lit(2)))) + self / m.sqrt(m.lit(2) * m.pi) * m.exp(-m.lit(0.5) * self * self))
+    return (grad_output * (tanh_form() if m.truth(approximate == 'tanh') else erf_form()),)
 
 
 def _claimed_0(m, grad_output, self, approximate):
