@@ -47,6 +47,7 @@ print(json.dumps({"seconds": time.perf_counter() - start, "rss_mb": resource.get
 
 def _measure(script: str, *args: str, cache: Path) -> dict:
     env = {**os.environ, "ACLNNGEN_CACHE_DIR": str(cache)}  # a cache of this run's own: cold at first
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiled modules kept, as on a user's machine
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env)
     if done.returncode != 0 and not done.stdout.strip():
         sys.exit(f"bench_generate: {' '.join(args)} failed:\n{done.stderr[-3000:]}")

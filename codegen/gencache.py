@@ -130,32 +130,36 @@ def _memo_path(root: Path, manifest: str) -> Path:
     from aclnngen.cachedir import cache_root
 
     name = hashlib.sha256(f"{Path(root).resolve()}\0{manifest}".encode()).hexdigest()
-    return cache_root() / "generate-written" / f"{name}.json"
+    return cache_root() / "generate-written" / f"{name}.pickle"
+
+
+def _load(path: Path):
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except Exception:  # absent, truncated or from another version: nothing known
+        return None
+
+
+def _save(path: Path, data) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pickle")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def load_memo(root: Path, manifest: str) -> dict:
     """What the writer left under `root` last time (codegen/writer.py's `memo`); {} when unknown."""
-    import json
-
-    try:
-        data = json.loads(_memo_path(root, manifest).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    data = _load(_memo_path(root, manifest))
     return data if isinstance(data, dict) else {}
 
 
 def save_memo(root: Path, manifest: str, memo: dict) -> None:
-    import json
-
-    path = _memo_path(root, manifest)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(memo, f, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    _save(_memo_path(root, manifest), memo)
 
 
 # --- whole runs: an unchanged run answered without rendering ----------------------------------
@@ -182,48 +186,32 @@ def run_key(specs_dir: Path, arguments: dict) -> str:
 def _run_path(root: Path) -> Path:
     from aclnngen.cachedir import cache_root
 
-    return cache_root() / "generate-runs" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}.json"
+    return cache_root() / "generate-runs" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}.pickle"
 
 
-def _status(path: Path) -> list[int] | None:
+def _status(path: str) -> tuple[int, ...] | None:
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    return [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def record_run(root: Path, key: str, paths: list[str]) -> None:
     """Remember a finished run: its key and the status of every file it rendered (`paths`, relative
     to `root`, the manifest among them). The writer's decisions depend on those files alone."""
-    import json
-
-    root = Path(root)
-    files = {rel: _status(root / rel) for rel in paths}
-    path = _run_path(root)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"key": key, "files": files}, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    base = str(root)
+    _save(_run_path(root), {"key": key, "files": {rel: _status(os.path.join(base, rel)) for rel in paths}})
 
 
 def unchanged_since(root: Path, key: str) -> int | None:
     """The number of files the last run rendered, when it had this key and none of them changed
     since (each file's type, size, times and inode as the run left them); else None."""
-    import json
-
-    try:
-        record = json.loads(_run_path(root).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    record = _load(_run_path(root))
     if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("files"), dict):
         return None
-    root = Path(root)
+    base = str(root)
     for rel, status in record["files"].items():
-        if status is None or _status(root / rel) != status:
+        if status is None or _status(os.path.join(base, rel)) != status:
             return None
     return len(record["files"])

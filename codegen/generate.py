@@ -26,7 +26,7 @@ from .errors import GenerateError
 from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
 from .model import OpSpec
 from .products import ProductTable
-from .writer import Folder, Manifest, is_temporary, read_manifest, write_owned
+from .writer import Folder, Manifest, digest, is_temporary, read_manifest, write_owned
 from .tables import table_path
 
 GENERATOR = "aclnngen generate"
@@ -37,6 +37,9 @@ MANIFEST_NAME = "aclnngen-manifest.json"
 class Output:
     path: str  # relative to the output root, POSIX separators
     content: str
+    # sha256 of the content's UTF-8 bytes, when known (computed once where an op is rendered, kept
+    # in the op cache); not part of equality
+    sha256: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,7 @@ class Plan:
     outputs: list[Output] = field(default_factory=list)
 
     def add(self, path: str, content: str) -> None:
-        self.outputs.append(Output(path.removeprefix("./"), content))
+        self.outputs.append(Output(path.removeprefix("./"), content, digest(content.encode("utf-8"))))
 
 
 def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = (), release: str | None = None,
@@ -144,7 +147,7 @@ def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = 
     p.outputs.extend(_shared_outputs(specs_dir, layout, [op.record for op in ops], products, cache, keys))
     outputs = sorted(p.outputs, key=lambda o: o.path)
     if not only:  # a partial run's manifest is merged with the one on disk by the writer
-        outputs.append(Output(layout.manifest, Manifest.of(_Encoded({o.path: o.content for o in outputs})).text()))
+        outputs.append(Output(layout.manifest, Manifest({o.path: o.sha256 or digest(o.content.encode("utf-8")) for o in outputs}).text()))
     return outputs
 
 
@@ -176,11 +179,16 @@ class _Encoded(Mapping):
     """path -> UTF-8 bytes of a rendered text, encoded when asked: the writer and the manifest
     read each file's bytes in turn, so thousands of outputs are never held twice (text and bytes)."""
 
-    def __init__(self, texts: dict[str, str]):
+    def __init__(self, texts: dict[str, str], digests: dict[str, str] | None = None):
         self._texts = texts
+        self._digests = digests or {}
 
     def __getitem__(self, path: str) -> bytes:
         return self._texts[path].encode("utf-8")
+
+    def digest(self, path: str) -> str:
+        """sha256 of the file's bytes (known from rendering, else computed)."""
+        return self._digests.get(path) or digest(self[path])
 
     def __iter__(self):
         return iter(self._texts)
@@ -592,7 +600,8 @@ def write(
     more, by the ownership rules of codegen/writer.py. Returns (written, removed)."""
     from . import gencache
 
-    files = _Encoded({o.path: o.content for o in outputs if o.path != layout.manifest})
+    files = _Encoded({o.path: o.content for o in outputs if o.path != layout.manifest},
+                     {o.path: o.sha256 for o in outputs if o.sha256})
     memo = gencache.load_memo(root, layout.manifest) if gencache.enabled() and not force else None
     result = write_owned(root, files, layout.manifest, partial=partial, force=force, memo=memo)
     if memo is not None:

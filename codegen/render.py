@@ -85,10 +85,29 @@ def indent_lines(lines, width: int = 4) -> str:
     return "\n".join(pad + line if line else line for line in lines)
 
 
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between runs (jinja2 keys them by the template's source), so a
+    generate that renders one op does not compile every template again; off with the generation
+    cache (ACLNNGEN_GENERATE_CACHE=0) or where the cache folder cannot be made."""
+    from . import gencache
+
+    if not gencache.enabled():
+        return None
+    from aclnngen.cachedir import cache_root
+
+    folder = cache_root() / "jinja"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(folder))
+
+
 @functools.lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("aclnngen.codegen", "templates"),
+        bytecode_cache=_bytecode_cache(),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,

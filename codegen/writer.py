@@ -280,7 +280,8 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
     refused: list[str] = []
     to_write: list[str] = []
     existing: set[str] = set()
-    digests = {rel: digest(content) for rel, content in outputs.items()}
+    known = getattr(outputs, "digest", None)  # a mapping that knows its digests spares the hashing
+    digests = {rel: known(rel) for rel in outputs} if known else {rel: digest(content) for rel, content in outputs.items()}
     for rel in sorted(outputs):  # one file's bytes at a time (`outputs` may encode on access)
         if memo is not None and memo.get(rel, [None])[-1] == digests[rel] == old.files.get(rel):
             st = folder.lstat(rel)
