@@ -123,13 +123,9 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                 (supported_dtypes(meta, op.params("input")[0]["name"], family, version) or ("float32",))[0]
             for kind, expected in cases.applicable_cases(meta, version, family=family, dtype=home):
                 values = _broadcast_outputs(meta, cases.make_values(meta, kind, home, version=version, family=family), kind)
-                try:
-                    status = probe(values, family)
-                except ProbeError as exc:
-                    result.errors.append(str(exc))
+                status = _counted(probe, values, family, result)
+                if status is None:
                     continue
-                result.checked += 1
-                result.claims += 1
                 if (status == 0) != (expected == 0):
                     result.findings.append(Finding(
                         op.name, "shape", f"{kind} on {family}", "mismatch" if expected == 0 else "undocumented",
@@ -156,6 +152,19 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                             op.name, "return_code", f"row {index} ({row['check']}: {param}) on {family}",
                             "mismatch", source, family, f"status {row['status']}",
                             "accepted" if status == 0 else f"status {status}", repro(values, family)))
+
+
+def _counted(probe, values: dict, family: str, result: OpAudit) -> int | None:
+    """The probe's status, counted as one claim checked; None (and an error noted) when the probe
+    could not reach the library."""
+    try:
+        status = probe(values, family)
+    except ProbeError as exc:
+        result.errors.append(str(exc))
+        return None
+    result.checked += 1
+    result.claims += 1
+    return status
 
 
 def _conditional_claims(meta: Mapping, family: str, version: str) -> dict[str, list[dict]]:
@@ -186,13 +195,9 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
         for when in whens:
             values = cases.make_values(meta, "contiguous", dtype, version=version, family=family)
             values.update(when)
-            try:
-                status = probe(values, family)
-            except ProbeError as exc:
-                result.errors.append(str(exc))
+            status = _counted(probe, values, family, result)
+            if status is None:
                 continue
-            result.checked += 1
-            result.claims += 1
             condition = ", ".join(f"{k}={v}" for k, v in when.items())
             if status == 0 and sets.get(dtype, "").endswith("rejected"):
                 notes[dtype] = f"works only when {condition}"
@@ -209,14 +214,8 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
             if kind == "contiguous" or expected != 0:
                 continue
             values = _broadcast_outputs(meta, cases.make_values(meta, kind, dtype, version=version, family=family), kind)
-            try:
-                status = probe(values, family)
-            except ProbeError as exc:
-                result.errors.append(str(exc))
-                continue
-            result.checked += 1
-            result.claims += 1
-            if status != 0:
+            status = _counted(probe, values, family, result)
+            if status:
                 rejected.append(kind)
                 result.findings.append(Finding(
                     op.name, "dtype", f"{dtype} on {family}, {kind}", "mismatch", source, family,

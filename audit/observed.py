@@ -17,6 +17,8 @@ from typing import Any, Mapping
 
 import yaml
 
+from aclnngen.codegen.importer.writer import block_yaml
+
 MARK = "# Observed by `aclnngen audit --save-profile`"
 HEADER = MARK + " on {source}{where}; rerun it to refresh, or edit and drop this line to keep it as written.\n"
 
@@ -104,19 +106,6 @@ def merge(saved: Mapping, new: Mapping) -> dict[str, Any]:
     return {**new, "evidence": evidence, "changes": changes, "dtypes": kept + list(new["dtypes"]), "notes": notes}
 
 
-class _Dumper(yaml.SafeDumper):
-    def ignore_aliases(self, data):
-        return True
-
-
-def _list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
-    flow = all(not isinstance(item, (dict, list)) for item in data)
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
-
-
-_Dumper.add_representer(list, _list)
-
-
 def write(profile: Mapping, profiles_dir: Path, name: str, snake: str, *, source: str, where: str = "") -> Path:
     """Write (or merge into) `profiles_dir/name/<release>/<snake>.yaml`; the path written."""
     if not name.replace("_", "").replace("-", "").isalnum() or name == "spec":
@@ -128,7 +117,7 @@ def write(profile: Mapping, profiles_dir: Path, name: str, snake: str, *, source
         if not text.startswith(MARK):
             raise SaveProfileError(f"{target} exists and was not written by --save-profile; save under another name")
         data = merge(yaml.safe_load(text) or {}, profile)
-    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=200, default_flow_style=False)
+    body = block_yaml(data)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(HEADER.format(source=source, where=where) + body, encoding="utf-8")

@@ -34,9 +34,14 @@ def _list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
 _Dumper.add_representer(list, _list)
 
 
+def block_yaml(data: Any) -> str:
+    """`data` as YAML the way specs and profiles are written: block style, plain lists on one
+    line, keys in their order, no anchors."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=200, default_flow_style=False)
+
+
 def draft_text(draft: dict[str, Any], facts: PageFacts) -> str:
-    body = yaml.dump(draft, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=200, default_flow_style=False)
-    return HEADER.format(path=facts.path) + body
+    return HEADER.format(path=facts.path) + block_yaml(draft)
 
 
 class DraftError(ValueError):
