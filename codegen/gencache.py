@@ -70,8 +70,47 @@ class OpCache:
     def key(self, source: str, text: str) -> str:
         return hashlib.sha256(f"{self.context}\0{source}\0{text}".encode()).hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.pickle"
+    def _path(self, key: str, part: str = "") -> Path:
+        return self.directory / key[:2] / f"{key}{part}.pickle"
+
+    # --- ops: the outputs apart from an index of them, so an unchanged op costs a small read -----
+
+    def put_op(self, key: str, render: Any, index: Any) -> None:
+        """Keep an op's render (read back only for a file that must be written or shown) and its
+        index (the record and each output's path and digest, read on every hit)."""
+        self.put(key, render)
+        self._write(self._path(key, ".index"), {"key": key, "value": index})
+
+    def get_op(self, key: str) -> Any | None:
+        """The index of an op kept by put_op, or None (a miss) when it or its render is missing."""
+        index, render = self._path(key, ".index"), self._path(key)
+        try:
+            with open(index, "rb") as f:
+                found = pickle.load(f)
+            os.utime(render)  # both recently used (kept by trim), and the render still there
+            os.utime(index)
+        except Exception:  # absent, truncated or from another version: a miss
+            self.misses += 1
+            return None
+        if not isinstance(found, dict) or found.get("key") != key:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return found["value"]
+
+    def render_of(self, key: str) -> Any:
+        """The render kept by put_op; a GenerateError when the cache lost it meanwhile."""
+        try:
+            with open(self._path(key), "rb") as f:
+                found = pickle.load(f)
+            if isinstance(found, dict) and found.get("key") == key:
+                return found["value"]
+        except Exception:
+            pass
+        from .errors import GenerateError
+
+        raise GenerateError(f"the generation cache lost an entry while generating ({self._path(key)}); "
+                            "run again (or with ACLNNGEN_GENERATE_CACHE=0)")
 
     def get(self, key: str) -> Any | None:
         try:
@@ -91,8 +130,9 @@ class OpCache:
         return found["value"]
 
     def trim(self, keep: int | None = None) -> int:
-        """Remove the least recently used entries beyond `keep` (MAX_ENTRIES); how many went."""
-        keep = MAX_ENTRIES if keep is None else keep
+        """Remove the least recently used files beyond those of `keep` ops (MAX_ENTRIES; an op
+        keeps two files); how many went."""
+        keep = 2 * (MAX_ENTRIES if keep is None else keep)
         entries = []
         try:
             for sub in os.scandir(self.directory):
@@ -112,18 +152,10 @@ class OpCache:
         return removed
 
     def put(self, key: str, value: Any) -> None:
-        path = self._path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pickle")
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump({"key": key, "value": value}, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)  # whole or not at all, even with two generators at once
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except (OSError, UnboundLocalError):
-                pass
+        self._write(self._path(key), {"key": key, "value": value})
+
+    def _write(self, path: Path, data: Any) -> None:
+        _save(path, data)
 
 
 def _memo_path(root: Path, manifest: str) -> Path:
@@ -142,14 +174,19 @@ def _load(path: Path):
 
 
 def _save(path: Path, data) -> None:
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pickle")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
         with os.fdopen(fd, "wb") as f:
             pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        os.replace(tmp, path)  # whole or not at all, even with two generators at once
     except OSError:
-        pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def load_memo(root: Path, manifest: str) -> dict:

@@ -176,25 +176,24 @@ def _shared_outputs(specs_dir: Path, layout: Layout, records: list[dict], produc
 
 
 class _Encoded(Mapping):
-    """path -> UTF-8 bytes of a rendered text, encoded when asked: the writer and the manifest
-    read each file's bytes in turn, so thousands of outputs are never held twice (text and bytes)."""
+    """path -> UTF-8 bytes of a rendered output, encoded (and for a cached op read back) when asked:
+    the writer reads each file's bytes in turn, and none of a file it judges by its digest."""
 
-    def __init__(self, texts: dict[str, str], digests: dict[str, str] | None = None):
-        self._texts = texts
-        self._digests = digests or {}
+    def __init__(self, outputs: dict[str, "Output | LazyOutput"]):
+        self._outputs = outputs
 
     def __getitem__(self, path: str) -> bytes:
-        return self._texts[path].encode("utf-8")
+        return self._outputs[path].content.encode("utf-8")
 
     def digest(self, path: str) -> str:
         """sha256 of the file's bytes (known from rendering, else computed)."""
-        return self._digests.get(path) or digest(self[path])
+        return self._outputs[path].sha256 or digest(self[path])
 
     def __iter__(self):
-        return iter(self._texts)
+        return iter(self._outputs)
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self._outputs)
 
 
 @dataclass(frozen=True)
@@ -243,12 +242,44 @@ def _op_renders(specs_dir: Path, layout: Layout, products: ProductTable, release
         for index, rendered in zip(indexes, renders):
             found[index] = rendered
             if rendered is not None and keys[index]:
-                cache.put(keys[index], rendered)
+                cache.put_op(keys[index], rendered, (rendered.record, [(o.path, o.sha256) for o in rendered.outputs]))
     if problems:
         raise SpecError(problems)
     if missing and cache is not None:
         cache.trim(max(cache.max_entries, 2 * len(paths) + 2))  # never this run's own entries
     return [op for op in found if op is not None], keys
+
+
+def _cached_render(cache, key: str, indexed) -> OpRender:
+    """An op from the cache: its record, and outputs whose text is read back only when asked."""
+    record, files = indexed
+    return OpRender(tuple(LazyOutput(path, sha, cache, key) for path, sha in files), record)
+
+
+class LazyOutput:
+    """An Output of a cached op whose text stays in the cache until something asks for it (the
+    writer only does for a file it must write; unchanged files are judged by their digests)."""
+
+    __slots__ = ("path", "sha256", "_cache", "_key")
+
+    def __init__(self, path: str, sha256: str, cache, key: str):
+        self.path, self.sha256, self._cache, self._key = path, sha256, cache, key
+
+    @property
+    def content(self) -> str:
+        for output in self._cache.render_of(self._key).outputs:
+            if output.path == self.path:
+                return output.content
+        raise GenerateError(f"the generation cache's entry for {self.path} lacks it; run again")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, (Output, LazyOutput)) and (self.path, self.content) == (other.path, other.content)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.sha256))
+
+    def __repr__(self) -> str:
+        return f"LazyOutput({self.path!r}, sha256={self.sha256[:12]})"
 
 
 PARALLEL_FROM = 48  # ops to render before worker processes pay for themselves
@@ -304,7 +335,7 @@ def _record(spec: OpSpec, products: ProductTable) -> dict:
     from .changes import op_changes
     from .docs import support_row
 
-    return {"snake": spec.snake_name, "name": spec.name, "summary": spec.summary, "sim": _sim_op(spec),
+    return {"snake": spec.snake_name, "name": spec.name, "summary": spec.summary, "sim": _sim_entry(spec),
             "support": support_row(spec, products), "changes": op_changes(spec)}
 
 
@@ -429,11 +460,17 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
 
 
 def _render_sim_ops(specs: list[OpSpec]) -> str:
-    return _render_sim_entries([_sim_op(spec) for spec in specs])
+    return _render_sim_entries([_sim_entry(spec) for spec in specs])
 
 
-def _render_sim_entries(entries: list[dict]) -> str:
-    return render.render("sim_ops.c.j2", header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"), ops=entries)
+def _render_sim_entries(entries: list[str]) -> str:
+    """sim_ops.c from each op's entry points (`_sim_entry`)."""
+    return render.render("sim_ops.c.j2", header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"), entries=entries)
+
+
+def _sim_entry(spec: OpSpec) -> str:
+    """One op's entry points of sim_ops.c (rendered with the op, so a cached op needs no rendering)."""
+    return render.render("sim_op_entry.c.j2", op=_sim_op(spec))
 
 
 def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[str] | None = None) -> str:
@@ -587,7 +624,7 @@ def compare(outputs: list[Output], root: Path, layout: Layout, *, partial: bool 
         current = folder.read(out.path) if root.is_dir() else None
         if current is None:
             missing.append(out.path)
-        elif current != out.content.encode("utf-8"):
+        elif (digest(current) != out.sha256) if out.sha256 else (current != out.content.encode("utf-8")):
             stale.append(out.path)
     orphaned = [] if partial else sorted(_existing(root, layout) - {o.path for o in outputs})
     return Drift(stale, missing, orphaned)
@@ -600,8 +637,7 @@ def write(
     more, by the ownership rules of codegen/writer.py. Returns (written, removed)."""
     from . import gencache
 
-    files = _Encoded({o.path: o.content for o in outputs if o.path != layout.manifest},
-                     {o.path: o.sha256 for o in outputs if o.sha256})
+    files = _Encoded({o.path: o for o in outputs if o.path != layout.manifest})
     memo = gencache.load_memo(root, layout.manifest) if gencache.enabled() and not force else None
     result = write_owned(root, files, layout.manifest, partial=partial, force=force, memo=memo)
     if memo is not None:
