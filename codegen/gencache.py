@@ -66,6 +66,7 @@ class OpCache:
         self.directory = Path(directory)
         self.hits = self.misses = 0
         self.max_entries = MAX_ENTRIES
+        self._last: tuple[str, Any] | None = None  # the render read back last (an op's files are read in turn)
 
     def key(self, source: str, text: str) -> str:
         return hashlib.sha256(f"{self.context}\0{source}\0{text}".encode()).hexdigest()
@@ -98,12 +99,19 @@ class OpCache:
         self.hits += 1
         return found["value"]
 
+    def holds(self, key: str) -> bool:
+        """Whether put_op's render of `key` is on disk (a put that could not write leaves none)."""
+        return self._path(key).is_file() and self._path(key, ".index").is_file()
+
     def render_of(self, key: str) -> Any:
         """The render kept by put_op; a GenerateError when the cache lost it meanwhile."""
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
         try:
             with open(self._path(key), "rb") as f:
                 found = pickle.load(f)
             if isinstance(found, dict) and found.get("key") == key:
+                self._last = (key, found["value"])
                 return found["value"]
         except Exception:
             pass

@@ -234,7 +234,9 @@ def _op_renders(specs_dir: Path, layout: Layout, products: ProductTable, release
             keys[index] = cache.key(_source_of(path, specs_dir), read_text(path))
         except SpecError:
             continue  # unreadable: rendering it reports why
-        found[index] = cache.get(keys[index])
+        indexed = cache.get_op(keys[index])
+        if indexed is not None:
+            found[index] = _cached_render(cache, keys[index], indexed)
     missing = [i for i, op in enumerate(found) if op is None]
     problems = []
     for indexes, (renders, trouble) in _render_all(specs_dir, layout, products, release, [paths[i] for i in missing], missing):
@@ -242,7 +244,10 @@ def _op_renders(specs_dir: Path, layout: Layout, products: ProductTable, release
         for index, rendered in zip(indexes, renders):
             found[index] = rendered
             if rendered is not None and keys[index]:
-                cache.put_op(keys[index], rendered, (rendered.record, [(o.path, o.sha256) for o in rendered.outputs]))
+                indexed = (rendered.record, [(o.path, o.sha256) for o in rendered.outputs])
+                cache.put_op(keys[index], rendered, indexed)
+                if len(paths) >= STREAM_FROM and cache.holds(keys[index]):  # many ops: texts wait in the cache
+                    found[index] = _cached_render(cache, keys[index], indexed)
     if problems:
         raise SpecError(problems)
     if missing and cache is not None:
@@ -261,6 +266,11 @@ class LazyOutput:
     writer only does for a file it must write; unchanged files are judged by their digests)."""
 
     __slots__ = ("path", "sha256", "_cache", "_key")
+
+    @property
+    def group(self) -> str:
+        """The cache entry it is read back from (the writer takes an entry's files in turn)."""
+        return self._key
 
     def __init__(self, path: str, sha256: str, cache, key: str):
         self.path, self.sha256, self._cache, self._key = path, sha256, cache, key
@@ -283,6 +293,7 @@ class LazyOutput:
 
 
 PARALLEL_FROM = 48  # ops to render before worker processes pay for themselves
+STREAM_FROM = 1000  # ops from which rendered texts are kept in the cache until written (bounded memory)
 
 
 def _render_all(specs_dir, layout, products, release, paths: list[Path], indexes: list[int]):
@@ -637,7 +648,8 @@ def write(
     more, by the ownership rules of codegen/writer.py. Returns (written, removed)."""
     from . import gencache
 
-    files = _Encoded({o.path: o for o in outputs if o.path != layout.manifest})
+    grouped = sorted(outputs, key=lambda o: (getattr(o, "group", ""), o.path))
+    files = _Encoded({o.path: o for o in grouped if o.path != layout.manifest})
     memo = gencache.load_memo(root, layout.manifest) if gencache.enabled() and not force else None
     result = write_owned(root, files, layout.manifest, partial=partial, force=force, memo=memo)
     if memo is not None:

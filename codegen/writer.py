@@ -315,8 +315,10 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
         folder.sweep_temporaries(parent)
     files = dict(old.files) if partial else {}
     files.update(digests)
-    for rel in to_write:
-        folder.write(rel, outputs[rel], replacing=rel in existing)
+    writing = set(to_write)
+    for rel in outputs:  # in the mapping's order (a generator's outputs grouped as it reads them back)
+        if rel in writing:
+            folder.write(rel, outputs[rel], replacing=rel in existing)
     for rel in to_remove:
         folder.remove(rel)
     if folder.unsynced:

@@ -129,3 +129,16 @@ def test_an_op_whose_render_left_the_cache_is_rendered_again(tmp_path):
     cache.hits = cache.misses = 0
     again = _plan(specs, tmp_path, cache)
     assert cache.hits == 0 and again == plain
+
+
+def test_a_large_run_keeps_texts_in_the_cache_and_writes_the_same_files(tmp_path, monkeypatch):
+    specs = _specs(tmp_path)
+    out_plain, out_streamed = tmp_path / "a" / "my_ops", tmp_path / "b" / "my_ops"
+    generate.write(_plan(specs, tmp_path, False), out_plain, generate.package_layout(out_plain))
+    monkeypatch.setattr(generate, "STREAM_FROM", 1)  # every run counts as large
+    outputs = generate.plan(specs, generate.package_layout(out_streamed), cache=gencache.OpCache("t", tmp_path / "cache"))
+    assert any(isinstance(o, generate.LazyOutput) for o in outputs)  # texts left in the cache
+    generate.write(outputs, out_streamed, generate.package_layout(out_streamed))
+    files = sorted(p.relative_to(out_plain) for p in out_plain.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(out_streamed) for p in out_streamed.rglob("*") if p.is_file())
+    assert all((out_plain / f).read_bytes() == (out_streamed / f).read_bytes() for f in files)
