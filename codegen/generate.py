@@ -293,6 +293,7 @@ class LazyOutput:
 
 
 PARALLEL_FROM = 48  # ops to render before worker processes pay for themselves
+BATCH = 64  # ops per worker task: small enough that finished renders never pile up
 STREAM_FROM = 1000  # ops from which rendered texts are kept in the cache until written (bounded memory)
 
 
@@ -307,14 +308,23 @@ def _render_all(specs_dir, layout, products, release, paths: list[Path], indexes
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    import collections
+
     # fork where there is one: the workers start with the generator already imported
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    size = max(8, len(paths) // (workers * 4))
+    size = max(8, min(BATCH, len(paths) // (workers * 4)))
     batches = [(paths[i:i + size], indexes[i:i + size]) for i in range(0, len(paths), size)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
-        futures = [pool.submit(_render_batch, specs_dir, layout, products, release, batch) for batch, _ in batches]
-        for (_, batch_indexes), future in zip(batches, futures):
-            yield batch_indexes, future.result()
+        # a few batches in flight, taken in order: finished renders never pile up in memory
+        pending: collections.deque = collections.deque()
+        for batch, batch_indexes in batches:
+            pending.append((batch_indexes, pool.submit(_render_batch, specs_dir, layout, products, release, batch)))
+            if len(pending) > 2 * workers:
+                done_indexes, future = pending.popleft()
+                yield done_indexes, future.result()
+        while pending:
+            done_indexes, future = pending.popleft()
+            yield done_indexes, future.result()
 
 
 def _render_batch(specs_dir: Path, layout: Layout, products: ProductTable, release: str | None, paths: list[Path]):
