@@ -85,6 +85,22 @@ def indent_lines(lines, width: int = 4) -> str:
     return "\n".join(pad + line if line else line for line in lines)
 
 
+class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """A cache that only ever saves time: a folder it cannot read or write is a miss, never an error."""
+
+    def load_bytecode(self, bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except OSError:
+            pass
+
+    def dump_bytecode(self, bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (jinja2 keys them by the template's source), so a
     generate that renders one op does not compile every template again; off with the generation
@@ -100,7 +116,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    return jinja2.FileSystemBytecodeCache(str(folder))
+    return _QuietBytecodeCache(str(folder))
 
 
 @functools.lru_cache(maxsize=None)
