@@ -14,7 +14,7 @@ import pytest
 
 from aclnngen.codegen import writer
 from aclnngen.codegen.errors import GenerateError
-from aclnngen.codegen.generate import package_layout, plan, write
+from aclnngen.codegen.generate import Output, package_layout, plan, write
 from aclnngen.codegen.loader import REPO_ROOT
 
 HERE = Path(__file__).resolve().parent
@@ -72,7 +72,7 @@ def test_a_users_file_survives_and_an_edited_generated_file_is_refused(tmp_path)
     write(outputs, out, layout)
     edited = out / "ops" / "sloped_step_backward.py"
     edited.write_text(edited.read_text() + "# my change\n")
-    changed = [o if o.path != "ops/sloped_step_backward.py" else type(o)(o.path, o.content + "# v2\n") for o in outputs]
+    changed = [o if o.path != "ops/sloped_step_backward.py" else Output(o.path, o.content + "# v2\n") for o in outputs]
     before = _hashes(out)
     with pytest.raises(GenerateError, match=r"ops/sloped_step_backward.py \(edited since aclnngen wrote it\).*--force"):
         write(changed, out, layout)
@@ -125,7 +125,7 @@ def test_a_failing_rename_leaves_the_old_file_and_no_temporary(tmp_path, monkeyp
     outputs, layout = _plan(out)
     write(outputs, out, layout)
     old = _hashes(out)
-    changed = [type(o)(o.path, o.content + "# v2\n") if o.path.endswith(".py") else o for o in outputs]
+    changed = [Output(o.path, o.content + "# v2\n") if o.path.endswith(".py") else o for o in outputs]
 
     def failing_replace(*args, **kwargs):
         raise OSError(28, "No space left on device")
