@@ -100,14 +100,11 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
         with on_source(source, family, version, profile):
             sets = result.matrix.setdefault(family, {})
             for dtype, claimed in cases.dtype_cases(meta, family, version):
+                # every dtype is a claim: listed (it works) or not listed (it is refused)
                 values = cases.make_values(meta, "contiguous", dtype, version=version, family=family)
-                try:
-                    status = probe(values, family)
-                except ProbeError as exc:
-                    result.errors.append(str(exc))
+                status = _counted(probe, values, family, result)
+                if status is None:
                     continue
-                result.checked += 1
-                result.claims += claimed
                 works = status == 0
                 sets[dtype] = ("claimed, works" if claimed and works else "claimed, rejected" if claimed
                                else "not claimed, works" if works else "not claimed, rejected")
@@ -139,6 +136,7 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                 for param in row["params"]:
                     if row["check"] == "null_pointer" and param in meta["outputs"]:
                         continue  # the binding allocates an output it is not given: no NULL reaches the library
+                    result.claims += 1
                     try:
                         values = opcheck._violate(op, dict(base), row["check"], param, family)
                         status = probe(values, family)
@@ -146,7 +144,6 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                         result.errors.append(f"row {index} ({row['check']}: {param}): {exc}")
                         continue
                     result.checked += 1
-                    result.claims += 1
                     if status != row["status"]:
                         result.findings.append(Finding(
                             op.name, "return_code", f"row {index} ({row['check']}: {param}) on {family}",
@@ -155,15 +152,15 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
 
 
 def _counted(probe, values: dict, family: str, result: OpAudit) -> int | None:
-    """The probe's status, counted as one claim checked; None (and an error noted) when the probe
-    could not reach the library."""
+    """The probe's status, counted as one claim checked; None (and an error noted, the claim
+    counted but not checked) when the probe could not reach the library."""
+    result.claims += 1
     try:
         status = probe(values, family)
     except ProbeError as exc:
         result.errors.append(str(exc))
         return None
     result.checked += 1
-    result.claims += 1
     return status
 
 
