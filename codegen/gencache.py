@@ -211,8 +211,10 @@ def save_memo(root: Path, manifest: str, memo: dict) -> None:
 
 
 def run_key(specs_dir: Path, arguments: dict) -> str:
-    """A hash of everything a generate run reads: the generator, its arguments, and the text of
-    every spec, table and profile it would load."""
+    """A key of everything a generate run reads: the generator, its arguments, and the status of
+    every spec, table and profile it would load (type, size, times, inode: any write changes the
+    change time, so an edited file never keeps its key; reading them all would cost more than
+    the rendering it saves)."""
     from .tables import TABLES, table_path
 
     digest = hashlib.sha256(generator_fingerprint().encode() + b"\0")
@@ -220,11 +222,8 @@ def run_key(specs_dir: Path, arguments: dict) -> str:
     files = sorted((specs_dir / "ops").glob("*.yaml")) + [table_path(specs_dir, t) for t in TABLES]
     files += sorted((specs_dir / "profiles").glob("*/*/*.yaml"))
     for path in files:
-        try:
-            data = path.read_bytes()
-        except OSError:
-            data = b"\0unreadable"
-        digest.update(str(path).encode() + b"\0" + hashlib.sha256(data).digest())
+        # a spec may be a link: the file it names is what is read
+        digest.update(f"{path}\0{_status(str(path))}\0{_status(str(path), follow=True)}\0".encode())
     return digest.hexdigest()
 
 
@@ -234,9 +233,9 @@ def _run_path(root: Path) -> Path:
     return cache_root() / "generate-runs" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}.pickle"
 
 
-def _status(path: str) -> tuple[int, ...] | None:
+def _status(path: str, follow: bool = False) -> tuple[int, ...] | None:
     try:
-        st = os.lstat(path)
+        st = os.stat(path) if follow else os.lstat(path)
     except OSError:
         return None
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
