@@ -155,3 +155,19 @@ def test_a_cache_folder_that_cannot_be_written_is_no_error(tmp_path):
                               env=env, timeout=300)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert (out / "ops" / "swish_backward.py").is_file()
+
+
+def test_a_spec_behind_a_link_that_changes_is_seen(tmp_path):
+    specs = _specs(tmp_path)
+    real = tmp_path / "elsewhere" / "swish_backward.yaml"
+    real.parent.mkdir()
+    (specs / "ops" / "swish_backward.yaml").rename(real)
+    (specs / "ops" / "swish_backward.yaml").symlink_to(real)
+    out = tmp_path / "out" / "my_ops"
+    env = {**os.environ, "ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [*CLI, "generate", "--specs", str(specs), "--out", str(out)]
+    assert subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300).returncode == 0
+    real.write_text(real.read_text().replace("summary: ", "summary: Behind a link. ", 1))
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0 and "swish_backward" in again.stdout, again.stdout
+    assert "Behind a link." in (out / "ops" / "swish_backward.py").read_text()
