@@ -27,11 +27,6 @@ def releases_of(data: Any) -> set[str]:
     return found
 
 
-def change_log(specs: list[OpSpec]) -> list[dict[str, Any]]:
-    """[{release, ops: [{name, symbol, snake, changes: [{kind, what, message}]}]}], newest first."""
-    return merge_entries([op_changes(spec) for spec in specs])
-
-
 def op_changes(spec: OpSpec) -> list[tuple[str, dict[str, Any]]]:
     """One op's part of the change log: (release, entry) for each release its facts change at."""
     data = dump_spec(spec)
@@ -50,7 +45,8 @@ def op_changes(spec: OpSpec) -> list[tuple[str, dict[str, Any]]]:
 
 
 def merge_entries(per_op: list[list[tuple[str, dict[str, Any]]]]) -> list[dict[str, Any]]:
-    """The change log from each op's part (ops by name within a release, releases newest first)."""
+    """The change log from each op's part (`op_changes`): [{release, ops: [{name, symbol, snake,
+    changes: [{kind, what, message}]}]}], ops by name within a release, releases newest first."""
     by_release: dict[str, list[dict[str, Any]]] = {}
     for entries in sorted(per_op, key=lambda e: e[0][1]["name"] if e else ""):
         for release, entry in entries:

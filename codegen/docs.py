@@ -197,10 +197,6 @@ def support_row(spec: OpSpec, products: ProductTable) -> dict:
     return {"op": spec.name, "snake": spec.snake_name, "version": version, "cells": cells}
 
 
-def support_matrix(specs: list[OpSpec], products: ProductTable) -> dict:
-    """op x product x dtype, at each op's newest documented release."""
-    return matrix_of([support_row(spec, products) for spec in specs], products)
-
-
 def matrix_of(rows: list[dict], products: ProductTable) -> dict:
+    """op x product x dtype, from each op's `support_row`."""
     return {"families": [f.label for f in products.families], "rows": rows}

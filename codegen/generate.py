@@ -95,10 +95,6 @@ def _header(kind: str, source: str, template: str) -> dict:
     return {"source": source, "template": template, "generator": GENERATOR, "kind": kind}
 
 
-def _spec_source(loaded: LoadedSpec, specs_dir: Path) -> str:
-    return _source_of(loaded.path, specs_dir)
-
-
 def _source_of(path: Path, specs_dir: Path) -> str:
     """How generated files name their spec: its path from the specs folder's parent."""
     try:
@@ -305,10 +301,9 @@ def _render_all(specs_dir, layout, products, release, paths: list[Path], indexes
     if len(paths) < PARALLEL_FROM or workers < 2:
         yield indexes, _render_batch(specs_dir, layout, products, release, paths)
         return
+    import collections
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-
-    import collections
 
     # fork where there is one: the workers start with the generator already imported
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
@@ -368,7 +363,7 @@ def _render_op(specs_dir: Path, layout: Layout, ls: LoadedSpec, products: Produc
 
 def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
     spec, layout = ls.spec, p.layout
-    source = _spec_source(ls, p.specs_dir)
+    source = _source_of(ls.path, p.specs_dir)
     meta = metadata.build(spec)
     op = spec.snake_name
     common = {

@@ -51,10 +51,6 @@ class Manifest:
         return json.dumps(data, indent=1, ensure_ascii=True) + "\n"
 
     @classmethod
-    def of(cls, outputs: dict[str, bytes]) -> "Manifest":
-        return cls({path: digest(content) for path, content in outputs.items()})
-
-    @classmethod
     def parse(cls, text: bytes, where: str) -> "Manifest":
         try:
             data = json.loads(text.decode("utf-8"))

@@ -61,10 +61,7 @@ def dump_round_trip(data: Any) -> str:
 def _flow(mapping: dict) -> CommentedMap:
     out = CommentedMap()
     for key, value in mapping.items():
-        if isinstance(value, list):
-            value = CommentedSeq(value)
-            value.fa.set_flow_style()
-        out[key] = value
+        out[key] = _flow_list(value) if isinstance(value, list) else value
     out.fa.set_flow_style()
     return out
 
@@ -188,7 +185,7 @@ def _merge_constraints(spec: Any, draft: dict, name: str, release: str, notes: l
     if page is None or not page.get("constraints"):
         return  # the page states no bound: nothing to compare (a spec's bound is not dropped on silence)
     holding = [c for c in entry.get("constraints") or [] if isinstance(c, dict) and _holding(c, release)]
-    if {(c.get("op"), float(c.get("value"))) for c in holding if not c.get("when")} == _constraints(page):
+    if _constraints({"constraints": holding}) == _constraints(page):
         return
     for bound in holding:
         if not bound.get("when"):

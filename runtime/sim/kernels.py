@@ -761,7 +761,7 @@ class Kernels:
             ffi.memmove(workspace, b"\x5a" * n, n)  # the kernel owns its workspace
         reference = entry.reference()
         out_dtypes = {name: arr.dtype for name, arr in outputs.items()}
-        # a reference that can writes its results straight into device memory (no full-size copy)
+        # a reference that can, writes its results straight into device memory (no full-size copy)
         options = {"out": outputs} if getattr(reference, "writes_out", False) else {}
         results = reference(values, out_dtypes=out_dtypes, mode="opmath", version=self._version_for_reference(meta), **options)
         if not isinstance(results, tuple):
