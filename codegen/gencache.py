@@ -10,10 +10,11 @@ template starts afresh). A hit is therefore exactly what rendering would give; t
 that a cached run's outputs equal an uncached one's.
 
 Where: `$ACLNNGEN_CACHE_DIR/generate/` (else `$XDG_CACHE_HOME/aclnngen` or `~/.cache/aclnngen`),
-one pickle per op and key; beside it, per output folder, the status of each file the writer left
-(`generate-written/`), so an unchanged file is not read again. `ACLNNGEN_GENERATE_CACHE=0` turns
-both off. A cache file that cannot be
-read or written is ignored (a miss), never an error: the cache only ever saves time.
+two pickles per op and key (its render, and its index); beside them, per output folder, the status
+and digest of each file the writer left, with the key of the run that left them
+(`generate-written/`): an unchanged file is not read again, and an unchanged run renders nothing.
+`ACLNNGEN_GENERATE_CACHE=0` turns all of it off. A cache file that cannot be read or written is
+ignored (a miss), never an error: the cache only ever saves time.
 """
 
 from __future__ import annotations
@@ -80,24 +81,18 @@ class OpCache:
         """Keep an op's render (read back only for a file that must be written or shown) and its
         index (the record and each output's path and digest, read on every hit)."""
         self.put(key, render)
-        self._write(self._path(key, ".index"), {"key": key, "value": index})
+        _save(self._path(key, ".index"), {"key": key, "value": index})
 
     def get_op(self, key: str) -> Any | None:
         """The index of an op kept by put_op, or None (a miss) when it or its render is missing."""
         index, render = self._path(key, ".index"), self._path(key)
+        found = _entry(index, key)
         try:
-            with open(index, "rb") as f:
-                found = pickle.load(f)
             os.utime(render)  # both recently used (kept by trim), and the render still there
             os.utime(index)
-        except Exception:  # absent, truncated or from another version: a miss
-            self.misses += 1
-            return None
-        if not isinstance(found, dict) or found.get("key") != key:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return found["value"]
+        except OSError:
+            found = _MISSING
+        return self._counted(found)
 
     def holds(self, key: str) -> bool:
         """Whether put_op's render of `key` is on disk (a put that could not write leaves none)."""
@@ -107,35 +102,30 @@ class OpCache:
         """The render kept by put_op; a GenerateError when the cache lost it meanwhile."""
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        try:
-            with open(self._path(key), "rb") as f:
-                found = pickle.load(f)
-            if isinstance(found, dict) and found.get("key") == key:
-                self._last = (key, found["value"])
-                return found["value"]
-        except Exception:
-            pass
+        found = _entry(self._path(key), key)
+        if found is not _MISSING:
+            self._last = (key, found)
+            return found
         from .errors import GenerateError
 
         raise GenerateError(f"the generation cache lost an entry while generating ({self._path(key)}); "
                             "run again (or with ACLNNGEN_GENERATE_CACHE=0)")
 
     def get(self, key: str) -> Any | None:
-        try:
-            with open(self._path(key), "rb") as f:
-                found = pickle.load(f)
-        except Exception:  # absent, truncated or from another version: a miss
-            self.misses += 1
-            return None
-        if not isinstance(found, dict) or found.get("key") != key:
+        found = _entry(self._path(key), key)
+        if found is not _MISSING:
+            try:
+                os.utime(self._path(key))  # recently used: kept by trim()
+            except OSError:
+                pass
+        return self._counted(found)
+
+    def _counted(self, found: Any) -> Any | None:
+        if found is _MISSING:
             self.misses += 1
             return None
         self.hits += 1
-        try:
-            os.utime(self._path(key))  # recently used: kept by trim()
-        except OSError:
-            pass
-        return found["value"]
+        return found
 
     def trim(self, keep: int | None = None) -> int:
         """Remove the least recently used files beyond those of `keep` ops (MAX_ENTRIES; an op
@@ -160,17 +150,17 @@ class OpCache:
         return removed
 
     def put(self, key: str, value: Any) -> None:
-        self._write(self._path(key), {"key": key, "value": value})
-
-    def _write(self, path: Path, data: Any) -> None:
-        _save(path, data)
+        _save(self._path(key), {"key": key, "value": value})
 
 
-def _memo_path(root: Path, manifest: str) -> Path:
-    from aclnngen.cachedir import cache_root
+_MISSING = object()
 
-    name = hashlib.sha256(f"{Path(root).resolve()}\0{manifest}".encode()).hexdigest()
-    return cache_root() / "generate-written" / f"{name}.pickle"
+
+def _entry(path: Path, key: str) -> Any:
+    """The value kept at `path` under `key`, or _MISSING (absent, truncated, another key or
+    another version's)."""
+    found = _load(path)
+    return found["value"] if isinstance(found, dict) and found.get("key") == key else _MISSING
 
 
 def _load(path: Path):
@@ -197,14 +187,23 @@ def _save(path: Path, data) -> None:
                 pass
 
 
-def load_memo(root: Path, manifest: str) -> dict:
+def _written_path(root: Path) -> Path:
+    from aclnngen.cachedir import cache_root
+
+    return cache_root() / "generate-written" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}.pickle"
+
+
+def load_memo(root: Path) -> dict:
     """What the writer left under `root` last time (codegen/writer.py's `memo`); {} when unknown."""
-    data = _load(_memo_path(root, manifest))
-    return data if isinstance(data, dict) else {}
+    record = _load(_written_path(root))
+    files = record.get("files") if isinstance(record, dict) else None
+    return dict(files) if isinstance(files, dict) else {}
 
 
-def save_memo(root: Path, manifest: str, memo: dict) -> None:
-    _save(_memo_path(root, manifest), memo)
+def save_memo(root: Path, memo: dict, run_key: str | None = None) -> None:
+    """Keep the writer's memo for `root`, with the key of the run that left it when that run
+    rendered every output (`unchanged_since`)."""
+    _save(_written_path(root), {"key": run_key, "files": memo})
 
 
 # --- whole runs: an unchanged run answered without rendering ----------------------------------
@@ -227,35 +226,23 @@ def run_key(specs_dir: Path, arguments: dict) -> str:
     return digest.hexdigest()
 
 
-def _run_path(root: Path) -> Path:
-    from aclnngen.cachedir import cache_root
-
-    return cache_root() / "generate-runs" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}.pickle"
-
-
 def _status(path: str, follow: bool = False) -> tuple[int, ...] | None:
+    from .writer import file_status
+
     try:
-        st = os.stat(path) if follow else os.lstat(path)
+        return file_status(os.stat(path) if follow else os.lstat(path))
     except OSError:
         return None
-    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def record_run(root: Path, key: str, paths: list[str]) -> None:
-    """Remember a finished run: its key and the status of every file it rendered (`paths`, relative
-    to `root`, the manifest among them). The writer's decisions depend on those files alone."""
-    base = str(root)
-    _save(_run_path(root), {"key": key, "files": {rel: _status(os.path.join(base, rel)) for rel in paths}})
 
 
 def unchanged_since(root: Path, key: str) -> int | None:
-    """The number of files the last run rendered, when it had this key and none of them changed
-    since (each file's type, size, times and inode as the run left them); else None."""
-    record = _load(_run_path(root))
+    """The number of files the last run rendered, when it rendered all of them with this key and
+    none changed since (each as the writer's memo records it); else None."""
+    record = _load(_written_path(root))
     if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("files"), dict):
         return None
     base = str(root)
-    for rel, status in record["files"].items():
-        if status is None or _status(os.path.join(base, rel)) != status:
+    for rel, entry in record["files"].items():
+        if _status(os.path.join(base, rel)) != tuple(entry[:-1]):
             return None
     return len(record["files"])

@@ -647,18 +647,21 @@ def compare(outputs: list[Output], root: Path, layout: Layout, *, partial: bool 
 
 
 def write(
-    outputs: list[Output], root: Path, layout: Layout, *, partial: bool = False, force: bool = False
+    outputs: list[Output], root: Path, layout: Layout, *, partial: bool = False, force: bool = False,
+    run_key: str | None = None,
 ) -> tuple[list[str], list[str]]:
     """Write the files whose content changed and remove the manifest's files no spec produces any
-    more, by the ownership rules of codegen/writer.py. Returns (written, removed)."""
+    more, by the ownership rules of codegen/writer.py. Returns (written, removed). `run_key`: the
+    key of a run that rendered every output (gencache.run_key), remembered with what it left so
+    the same run again is answered without rendering."""
     from . import gencache
 
     grouped = sorted(outputs, key=lambda o: (getattr(o, "group", ""), o.path))
     files = _Encoded({o.path: o for o in grouped if o.path != layout.manifest})
-    memo = gencache.load_memo(root, layout.manifest) if gencache.enabled() and not force else None
+    memo = gencache.load_memo(root) if gencache.enabled() and not force else None
     result = write_owned(root, files, layout.manifest, partial=partial, force=force, memo=memo)
     if memo is not None:
-        gencache.save_memo(root, layout.manifest, memo)
+        gencache.save_memo(root, memo, None if partial else run_key)
     return result.written, result.removed
 
 

@@ -235,8 +235,10 @@ def prepare_root(root: Path) -> None:
         raise GenerateError(f"{root}: cannot create the folder ({exc.strerror})") from None
 
 
-def _signature(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+def file_status(st: os.stat_result) -> tuple[int, ...]:
+    """What says a file is as it was: its type, size, times and inode (any write changes its
+    change time)."""
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def write_owned(
@@ -247,9 +249,10 @@ def write_owned(
 
     `partial`: the outputs are a subset (some ops only): nothing is removed and the manifest keeps the
     entries of the files not rendered this time.
-    `memo`: rel -> [size, mtime_ns, ctime_ns, inode, sha256] of the files this writer left (read
-    and updated in place): a file whose status is unchanged since then, and whose recorded content
-    is the new content, is not read again (as git's index does). Without it every file is read."""
+    `memo`: rel -> file_status + (sha256,) of the files this writer left, the manifest among them
+    (read and updated in place): a file whose status is unchanged since then, and whose recorded
+    content is the new content, is not read again (as git's index does). Without it every file is
+    read."""
     prepare_root(root)
     with Folder(root).holding() as folder:
         return _write_owned(folder, root, outputs, manifest_path, partial=partial, force=force, memo=memo)
@@ -281,7 +284,7 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
     for rel in sorted(outputs):  # one file's bytes at a time (`outputs` may encode on access)
         if memo is not None and memo.get(rel, [None])[-1] == digests[rel] == old.files.get(rel):
             st = folder.lstat(rel)
-            if st is not None and stat.S_ISREG(st.st_mode) and memo[rel][:-1] == _signature(st):
+            if st is not None and stat.S_ISREG(st.st_mode) and tuple(memo[rel][:-1]) == file_status(st):
                 continue  # as this writer left it, and that is the new content
         current = folder.read(rel)
         if current is not None and digest(current) == digests[rel]:
@@ -319,18 +322,21 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
         folder.remove(rel)
     if folder.unsynced:
         os.sync()  # the new files reach the disk before the manifest that names them
-    if memo is not None:
-        for rel in to_remove:
-            memo.pop(rel, None)
-        for rel in outputs:
-            if rel in to_write or memo.get(rel, [None])[-1] != digests[rel]:
-                st = folder.lstat(rel)
-                if st is not None:
-                    memo[rel] = _signature(st) + [digests[rel]]
     new_text = Manifest(files).text().encode("utf-8")
     if new_text != old_text:
         folder.write(manifest_path, new_text)
         to_write.append(manifest_path)
+    if memo is not None:
+        for rel in [r for r in memo if r in to_remove or (not partial and r not in outputs)]:
+            del memo[rel]
+        for rel in outputs:
+            if rel in to_write or memo.get(rel, [None])[-1] != digests[rel]:
+                st = folder.lstat(rel)
+                if st is not None:
+                    memo[rel] = file_status(st) + (digests[rel],)
+        st = folder.lstat(manifest_path)
+        if st is not None:
+            memo[manifest_path] = file_status(st) + (digest(new_text),)
     return WriteResult(to_write, to_remove)
 
 

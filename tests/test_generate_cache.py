@@ -171,3 +171,25 @@ def test_a_spec_behind_a_link_that_changes_is_seen(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert again.returncode == 0 and "swish_backward" in again.stdout, again.stdout
     assert "Behind a link." in (out / "ops" / "swish_backward.py").read_text()
+
+
+def test_an_unchanged_run_renders_nothing_and_a_touched_output_renders_again(tmp_path, monkeypatch, capsys):
+    from aclnngen.codegen.cli import main
+
+    monkeypatch.setenv("ACLNNGEN_CACHE_DIR", str(tmp_path / "cache"))
+    specs = _specs(tmp_path)
+    out = tmp_path / "out" / "my_ops"
+    cmd = ["generate", "--specs", str(specs), "--out", str(out)]
+    assert main(cmd) == 0
+    real_plan = generate.plan
+
+    def no_render(*args, **kwargs):
+        raise AssertionError("an unchanged run rendered")
+
+    monkeypatch.setattr(generate, "plan", no_render)
+    assert main(cmd) == 0  # answered from the record of the last run
+    (out / "docs" / "index.md").write_text("touched\n")
+    capsys.readouterr()
+    assert main(cmd) == 1  # an output the last run did not leave so: a full run, which renders
+    assert "an unchanged run rendered" in capsys.readouterr().err
+    monkeypatch.setattr(generate, "plan", real_plan)

@@ -66,9 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     specs_dir, root, layout = target(args)
     outputs = plan(specs_dir, layout, tuple(args.ops), release)
-    written, removed = write(outputs, root, layout, partial=bool(args.ops), force=args.force)
-    if run_key is not None:
-        gencache.record_run(root, run_key, [o.path for o in outputs])
+    written, removed = write(outputs, root, layout, partial=bool(args.ops), force=args.force, run_key=run_key)
     return _report(args, len(outputs), written, removed)
 
 
