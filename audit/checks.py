@@ -164,6 +164,11 @@ def _counted(probe, values: dict, family: str, result: OpAudit) -> int | None:
     return status
 
 
+def condition_text(when: Mapping) -> str:
+    """A `when` condition as the report writes it: `threshold=0`."""
+    return ", ".join(f"{k}={v}" for k, v in when.items())
+
+
 def _conditional_claims(meta: Mapping, family: str, version: str) -> dict[str, list[dict]]:
     """dtype -> the `when` conditions under which every tensor's page list has it (conditional
     rows, `when: {threshold: 0}`), for dtypes the unconditional lists lack."""
@@ -195,7 +200,7 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
             status = _counted(probe, values, family, result)
             if status is None:
                 continue
-            condition = ", ".join(f"{k}={v}" for k, v in when.items())
+            condition = condition_text(when)
             if status == 0 and sets.get(dtype, "").endswith("rejected"):
                 notes[dtype] = f"works only when {condition}"
                 result.conditions.setdefault(family, {})[dtype] = dict(when)

@@ -19,6 +19,8 @@ import yaml
 
 from aclnngen.codegen.importer.writer import block_yaml
 
+from .checks import condition_text
+
 MARK = "# Observed by `aclnngen audit --save-profile`"
 HEADER = MARK + " on {source}{where}; rerun it to refresh, or edit and drop this line to keep it as written.\n"
 
@@ -49,11 +51,10 @@ def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointe
     dtypes = [{"params": list(tensors), "families": families, "dtypes": list(works),
                "reason": f"every tensor of the dtype accepted by the first phase on {source}"}
               for works, families in by_list.items()]
-    for family, found in sorted(getattr(audit, "conditions", {}).items()):
+    for family, found in sorted(audit.conditions.items()):
         for dtype, when in sorted(found.items()):
-            condition = ", ".join(f"{k}={v}" for k, v in when.items())
             dtypes.append({"params": list(tensors), "families": [family], "dtypes": [dtype], "when": dict(when),
-                           "reason": f"accepted on {source} only when {condition}"})
+                           "reason": f"accepted on {source} only when {condition_text(when)}"})
     changes: list[dict] = []
     left_out: dict[str, list[str]] = {}
     for f in audit.findings:
