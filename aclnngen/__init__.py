@@ -3,7 +3,16 @@ generated from YAML specs. The subpackages are `aclnngen.codegen` (the generator
 `aclnngen.runtime` (the hand-written runtime) and `aclnngen.generated` (the rendered bindings);
 the spec tables ship as package data in `aclnngen.specs`."""
 
+import os as _os
+
 __all__ = ["__version__"]
+
+# In a checkout this folder holds only the package's own files; the subpackages are the folders
+# beside it (pyproject.toml's package-dir). Python started in the repository's root imports this
+# folder itself rather than the installed package, so the subpackages are looked for there too.
+_ROOT = _os.path.dirname(_os.path.dirname(_os.path.realpath(__file__)))
+if _os.path.isfile(_os.path.join(_ROOT, "pyproject.toml")) and _os.path.isfile(_os.path.join(_ROOT, "codegen", "__init__.py")):
+    __path__.append(_ROOT)
 
 
 def __getattr__(name: str):

@@ -39,7 +39,7 @@ REFERENCE_KEYWORDS: tuple[tuple[str, object], ...] = (("out_dtypes", None), ("mo
 GENERATED_PYTHON = frozenset(
     {"annotations", "math", "bind", "META", "_CALL", "Reference", "FORMULAS", "_REFERENCE", "boundaries", "reference", "m", "FORWARDS", "forward", "x"}
     # the binding's type hints (runtime/hints.py and the builtins its signature names)
-    | {"Result", "TensorLike", "bool", "float", "int", "str", "object", "tuple"}
+    | {"Result", "TensorLike", "HostArray", "DeviceArray", "np", "overload", "bool", "float", "int", "str", "object", "tuple"}
 )
 
 # Generated files named after an op that would collide with an index or package file.

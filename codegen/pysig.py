@@ -7,6 +7,8 @@ docs/python-api.md).
 - Keyword-only: `out` (one array, or a tuple with one array per output, in C order, as NumPy's
   ufuncs and torch take it), then each output's own Python name as an alias of its place in `out`,
   then `stream` and `validate`.
+- Typed with overloads, one per kind of call (TENSOR_KINDS): host arrays in give NumPy arrays back,
+  device arrays in give DeviceArrays back, and any other mix gives either.
 """
 
 from __future__ import annotations
@@ -19,6 +21,24 @@ from .model import OpSpec, Parameter
 ATTRIBUTE_HINTS = {"bool": "bool", "int64_t": "int", "double": "float", "char*": "str", "aclIntArray*": "Sequence[int]"}
 
 
+
+@dataclass(frozen=True)
+class TensorKind:
+    """One overload of a binding: what its tensors are (a name of aclnngen.runtime.hints) and
+    what it returns for each output."""
+
+    tensor: str
+    result: str
+
+
+# the overloads, in the order a type checker tries them; the last also types the implementation
+TENSOR_KINDS = (
+    TensorKind(tensor="HostArray", result="np.ndarray"),
+    TensorKind(tensor="DeviceArray", result="DeviceArray"),
+    TensorKind(tensor="TensorLike", result="Result"),
+)
+
+
 @dataclass(frozen=True)
 class PyParam:
     name: str  # the Python name
@@ -27,9 +47,17 @@ class PyParam:
     default: str | None  # Python source of the default, None when required
 
 
-def _hint(p: Parameter) -> str:
+@dataclass(frozen=True)
+class Overload:
+    positional: list[PyParam]
+    out_hint: str
+    alias_hint: str
+    returns: str
+
+
+def _hint(p: Parameter, tensor: str = "TensorLike") -> str:
     if p.role in ("input", "output"):
-        return "TensorLike | None" if p.optional else "TensorLike"
+        return f"{tensor} | None" if p.optional else tensor
     if p.role == "optional_scalar":
         return "float | None"
     if p.role == "scalar":
@@ -45,18 +73,33 @@ def _default(p: Parameter) -> str | None:
     return None
 
 
+def _positional(spec: OpSpec, tensor: str) -> list[PyParam]:
+    params = [PyParam(p.py_name, p.name, _hint(p, tensor), _default(p)) for p in spec.parameters if p.role != "output"]
+    return [p for p in params if p.default is None] + [p for p in params if p.default is not None]
+
+
+def _overload(spec: OpSpec, kind: TensorKind, noutputs: int) -> Overload:
+    if noutputs == 1:
+        out_hint, returns = f"{kind.tensor} | None", kind.result
+    else:
+        out_hint = f"tuple[{', '.join([f'{kind.tensor} | None'] * noutputs)}] | None"
+        returns = f"tuple[{', '.join([kind.result] * noutputs)}]"
+    return Overload(_positional(spec, kind.tensor), out_hint, f"{kind.tensor} | None", returns)
+
+
 def binding_signature(spec: OpSpec) -> dict:
-    """What the binding template renders: the positional parameters, the outputs and the return hint."""
-    params = [PyParam(p.py_name, p.name, _hint(p), _default(p)) for p in spec.parameters if p.role != "output"]
-    positional = [p for p in params if p.default is None] + [p for p in params if p.default is not None]
+    """What the binding template renders: the positional parameters, the outputs, the return hint
+    and the typed overloads."""
+    positional = _positional(spec, "TensorLike")
     outputs = [p.py_name for p in spec.parameters if p.role == "output"]
     single = len(outputs) == 1
+    overloads = [_overload(spec, kind, len(outputs)) for kind in TENSOR_KINDS]
     # the C call's arguments, in prototype order: outputs come from the resolved `out`
     call_args = [p.py_name if p.role != "output" else f"_outs[{outputs.index(p.py_name)}]" for p in spec.parameters]
     aliases = [o for o in outputs if o != "out"]  # an output named `out` is `out` itself
     return {
         "call_args": call_args,
-        "needs_sequence": any("Sequence[" in p.hint for p in params),
+        "needs_sequence": any("Sequence[" in p.hint for p in positional),
         "out_doc": (
             f"the output array to write into{'' if outputs[0] == 'out' else f' (alias: {outputs[0]}=)'}; None allocates it"
             if single
@@ -65,8 +108,9 @@ def binding_signature(spec: OpSpec) -> dict:
         "positional": positional,
         "outputs": outputs,
         "aliases": aliases,
-        "out_hint": "TensorLike | None" if single else f"tuple[{', '.join(['TensorLike | None'] * len(outputs))}] | None",
-        "returns": "Result" if single else f"tuple[{', '.join(['Result'] * len(outputs))}]",
+        "out_hint": overloads[-1].out_hint,
+        "returns": overloads[-1].returns,
+        "overloads": overloads,
         "python": _python_text(spec.snake_name, positional, outputs),
     }
 

@@ -25,7 +25,9 @@ class SupportsDLPack(Protocol):
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
-TensorLike = Union[np.ndarray, DeviceArray, SupportsArray, SupportsDLPack]
+# on the host: the call copies in and returns NumPy arrays (a binding's first overload)
+HostArray = Union[np.ndarray, SupportsArray, SupportsDLPack]
+TensorLike = Union[HostArray, DeviceArray]
 Result = Union[np.ndarray, DeviceArray]
 
 ACCEPTED = (
@@ -33,4 +35,4 @@ ACCEPTED = (
     "or __dlpack__ on the CPU (e.g. a PyTorch CPU tensor)"
 )
 
-__all__ = ["ACCEPTED", "Result", "SupportsArray", "SupportsDLPack", "TensorLike"]
+__all__ = ["ACCEPTED", "DeviceArray", "HostArray", "Result", "SupportsArray", "SupportsDLPack", "TensorLike"]

@@ -1,16 +1,20 @@
 """Fresh environments for the tests that try aclnngen as a new user would: a copy of the
 repository's tracked files with nothing beside it, a fresh virtual environment, a built wheel.
 
-The fresh venv sees the base interpreter's site-packages (--system-site-packages), so the
-dependencies need no download, but not the developer's editable install of this checkout.
+The fresh venv sees the site-packages of the interpreter running the tests (a venv, a conda env or
+the system Python alike), so the dependencies need no download: their folders are named in a .pth
+file as plain paths, so the packages in them import but the .pth files in them (the developer's
+editable install of this checkout among them) are not run.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,12 +54,24 @@ def copy_repository(dest: Path) -> Path:
     return root
 
 
+def dependency_folders() -> list[str]:
+    """The running interpreter's site-packages folders, where the tests' dependencies are."""
+    found = [sysconfig.get_paths()[key] for key in ("purelib", "platlib")]
+    found += site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    return list(dict.fromkeys(f for f in found if os.path.isdir(f)))
+
+
 def fresh_venv(where: Path) -> Path:
-    """A new venv over the base interpreter (not this one's venv); returns its python."""
-    base = Path(sys.base_prefix) / "bin" / "python3"
-    made = run([base, "-m", "venv", "--system-site-packages", where])
+    """A new venv of the running interpreter's Python that imports its dependencies (not its
+    aclnngen); returns its python."""
+    made = run([sys.executable, "-m", "venv", where])
     assert made.returncode == 0, made.stderr
-    return where / "bin" / "python"
+    python = where / "bin" / "python"
+    purelib = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+    assert purelib.returncode == 0, purelib.stderr
+    # plain paths, appended after the venv's own site-packages: what pip installs there wins
+    (Path(purelib.stdout.strip()) / "_aclnngen_test_dependencies.pth").write_text("\n".join(dependency_folders()) + "\n", encoding="utf-8")
+    return python
 
 
 def pip_install(python: Path, *args) -> None:
@@ -68,3 +84,39 @@ def venv_env(python: Path, **extra: str) -> dict:
     """The environment of a shell with the venv activated."""
     bin_dir = str(python.parent)
     return clean_env(VIRTUAL_ENV=str(python.parent.parent), PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), **extra)
+
+
+# a value of each hint a binding's required parameter may carry, by the hint's text
+_HINT_VALUES = {"float": "1.0", "bool": "True", "int": "1", "str": "'none'", "Sequence[int]": "[1]"}
+
+
+def typing_script() -> str:
+    """A script calling every generated binding, once with NumPy arrays and once with device arrays,
+    whose annotations mypy accepts only when the overloads type each call's result as it is."""
+    import importlib
+    import inspect
+
+    from aclnngen.generated import ops
+
+    lines = ["import numpy as np", "from aclnngen.runtime.arrays import DeviceArray",
+             "x = np.ones((2, 3), np.float32)", "d = DeviceArray.empty((2, 3), np.float32)"]
+    for module in sorted(ops.__all__):
+        binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{module}"), module)
+        signature = inspect.signature(binding)
+        several = str(signature.return_annotation).startswith("tuple[")
+        for tensor, result in (("x", "np.ndarray"), ("d", "DeviceArray")):
+            args = []
+            for p in signature.parameters.values():
+                if p.kind is p.KEYWORD_ONLY or p.default is not p.empty:
+                    continue
+                args.append(tensor if "TensorLike" in str(p.annotation) else _HINT_VALUES[str(p.annotation)])
+            hint = f"tuple[{result}, ...]" if several else result
+            lines += [f"from aclnngen.generated.ops.{module} import {module}", f"{module}_{tensor}: {hint} = {module}({', '.join(args)})"]
+    return "\n".join(lines) + "\n"
+
+
+def type_check(python: Path, where: Path, **env: str) -> subprocess.CompletedProcess:
+    """mypy, run by `python`, on typing_script() written into `where`."""
+    script = where / "use_bindings.py"
+    script.write_text(typing_script(), encoding="utf-8")
+    return run([python, "-m", "mypy", "--cache-dir", where / ".mypy_cache", "--no-error-summary", script], cwd=where, env=venv_env(python, **env))

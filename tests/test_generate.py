@@ -124,8 +124,9 @@ def test_a_generated_binding_reads_at_a_glance():
     for out in plan(DEFAULT_SPECS_DIR):
         if out.path.startswith("generated/ops/") and not out.path.endswith("__init__.py"):
             code = re.sub(r'"""(.|\n)*?"""', "", out.content)
+            code = re.sub(r"@overload\n(.|\n)*?\) -> .*: \.\.\.\n", "", code)  # the typed signatures, one per kind of call
             lines = [line for line in code.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-            assert len(lines) <= 30, f"{out.path}: {len(lines)} lines of code besides the docstring"
+            assert len(lines) <= 30, f"{out.path}: {len(lines)} lines of code besides the docstring and the overloads"
 
 
 HOSTILE = 'q"uote """triple""" back\\slash {{ 7*7 }} {% raw %} __import__("os").system("touch PWNED") \\n end"'

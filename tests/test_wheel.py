@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from isolated import REPO, clean_env, fresh_venv, pip_install, run, venv_env
+from isolated import REPO, clean_env, fresh_venv, pip_install, run, type_check, venv_env
 
 pytestmark = pytest.mark.slow
 
@@ -57,6 +57,12 @@ def test_aclnngen_resolves_to_the_venv_not_a_checkout(installed):
         assert Path(path).is_relative_to(site) and not Path(path).is_relative_to(REPO), path
     shown = _aclnngen(python, work, "--version")
     assert shown.returncode == 0 and shown.stdout.strip() == f"aclnngen {version}", shown.stdout + shown.stderr
+
+
+def test_type_checkers_type_each_binding_call_by_its_arrays(installed, tmp_path):
+    _, python, _ = installed
+    checked = type_check(python, tmp_path)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
 
 
 def test_an_installed_aclnngen_validates_generates_runs_and_imports_a_custom_package(installed):

@@ -4,14 +4,66 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.elu_backward import META
 
 __all__ = ["elu_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def elu_backward(
+    grad_output: HostArray,
+    alpha: float,
+    scale: float,
+    input_scale: float,
+    is_result: bool,
+    self_or_result: HostArray,
+    *,
+    out: HostArray | None = ...,
+    grad_input: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def elu_backward(
+    grad_output: DeviceArray,
+    alpha: float,
+    scale: float,
+    input_scale: float,
+    is_result: bool,
+    self_or_result: DeviceArray,
+    *,
+    out: DeviceArray | None = ...,
+    grad_input: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def elu_backward(
+    grad_output: TensorLike,
+    alpha: float,
+    scale: float,
+    input_scale: float,
+    is_result: bool,
+    self_or_result: TensorLike,
+    *,
+    out: TensorLike | None = ...,
+    grad_input: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def elu_backward(

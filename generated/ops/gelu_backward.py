@@ -4,14 +4,54 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.gelu_backward import META
 
 __all__ = ["gelu_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def gelu_backward(
+    grad_output: HostArray,
+    self: HostArray,
+    *,
+    out: HostArray | None = ...,
+    grad_input: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def gelu_backward(
+    grad_output: DeviceArray,
+    self: DeviceArray,
+    *,
+    out: DeviceArray | None = ...,
+    grad_input: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def gelu_backward(
+    grad_output: TensorLike,
+    self: TensorLike,
+    *,
+    out: TensorLike | None = ...,
+    grad_input: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def gelu_backward(

@@ -4,14 +4,57 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.gelu_backward_v2 import META
 
 __all__ = ["gelu_backward_v2"]
 
 _CALL = bind(META)
+
+
+@overload
+def gelu_backward_v2(
+    grad_output: HostArray,
+    self: HostArray,
+    approximate: str,
+    *,
+    out: HostArray | None = ...,
+    grad_input: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def gelu_backward_v2(
+    grad_output: DeviceArray,
+    self: DeviceArray,
+    approximate: str,
+    *,
+    out: DeviceArray | None = ...,
+    grad_input: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def gelu_backward_v2(
+    grad_output: TensorLike,
+    self: TensorLike,
+    approximate: str,
+    *,
+    out: TensorLike | None = ...,
+    grad_input: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def gelu_backward_v2(

@@ -4,14 +4,57 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.hardtanh_backward import META
 
 __all__ = ["hardtanh_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def hardtanh_backward(
+    grad_output: HostArray,
+    self: HostArray,
+    min: float,
+    max: float,
+    *,
+    out: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def hardtanh_backward(
+    grad_output: DeviceArray,
+    self: DeviceArray,
+    min: float,
+    max: float,
+    *,
+    out: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def hardtanh_backward(
+    grad_output: TensorLike,
+    self: TensorLike,
+    min: float,
+    max: float,
+    *,
+    out: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def hardtanh_backward(

@@ -4,14 +4,57 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.leaky_relu_backward import META
 
 __all__ = ["leaky_relu_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def leaky_relu_backward(
+    grad_output: HostArray,
+    self: HostArray,
+    negative_slope: float,
+    self_is_result: bool,
+    *,
+    out: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def leaky_relu_backward(
+    grad_output: DeviceArray,
+    self: DeviceArray,
+    negative_slope: float,
+    self_is_result: bool,
+    *,
+    out: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def leaky_relu_backward(
+    grad_output: TensorLike,
+    self: TensorLike,
+    negative_slope: float,
+    self_is_result: bool,
+    *,
+    out: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def leaky_relu_backward(

@@ -4,14 +4,60 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.prelu_backward import META
 
 __all__ = ["prelu_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def prelu_backward(
+    grad_output: HostArray,
+    self: HostArray,
+    weight: HostArray,
+    *,
+    out: tuple[HostArray | None, HostArray | None] | None = ...,
+    grad_input: HostArray | None = ...,
+    grad_weight: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def prelu_backward(
+    grad_output: DeviceArray,
+    self: DeviceArray,
+    weight: DeviceArray,
+    *,
+    out: tuple[DeviceArray | None, DeviceArray | None] | None = ...,
+    grad_input: DeviceArray | None = ...,
+    grad_weight: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> tuple[DeviceArray, DeviceArray]: ...
+
+
+@overload
+def prelu_backward(
+    grad_output: TensorLike,
+    self: TensorLike,
+    weight: TensorLike,
+    *,
+    out: tuple[TensorLike | None, TensorLike | None] | None = ...,
+    grad_input: TensorLike | None = ...,
+    grad_weight: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> tuple[Result, Result]: ...
 
 
 def prelu_backward(

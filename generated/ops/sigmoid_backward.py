@@ -4,14 +4,54 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.sigmoid_backward import META
 
 __all__ = ["sigmoid_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def sigmoid_backward(
+    grad_output: HostArray,
+    output: HostArray,
+    *,
+    out: HostArray | None = ...,
+    grad_input: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def sigmoid_backward(
+    grad_output: DeviceArray,
+    output: DeviceArray,
+    *,
+    out: DeviceArray | None = ...,
+    grad_input: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def sigmoid_backward(
+    grad_output: TensorLike,
+    output: TensorLike,
+    *,
+    out: TensorLike | None = ...,
+    grad_input: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def sigmoid_backward(

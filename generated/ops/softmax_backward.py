@@ -4,14 +4,54 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.softmax_backward import META
 
 __all__ = ["softmax_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def softmax_backward(
+    grad_output: HostArray,
+    output: HostArray,
+    dim: int,
+    *,
+    out: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def softmax_backward(
+    grad_output: DeviceArray,
+    output: DeviceArray,
+    dim: int,
+    *,
+    out: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def softmax_backward(
+    grad_output: TensorLike,
+    output: TensorLike,
+    dim: int,
+    *,
+    out: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def softmax_backward(

@@ -4,14 +4,57 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.softshrink_backward import META
 
 __all__ = ["softshrink_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def softshrink_backward(
+    grad_output: HostArray,
+    self: HostArray,
+    lambd: float,
+    *,
+    out: HostArray | None = ...,
+    grad_input: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def softshrink_backward(
+    grad_output: DeviceArray,
+    self: DeviceArray,
+    lambd: float,
+    *,
+    out: DeviceArray | None = ...,
+    grad_input: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def softshrink_backward(
+    grad_output: TensorLike,
+    self: TensorLike,
+    lambd: float,
+    *,
+    out: TensorLike | None = ...,
+    grad_input: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def softshrink_backward(

@@ -4,14 +4,57 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.swish_backward import META
 
 __all__ = ["swish_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def swish_backward(
+    grad_output: HostArray,
+    self: HostArray,
+    beta: float | None = ...,
+    *,
+    out: HostArray | None = ...,
+    grad_input: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def swish_backward(
+    grad_output: DeviceArray,
+    self: DeviceArray,
+    beta: float | None = ...,
+    *,
+    out: DeviceArray | None = ...,
+    grad_input: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def swish_backward(
+    grad_output: TensorLike,
+    self: TensorLike,
+    beta: float | None = ...,
+    *,
+    out: TensorLike | None = ...,
+    grad_input: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def swish_backward(

@@ -4,14 +4,54 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.hints import Result, TensorLike
+from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.threshold_backward import META
 
 __all__ = ["threshold_backward"]
 
 _CALL = bind(META)
+
+
+@overload
+def threshold_backward(
+    grad_output: HostArray,
+    self: HostArray,
+    threshold: float,
+    *,
+    out: HostArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> np.ndarray: ...
+
+
+@overload
+def threshold_backward(
+    grad_output: DeviceArray,
+    self: DeviceArray,
+    threshold: float,
+    *,
+    out: DeviceArray | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> DeviceArray: ...
+
+
+@overload
+def threshold_backward(
+    grad_output: TensorLike,
+    self: TensorLike,
+    threshold: float,
+    *,
+    out: TensorLike | None = ...,
+    stream: object | None = ...,
+    validate: bool = ...,
+) -> Result: ...
 
 
 def threshold_backward(
