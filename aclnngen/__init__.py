@@ -9,10 +9,13 @@ __all__ = ["__version__"]
 
 # In a checkout this folder holds only the package's own files; the subpackages are the folders
 # beside it (pyproject.toml's package-dir). Python started in the repository's root imports this
-# folder itself rather than the installed package, so the subpackages are looked for there too.
-_ROOT = _os.path.dirname(_os.path.dirname(_os.path.realpath(__file__)))
+# folder itself rather than the installed package, so the subpackages are looked for there too;
+# imported through the editable install's links (buildsys/aclnngen_build.py), a module added to
+# this folder since the install is found in the folder itself.
+_HERE = _os.path.dirname(_os.path.realpath(__file__))
+_ROOT = _os.path.dirname(_HERE)
 if _os.path.isfile(_os.path.join(_ROOT, "pyproject.toml")) and _os.path.isfile(_os.path.join(_ROOT, "codegen", "__init__.py")):
-    __path__.append(_ROOT)
+    __path__.extend(p for p in (_HERE, _ROOT) if p not in __path__)
 
 
 def __getattr__(name: str):

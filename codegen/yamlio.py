@@ -89,7 +89,7 @@ def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
-def _check_events(text: str, path: str | Path) -> None:
+def check_events(text: str, path: str | Path) -> None:
     """No anchors or aliases (a small file must not expand into a huge one) and no nesting deeper
     than MAX_DEPTH, found from the parser's events before anything is built."""
     depth = 0
@@ -127,7 +127,7 @@ def _collect_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
 def parse_yaml(text: str, path: str | Path) -> tuple[Any, LineMap]:
     """Parse `text` strictly; raise SpecError naming `path:line` on any YAML problem."""
     try:
-        _check_events(text, path)
+        check_events(text, path)
         loader = _StrictLoader(text)
         try:
             node = loader.get_single_node()

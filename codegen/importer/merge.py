@@ -20,7 +20,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.emitter import Emitter
 
+from aclnngen.files import locked, write_atomic
+
 from ..errors import Problem, SpecError
+from ..yamlio import check_events, read_text
 from ..products import ProductTable
 from ..specdiff import diff, holds, view
 from .draft import TODO, build_draft
@@ -45,11 +48,14 @@ def _yaml() -> YAML:
     return yaml
 
 
-def load_round_trip(path: Path) -> Any:
-    try:
-        return _yaml().load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError(Problem(str(path), 0, f"cannot read the spec ({exc.strerror or exc})")) from None
+def load_round_trip(path: Path, text: str | None = None) -> Any:
+    """The spec at `path` (or its `text`, already read) with comments and key order, for a rewrite.
+    Read as specs are (a bounded regular file) and guarded as they are (no anchors or aliases, a
+    bounded depth) before ruamel builds anything, so a small file never expands into a huge one."""
+    if text is None:
+        text = read_text(path)
+    check_events(text, path)
+    return _yaml().load(text)
 
 
 def dump_round_trip(data: Any) -> str:
@@ -283,16 +289,19 @@ def _combine_new_groups(spec: Any, release: str) -> None:
 def merge_command(spec_path: Path, page_path: Path, release: str, products: ProductTable) -> int:
     facts = read_page(page_path, products, release)
     draft = build_draft(facts, products)
-    spec = load_round_trip(spec_path)
-    if not isinstance(spec, dict) or not isinstance(spec.get("parameters"), list) or not isinstance(spec.get("products"), list):
-        raise SpecError(Problem(str(spec_path), 1, "not a spec: needs products and parameters"))
-    if draft.get("name") != spec.get("name"):
-        raise SpecError(Problem(str(spec_path), 1, f"the page is about {draft.get('name')}, the spec about {spec.get('name')}"))
-    old_text = spec_path.read_text(encoding="utf-8")
-    old_view = view(load_round_trip(spec_path), release)
-    notes = merge(spec, draft, release)
-    new_text = dump_round_trip(spec)
-    spec_path.write_text(new_text, encoding="utf-8")
+    # one merge at a time per spec: a second waits, then merges into the first one's result
+    with locked(spec_path, what="spec"):
+        old_text = read_text(spec_path)
+        spec = load_round_trip(spec_path, old_text)
+        if not isinstance(spec, dict) or not isinstance(spec.get("parameters"), list) or not isinstance(spec.get("products"), list):
+            raise SpecError(Problem(str(spec_path), 1, "not a spec: needs products and parameters"))
+        if draft.get("name") != spec.get("name"):
+            raise SpecError(Problem(str(spec_path), 1, f"the page is about {draft.get('name')}, the spec about {spec.get('name')}"))
+        old_view = view(load_round_trip(spec_path, old_text), release)
+        notes = merge(spec, draft, release)
+        new_text = dump_round_trip(spec)
+        # atomic (a kill leaves the old spec or the new one), and not rewritten when nothing changed
+        write_atomic(spec_path, new_text, what="spec")
     print("".join(difflib.unified_diff(old_text.splitlines(True), new_text.splitlines(True), str(spec_path), str(spec_path))), end="")
     changes = diff(old_view, view(spec, release))
     print(f"-- at {release}: {len(changes)} change(s), {sum(c.kind == 'breaking' for c in changes)} breaking")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from aclnngen.files import FileError, read_text
+
 from ..products import ProductTable
 from .facts import PageFacts
 from .markdown import read_markdown
@@ -23,12 +25,10 @@ def is_markdown(text: str) -> bool:
 
 
 def read_page(path: Path, products: ProductTable, release: str | None = None) -> PageFacts:
-    try:
-        if path.stat().st_size > MAX_PAGE_BYTES:
-            raise PageError(f"{path}: {path.stat().st_size} bytes is too large for a doc page")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PageError(f"{path}: cannot read the page ({exc.__class__.__name__}: {exc})") from None
+    try:  # a regular file of bounded size: a FIFO, a device or a folder is refused unread
+        text = read_text(path, what="doc page", limit=MAX_PAGE_BYTES)
+    except FileError as exc:
+        raise PageError(str(exc)) from None
     reader = read_markdown if is_markdown(text) else read_saved
     facts = reader(text, str(path), products)
     facts.release = release

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from aclnngen.files import FileError, locked, read_regular, write_atomic
 
 from .draft import TODO, snake
 from .facts import PageFacts
@@ -53,11 +56,14 @@ def write_draft(draft: dict[str, Any], facts: PageFacts, directory: Path) -> Pat
     target = directory / f"{stem}.yaml"
     if draft.get("name") == TODO:
         target = directory / f"{Path(facts.path).stem}.draft.yaml"
-    # a draft replaces an earlier draft, never a spec a person finished
-    if target.exists() and "# Draft imported by `aclnngen import`" not in target.read_text(encoding="utf-8", errors="replace")[:1000]:
-        raise DraftError(f"{target} exists and is not a draft; import into another folder, or merge with --into {target}")
     try:
-        target.write_text(draft_text(draft, facts), encoding="utf-8")
-    except OSError as exc:
-        raise DraftError(f"{target}: cannot write the draft ({exc.strerror or exc})") from None
+        with locked(directory, what="draft folder"):
+            # a draft replaces an earlier draft, never a spec a person finished
+            if os.path.lexists(target):
+                head = read_regular(target, what="draft", follow_links=False).decode("utf-8", "replace")[:1000]
+                if "# Draft imported by `aclnngen import`" not in head:
+                    raise DraftError(f"{target} exists and is not a draft; import into another folder, or merge with --into {target}")
+            write_atomic(target, draft_text(draft, facts), what="draft")  # never through a link
+    except FileError as exc:
+        raise DraftError(str(exc)) from None
     return target
