@@ -11,6 +11,9 @@ The rules (docs/security.md):
   link where a file or folder should be is refused, even with `force`.
 - Every write is atomic: a temporary file in the same folder, fsynced, then os.replace, so a killed run
   leaves the old file or the new one, never a partial one.
+- The manifest records a run's intent (`pending`) before its first write, so a run killed halfway
+  leaves files that are still aclnngen's: the next run replaces them without --force.
+- One run at a time per output folder (a lock on the folder itself): a second one waits.
 
 All refusals are found before the first write, so a refused run changes nothing.
 """
@@ -26,6 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from aclnngen.files import locked
+
 from .errors import GenerateError
 
 MANIFEST_VERSION = 1
@@ -38,9 +43,14 @@ def digest(content: bytes) -> str:
 
 @dataclass(frozen=True)
 class Manifest:
-    """Path (POSIX, relative to the output root) -> SHA-256 of the content the generator wrote."""
+    """Path (POSIX, relative to the output root) -> SHA-256 of the content the generator wrote.
+
+    `pending`: while a run writes, the content it is about to write (path -> SHA-256), recorded
+    before its first write and dropped after its last: a run killed in between leaves files that
+    are still recognised as aclnngen's, so the next run replaces them without --force."""
 
     files: dict[str, str]
+    pending: dict[str, str] | None = None
 
     def text(self) -> str:
         data = {
@@ -48,20 +58,27 @@ class Manifest:
             "version": MANIFEST_VERSION,
             "files": dict(sorted(self.files.items())),
         }
+        if self.pending:
+            data["pending"] = dict(sorted(self.pending.items()))
         return json.dumps(data, indent=1, ensure_ascii=True) + "\n"
+
+    def owns(self, rel: str, content_digest: str) -> bool:
+        """Whether a file holding content of this digest is one aclnngen wrote (or was writing)."""
+        return content_digest in (self.files.get(rel), (self.pending or {}).get(rel))
 
     @classmethod
     def parse(cls, text: bytes, where: str) -> "Manifest":
         try:
             data = json.loads(text.decode("utf-8"))
-            files = data["files"]
-            if data.get("version") != MANIFEST_VERSION or not isinstance(files, dict):
+            files, pending = data["files"], data.get("pending", {})
+            if data.get("version") != MANIFEST_VERSION or not isinstance(files, dict) or not isinstance(pending, dict):
                 raise ValueError("unknown manifest version")
-            if not all(isinstance(k, str) and isinstance(v, str) and _safe_relative(k) for k, v in files.items()):
-                raise ValueError("entries must be relative paths inside the folder with a hash each")
+            for entries in (files, pending):
+                if not all(isinstance(k, str) and isinstance(v, str) and _safe_relative(k) for k, v in entries.items()):
+                    raise ValueError("entries must be relative paths inside the folder with a hash each")
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             raise GenerateError(f"{where}: not a manifest aclnngen can read ({exc}); remove it or use --force") from None
-        return cls(dict(files))
+        return cls(dict(files), dict(pending) or None)
 
 
 def _safe_relative(path: str) -> bool:
@@ -254,7 +271,8 @@ def write_owned(
     content is the new content, is not read again (as git's index does). Without it every file is
     read."""
     prepare_root(root)
-    with Folder(root).holding() as folder:
+    # one writer per output folder: a second run waits, then sees what the first one wrote
+    with locked(root, what="output folder"), Folder(root).holding() as folder:
         return _write_owned(folder, root, outputs, manifest_path, partial=partial, force=force, memo=memo)
 
 
@@ -291,7 +309,7 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
             continue
         if current is not None:
             existing.add(rel)
-        if current is not None and not force and old.files.get(rel) != digest(current):
+        if current is not None and not force and not old.owns(rel, digest(current)):
             why = "edited since aclnngen wrote it" if rel in old.files else "not written by aclnngen (not in the manifest)"
             refused.append(f"{rel} ({why})")
         to_write.append(rel)
@@ -302,7 +320,7 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
             current = folder.read(rel)
             if current is None:
                 continue
-            if not force and digest(current) != old.files[rel]:
+            if not force and not old.owns(rel, digest(current)):
                 refused.append(f"{rel} (no spec produces it any more, but it was edited since aclnngen wrote it)")
             to_remove.append(rel)
 
@@ -315,6 +333,13 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
     files = dict(old.files) if partial else {}
     files.update(digests)
     writing = set(to_write)
+    if writing or to_remove:
+        # the intent first: a run killed from here on leaves files the next run recognises
+        intent = Manifest(dict(old.files), {**(old.pending or {}), **{rel: digests[rel] for rel in writing}})
+        on_disk = intent.text().encode("utf-8")
+        folder.write(manifest_path, on_disk)
+    else:
+        on_disk = old_text
     for rel in outputs:  # in the mapping's order (a generator's outputs grouped as it reads them back)
         if rel in writing:
             folder.write(rel, outputs[rel], replacing=rel in existing)
@@ -323,8 +348,9 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
     if folder.unsynced:
         os.sync()  # the new files reach the disk before the manifest that names them
     new_text = Manifest(files).text().encode("utf-8")
-    if new_text != old_text:
+    if new_text != on_disk:
         folder.write(manifest_path, new_text)
+    if new_text != old_text:
         to_write.append(manifest_path)
     if memo is not None:
         for rel in [r for r in memo if r in to_remove or (not partial and r not in outputs)]:
