@@ -8,6 +8,7 @@ PyTorch oracle and the verdict. Nothing else in aclnngen imports it.
 - `probe`: one first-phase call (GetWorkspaceSize) on a source, its status.
 - `checks`: what is checked per op (dtypes, shapes, return codes, numerics, recorded page defects)
   and which sources can answer each check.
-- `baseline`: accepted findings with a reason and an expiry date.
+- `baseline`: accepted findings with a reason and an expiry date; the judgement (new, recorded,
+  accepted, expired) and `--write-baseline`'s file.
 - `report`: the Markdown report, the JSON and the pictures.
 """

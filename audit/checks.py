@@ -30,6 +30,22 @@ ANSWERED_BY = {
     "defect": ("spec",),
 }
 
+# shape case -> the spec checks (rule kinds) that decide it: a finding of the case is about them
+CASE_CHECKS = {
+    "broadcast": ("broadcast", "broadcast_to"),
+    "broadcast-rejected": ("broadcast", "broadcast_to", "same_shape"),
+    "shape-mismatch": ("same_shape", "broadcast", "broadcast_to"),
+    "rank0": ("min_rank",),
+    "rank8": ("max_rank",),
+    "rank9": ("max_rank",),
+    "empty": ("empty",),
+    "non-contiguous": ("non_contiguous",),
+    "per-channel-single": ("per_channel",),
+    "per-channel-rejected": ("per_channel",),
+    "grad-shape-rejected": ("per_channel",),
+    "mixed-dtype": ("same_dtype", "promote", "castable"),
+}
+
 
 @dataclass
 class OpAudit:
@@ -49,6 +65,8 @@ class OpAudit:
     # dtype -> counts of log10 relative error of the opmath reference against the float64 golden on
     # benign data, in HISTOGRAM_EDGES bins (for the report's error-distribution picture)
     error_histogram: dict = field(default_factory=dict)
+    release: str = ""  # the CANN release audited (the spec's facts and the library's, at it)
+    socs: dict = field(default_factory=dict)  # family -> the SoC it was probed as
 
 
 def _op(snake: str) -> opcheck.OpUnderTest:
@@ -72,7 +90,7 @@ def audit_op(snake: str, source: str, *, profile: str | None = None, family: str
 def audit(op: opcheck.OpUnderTest, call, source: str, *, profile: str | None = None, family: str | None = None) -> OpAudit:
     """Every check `source` can answer: the claims are `op.meta`'s (the spec's), the behaviour is
     the library's through `call` (a bound op) and the oracle's."""
-    result = OpAudit(op.name, source)
+    result = OpAudit(op.name, source, release=str(op.version))
     if source in ("sim", "cann"):
         _library_checks(call, op, source, profile, result, only_family=family)
     if source in ("torch", "cann"):
@@ -98,6 +116,7 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
 
     for family in families:
         with on_source(source, family, version, profile):
+            result.socs[family] = _soc_name()
             sets = result.matrix.setdefault(family, {})
             for dtype, claimed in cases.dtype_cases(meta, family, version):
                 # every dtype is a claim: listed (it works) or not listed (it is refused)
@@ -112,7 +131,7 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                     result.findings.append(Finding(
                         op.name, "dtype", f"{dtype} on {family}", "mismatch" if claimed else "undocumented",
                         source, family, "supported" if claimed else "not listed",
-                        "accepted" if works else f"rejected with {status}", repro(values, family)))
+                        "accepted" if works else f"rejected with {status}", repro(values, family), checks=("dtype",)))
             if family not in supported:
                 continue
             _partial_support(op, family, sets, probe, repro, source, result)
@@ -127,7 +146,8 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                     result.findings.append(Finding(
                         op.name, "shape", f"{kind} on {family}", "mismatch" if expected == 0 else "undocumented",
                         source, family, "accepted" if expected == 0 else f"rejected with {expected}",
-                        "accepted" if status == 0 else f"rejected with {status}", repro(values, family)))
+                        "accepted" if status == 0 else f"rejected with {status}", repro(values, family),
+                        checks=CASE_CHECKS.get(kind, ())))
             base = cases.make_values(meta, "contiguous", home, version=version, family=family)
             _null_defaults(call, op, base, family, source, result)
             for index, row in enumerate(meta["return_codes"]):
@@ -148,7 +168,14 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                         result.findings.append(Finding(
                             op.name, "return_code", f"row {index} ({row['check']}: {param}) on {family}",
                             "mismatch", source, family, f"status {row['status']}",
-                            "accepted" if status == 0 else f"status {status}", repro(values, family)))
+                            "accepted" if status == 0 else f"status {status}", repro(values, family),
+                            checks=(row["check"],)))
+
+
+def _soc_name() -> str:
+    from aclnngen.runtime import session
+
+    return session.soc_name() or "unknown"
 
 
 def _counted(probe, values: dict, family: str, result: OpAudit) -> int | None:
@@ -207,7 +234,7 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
             elif status != 0:
                 result.findings.append(Finding(
                     op.name, "dtype", f"{dtype} on {family} when {condition}", "mismatch", source, family,
-                    "supported", f"rejected with {status}", repro(values, family)))
+                    "supported", f"rejected with {status}", repro(values, family), checks=("dtype",)))
     for dtype, verdict in sets.items():
         if verdict != "claimed, works":
             continue
@@ -221,7 +248,8 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
                 rejected.append(kind)
                 result.findings.append(Finding(
                     op.name, "dtype", f"{dtype} on {family}, {kind}", "mismatch", source, family,
-                    "accepted", f"rejected with {status}", repro(values, family)))
+                    "accepted", f"rejected with {status}", repro(values, family),
+                    checks=("dtype",) + CASE_CHECKS.get(kind, ())))
         if rejected:
             notes[dtype] = "not with " + ", ".join(rejected)
 
@@ -343,7 +371,7 @@ def _numeric_checks(op, source: str, result: OpAudit) -> None:
         if problem:  # the page's printed formula is not the gradient: the recorded defect, seen
             result.findings.append(Finding(op.name, "formula", f"the page's formula ({key})", "page_defect", "torch", None,
                                            "the printed formula is the op's gradient", problem,
-                                           _numeric_snippet(op, dtype, key, None)))
+                                           _numeric_snippet(op, dtype, key, None), defect=int(key.split(":")[1])))
         else:
             result.findings.append(Finding(op.name, "formula", f"the page's formula ({key})", "mismatch", "torch", None,
                                            "the spec records the printed formula as wrong",
@@ -399,10 +427,32 @@ def _numeric_snippet(op, dtype: str, formula: str, overrides) -> str:
     ]) + "\n"
 
 
-def recorded_defects(snake: str, op_name: str) -> list[Finding]:
-    """Every defect the spec records, as a page-defect finding of source `spec`."""
+def spec_defects(snake: str) -> list:
+    """The spec's `defects` entries (codegen.model.Defect), in the spec's order."""
     from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, load_spec
 
-    spec = load_spec(DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml", load_products()).spec
-    return [Finding(op_name, "defect", f"{d.kind} #{i}", "page_defect", "spec", None, "the page", " ".join(d.note.split()))
-            for i, d in enumerate(spec.defects)]
+    return list(load_spec(DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml", load_products()).spec.defects)
+
+
+def recorded_defects(snake: str, op_name: str) -> list[Finding]:
+    """Every defect the spec records, as a page-defect finding of source `spec`."""
+    return [Finding(op_name, "defect", f"{d.kind} #{i}", "page_defect", "spec", None, "the page", " ".join(d.note.split()),
+                    defect=i)
+            for i, d in enumerate(spec_defects(snake))]
+
+
+def explanations(findings: list[Finding], defects: list, release: str) -> dict[str, dict]:
+    """finding id -> the spec's `defects` entry that records it (`{"defect": index, "kind",
+    "note"}`): the entry the finding shows (`Finding.defect`), else the first entry holding at
+    `release` whose `checks` name a check the finding is about. A finding no entry explains is
+    absent."""
+    found = {}
+    for f in findings:
+        index = f.defect
+        if index is None and f.checks:
+            index = next((i for i, d in enumerate(defects)
+                          if d.holds_at(release) and set(d.checks) & set(f.checks)), None)
+        if index is not None and 0 <= index < len(defects):
+            d = defects[index]
+            found[f.id] = {"defect": index, "kind": d.kind, "note": " ".join(d.note.split())}
+    return found

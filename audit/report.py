@@ -5,29 +5,55 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+import shlex
+from typing import Mapping, Sequence
 
+from .baseline import Accepted, Judgement
 from .checks import HISTOGRAM_EDGES, OpAudit
 from .findings import GROUPS
+
+SCHEMA = "aclnngen-audit/2"
 
 SETS = ("claimed, works", "claimed, rejected", "not claimed, works", "not claimed, rejected")
 _TITLES = {"mismatch": "Mismatches", "undocumented": "Undocumented behaviour", "page_defect": "Page defects"}
 
 
-def as_json(audits: Sequence[OpAudit], record: dict, new: list[str], accepted: list[str], stale: list[str]) -> dict:
+def as_json(audits: Sequence[OpAudit], record: dict, judgement: Judgement, recorded: Mapping[str, dict],
+            accepted: Mapping[str, Accepted], out: Path | None = None) -> dict:
+    """The report's data. `recorded`: finding id -> the spec's defects entry that explains it;
+    `accepted`: the baseline's entries; `out`: where the report is written (for the reproducer's
+    command line)."""
+
+    def finding(f) -> dict:
+        data = {**f.as_dict(), "status": judgement.status(f.id)}
+        if f.id in recorded:
+            data["recorded"] = recorded[f.id]
+        if f.id in accepted and data["status"] in ("accepted", "expired"):
+            data["baseline"] = {"reason": accepted[f.id].reason, "expires": accepted[f.id].expires.isoformat()}
+        return data
+
     return {
-        "schema": "aclnngen-audit/1",
+        "schema": SCHEMA,
         "run": record,
         "coverage": {"checked": sum(a.checked for a in audits), "claims": sum(a.claims for a in audits)},
-        "new": new,
-        "accepted": accepted,
-        "stale_baseline": stale,
-        "ops": [{"op": a.op, "source": a.source, "checked": a.checked, "claims": a.claims, "errors": a.errors,
-                 "support": a.matrix, "partial": {f: d for f, d in a.partial.items() if d},
-                 "error_histogram": a.error_histogram,
-                 "findings": [f.as_dict() for f in a.findings]} for a in audits],
+        "new": judgement.new,
+        "recorded": judgement.recorded,
+        "accepted": judgement.accepted,
+        "expired": judgement.expired,
+        "stale_baseline": judgement.stale,
+        "repro_command": repro_command(out),
+        "ops": [{"op": a.op, "source": a.source, "release": a.release, "socs": a.socs, "checked": a.checked,
+                 "claims": a.claims, "errors": a.errors, "support": a.matrix,
+                 "partial": {f: d for f, d in a.partial.items() if d}, "error_histogram": a.error_histogram,
+                 "findings": [finding(f) for f in a.findings]} for a in audits],
         "histogram_edges_log10": list(HISTOGRAM_EDGES),
     }
+
+
+def repro_command(out: Path | None) -> str:
+    """The command that prints a finding's reproducer from the report in `out`, as a user types it."""
+    where = "" if out is None else f" --out {shlex.quote(str(out))}"
+    return f"aclnngen audit{where} --repro ID"
 
 
 def markdown(data: dict) -> str:
@@ -36,8 +62,7 @@ def markdown(data: dict) -> str:
     lines = [
         "# aclnngen audit",
         "",
-        f"Claims checked: {cov['checked']} of {cov['claims'] or cov['checked']}; findings: {len(data['new'])} new, "
-        f"{len(data['accepted'])} accepted.",
+        f"Claims checked: {cov['checked']} of {cov['claims'] or cov['checked']}; findings: {summary(data)}.",
         "",
         "| run | |",
         "|---|---|",
@@ -51,7 +76,7 @@ def markdown(data: dict) -> str:
     for op in data["ops"]:
         counts = [sum(1 for f in op["findings"] if f["group"] == g) for g in GROUPS]
         lines.append(f"| {op['op']} | {op['source']} | {op['checked']} | " + " | ".join(map(str, counts)) + " |")
-    families = sorted({f["family"] for op in data["ops"] for f in op["findings"] if f["family"]} |
+    families = sorted({fam for op in data["ops"] for f in op["findings"] for fam in f["families"]} |
                       {fam for op in data["ops"] for fam in op["support"]})
     if families:
         lines += ["", "### By product family", "", "findings (of them new) per op and family; `-` where nothing was checked", "",
@@ -59,8 +84,8 @@ def markdown(data: dict) -> str:
         for op in data["ops"]:
             cells = []
             for fam in families:
-                mine = [f for f in op["findings"] if f["family"] == fam]
-                new = sum(1 for f in mine if f["id"] in data["new"])
+                mine = [f for f in op["findings"] if fam in f["families"]]
+                new = sum(1 for f in mine if f["status"] in ("new", "expired"))
                 cells.append(f"{len(mine)} ({new})" if mine or fam in op["support"] else "-")
             lines.append(f"| {op['op']} | " + " | ".join(cells) + " |")
     for op in data["ops"]:
@@ -76,22 +101,49 @@ def markdown(data: dict) -> str:
             mine = [f for f in op["findings"] if f["group"] == group]
             if not mine:
                 continue
-            lines += [f"### {_TITLES[group]}", "", "| id | source | what | claimed | observed | status |", "|---|---|---|---|---|---|"]
+            lines += [f"### {_TITLES[group]}", "",
+                      "| id | source | what | families | claimed | observed | status |", "|---|---|---|---|---|---|---|"]
             for f in mine:
-                status = "accepted" if f["id"] in data["accepted"] else "new"
-                lines.append(f"| `{f['id']}` | {f['source']} | {f['subject']} | {f['claimed']} | {_cell(f['observed'])} | {status} |")
+                lines.append(f"| `{f['id']}` | {f['source']} | {_cell(f['subject'])} | {', '.join(f['families']) or '-'} | "
+                             f"{_cell(f['claimed'])} | {_cell(f['observed'])} | {_cell(_status(f))} |")
             lines.append("")
         if op["errors"]:
             lines += ["Not checked (the probe could not reach the library):", ""] + [f"- {e}" for e in op["errors"]]
+    if data["expired"]:
+        lines += ["", "## Expired baseline entries", "",
+                  "accepted until a date now past: each gates like a new finding until it is fixed or accepted again", ""]
+        lines += [f"- `{f['id']}` expired on {f['baseline']['expires']} ({f['baseline']['reason']})"
+                  for f in findings if f["status"] == "expired"]
     if data["stale_baseline"]:
         lines += ["", "## Stale baseline entries", ""] + [f"- `{i}` matches no finding" for i in data["stale_baseline"]]
-    lines += ["", "Reproduce a finding: `aclnngen audit --repro ID` prints a script that shows it.", ""]
+    lines += ["", f"Reproduce a finding: `{data['repro_command']}` prints a script that shows it.", ""]
     return "\n".join(lines)
 
 
+def summary(data: dict) -> str:
+    """"K new, R recorded, J accepted" (and E expired), as the report and the command say it."""
+    text = f"{len(data['new'])} new, {len(data['recorded'])} recorded, {len(data['accepted'])} accepted"
+    return text + (f", {len(data['expired'])} expired" if data["expired"] else "")
+
+
+def _status(f: dict) -> str:
+    """A finding's status cell: new; recorded, with the spec's entry (whole); accepted or expired,
+    with the baseline's date and reason."""
+    if f["status"] == "recorded":
+        entry = f["recorded"]
+        if f["check"] == "defect":  # the entry itself: its note is the observed cell
+            return f"recorded: defects #{entry['defect']}"
+        return f"recorded: defects #{entry['defect']} ({entry['kind']}): {entry['note']}"
+    if f["status"] in ("accepted", "expired"):
+        entry = f["baseline"]
+        verb = "accepted until" if f["status"] == "accepted" else "expired on"
+        return f"{f['status']}: {verb} {entry['expires']} ({entry['reason']})"
+    return "new"
+
+
 def _cell(text: str) -> str:
-    text = text.replace("|", "\\|").replace("\n", " ")
-    return text if len(text) <= 160 else text[:157] + "..."
+    """A table cell, whole: only what would break the table is escaped."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def pictures(data: dict, out: Path) -> list[Path]:

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 _json_failure(args.command, str(exc), [])
             print(f"aclnngen {args.command}: {_one_line(str(exc))}", file=sys.stderr)
-            return 1
+            return _exit_code(exc)
         return _internal_error(args.command, exc)
     except RecursionError as exc:  # pragma: no cover - RecursionError is an Exception; kept for clarity
         return _internal_error(args.command, exc)
@@ -100,11 +100,20 @@ def _internal_error(command: str, exc: BaseException) -> int:
     return 1
 
 
+def _exit_code(exc: BaseException) -> int:
+    """1 for a typed error, `EXIT_NO_CANN` for a missing CANN (the same in every command)."""
+    from aclnngen.runtime.errors import CannNotFoundError
+
+    from .commands.jsonout import EXIT_NO_CANN
+
+    return EXIT_NO_CANN if isinstance(exc, CannNotFoundError) else 1
+
+
 def _json_failure(command: str, error: str, problems) -> None:
     """The shape every command prints under --json when it fails before its own verdict."""
-    from .commands.jsonout import emit, problems as as_dicts
+    from .commands.jsonout import failure
 
-    emit({"command": command, "ok": False, "error": error, "problems": as_dicts(problems)})
+    failure(command, error, problems)
 
 
 if __name__ == "__main__":  # pragma: no cover

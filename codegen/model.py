@@ -598,6 +598,10 @@ class Defect(Versioned):
     """The page's (wrong) formula, evaluable by the audit."""
     observed: FormulaExpr | None = None
     """What the library is known to compute instead, where that differs."""
+    checks: list[Check] = []
+    """The checks the implementation makes otherwise than the page says (rule kinds, `dtype`,
+    `null_pointer`, ...): an audit finding about one of them is reported as recorded by this entry,
+    not as new."""
 
     @model_validator(mode="after")
     def _formulas_only_for_formula_defects(self):

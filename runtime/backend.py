@@ -43,7 +43,7 @@ from aclnngen.generated import abi
 
 from . import ffi as ffimod
 from . import acl
-from .errors import AclRuntimeError, BackendError, OpNamespaceError
+from .errors import AclRuntimeError, BackendError, CannNotFoundError, OpNamespaceError
 from .products import family_of
 
 __all__ = [
@@ -472,13 +472,14 @@ def find_cann(env: Mapping[str, str] | None = None) -> tuple[CannInstall | None,
     return CannInstall(runtime, nnopbase, home_found, lib_dirs, searched), searched
 
 
-def cann_not_found(searched) -> BackendError:
-    return BackendError(
+def cann_not_found(searched, instead: str | None = None) -> CannNotFoundError:
+    """`instead`: what runs without CANN for the caller (default: the simulator backend)."""
+    return CannNotFoundError(
         reason="CANN was not found (no libascendcl.so or libacl_rt.so)",
         searched=searched,
         hint=(
-            f"Set ASCEND_HOME_PATH (source <install>/set_env.sh) or install CANN; to run on the "
-            f"simulator instead, set {BACKEND_ENV}=sim"
+            f"Set ASCEND_HOME_PATH (source <install>/set_env.sh) or install CANN; "
+            f"{instead or f'to run on the simulator instead, set {BACKEND_ENV}=sim'}"
         ),
     )
 

@@ -198,6 +198,11 @@ class BackendError(AclnnError):
         super().__init__(text)
 
 
+class CannNotFoundError(BackendError):
+    """No CANN installation was found where one was asked for. Every command exits with one code
+    for it (`codegen.commands.jsonout.EXIT_NO_CANN`)."""
+
+
 class CallOrderError(AclnnError, RuntimeError):
     """A two-phase call used out of order: results read before the launch, or a closed call used."""
 

@@ -141,8 +141,9 @@ def test_ids_are_stable_and_the_baseline_gates(tmp_path):
     file = tmp_path / "baseline.yaml"
     file.write_text("- {id: a, reason: known, expires: 2999-01-01}\n- {id: b, reason: old, expires: 2000-01-01}\n"
                     "- {id: gone, reason: fixed, expires: 2999-01-01}\n", encoding="utf-8")
-    new, ok, stale = baseline.judge(ids, baseline.load(file), datetime.date(2026, 11, 24))
-    assert new == ["b", "c"] and ok == ["a"] and stale == ["gone"]
+    judged = baseline.judge(ids, baseline.load(file), datetime.date(2026, 11, 24))
+    assert judged.new == ["c"] and judged.expired == ["b"] and judged.accepted == ["a"] and judged.stale == ["gone"]
+    assert judged.gates == ["c", "b"] and judged.status("b") == "expired"
     file.write_text("- {id: a, reason: known}\n", encoding="utf-8")
     with pytest.raises(baseline.BaselineError, match="entry 0 needs exactly id, reason and expires"):
         baseline.load(file)
@@ -153,11 +154,11 @@ def test_the_command_writes_the_report_and_gates(tmp_path):
     cmd = [sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--source", "sim", "--ops", OPS[0], OPS[-1], "--out", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     data = json.loads((out / "audit.json").read_text())
-    assert data["schema"] == "aclnngen-audit/1" and data["run"]["source"] == "sim"
+    assert data["schema"] == "aclnngen-audit/2" and data["run"]["source"] == "sim"
     text = (out / "audit.md").read_text()
     assert text.startswith("# aclnngen audit") and "Claims checked:" in text and "| op | source | checked |" in text
     assert "### By product family" in text and "| a2 |" not in text.split("### By product family")[0]
-    assert done.returncode == (1 if data["new"] else 0)
+    assert done.returncode == (1 if data["new"] or data["expired"] else 0)
     assert any(out.glob("*-support.png"))  # matplotlib is in the test extra
     # accept every finding: the gate opens
     (tmp_path / "b.yaml").write_text("".join(f"- {{id: {i}, reason: test, expires: 2999-01-01}}\n" for i in data["new"]))
@@ -214,7 +215,7 @@ def test_the_error_distribution_is_recorded_and_drawn(tmp_path):
         assert len(counts) == len(checks.HISTOGRAM_EDGES) - 1 and sum(counts) > 0, dtype
         if dtype == "float32":  # one rounding of float32 work: most elements far below 1e-3
             assert sum(counts[:9]) > sum(counts[9:])
-    data = report.as_json([result], {"source": "torch"}, [], [], [])
+    data = report.as_json([result], {"source": "torch"}, baseline.Judgement(), {}, {})
     drawn = report.error_pictures(data, tmp_path)
     assert [p.name for p in drawn] == [f"{result.op}-errors.png"] and drawn[0].stat().st_size > 1000
 

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 import fakecann
+from aclnngen.codegen.commands.jsonout import EXIT_NO_CANN
 from aclnngen.codegen.errors import GenerateError
 from aclnngen.codegen.generate import render_sim_ops
 from aclnngen.runtime import ffi as ffimod
@@ -272,12 +273,12 @@ def test_forced_cann_without_an_install_is_a_backend_error(tmp_path):
         """,
         fakecann.scenario_env(ASCEND_HOME_PATH=str(nowhere), ACLNNGEN_BACKEND="cann"),
     )
-    assert got["raised"] == "BackendError"
+    assert got["raised"] == "CannNotFoundError"  # a BackendError: every command exits with EXIT_NO_CANN for it
     assert "CANN was not found" in got["text"] and "ACLNNGEN_BACKEND=sim" in got["text"]
     assert str(nowhere / "lib64" / "libascendcl.so") in got["searched"]
     assert "libacl_rt.so (dynamic loader search)" in got["searched"]
     proc = fakecann.run_cli("info", env=fakecann.scenario_env(ASCEND_HOME_PATH=str(nowhere), ACLNNGEN_BACKEND="cann"))
-    assert proc.returncode == 1 and "CANN was not found" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == EXIT_NO_CANN and "CANN was not found" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_the_cann_backend_never_installs_simulator_hooks(fake_cann_homes):

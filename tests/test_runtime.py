@@ -18,6 +18,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from aclnngen.codegen.commands.jsonout import EXIT_NO_CANN
 from aclnngen.generated import OPS
 from aclnngen.generated.abi import DTYPES, LIBRARIES
 from aclnngen.runtime import arrays, backend as backend_mod, products, session
@@ -784,7 +785,7 @@ def test_info_command():
     proc = _cli("info", env={"ACLNNGEN_SIM_SOC": "Ascend999X"})
     assert proc.returncode == 1 and "unknown" in proc.stdout and "Ascend999X" in proc.stdout
     proc = _cli("info", env={"ACLNNGEN_BACKEND": "cann", "ASCEND_HOME_PATH": "/nonexistent/cann"})
-    assert proc.returncode == 1
+    assert proc.returncode == EXIT_NO_CANN
     assert "CANN was not found" in proc.stderr and "/nonexistent/cann/lib64/libascendcl.so" in proc.stderr
     assert "ACLNNGEN_BACKEND=sim" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -1,9 +1,12 @@
 """`aclnngen audit`: does each op's page say what the library does? (docs/audit.md)
 
-Runs the audit package's checks for every op (or --ops) on one source of behaviour, writes the
-Markdown report, the JSON and the pictures into --out, and exits 1 when a finding is neither in the
-baseline nor accepted beyond its expiry date. `--repro ID` prints the reproducer of a finding of
-the last report in --out.
+Runs the audit package's checks for every op (or --ops) on one source of behaviour, folds the
+findings of one cause on several families into one, marks those a spec's `defects` entry explains
+as recorded, writes the Markdown report, the JSON and the pictures into --out, and exits 1 when a
+finding is new (neither recorded nor in the baseline) or accepted beyond its expiry date.
+`--write-baseline FILE` writes those findings as a baseline for a person to complete. `--repro ID`
+prints the reproducer of a finding of the report in --out (default: the newest report written).
+A failure before the verdict is one line on stderr (and the JSON failure shape under --json).
 """
 
 from __future__ import annotations
@@ -12,7 +15,20 @@ import argparse
 import datetime
 import json
 import sys
+import time
 from pathlib import Path
+
+
+DEFAULT_OUT = Path("audit-report")
+LAST_REPORT = "audit/last-report"  # under the cache folder: where the newest report went
+
+
+class AuditFailure(Exception):
+    """A failure before the audit's verdict: one line, the JSON failure shape under --json."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,9 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the simulator's behaviour profile for --source sim (default: vendor; 'spec' checks the spec against itself)")
     parser.add_argument("--ops", nargs="+", metavar="OP", help="only these ops (snake_case or aclnn name)")
     parser.add_argument("--family", help="only this product family (library checks)")
-    parser.add_argument("--out", type=Path, default=Path("audit-report"), help="where the report goes (default: audit-report/)")
+    parser.add_argument("--out", type=Path, help=f"where the report goes (default: {DEFAULT_OUT}/)")
     parser.add_argument("--baseline", type=Path, help="accepted findings (YAML list of {id, reason, expires})")
-    parser.add_argument("--repro", metavar="ID", help="print the reproducer of finding ID from the report in --out, and exit")
+    parser.add_argument("--write-baseline", type=Path, metavar="FILE",
+                        help="write the findings that gate (and the accepted ones) as a baseline, with a reason and an "
+                             "expiry placeholder a person fills")
+    parser.add_argument("--repro", metavar="ID",
+                        help="print the reproducer of finding ID from the report in --out (default: the newest report written), and exit")
     parser.add_argument("--no-pictures", action="store_true", help="skip the PNG pictures")
     parser.add_argument("--jobs", type=_jobs, default=1, metavar="N", help="audit N ops at once, each in its own process (default 1)")
     parser.add_argument("--page", type=Path, action="append", default=[], metavar="PAGE",
@@ -40,88 +60,166 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except AuditFailure as exc:
+        if args.json:
+            from .jsonout import failure
+
+            failure("audit", str(exc))
+        print(f"aclnngen audit: {exc}", file=sys.stderr)
+        return exc.code
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.repro:
-        return _repro(args.out, args.repro)
+        return _repro(args.out, args.repro, args.json)
+    out = args.out or DEFAULT_OUT
     if args.save_profile and args.source == "torch":
-        print("aclnngen audit: --save-profile records what a library accepts; --source torch runs no library (use cann or sim)",
-              file=sys.stderr)
-        return 2
+        raise AuditFailure("--save-profile records what a library accepts; --source torch runs no library (use cann or sim)")
     if args.source == "torch":
         try:
             import torch  # noqa: F401  (the oracle)
         except ImportError:
-            print("aclnngen audit --source torch needs PyTorch: pip install 'aclnngen[audit]'", file=sys.stderr)
-            return 2
+            raise AuditFailure("--source torch needs PyTorch: pip install 'aclnngen[audit]'") from None
     from aclnngen import __version__
-    from aclnngen.audit import baseline, checks, report
+    from aclnngen.audit import baseline, checks, findings, report
     from aclnngen.runtime import session
 
     from .run import _ops
 
+    accepted = _baseline(args, baseline)
     selected = _ops(args.ops)
     if args.source == "cann":
+        from aclnngen.runtime.backend import cann_not_found
+        from aclnngen.runtime.errors import CannNotFoundError
+
         try:
             backend = session.init("cann")
-        except Exception as exc:  # no CANN: one line, not a traceback
-            print(f"aclnngen audit --source cann: no CANN here ({type(exc).__name__}: {exc})", file=sys.stderr)
-            return 2
+        except CannNotFoundError as exc:  # the same exit code as every command; what works for audit instead
+            raise cann_not_found(exc.searched, instead="to audit without an NPU, use --source sim (the simulator) "
+                                                       "or --source torch (numerics)") from None
         family = backend.family()
     else:
         family = args.family
-    record = {"source": args.source, "profile": args.profile if args.source == "sim" else "-",
+    record = {"source": args.source, "profile": args.profile if args.source == "sim" else "- (no simulator)",
               "family": family or "every family of each op", "aclnngen": __version__,
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     if args.source == "cann":
         record.update(soc=backend.soc_name(), cann=backend.version() or "unknown", libraries=", ".join(map(str, getattr(backend, "paths", []) or [])))
-    progress = sys.stderr.isatty() and not args.json
     jobs = [(snake, args.source, args.profile if args.source == "sim" else None, family) for snake in selected]
     audits = []
+    started = time.monotonic()
     for index, result in enumerate(_audits(jobs, args.jobs if args.source != "cann" else 1), 1):
-        if progress:
-            print(f"\r[{index}/{len(selected)}] {result.op:<40}", end="", file=sys.stderr, flush=True)
+        # progress on stderr, always (stdout holds only the summary or the JSON)
+        print(f"audit: op {index}/{len(selected)} {result.op}: {result.checked} claims checked, "
+              f"{len(result.findings)} observations ({time.monotonic() - started:.1f} s)", file=sys.stderr, flush=True)
         audits.append(result)
-    if progress:
-        print(file=sys.stderr)
     for page in args.page:
         problem = _page_check(page, args.release, selected, audits)
         if problem:
-            print(f"aclnngen audit: {problem}", file=sys.stderr)
-            return 2
+            raise AuditFailure(problem)
     if args.headers is not None:
         if not args.headers.is_dir():
-            print(f"aclnngen audit: --headers {args.headers} is not a folder", file=sys.stderr)
-            return 2
+            raise AuditFailure(f"--headers {args.headers} is not a folder")
         _header_check(args.headers, selected, audits)
     if args.save_profile:
         problem = _save_profile(args, selected, audits, record)
         if problem:
-            print(f"aclnngen audit: {problem}", file=sys.stderr)
-            return 2
+            raise AuditFailure(problem)
+    # one finding per cause, the families listed; a finding a spec's defects entry explains is recorded
+    recorded: dict[str, dict] = {}
+    for snake, audit in zip(selected, audits):
+        audit.findings = findings.by_cause(audit.findings)
+        recorded.update(checks.explanations(audit.findings, checks.spec_defects(snake), audit.release))
+    _describe_run(record, audits, args.source)
     ids = [f.id for a in audits for f in a.findings]
-    try:
-        accepted = baseline.load(args.baseline)
-    except baseline.BaselineError as exc:
-        print(f"aclnngen audit: {exc}", file=sys.stderr)
-        return 2
-    new, ok, stale = baseline.judge(ids, accepted, datetime.date.today())
-    data = report.as_json(audits, record, new, ok, stale)
-    written = report.write(data, args.out)
+    judgement = baseline.judge(ids, accepted, datetime.date.today(), recorded=recorded)
+    data = report.as_json(audits, record, judgement, recorded, accepted, None if args.out is None else out)
+    written = report.write(data, out)
+    _remember(out)
     if not args.no_pictures:
         try:
-            written += report.pictures(data, args.out) + report.error_pictures(data, args.out)
+            written += report.pictures(data, out) + report.error_pictures(data, out)
         except ImportError:
             print("aclnngen audit: pictures need matplotlib: pip install 'aclnngen[audit]'", file=sys.stderr)
-    for entry in stale:
+    for entry in judgement.stale:
         print(f"warning: baseline entry {entry} matches no finding", file=sys.stderr)
+    for entry in judgement.expired:
+        print(f"warning: baseline entry {entry} expired on {accepted[entry].expires.isoformat()}: it gates like a new finding",
+              file=sys.stderr)
+    if args.write_baseline is not None:
+        try:
+            args.write_baseline.write_text(baseline.dump([f for op in data["ops"] for f in op["findings"]], accepted, judgement),
+                                           encoding="utf-8")
+        except OSError as exc:
+            raise AuditFailure(f"--write-baseline {args.write_baseline}: cannot write it ({exc.strerror or exc})") from None
+        waiting = len(judgement.new) + len(judgement.expired)
+        print(f"baseline: {args.write_baseline} ({waiting} entr{'y' if waiting == 1 else 'ies'} to fill in: "
+              f"reason and expires; then pass --baseline {args.write_baseline})", file=sys.stderr)
     if args.json:
         from .jsonout import emit
 
-        emit({"command": "audit", "ok": not new, "out": str(args.out), "checked": data["coverage"]["checked"],
-              "new": new, "accepted": ok, "stale_baseline": stale})
+        emit({"command": "audit", "ok": not judgement.gates, "out": str(out), "checked": data["coverage"]["checked"],
+              "new": judgement.new, "recorded": judgement.recorded, "accepted": judgement.accepted,
+              "expired": judgement.expired, "stale_baseline": judgement.stale, "run": record,
+              "repro_command": data["repro_command"]})
     else:
-        print(f"claims checked: {data['coverage']['checked']}; findings: {len(new)} new, {len(ok)} accepted; "
-              f"report: {args.out / 'audit.md'}")
-    return 1 if new else 0
+        print(f"claims checked: {data['coverage']['checked']}; findings: {report.summary(data)}; "
+              f"report: {out / 'audit.md'}")
+    return 1 if judgement.gates else 0
+
+
+def _baseline(args: argparse.Namespace, baseline) -> dict:
+    """The accepted findings of --baseline; a --write-baseline target that does not exist yet is
+    an empty baseline."""
+    if args.baseline is None:
+        return {}
+    if args.write_baseline is not None and not args.baseline.exists() and args.baseline.resolve() == args.write_baseline.resolve():
+        return {}
+    try:
+        return baseline.load(args.baseline)
+    except baseline.BaselineError as exc:
+        raise AuditFailure(str(exc)) from None
+
+
+def _describe_run(record: dict, audits: list, source: str) -> None:
+    """The CANN release(s) and the SoC(s) audited, in the run record."""
+    releases = sorted({a.release for a in audits if a.release})
+    socs = {}
+    for a in audits:
+        socs.update(a.socs)
+    if source == "cann":
+        record["cann"] = f"{record['cann']} (installed); the specs' facts at " + ", ".join(releases)
+        return
+    record["cann"] = (releases[0] if len(releases) == 1 else ", ".join(releases) + " (each op at its newest release)") \
+        if releases else "-"
+    if source == "sim":
+        record["soc"] = ", ".join(f"{fam}: {soc}" for fam, soc in socs.items()) + " (simulated)" if socs else "-"
+    else:
+        record["soc"] = "- (PyTorch on the CPU)"
+
+
+def _remember(out: Path) -> None:
+    """Record where the newest report went, so `--repro ID` finds it without --out. Only saves
+    typing: a cache that cannot be written is ignored."""
+    from aclnngen.cachedir import cache_root
+
+    try:
+        path = cache_root() / LAST_REPORT
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(str(out.resolve()) + "\n", encoding="utf-8")
+    except OSError:
+        pass
+
+
+def _last_report() -> Path | None:
+    from aclnngen.cachedir import cache_root
+
+    try:
+        return Path((cache_root() / LAST_REPORT).read_text(encoding="utf-8").strip())
+    except OSError:
+        return None
 
 
 def _save_profile(args: argparse.Namespace, selected: list[str], audits: list, record: dict) -> str | None:
@@ -238,19 +336,28 @@ def _page_check(page: Path, release: str | None, selected: list[str], audits: li
     return None
 
 
-def _repro(out: Path, finding: str) -> int:
-    path = out / "audit.json"
-    if not path.exists():
-        print(f"aclnngen audit --repro: no report at {path}; run the audit with --out {out} first", file=sys.stderr)
-        return 2
-    data = json.loads(path.read_text(encoding="utf-8"))
-    for op in data["ops"]:
-        for f in op["findings"]:
-            if f["id"] == finding:
-                if not f["repro"]:
-                    print(f"# {finding}: recorded by the spec itself ({f['observed']})")
-                else:
-                    print(f["repro"], end="")
-                return 0
-    print(f"aclnngen audit --repro: no finding {finding!r} in {path}", file=sys.stderr)
-    return 2
+def _repro(out: Path | None, finding: str, as_json: bool) -> int:
+    """The reproducer of `finding` from the report in `out`; without --out, from audit-report/ or
+    the newest report written."""
+    places = [out] if out is not None else list(dict.fromkeys(p for p in (DEFAULT_OUT, _last_report()) if p is not None))
+    reports = [p / "audit.json" for p in places if (p / "audit.json").exists()]
+    if not reports:
+        raise AuditFailure(f"--repro: no report at {' or '.join(str(p / 'audit.json') for p in places)}; "
+                           "run the audit first (with --out DIR, then pass the same --out)")
+    for path in reports:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise AuditFailure(f"--repro: {path} is not a report ({exc})") from None
+        for op in data.get("ops", []):
+            for f in op.get("findings", []):
+                if f["id"] == finding:
+                    text = f["repro"] or f"# {finding}: recorded by the spec itself ({f['observed']})\n"
+                    if as_json:
+                        from .jsonout import emit
+
+                        emit({"command": "audit", "ok": True, "id": finding, "report": str(path), "repro": text})
+                    else:
+                        print(text, end="")
+                    return 0
+    raise AuditFailure(f"--repro: no finding {finding!r} in {', '.join(map(str, reports))}")
