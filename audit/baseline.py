@@ -14,12 +14,18 @@ refuses a file that still holds one, naming the entry.
 from __future__ import annotations
 
 import datetime
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import yaml
 
+from aclnngen.codegen.errors import SpecError
+from aclnngen.codegen.yamlio import check_events
+from aclnngen.files import FileError, read_text
+
+MAX_BASELINE_BYTES = 16 << 20
 PLACEHOLDER_REASON = "TODO: say why this finding is accepted"
 PLACEHOLDER_EXPIRES = "YYYY-MM-DD"
 
@@ -63,18 +69,24 @@ class Judgement:
 def load(path: Path | None) -> dict[str, Accepted]:
     if path is None:
         return {}
-    if not path.exists():
+    if not os.path.lexists(path):
         raise BaselineError(f"{path}: no such baseline file (write one with --write-baseline {path})")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-    except yaml.YAMLError as exc:
-        raise BaselineError(f"{path}: not YAML: {exc}") from None
+    try:  # a bounded regular file (a FIFO is refused unread), no anchors or aliases (no YAML bomb)
+        text = read_text(path, what="baseline", limit=MAX_BASELINE_BYTES)
+        check_events(text, path, "baselines")
+        data = yaml.safe_load(text) or []
+    except FileError as exc:
+        raise BaselineError(str(exc)) from None
+    except SpecError as exc:
+        raise BaselineError("; ".join(str(p) for p in exc.problems)) from None
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: a date YAML reads but the calendar lacks
+        raise BaselineError(f"{path}: not a baseline YAML file: {' '.join(str(exc).split())}") from None
     if not isinstance(data, list):
         raise BaselineError(f"{path}: a baseline is a list of {{id, reason, expires}} entries")
     found: dict[str, Accepted] = {}
     for index, entry in enumerate(data):
         if not isinstance(entry, dict) or set(entry) != {"id", "reason", "expires"}:
-            raise BaselineError(f"{path}: entry {index} needs exactly id, reason and expires, found {entry!r}")
+            raise BaselineError(f"{path}: entry {index} needs exactly id, reason and expires, found {str(entry)[:200]}")
         where = f"{path}: entry {index} ({entry['id']})"
         if str(entry["reason"]).strip() == PLACEHOLDER_REASON:
             raise BaselineError(f"{where}: the reason is still the placeholder --write-baseline wrote; "
@@ -83,6 +95,8 @@ def load(path: Path | None) -> dict[str, Accepted]:
         if str(expires).strip() == PLACEHOLDER_EXPIRES:
             raise BaselineError(f"{where}: expires is still the placeholder {PLACEHOLDER_EXPIRES}; "
                                 "give the date the acceptance ends")
+        if isinstance(expires, datetime.datetime):
+            raise BaselineError(f"{where}: expires {expires} has a time of day; give a date, YYYY-MM-DD")
         if isinstance(expires, str):
             try:
                 expires = datetime.date.fromisoformat(expires)

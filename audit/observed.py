@@ -12,12 +12,16 @@ merges into it (its families replaced, the others kept); a file a person wrote i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
+from aclnngen.codegen.errors import SpecError
 from aclnngen.codegen.importer.writer import block_yaml
+from aclnngen.codegen.yamlio import check_events
+from aclnngen.files import FileError, locked, read_text, write_atomic
 
 from .checks import condition_text
 
@@ -112,16 +116,20 @@ def write(profile: Mapping, profiles_dir: Path, name: str, snake: str, *, source
     if not name.replace("_", "").replace("-", "").isalnum() or name == "spec":
         raise SaveProfileError(f"--save-profile {name!r}: a profile name is letters, digits, '-' and '_', and not 'spec'")
     target = Path(profiles_dir) / name / str(profile["cann_version"]) / f"{snake}.yaml"
-    data = dict(profile)
-    if target.exists():
-        text = target.read_text(encoding="utf-8", errors="replace")
-        if not text.startswith(MARK):
-            raise SaveProfileError(f"{target} exists and was not written by --save-profile; save under another name")
-        data = merge(yaml.safe_load(text) or {}, profile)
-    body = block_yaml(data)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(HEADER.format(source=source, where=where) + body, encoding="utf-8")
-    except OSError as exc:
+        # one save at a time per profile file (a read-merge-write), written atomically
+        with locked(target, what="profile"):
+            data = dict(profile)
+            if os.path.lexists(target):
+                text = read_text(target, what="profile")
+                if not text.startswith(MARK):
+                    raise SaveProfileError(f"{target} exists and was not written by --save-profile; save under another name")
+                check_events(text, target, "profiles")
+                data = merge(yaml.safe_load(text) or {}, profile)
+            write_atomic(target, HEADER.format(source=source, where=where) + block_yaml(data), what="profile")
+    except (FileError, OSError) as exc:
         raise SaveProfileError(f"{target}: cannot write the profile ({exc.strerror or exc})") from None
+    except SpecError as exc:
+        raise SaveProfileError("; ".join(str(p) for p in exc.problems)) from None
     return target

@@ -8,6 +8,8 @@ from pathlib import Path
 import shlex
 from typing import Mapping, Sequence
 
+from aclnngen.files import locked, write_atomic
+
 from .baseline import Accepted, Judgement
 from .checks import HISTOGRAM_EDGES, OpAudit
 from .findings import GROUPS
@@ -206,7 +208,9 @@ def error_pictures(data: dict, out: Path) -> list[Path]:
 
 
 def write(data: dict, out: Path) -> list[Path]:
+    """audit.json, then audit.md, each atomically, under the report folder's lock."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "audit.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    (out / "audit.md").write_text(markdown(data), encoding="utf-8")
+    with locked(out, what="report folder"):
+        write_atomic(out / "audit.json", json.dumps(data, indent=1, sort_keys=True) + "\n", what="report")
+        write_atomic(out / "audit.md", markdown(data), what="report")
     return [out / "audit.md", out / "audit.json"]

@@ -89,7 +89,7 @@ def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
-def check_events(text: str, path: str | Path) -> None:
+def check_events(text: str, path: str | Path, what: str = "specs") -> None:
     """No anchors or aliases (a small file must not expand into a huge one) and no nesting deeper
     than MAX_DEPTH, found from the parser's events before anything is built."""
     depth = 0
@@ -99,7 +99,7 @@ def check_events(text: str, path: str | Path) -> None:
             event = loader.get_event()
             line = event.start_mark.line + 1 if event.start_mark is not None else 1
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-                raise SpecError(Problem(str(path), line, "YAML anchors and aliases (& and *) are not allowed in specs; write the value out"))
+                raise SpecError(Problem(str(path), line, f"YAML anchors and aliases (& and *) are not allowed in {what}; write the value out"))
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -72,9 +73,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.repro:
+    if args.repro is not None:
+        if not args.repro.strip():
+            raise AuditFailure("--repro: give the id of a finding (the report lists them)", code=2)
         return _repro(args.out, args.repro, args.json)
     out = args.out or DEFAULT_OUT
+    if os.path.lexists(out) and not out.is_dir():  # found before the audit runs, not after
+        raise AuditFailure(f"--out {out}: exists and is not a folder; name a folder for the report", code=2)
     if args.save_profile and args.source == "torch":
         raise AuditFailure("--save-profile records what a library accepts; --source torch runs no library (use cann or sim)")
     if args.source == "torch":
@@ -205,10 +210,12 @@ def _remember(out: Path) -> None:
     typing: a cache that cannot be written is ignored."""
     from aclnngen.cachedir import cache_root
 
+    from aclnngen.files import write_atomic
+
     try:
         path = cache_root() / LAST_REPORT
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(str(out.resolve()) + "\n", encoding="utf-8")
+        write_atomic(path, str(out.resolve()) + "\n", what="cache record")
     except OSError:
         pass
 
@@ -216,9 +223,11 @@ def _remember(out: Path) -> None:
 def _last_report() -> Path | None:
     from aclnngen.cachedir import cache_root
 
-    try:
-        return Path((cache_root() / LAST_REPORT).read_text(encoding="utf-8").strip())
-    except OSError:
+    from aclnngen.files import read_text
+
+    try:  # a record of a path, no more: bounded, and a FIFO or device there is ignored
+        return Path(read_text(cache_root() / LAST_REPORT, what="cache record", limit=4096).strip())
+    except (OSError, ValueError):
         return None
 
 
@@ -344,20 +353,22 @@ def _repro(out: Path | None, finding: str, as_json: bool) -> int:
     if not reports:
         raise AuditFailure(f"--repro: no report at {' or '.join(str(p / 'audit.json') for p in places)}; "
                            "run the audit first (with --out DIR, then pass the same --out)")
+    from aclnngen.files import read_text
+
     for path in reports:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise AuditFailure(f"--repro: {path} is not a report ({exc})") from None
-        for op in data.get("ops", []):
-            for f in op.get("findings", []):
-                if f["id"] == finding:
-                    text = f["repro"] or f"# {finding}: recorded by the spec itself ({f['observed']})\n"
-                    if as_json:
-                        from .jsonout import emit
+            data = json.loads(read_text(path, what="report"))
+            found = [f for op in data["ops"] for f in op["findings"] if f["id"] == finding]
+            text = (found[0]["repro"] or f"# {finding}: recorded by the spec itself ({found[0]['observed']})\n") if found else None
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            raise AuditFailure(f"--repro: {path} is not a report aclnngen wrote ({type(exc).__name__}: {exc}); "
+                               "run the audit again to rewrite it") from None
+        if isinstance(text, str):
+            if as_json:
+                from .jsonout import emit
 
-                        emit({"command": "audit", "ok": True, "id": finding, "report": str(path), "repro": text})
-                    else:
-                        print(text, end="")
-                    return 0
+                emit({"command": "audit", "ok": True, "id": finding, "report": str(path), "repro": text})
+            else:
+                print(text, end="")
+            return 0
     raise AuditFailure(f"--repro: no finding {finding!r} in {', '.join(map(str, reports))}")
