@@ -339,7 +339,11 @@ def _render_batch(specs_dir: Path, layout: Layout, products: ProductTable, relea
             from dataclasses import replace
 
             from .atrelease import at_release
+            from .releases import covers
 
+            if not covers(ls.spec, release):  # described only at later releases: left out, never extrapolated
+                renders.append(None)
+                continue
             ls = replace(ls, spec=at_release(ls.spec, release, products.ids))
         renders.append(_render_op(specs_dir, layout, ls, products))
     return renders, problems

@@ -15,7 +15,7 @@ from pathlib import Path
 from aclnngen.runtime import ffi as ffimod
 from aclnngen.runtime.backend import Backend, RuntimeApi
 from aclnngen.runtime.errors import AclRuntimeError, BackendError
-from aclnngen.runtime.releases import as_release, simulator_spelling  # CANN's 9.0.0-beta.1 is the specs' 9.0.RC1.alpha001
+from aclnngen.runtime.versions import as_release, simulator_spelling  # CANN's 9.0.0-beta.1 is the specs' 9.0.RC1.alpha001
 
 from . import kernels as simkernels
 from .build import SimulatorBuildError, build_simulator
