@@ -339,7 +339,11 @@ def _render_batch(specs_dir: Path, layout: Layout, products: ProductTable, relea
             from dataclasses import replace
 
             from .atrelease import at_release
+            from .releases import covers
 
+            if not covers(ls.spec, release):  # described only at later releases: left out, never extrapolated
+                renders.append(None)
+                continue
             ls = replace(ls, spec=at_release(ls.spec, release, products.ids))
         renders.append(_render_op(specs_dir, layout, ls, products))
     return renders, problems
@@ -352,7 +356,16 @@ def _record(spec: OpSpec, products: ProductTable) -> dict:
     from .docs import support_row
 
     return {"snake": spec.snake_name, "name": spec.name, "summary": spec.summary, "sim": _sim_entry(spec),
-            "support": support_row(spec, products), "changes": op_changes(spec)}
+            "support": support_row(spec, products), "changes": op_changes(spec), "newest": _newest_release(spec)}
+
+
+def _newest_release(spec: OpSpec) -> str:
+    """The newest release the spec describes (its page's, or a since/until boundary)."""
+    from aclnngen.runtime.versions import CannVersion
+
+    from .releases import described
+
+    return max(described(spec), key=CannVersion)
 
 
 def _render_op(specs_dir: Path, layout: Layout, ls: LoadedSpec, products: ProductTable) -> OpRender:
@@ -468,7 +481,7 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
             ops=ops,
         ),
     )
-    p.add(f"{layout.package_dir}/c/sim_ops.c", _render_sim_entries([r["sim"] for r in records]))
+    p.add(f"{layout.package_dir}/c/sim_ops.c", _render_sim_entries([r["sim"] for r in records], [r["newest"] for r in records]))
     changes_path = layout.changes_doc or f"{layout.docs_dir}/changes-by-release.md"
     p.add(changes_path, render.render("changes.md.j2", header=_header("change log", "specs/ops/", "changes.md.j2"),
                                       log=merge_entries([r["changes"] for r in records]),
@@ -476,12 +489,17 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
 
 
 def _render_sim_ops(specs: list[OpSpec]) -> str:
-    return _render_sim_entries([_sim_entry(spec) for spec in specs])
+    return _render_sim_entries([_sim_entry(spec) for spec in specs], [_newest_release(spec) for spec in specs])
 
 
-def _render_sim_entries(entries: list[str]) -> str:
-    """sim_ops.c from each op's entry points (`_sim_entry`)."""
-    return render.render("sim_ops.c.j2", header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"), entries=entries)
+def _render_sim_entries(entries: list[str], newest: list[str]) -> str:
+    """sim_ops.c from each op's entry points (`_sim_entry`); the simulator reports the newest
+    release the ops' specs describe (`newest`, one per op) until told otherwise."""
+    from aclnngen.runtime.versions import CannVersion, simulator_spelling
+
+    release = simulator_spelling(max(newest, key=CannVersion)) if newest else "8.5.0"
+    return render.render("sim_ops.c.j2", header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"),
+                         entries=entries, release=release)
 
 
 def _sim_entry(spec: OpSpec) -> str:

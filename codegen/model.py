@@ -24,7 +24,7 @@ from . import names
 from .consistency import STATUS_CODES, check_op, rule_params  # defined there, exported here too
 from .errors import FieldProblem
 from aclnngen.runtime.shapes import ALL_DTYPES
-from aclnngen.runtime.versions import VERSION_HELP, holds_at, is_version
+from aclnngen.runtime.versions import RELEASE_PATTERN, VERSION_HELP, as_release, holds_at
 
 C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SNAKE_CASE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -56,9 +56,11 @@ def _python_name(value: str) -> str:
 
 
 def _version(value: str) -> str:
-    if not is_version(value):
+    """Either spelling of a release (runtime/versions.py); kept in the internal spelling."""
+    release = as_release(value)
+    if release is None:
         raise ValueError(f"{value!r} is not {VERSION_HELP}")
-    return value
+    return release
 
 
 def _dtype(value: str) -> str:
@@ -91,7 +93,7 @@ ParameterPythonName = Annotated[
 Version = Annotated[
     str,
     AfterValidator(_version),
-    WithJsonSchema({"type": "string", "pattern": r"^\d+\.\d+\.(RC\d+|\d+)(\.alpha\d+)?$"}),
+    WithJsonSchema({"type": "string", "pattern": RELEASE_PATTERN}),
 ]
 DType = Annotated[str, AfterValidator(_dtype), WithJsonSchema({"type": "string", "enum": list(DTYPES)})]
 Status = Literal[161001, 161002]

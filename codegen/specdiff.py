@@ -9,10 +9,11 @@ hold at `release`, `diff(old, new)` lists the changes."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from aclnngen.runtime.versions import holds_at, is_version
+from aclnngen.runtime.releases import known_releases
+from aclnngen.runtime.versions import holds_at, is_version, vendor_tag
 
 from .cdecl import PrototypeError, parse_prototype
 
@@ -27,9 +28,10 @@ class Change:
     where: str  # the parameter or family it is about
     message: str
     family: str = ""  # the product family a product or dtype change is about
+    at: tuple[str, ...] = ()  # `diff OLD NEW`: the releases (vendor tags) it shows at, when not at all of them
 
     def __str__(self) -> str:
-        return f"{self.kind:10} {self.what:9} {self.message}"
+        return f"{self.kind:10} {self.what:9} {self.message}" + (f" (at {', '.join(self.at)})" if self.at else "")
 
 
 @dataclass
@@ -142,6 +144,22 @@ def diff(old: View, new: View) -> list[Change]:
         if old.docs[key] != new.docs.get(key):
             out.append(Change(COMPATIBLE, "doc", key, f"{key} text changed"))
     return out
+
+
+def diff_files(old: dict, new: dict) -> list[Change]:
+    """Every change between two specs' data, the versioned facts included: the two are compared at
+    each release either describes (its own and every since/until boundary), so a fact that appears
+    or ends at a release shows, classified as `diff SPEC --at A --at B` classifies it. A change seen
+    at only some of those releases names them (`at`); without any release, the facts as written."""
+    releases = sorted(set(known_releases({"cann_version": None, **old})) | set(known_releases({"cann_version": None, **new})))
+    if not releases:
+        return diff(view(old), view(new))
+    seen: dict[Change, list[str]] = {}
+    for release in releases:
+        for change in diff(view(old, release.text), view(new, release.text)):
+            seen.setdefault(change, []).append(release.text)
+    return [change if len(at) == len(releases) else replace(change, at=tuple(vendor_tag(r) for r in at))
+            for change, at in seen.items()]
 
 
 def rule_text(rule: str) -> str:

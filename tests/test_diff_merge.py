@@ -17,6 +17,7 @@ from aclnngen.codegen.importer.merge import dump_round_trip, load_round_trip
 from aclnngen.codegen.importer.pages import read_page
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, spec_paths
 from aclnngen.codegen.specdiff import BREAKING, COMPATIBLE, diff, view
+from aclnngen.runtime.versions import vendor_tag
 
 PAGES = Path(__file__).resolve().parent / "data" / "pages"
 CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
@@ -213,7 +214,7 @@ def test_every_product_gained_shows_in_diff_and_in_the_change_log(path, symbol, 
     result = subprocess.run([*CLI, "diff", str(path), "--at", before, "--at", since], capture_output=True, text=True, timeout=120)
     assert f"compatible product   {family} supported" in result.stdout, result.stdout
     log = (DEFAULT_SPECS_DIR.parent / "docs" / "changes.md").read_text()
-    section = log.split(f"\n## {since}\n", 1)[1].split("\n## ", 1)[0]
+    section = log.split(f"\n## {vendor_tag(since)}\n", 1)[1].split("\n## ", 1)[0]
     op_part = section.split(f"[{symbol}]", 1)[1].split("\n### ", 1)[0]
     assert f"**compatible** (product): {family} supported" in op_part
 
@@ -236,7 +237,7 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
         "from aclnngen.runtime import session\n"
         "from aclnngen.verify import cases\n"
         "from aclnngen.runtime.errors import AclnnValidationError\n"
-        "from aclnngen.runtime.releases import simulator_spelling\n"
+        "from aclnngen.runtime.versions import simulator_spelling\n"
         "pkg, snake, family, release = sys.argv[1:5]\n"
         "meta = importlib.import_module(f'{pkg}.meta.{snake}').META\n"
         "binding = getattr(importlib.import_module(f'{pkg}.ops.{snake}'), snake)\n"

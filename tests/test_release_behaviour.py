@@ -18,8 +18,8 @@ from aclnngen.runtime import session
 from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.products import soc_for_family
-from aclnngen.runtime.releases import CannReleaseWarning, _warned, as_release, check_release, known_releases, simulator_spelling
-from aclnngen.runtime.versions import CannVersion, holds_at
+from aclnngen.runtime.releases import CannReleaseWarning, _warned, check_release, known_releases
+from aclnngen.runtime.versions import CannVersion, as_release, holds_at, simulator_spelling, vendor_tag
 from simtools import no_leaks_around
 
 SPECS = [ls.spec for ls in load_all()]
@@ -103,29 +103,43 @@ def test_vendor_version_strings_map_to_release_spellings():
     assert as_release("8.5.0") == "8.5.0" and as_release("not a version") is None
 
 
-def test_a_release_outside_the_spec_warns_once_per_op_naming_the_nearest(monkeypatch):
+def test_a_release_before_the_spec_warns_once_per_op_saying_what_to_do(monkeypatch):
     meta = {"name": "DemoOp", "cann_version": "8.0.0", "products": [{"family": "a2", "since": "8.5.0"}]}
     monkeypatch.setattr("aclnngen.runtime.releases._warned", set())
-    assert check_release(meta, "8.1.RC1") is None  # inside 8.0.0 .. 8.5.0
-    with pytest.warns(CannReleaseWarning, match=r"CANN 9\.0\.0 is outside .*nearest known release is 8\.5\.0"):
-        check_release(meta, "9.0.0")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert check_release(meta, "9.1.0") is None  # once per op
-    with pytest.warns(CannReleaseWarning, match="nearest known release is 8.0.0"):
-        check_release({**meta, "name": "OtherOp"}, "7.0.0")
+        assert check_release(meta, "8.1.RC1") is None  # inside 8.0.0 .. 8.5.0
+        assert check_release(meta, "9.0.0") is None  # newer than the spec: its newest facts, no warning
+        assert check_release(meta, "v9.2.0-beta.1") is None
+    with pytest.warns(CannReleaseWarning, match=r"CANN v7\.0\.0 precedes .*oldest is v8\.0\.0.*Install CANN v8\.0\.0 or newer"):
+        check_release(meta, "7.0.0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_release(meta, "7.1.0") is None  # once per op
+    with pytest.warns(CannReleaseWarning, match="ACLNNGEN_SIM_CANN=v8.0.0"):
+        check_release({**meta, "name": "OtherOp"}, "v7.0.0")
 
 
-def test_the_binding_warns_when_the_installed_release_is_newer_than_its_spec():
+def test_the_binding_warns_once_when_the_installed_release_precedes_its_spec_and_never_when_newer():
     spec = SPECS[0]
     meta = importlib.import_module(f"aclnngen.generated.meta.{spec.snake_name}").META
-    newest = known_releases(meta)[-1]
+    oldest, newest = known_releases(meta)[0], known_releases(meta)[-1]
     later = f"{int(str(newest).split('.')[0]) + 1}.0.0"
+    earlier = f"{int(str(oldest).split('.')[0]) - 1}.0.0"
     family = next(p.family for p in spec.products if p.supported and p.since is None)
-    dtype = _family_dtype(meta, family, str(newest))
-    values = dict(cases.make_values(meta, "contiguous", dtype, version=str(newest)))
+    dtype = _family_dtype(meta, family, str(oldest))
+    values = dict(cases.make_values(meta, "contiguous", dtype, version=str(oldest)))
+    args = [values.get(p["name"]) for p in meta["params"]]
     _warned.discard(meta["name"])
-    fresh = bind(meta)  # a binding caches the release it validated against: a new one has not seen `later`
+    fresh = bind(meta)  # a binding caches the release it validated against: a new one has not seen them
     with no_leaks_around(), session.simulated(soc=soc_for_family(family), version=later):
-        with pytest.warns(CannReleaseWarning, match=f"nearest known release is {newest}"):
-            fresh(*[values.get(p["name"]) for p in meta["params"]])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fresh(*args)  # newer than the spec: its newest facts, silently
+    with no_leaks_around(), session.simulated(soc=soc_for_family(family), version=earlier):
+        with pytest.warns(CannReleaseWarning, match=f"precedes every release its spec describes .*Install CANN {vendor_tag(str(oldest))}"):
+            fresh(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fresh(*args)  # said once
+

@@ -322,7 +322,7 @@ def _page_check(page: Path, release: str | None, selected: list[str], audits: li
     from aclnngen.audit.page import page_findings
     from aclnngen.codegen.importer.merge import load_round_trip
     from aclnngen.codegen.importer.pages import PageError, read_page
-    from aclnngen.codegen.importer.releases import release_of
+    from aclnngen.runtime.versions import release_of
     from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products
     from aclnngen.runtime.releases import known_releases
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import GenerateError, Problem, SpecError
@@ -50,28 +51,32 @@ def _allowed(path: Path | None, today: datetime.date) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..importer.releases import release_of
-    from ..specdiff import BREAKING, Change, as_dicts, diff, view
+    from ..releases import check_release
+    from ..specdiff import BREAKING, Change, as_dicts, diff, diff_files, view
 
-    releases = [release_of(a) for a in args.at]
-    if len(args.specs) == 1 and len(releases) == 2:
+    if len(args.specs) == 1 and len(args.at) == 2:
         data = _load(args.specs[0])
-        old, new = view(data, releases[0]), view(data, releases[1])
-    elif len(args.specs) == 2 and len(releases) <= 2:
+        at = [check_release(a, [data], "--at") for a in args.at]  # one rule for releases (codegen/releases.py)
+        old, new = view(data, at[0]), view(data, at[1])
+        changes = diff(old, new)
+    elif len(args.specs) == 2 and len(args.at) <= 2:
         old_data, new_data = _load(args.specs[0]), _load(args.specs[1])
-        at_old = releases[0] if releases else old_data.get("cann_version")
-        at_new = releases[-1] if releases else new_data.get("cann_version")
-        old, new = view(old_data, _version_or_none(at_old)), view(new_data, _version_or_none(at_new))
+        if args.at:  # each file at its release
+            old = view(old_data, check_release(args.at[0], [old_data], "--at"))
+            new = view(new_data, check_release(args.at[-1], [new_data], "--at"))
+            changes = diff(old, new)
+        else:  # every change, the versioned facts included, at each release either file describes
+            new = view(new_data)
+            changes = diff_files(old_data, new_data)
     else:
         raise GenerateError("give OLD NEW, or one spec with --at RELEASE twice")
     allowed = _allowed(args.allow, datetime.date.today())
-    changes = diff(old, new)
     kept: list[Change] = []
     for change in changes:
         if change.kind == BREAKING and any(
             str(e["match"]) in change.message and e.get("op", new.name) == new.name for e in allowed
         ):
-            change = Change("allowed", change.what, change.where, change.message)
+            change = replace(change, kind="allowed")
         kept.append(change)
     if args.json:
         from .jsonout import emit
@@ -85,8 +90,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(kept)} change(s), {breaking} breaking")
     return 1 if any(c.kind == BREAKING for c in kept) else 0
 
-
-def _version_or_none(value):
-    from aclnngen.runtime.versions import is_version
-
-    return value if isinstance(value, str) and is_version(value) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..errors import GenerateError
@@ -47,12 +48,18 @@ def target(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    release = None
+    release, omitted = None, []
     if args.cann is not None:
-        from ..importer.releases import release_of
+        from ..loader import load_all, load_products
+        from ..releases import check_release, left_out
 
-        release = release_of(args.cann)
         args.specs = args.specs or DEFAULT_SPECS_DIR
+        specs = [ls.spec for ls in load_all(args.specs, load_products(args.specs))]
+        release = check_release(args.cann, specs)  # refused as every command refuses it (codegen/releases.py)
+        omitted = left_out(specs, release)  # rendered only as far as the specs state them: not at all
+        if omitted and not args.json:
+            print(f"left out at CANN {args.cann} (their specs describe only later releases): {', '.join(omitted)}",
+                  file=sys.stderr)
         args.out = args.out or Path("build") / ("aclnn_cann_" + "".join(c if c.isalnum() else "_" for c in release))
     from .. import gencache
 
@@ -61,13 +68,13 @@ def run(args: argparse.Namespace) -> int:
         run_key, root_guess = _run_key(args, release)
         rendered = gencache.unchanged_since(root_guess, run_key)
         if rendered is not None:  # the same inputs, generator and arguments, and no output touched since
-            return _report(args, rendered, [], [])
+            return _report(args, rendered, [], [], omitted)
     from ..generate import plan, write
 
     specs_dir, root, layout = target(args)
     outputs = plan(specs_dir, layout, tuple(args.ops), release)
     written, removed = write(outputs, root, layout, partial=bool(args.ops), force=args.force, run_key=run_key)
-    return _report(args, len(outputs), written, removed)
+    return _report(args, len(outputs), written, removed, omitted)
 
 
 def _run_key(args: argparse.Namespace, release: str | None) -> tuple[str, Path]:
@@ -80,12 +87,12 @@ def _run_key(args: argparse.Namespace, release: str | None) -> tuple[str, Path]:
     return gencache.run_key(Path(specs_dir), arguments), root
 
 
-def _report(args: argparse.Namespace, rendered: int, written: list, removed: list) -> int:
+def _report(args: argparse.Namespace, rendered: int, written: list, removed: list, omitted: list[str]) -> int:
     if args.json:
         from .jsonout import emit
 
         emit({"command": "generate", "ok": True, "rendered": rendered, "written": [str(p) for p in written],
-              "removed": [str(p) for p in removed]})
+              "removed": [str(p) for p in removed], "left_out": omitted})
         return 0
     for path in written:
         print(f"wrote {path}")

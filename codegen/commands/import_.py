@@ -24,12 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..importer.draft import build_draft
     from ..importer.pages import read_page
-    from ..importer.releases import release_of
+    from aclnngen.runtime.versions import release_of
     from ..importer.summary import summary_dict, summary_lines
     from ..importer.writer import write_draft
 
     products = load_products(args.specs)
-    release = release_of(args.release) if args.release else None
+    release = release_of(args.release, "--release") if args.release else None
     if args.into is not None:
         from ..importer.merge import merge_command
 

@@ -41,10 +41,12 @@ def _max_diff(got, want) -> float:
 
     if got.size == 0 or got.shape != want.shape:
         return 0.0
-    a, b = got.astype(np.float64), want.astype(np.float64)
+    # complex results: the modulus of the complex difference, so an imaginary part counts too
+    wide = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+    a, b = got.astype(wide), want.astype(wide)
     with np.errstate(invalid="ignore"):
         diff = np.abs(a - b)
-    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    same = (a == b) | (np.isnan(a) & np.isnan(b))  # a complex NaN has a NaN part
     diff = np.where(same, 0.0, diff)
     return float(np.nanmax(np.where(np.isnan(diff), np.inf, diff)))
 

@@ -8,10 +8,11 @@ and only a release some spec describes (codegen/releases.py).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..loader import DEFAULT_SPECS_DIR, load_all, load_products
-from ..releases import check_release
+from ..releases import check_release, covers, left_out
 from ..resolve import resolve
 from ..testplan import newest_version
 
@@ -30,7 +31,10 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_all(args.specs, products)
     release = check_release(args.cann, [ls.spec for ls in loaded]) if args.cann is not None else None
     rows = []
+    omitted = left_out([ls.spec for ls in loaded], release) if release else []
     for ls in loaded:
+        if release and not covers(ls.spec, release):
+            continue  # its spec describes only later releases: nothing is known of it at `release`
         op = resolve(ls.spec, release or newest_version(ls.spec))
         for family in products.families:
             if family.id in op.families:
@@ -41,10 +45,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from .jsonout import emit
 
-        emit({"command": "specs", "ok": True, "release": release or "newest", "shows": shown,
+        emit({"command": "specs", "ok": True, "release": release or "newest", "shows": shown, "left_out": omitted,
               "rows": [{k: v for k, v in r.items() if k != "summary"} for r in rows]})
         return 0
     print(f"facts at {shown}")
+    if omitted:
+        print(f"left out (their specs describe only later releases): {', '.join(omitted)}", file=sys.stderr)
     table = [("op", "CANN", "product", "dtypes")] + [(r["op"], r["cann"], r["product"], r["summary"]) for r in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     for index, row in enumerate(table):

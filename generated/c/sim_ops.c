@@ -4,6 +4,13 @@
  * describes its arguments and forwards to the generic protocol of runtime/sim/aclsim_core.h. */
 #include "aclsim_core.h"
 
+/* The CANN release the simulator reports until one is set (ACLNNGEN_SIM_CANN,
+ * session.simulated(version=...)): the newest release these ops' specs describe. */
+const char *aclsim_specs_release(void)
+{
+    return "9.1.0";
+}
+
 /* aclnnEluBackward */
 aclnnStatus aclnnEluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclScalar* alpha, const aclScalar* scale, const aclScalar* inputScale, bool isResult, const aclTensor* selfOrResult, aclTensor* gradInput, uint64_t* workspaceSize, aclOpExecutor** executor)
 {

@@ -113,8 +113,13 @@ void aclsim_set_kernels(int on);
 int aclsim_set_soc_name(const char *name);
 
 /* CANN version answered by aclsysGetVersionStr/Num ("8.5.0", "9.0.0-beta.1", "8.0.RC1").
- * NULL restores "8.5.0". Returns 0, or 100000 for a string that does not parse. */
+ * NULL restores the default: aclsim_specs_release(). Returns 0, or 100000 for a string that
+ * does not parse. (ACLNNGEN_SIM_CANN is applied by the Python backend, runtime/sim/backend.py.) */
 int aclsim_set_version(const char *version);
+
+/* The newest CANN release the specs of the built ops describe (the generated sim_ops.c defines
+ * it); NULL for a core built without it, which then reports 8.5.0. */
+const char *aclsim_specs_release(void);
 
 /* Number of devices (1..64, default 1). Returns 0, or 107000 (out of range, or a device is set). */
 int aclsim_set_device_count(int count);

@@ -15,7 +15,7 @@ from pathlib import Path
 from aclnngen.runtime import ffi as ffimod
 from aclnngen.runtime.backend import Backend, RuntimeApi
 from aclnngen.runtime.errors import AclRuntimeError, BackendError
-from aclnngen.runtime.releases import as_release, simulator_spelling  # CANN's 9.0.0-beta.1 is the specs' 9.0.RC1.alpha001
+from aclnngen.runtime.versions import ReleaseError, as_release, release_of, simulator_spelling
 
 from . import kernels as simkernels
 from .build import SimulatorBuildError, build_simulator
@@ -26,6 +26,18 @@ __all__ = ["SimBackend", "SIM_LIB_NAMES"]
 SIM_LIB_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
 SIM_OPS_LIB_NAME = "libaclsim_ops.so"  # a package's own op library (see SimBackend)
 PACKAGE_DEFINE = "ACLSIM_PACKAGE"  # the package name compiled into its entry points' op identity
+SIM_CANN_ENV = "ACLNNGEN_SIM_CANN"  # the CANN release the simulator reports (either spelling)
+
+
+def _env_release() -> str | None:
+    """$ACLNNGEN_SIM_CANN in the internal spelling; None when unset or empty."""
+    text = os.environ.get(SIM_CANN_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        return release_of(text, f"${SIM_CANN_ENV}")
+    except ReleaseError as exc:
+        raise BackendError(reason=str(exc), hint=f"set {SIM_CANN_ENV} to a release such as v9.1.0, or unset it") from None
 
 
 class SimBackend(Backend):
@@ -74,6 +86,11 @@ class SimBackend(Backend):
         self.controls = ffimod.dlopen(sim_ffi(), self.path)
         self._soc_setting: str | None = None
         self._version_setting: str | None = None
+        # the release reported when none is set: $ACLNNGEN_SIM_CANN, else the newest release the
+        # built ops' specs describe (the generated sim_ops.c, aclsim_specs_release)
+        self._default_version = _env_release()
+        if self._default_version is not None:
+            self.set_version(None)
         simkernels.install(self)
 
     def op_library_candidates(self, package: str | None = None) -> list[str]:
@@ -118,7 +135,13 @@ class SimBackend(Backend):
         version = self.library_version()
         if version is None:
             return None, "unknown (the simulator did not answer aclsysGetVersionStr)"
-        return as_release(version) or version, "aclsysGetVersionStr (simulator setting)"
+        if self._version_setting is not None:
+            source = "simulator setting"
+        elif self._default_version is not None:
+            source = f"${SIM_CANN_ENV}"
+        else:
+            source = "default: the newest release the ops' specs describe"
+        return as_release(version) or version, f"aclsysGetVersionStr ({source})"
 
     def use_profile(self, profile):
         """A context manager making `profile` (a name of `kernels.known_profiles()`, or a
@@ -136,8 +159,11 @@ class SimBackend(Backend):
         self._soc_setting = name
 
     def set_version(self, version: str | None) -> None:
+        """The release the simulator reports (either spelling, runtime/versions.py); None restores
+        the default ($ACLNNGEN_SIM_CANN, else the newest release the ops' specs describe)."""
+        effective = version if version is not None else self._default_version
         # a spec's 9.0.RC1.alpha001 is CANN's 9.0.0-beta.1
-        arg = self.ffi.NULL if version is None else simulator_spelling(str(version)).encode()
+        arg = self.ffi.NULL if effective is None else simulator_spelling(str(effective)).encode()
         rc = self.controls.aclsim_set_version(arg)
         if rc != 0:
             raise ValueError(f"the simulator refused CANN version {version!r}: {self.recent_error()}")

@@ -258,6 +258,8 @@ void sim_ctx_set_current(struct sim_context *c);
 
 /* CANN version string -> aclsysGetVersionNum value; 0 on success */
 int sim_version_num(const char *s, int32_t *out);
+/* the version aclsysGetVersionStr answers (the one set, else the default) */
+void sim_version_copy(char out[SIM_VERSION_CAP]);
 
 /* dtype width in bits; 0 when unknown */
 int sim_dtype_bits(int dtype);

@@ -751,9 +751,9 @@ aclError aclsysGetVersionStr(char *pkgName, char *versionStr)
                 pkgName);
         return SIM_ACL_INVALID_FILE;
     }
-    SIM_LOCK();
-    memcpy(versionStr, sim_g.version, strlen(sim_g.version) + 1);
-    SIM_UNLOCK();
+    char v[SIM_VERSION_CAP];
+    sim_version_copy(v);
+    memcpy(versionStr, v, strlen(v) + 1);
     return SIM_OK;
 }
 
@@ -770,9 +770,7 @@ aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum)
         return SIM_ACL_INVALID_FILE;
     }
     char v[SIM_VERSION_CAP];
-    SIM_LOCK();
-    memcpy(v, sim_g.version, sizeof v);
-    SIM_UNLOCK();
+    sim_version_copy(v);
     int32_t num = 0;
     if (sim_version_num(v, &num) != 0) { /* cannot happen: aclsim_set_version validates */
         sim_err("aclsysGetVersionNum: version '%s' does not parse", v);

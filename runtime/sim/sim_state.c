@@ -14,7 +14,7 @@ struct sim_state sim_g = {
     .initialized = 0,
     .device_count = 1,
     .next_serial = 1,
-    .version = "8.5.0",
+    .version = "", /* "": the default release, sim_version_copy */
 };
 _Thread_local struct sim_tls sim_tls;
 
@@ -397,10 +397,32 @@ int sim_version_num(const char *s, int32_t *out)
     return 0;
 }
 
+/* The release the simulator reports until one is set: the newest release the specs of its ops
+ * describe, which the generated sim_ops.c states (aclsim_specs_release); 8.5.0 for a core built
+ * without it. */
+__attribute__((weak)) const char *aclsim_specs_release(void)
+{
+    return NULL;
+}
+
+static const char *default_version(void)
+{
+    const char *v = aclsim_specs_release();
+    int32_t num;
+    return v && strlen(v) < SIM_VERSION_CAP && sim_version_num(v, &num) == 0 ? v : "8.5.0";
+}
+
+void sim_version_copy(char out[SIM_VERSION_CAP])
+{
+    SIM_LOCK();
+    snprintf(out, SIM_VERSION_CAP, "%s", sim_g.version[0] ? sim_g.version : default_version());
+    SIM_UNLOCK();
+}
+
 int aclsim_set_version(const char *version)
 {
     int32_t num;
-    const char *v = version ? version : "8.5.0";
+    const char *v = version ? version : default_version();
     if (strlen(v) >= SIM_VERSION_CAP || sim_version_num(v, &num) != 0) {
         sim_err("aclsim_set_version: '%.80s' is not a CANN version such as 8.5.0, 9.0.0-beta.1 "
                 "or 8.0.RC1",
