@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from . import cdecl, formula, names
 from .errors import FieldProblem
 from aclnngen.runtime.versions import CannVersion
+from aclnngen.verify.oracle import RECIPES  # the registry the oracle runs from (torch is not imported)
 
 # The two statuses every spec's return-code table must have a row for (the model re-exports it).
 STATUS_CODES = {161001: "ACLNN_ERR_PARAM_NULLPTR", 161002: "ACLNN_ERR_PARAM_INVALID"}
@@ -344,6 +345,11 @@ def _return_codes(spec: "OpSpec") -> None:
                 pointer_attribute = p.role == "attribute" and p.c_type in ("char*", "aclIntArray*") and p.default is None
                 if p.role == "optional_scalar" or (p.role == "attribute" and not pointer_attribute) or p.optional:
                     raise FieldProblem(("return_codes", i, "params", j), f"{name!r} may be NULL; it cannot be in a null-pointer row")
+        elif row.check == "dtype":  # provoked by giving the tensor a dtype outside its list
+            for j, name in enumerate(row.params):
+                if not spec.parameter(name).is_tensor:
+                    raise FieldProblem(("return_codes", i, "params", j),
+                                       f"{name!r} is not a tensor (role {spec.parameter(name).role}): a dtype row names tensors, whose dtype lists it tests")
         elif row.check == "scalar_range":
             for j, name in enumerate(row.params):
                 if not spec.parameter(name).constraints:
@@ -404,6 +410,9 @@ def _oracle(spec: "OpSpec") -> None:
     if spec.oracle.kind == "steps":
         _oracle_steps(spec.oracle, py - set(outputs), tensors)
     else:
+        if spec.oracle.kind == "recipe":
+            if spec.oracle.recipe not in RECIPES:
+                raise FieldProblem(("oracle", "recipe"), _unknown("recipe of verify/oracle.py", spec.oracle.recipe, sorted(RECIPES)))
         for j, arg in enumerate(spec.oracle.args):
             _oracle_ref(arg, ("oracle", "args", j), py, tensors)
         for key, arg in getattr(spec.oracle, "kwargs", {}).items():
