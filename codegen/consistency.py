@@ -344,6 +344,11 @@ def _return_codes(spec: "OpSpec") -> None:
                 pointer_attribute = p.role == "attribute" and p.c_type in ("char*", "aclIntArray*") and p.default is None
                 if p.role == "optional_scalar" or (p.role == "attribute" and not pointer_attribute) or p.optional:
                     raise FieldProblem(("return_codes", i, "params", j), f"{name!r} may be NULL; it cannot be in a null-pointer row")
+        elif row.check == "dtype":  # provoked by giving the tensor a dtype outside its list
+            for j, name in enumerate(row.params):
+                if not spec.parameter(name).is_tensor:
+                    raise FieldProblem(("return_codes", i, "params", j),
+                                       f"{name!r} is not a tensor (role {spec.parameter(name).role}): a dtype row names tensors, whose dtype lists it tests")
         elif row.check == "scalar_range":
             for j, name in enumerate(row.params):
                 if not spec.parameter(name).constraints:
@@ -404,6 +409,12 @@ def _oracle(spec: "OpSpec") -> None:
     if spec.oracle.kind == "steps":
         _oracle_steps(spec.oracle, py - set(outputs), tensors)
     else:
+        if spec.oracle.kind == "recipe":
+            # deferred: the verdict's oracle module (NumPy, ml_dtypes) stays off the loader's import path
+            from aclnngen.verify.oracle import RECIPES
+
+            if spec.oracle.recipe not in RECIPES:
+                raise FieldProblem(("oracle", "recipe"), _unknown("recipe of verify/oracle.py", spec.oracle.recipe, sorted(RECIPES)))
         for j, arg in enumerate(spec.oracle.args):
             _oracle_ref(arg, ("oracle", "args", j), py, tensors)
         for key, arg in getattr(spec.oracle, "kwargs", {}).items():

@@ -49,6 +49,7 @@ __all__ = [
 ACL_MEM_MALLOC_HUGE_FIRST = acl.enum_value("ACL_MEM_MALLOC_HUGE_FIRST")
 H2D = acl.enum_value("ACL_MEMCPY_HOST_TO_DEVICE")
 D2H = acl.enum_value("ACL_MEMCPY_DEVICE_TO_HOST")
+MAX_BYTES = 2**64 - 1  # the most a size_t (aclrtMalloc's size) holds
 
 
 class UnsupportedDtypeError(AclnnError, TypeError):
@@ -167,6 +168,8 @@ class DeviceBuffer:
         self._busy = 0
         if self.nbytes < 0:
             raise ValueError(f"a device buffer cannot have {nbytes} bytes")
+        if self.nbytes > MAX_BYTES:
+            raise ArrayError(f"a device buffer cannot have {nbytes} bytes: aclrtMalloc takes at most 2**64 - 1 (size_t)")
         if self.nbytes == 0:
             return
         backend.ensure_thread()

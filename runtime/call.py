@@ -59,8 +59,8 @@ from .arrays import (
     device_like,
     upload,
 )
-from .dlpack import bfloat16_from_dlpack
-from .errors import TENSOR_TYPES, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError, UnknownSocError
+from .dlpack import bfloat16_from_dlpack, unreadable_reason
+from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError, UnknownSocError
 from .releases import as_release, check_release, known_releases
 from .shapes import NUMPY_DTYPES, infer_outputs
 from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
@@ -297,23 +297,37 @@ def _stream_backend(stream):
 
 def _as_tensor(value):
     """Values NumPy can read (the array interface, or DLPack; bfloat16 through runtime/dlpack.py)
-    become arrays; DeviceArrays and None stay; anything else is returned as is, and the validator,
-    or the conversion, says which types are accepted."""
+    become arrays; DeviceArrays and None stay. Anything else comes back as `(value, failure)`
+    with what reading it raised (None when nothing could be tried), for `_not_a_tensor`."""
     if value is None or isinstance(value, (np.ndarray, DeviceArray)):
         return value
+    failure: BaseException | None = None
     if isinstance(value, np.generic) or hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
         try:
             return np.asarray(value)
-        except Exception:  # noqa: BLE001 - e.g. a bfloat16 torch tensor: try DLPack below
-            pass
+        except Exception as exc:  # noqa: BLE001 - e.g. a bfloat16 torch tensor: try DLPack below
+            failure = exc
     if hasattr(value, "__dlpack__"):
         try:
             return np.from_dlpack(value)
-        except Exception:  # noqa: BLE001 - NumPy refuses bfloat16; read it ourselves
-            found = bfloat16_from_dlpack(value)
+        except Exception as exc:  # noqa: BLE001 - NumPy refuses bfloat16; read it ourselves
+            failure = exc
+            try:
+                found = bfloat16_from_dlpack(value)
+            except Exception as inner:  # noqa: BLE001 - requires grad, another device: said below
+                found, failure = None, inner
             if found is not None:
                 return found
-    return value
+    return _Unread(value, failure)
+
+
+class _Unread:
+    """A tensor argument that could not be read as an array, and why (see `_as_tensor`)."""
+
+    __slots__ = ("value", "failure")
+
+    def __init__(self, value, failure):
+        self.value, self.failure = value, failure
 
 
 def _address_of(workspace) -> int:
@@ -428,7 +442,13 @@ class Prepared:
         values: dict[str, Any] = {}
         for p in op.params:
             value = args[p.index]
-            values[p.name] = _as_tensor(value) if p.kind == "tensor" else value
+            if p.kind == "tensor":
+                value = _as_tensor(value)
+                if type(value) is _Unread:
+                    # refused here, before outputs are inferred from the inputs, so the error
+                    # names this input (not an output left unallocated)
+                    raise self._not_a_tensor(p, value, validate, version_of=b)
+            values[p.name] = value
         self.device_mode = any(isinstance(values[p.name], DeviceArray) for p in op.tensors)
         soc = b.soc_name()
         version = op.validation_version(b.version())
@@ -470,6 +490,25 @@ class Prepared:
         self.executor = ex[0]
         self.workspace_size = int(ws[0])
 
+    def _not_a_tensor(self, p: _Param, unread: _Unread, validate: bool, *, version_of) -> Exception:
+        """The TypeError for a tensor argument that cannot be read, naming it and saying what to
+        do: AclnnArgumentTypeError (status 161002, what the library would answer) when
+        validating, ArrayTypeError with validate=False (docs/python-api.md)."""
+        value = unread.value
+        name = p.name if p.py == p.name else f"{p.name} (argument {p.py})"
+        detail = f"{name} must be a tensor: it {unreadable_reason(value, unread.failure)}; a tensor is {TENSOR_TYPES}"
+        if not validate:
+            return ArrayTypeError(f"{self.op.symbol}: {detail}")
+        try:
+            family = version_of.family()
+        except Exception:  # noqa: BLE001 - the SoC is the library's to report; the type is ours
+            family = None
+        return AclnnArgumentTypeError(
+            status=ACLNN_ERR_PARAM_INVALID, op=self.op.name, param=p.name, family=family,
+            detail=detail, found=type(value).__name__, allowed=TENSOR_TYPES, check="tensor",
+            version=self.op.validation_version(version_of.version()),
+        )
+
     def _family(self, validate: bool) -> str | None:
         """The session's product family; without validation an unknown SoC is the library's to
         report, so outputs are then inferred from every family's rules."""
@@ -504,7 +543,10 @@ class Prepared:
         if value is None:
             return ffi.NULL
         if isinstance(value, _OutputSpec):
-            dev = DeviceArray.empty(value.shape, value.dtype, backend=b)
+            try:
+                dev = DeviceArray.empty(value.shape, value.dtype, backend=b)
+            except ArrayError as exc:  # e.g. more bytes than any device has: say which output
+                raise ArrayError(f"{self.op.symbol}: output {p.py} of shape {value.shape} ({value.dtype}): {exc}") from None
             (self._fresh if self.device_mode else self._temps).append(dev.buffer)
             self._host_targets.append((p, None, dev))
         elif isinstance(value, DeviceArray):

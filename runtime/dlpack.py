@@ -1,5 +1,8 @@
 """Arrays of other libraries, read through DLPack when NumPy cannot: NumPy's own `from_dlpack`
 refuses bfloat16, so a bfloat16 CPU tensor is copied out here into an `ml_dtypes.bfloat16` array.
+`unreadable_reason` says why an object that looks like an array could not be read, and what to
+do about it (a tensor that requires grad, one on another device, a list), for the binding's
+TypeError.
 
 The DLPack structures (dlpack.h, v0.x/1.0 `DLManagedTensor` in a capsule named "dltensor") are
 read with ctypes; the capsule is then renamed "used_dltensor" and its deleter called, as the
@@ -14,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 KDL_CPU = 1
+KDL_CUDA_HOST = 3  # pinned host memory: readable from the CPU
 KDL_BFLOAT = 4
 
 
@@ -76,3 +80,45 @@ def bfloat16_from_dlpack(obj) -> np.ndarray | None:
     if managed.deleter:
         managed.deleter(ctypes.addressof(managed))
     return raw.view(ml_dtypes.bfloat16)
+
+
+def _device_of(obj) -> str | None:
+    """The device an array-like object says it lives on when that is not the CPU (a torch
+    tensor's `device.type`, or a DLPack device type), else None."""
+    device = getattr(obj, "device", None)
+    kind = getattr(device, "type", device)
+    if isinstance(kind, str):
+        return None if kind == "cpu" else kind
+    probe = getattr(obj, "__dlpack_device__", None)
+    if probe is None:
+        return None
+    try:
+        device_type = int(probe()[0])
+    except Exception as exc:  # noqa: BLE001 - a device the exporter itself cannot name
+        return str(exc) or type(exc).__name__
+    return None if device_type in (KDL_CPU, KDL_CUDA_HOST) else f"DLPack device type {device_type}"
+
+
+def unreadable_reason(obj, failure: BaseException | None) -> str:
+    """Why `obj` cannot be read as a CPU array, with what to do: a phrase that follows "it" in
+    the binding's TypeError ("gradOutput must be a tensor: it is a Tensor that requires grad;
+    ..."); `failure` is what reading it raised (None when nothing could be tried)."""
+    kind = type(obj).__name__
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    if isinstance(obj, (list, tuple)):
+        return f"is a Python {kind}, not a tensor; pass np.asarray(...) of it with the dtype you mean"
+    if isinstance(obj, (bool, int, float, complex, str, bytes)):
+        return f"is a Python {kind}, not a tensor; pass an array (np.asarray(...); 0-d for one value)"
+    if getattr(obj, "requires_grad", False) is True:
+        return (
+            f"is {article} {kind} that requires grad, whose data cannot be read while autograd tracks it; "
+            "pass .detach() of it (autograd does not record this call)"
+        )
+    device = _device_of(obj)
+    if device == "meta":
+        return f"is {article} {kind} on the meta device, which holds no data; create it on the CPU (or pass .to('cpu') of one with data)"
+    if device is not None:
+        return f"is {article} {kind} on {device!r}, which this call cannot read; move it to the CPU first (.cpu() for a PyTorch tensor)"
+    if failure is not None:
+        return f"is {article} {kind} that cannot be read as an array ({type(failure).__name__}: {failure})"
+    return f"is {article} {kind}, which exposes neither __array_interface__, __array__ nor __dlpack__"

@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,9 +19,11 @@ import pytest
 from aclnngen.verify import cases
 from aclnngen.runtime import session
 from aclnngen.runtime.sim import kernels as simkernels
-from aclnngen.runtime.arrays import ArrayError, DeviceArray, UnsupportedDtypeError
+from aclnngen.runtime.arrays import ArrayError, ArrayTypeError, DeviceArray, UnsupportedDtypeError
 from aclnngen.runtime.call import bind, tensor_descriptor
+from aclnngen.runtime.releases import CannReleaseWarning, known_releases
 from aclnngen.runtime.errors import (
+    AclnnArgumentTypeError,
     AclnnError,
     AclnnStatusError,
     AclnnValidationError,
@@ -180,6 +184,143 @@ def test_not_an_array():
     _, swish = _op("swish_backward")
     with pytest.raises(ArrayError, match="real number"):
         swish(np.ones(3, np.float32), np.ones(3, np.float32), beta="2", validate=False)
+
+
+def _metas():
+    """Every built-in op's META (the tests below take them all, naming none)."""
+    folder = Path(importlib.import_module("aclnngen.generated.meta").__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        if path.stem != "__init__":
+            yield importlib.import_module(f"aclnngen.generated.meta.{path.stem}").META
+
+
+def _call_with(meta, bad_name, bad, validate=True, **others):
+    """The op's generated binding, called by keyword with valid arguments (its newest release, a
+    dtype accepted on A2) except `bad_name`, which gets `bad`, and the C names in `others`."""
+    _, binding = _op(meta["snake"])
+    version = str(known_releases(meta)[-1])
+    dtype = next((d for d, ok in cases.dtype_cases(meta, "a2", version) if ok), "float32")
+    values = cases.make_values(meta, "contiguous", dtype, version=version)
+    values.update(others)
+    values[bad_name] = bad
+    outputs = [p for p in meta["params"] if p["role"] == "output"]
+    kwargs = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] != "output"}
+    out = tuple(values[p["name"]] if p["name"] == bad_name else None for p in outputs)  # one entry per output
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CannReleaseWarning)  # ops whose specs start after the simulator's release
+        return binding(**kwargs, out=out, validate=validate)
+
+
+def _tensors(meta, role=None):
+    return [p for p in meta["params"] if p["role"] in ((role,) if role else ("input", "output"))]
+
+
+NOT_ARRAYS = {
+    "list": [[1.0, 2.0]],
+    "tuple": (1.0,),
+    "float": 1.0,
+    "str": "x",
+    "object": object(),
+    # an object whose array interface describes 2**64 elements: NumPy cannot read it
+    "too big": type("TooBig", (), {"__array_interface__": {"shape": (2**32, 2**32), "typestr": "<f4", "data": (0, True), "strides": (0, 0), "version": 3}})(),
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_ARRAYS))
+def test_a_non_array_is_a_type_error_naming_that_tensor(kind):
+    """Every tensor of every op: a value that is not an array is a TypeError naming that tensor
+    (never an output reported as NULL because nothing could be inferred from the inputs), with
+    and without validation, and nothing reaches C."""
+    bad = NOT_ARRAYS[kind]
+    for meta in _metas():
+        for p in _tensors(meta):
+            before = _reaches_c()
+            with pytest.raises(AclnnArgumentTypeError) as err:
+                _call_with(meta, p["name"], bad)
+            assert err.value.param == p["name"] and err.value.status == 161002, (meta["name"], str(err.value))
+            assert str(err.value).split(": ", 1)[1].startswith(p["name"] + " "), str(err.value)
+            assert type(bad).__name__ in str(err.value) and "NULL" not in str(err.value)
+            with pytest.raises(ArrayTypeError) as typed:
+                _call_with(meta, p["name"], bad, validate=False)
+            assert p["name"] in str(typed.value) and isinstance(typed.value, TypeError)
+            assert _reaches_c() == before, f"{meta['name']}: a call with {kind} for {p['name']} reached C"
+
+
+def test_only_lists_name_the_first_input_not_the_output():
+    """All inputs lists (gelu_backward([[1.0]], [[1.0]]) in the issue): the first input is named,
+    not an output that could not be inferred."""
+    for meta in _metas():
+        inputs = _tensors(meta, "input")
+        with pytest.raises(AclnnArgumentTypeError) as err:
+            _call_with(meta, inputs[0]["name"], [[1.0]], **{p["name"]: [[1.0]] for p in inputs})
+        assert err.value.param == inputs[0]["name"], str(err.value)
+        assert "Python list" in str(err.value) and "np.asarray" in str(err.value)
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+TORCH_MISUSES = {
+    # what is wrong, a tensor made so from a valid CPU tensor, what the message must tell the user
+    "requires grad": (lambda t: t.clone().requires_grad_(True), ".detach()"),
+    "requires grad, bfloat16": (lambda t: t.bfloat16().requires_grad_(True), ".detach()"),
+    "meta device": (lambda t: t.to("meta"), "meta device"),
+    "meta device, bfloat16": (lambda t: t.bfloat16().to("meta"), "meta device"),
+}
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("misuse", list(TORCH_MISUSES))
+def test_a_torch_tensor_the_call_cannot_read_is_a_type_error_saying_what_to_do(misuse):
+    """Every tensor of every op, an input or an output passed in: a torch tensor that requires
+    grad (its array interface and DLPack export refuse), or on the meta device, is a TypeError
+    naming the parameter and what to do, not torch's BufferError; also with validate=False."""
+    torch = _torch()
+    make, advice = TORCH_MISUSES[misuse]
+    for meta in _metas():
+        for p in _tensors(meta):
+            if "bfloat16" in misuse and p["role"] == "output":
+                continue  # the float32 case covers outputs; requires_grad on bfloat16 is the input path
+            bad = make(torch.ones(2, 3))
+            if "grad" in misuse:
+                assert bad.requires_grad
+            with pytest.raises(AclnnArgumentTypeError) as err:
+                _call_with(meta, p["name"], bad)
+            assert err.value.param == p["name"] and advice in str(err.value), str(err.value)
+            with pytest.raises(ArrayTypeError) as typed:
+                _call_with(meta, p["name"], bad, validate=False)
+            assert p["name"] in str(typed.value) and advice in str(typed.value)
+
+
+@pytest.mark.needs_torch
+def test_a_readable_torch_tensor_still_works_after_detach():
+    """The advice holds: the detached tensor is accepted (the refusal above is not a blanket one)."""
+    torch = _torch()
+    meta, binding = _op("gelu_backward")
+    x = torch.linspace(-2, 2, 6).reshape(2, 3).requires_grad_(True)
+    with pytest.raises(TypeError):
+        binding(x, x)
+    got = binding(x.detach(), x.detach())
+    assert got.shape == (2, 3)
+
+
+def test_an_output_larger_than_any_device_names_that_output():
+    """Inputs of 2**62 elements (zero strides) whose output cannot be allocated: the error names
+    the output and its size, not an OverflowError from cffi."""
+    for meta in _metas():
+        inputs = _tensors(meta, "input")
+        if len(_tensors(meta)) != len(inputs) + 1 or any(p["role"] not in ("input", "output") for p in meta["params"]):
+            continue  # ops with scalars or attributes would need values: one op shape suffices
+        output = next(p for p in _tensors(meta, "output"))
+        if ("float32", True) not in cases.dtype_cases(meta, "a2", str(known_releases(meta)[-1])):
+            continue
+        huge = DeviceArray.wrap(0, (2**31, 2**31), np.float32, strides=(0, 0))
+        with pytest.raises(ArrayError) as err:
+            _op(meta["snake"])[1](*[huge] * len(inputs), validate=False)
+        assert output["py"] in str(err.value) and "2**64 - 1" in str(err.value), str(err.value)
+        return
+    pytest.skip("no built-in op with float32 tensors only")
 
 
 def test_read_only_output():

@@ -145,7 +145,7 @@ def _finished(page: str, release: str) -> dict:
     for param in draft["parameters"]:
         param["summary"] = "A demo parameter."
     draft["formula"]["outputs"] = {"out": "grad_output * alpha"}
-    draft["oracle"] = {"kind": "recipe", "recipe": "demo", "args": ["grad_output", "alpha"], "outputs": ["out"]}
+    draft["oracle"] = {"kind": "aten", "op": "mul", "args": ["grad_output", "alpha"], "outputs": ["out"]}
     return json.loads(json.dumps(draft))  # no shared lists, so no YAML anchors
 
 

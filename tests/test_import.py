@@ -256,7 +256,7 @@ def test_a_draft_whose_todos_are_done_is_a_valid_spec(tmp_path):
     for param in draft["parameters"]:
         param["summary"] = "A demo parameter."
     draft["formula"]["outputs"] = {"out": "grad_output * beta_optional"}
-    draft["oracle"] = {"kind": "recipe", "recipe": "demo", "args": ["grad_output", "beta_optional"], "outputs": ["out"]}
+    draft["oracle"] = {"kind": "aten", "op": "mul", "args": ["grad_output", "beta_optional"], "outputs": ["out"]}
     for row in draft["return_codes"]:  # which check a row's condition is, where the reader could not tell
         if row.get("check") == "TODO":
             row["check"] = "dtype"
@@ -325,3 +325,17 @@ def test_attribute_defaults_and_dimension_ranges(tmp_path, c_type, note, row, ex
         assert {"status": 161002, "check": "attribute_value", "params": ["keepSign"],
                 "condition": "keepSign is outside the values it may take."} in draft["return_codes"]
         assert any(t["at"] == "parameters.3.dim_of" for t in draft["todo"])
+
+
+def test_a_dtype_row_names_only_the_tensors_it_mentions(tmp_path):
+    """A page's dtype row that also mentions a scalar or attribute: the draft's row names the
+    tensors only (`validate` refuses a non-tensor in a dtype row: its test changes a dtype)."""
+    text = (PAGES / "marker_variant.md").read_text(encoding="utf-8")
+    row = "<td>gradOutput的数据类型不在支持的范围之内。</td>"
+    assert row in text
+    page = tmp_path / "marker_variant.md"
+    page.write_text(text.replace(row, "<td>gradOutput、keepSign的数据类型不在支持的范围之内。</td>"), encoding="utf-8")
+    draft = build_draft(read_page(page, PRODUCTS, None), PRODUCTS)
+    assert "keepSign" in [p["name"] for p in draft["parameters"]]
+    dtype_rows = [r for r in draft["return_codes"] if r["check"] == "dtype"]
+    assert dtype_rows and all(r["params"] == ["gradOutput"] for r in dtype_rows), dtype_rows
