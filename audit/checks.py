@@ -342,6 +342,15 @@ def _numeric_checks(op, source: str, result: OpAudit) -> None:
         if problem:
             result.findings.append(Finding(op.name, "numerics", f"spec formula, {dtype}", "mismatch", source, None,
                                            "the spec's formula", problem, _numeric_snippet(op, dtype, "spec", None)))
+        # NaN, infinities, signed zeros, subnormals and extremes, in the inputs and the gradient
+        special = opcheck.adversarial_values(op, dtype, "special-values")
+        result.checked += 1
+        result.claims += 1
+        problem = _against_oracle(op, dtype, special, None)
+        if problem:
+            result.findings.append(Finding(op.name, "numerics", f"special values, {dtype}", "mismatch", source, None,
+                                           "the spec's formula at NaN, inf, -0.0, subnormal and extreme inputs", problem,
+                                           _numeric_snippet(op, dtype, "spec", None, "special-values")))
     for name, value in sweeps.scalar_points(meta, version):
         overrides = sweeps.overrides_for(meta, version, name, value)
         dtype = "float32" if "float32" in dtypes else dtypes[0]
@@ -415,14 +424,14 @@ def _against_oracle(op, dtype: str, values: dict, result: OpAudit | None, formul
     return None
 
 
-def _numeric_snippet(op, dtype: str, formula: str, overrides) -> str:
+def _numeric_snippet(op, dtype: str, formula: str, overrides, data: str = "random") -> str:
     snake = op.meta["snake"]
     return "\n".join([
         "from aclnngen.audit.checks import _op, _against_oracle",
         "from aclnngen.verify import opcheck",
         "",
         f"op = _op({snake!r})",
-        f"values = opcheck.adversarial_values(op, {dtype!r}, 'random', overrides={overrides!r})",
+        f"values = opcheck.adversarial_values(op, {dtype!r}, {data!r}, overrides={overrides!r})",
         f"print(_against_oracle(op, {dtype!r}, values, None, formula={formula!r}) or 'agrees with torch')",
     ]) + "\n"
 

@@ -16,7 +16,7 @@ from ..meta.threshold_backward import META
 
 
 def _spec(m, grad_output, self, threshold):
-    return (m.where(self > threshold, grad_output, m.lit(0)),)
+    return (m.where(self <= threshold, m.lit(0), grad_output),)
 
 
 
