@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .errors import FieldProblem
+from .names import non_ascii
 
 __all__ = [
     "ALLOWED_MULTIWORD_TYPES",
@@ -103,7 +104,7 @@ def _check_name(name: object, what: str) -> None:
     if not isinstance(name, str):
         raise PrototypeError((), f"{what}: expected a string name, got {type(name).__name__}")
     if not _IDENT_RE.match(name):
-        raise PrototypeError((), f"{what}: {name!r} is not a C identifier")
+        raise PrototypeError((), f"{what}: {name!r} is not a C identifier{non_ascii(name)}")
     if name in C_KEYWORDS:
         raise PrototypeError((), f"{what}: {name!r} is a C keyword and cannot be used as a name")
 

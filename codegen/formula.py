@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence, Union
 
 from .errors import FieldProblem
+from .names import non_ascii
 
 KINDS = ("input", "output", "scalar", "optional_scalar", "attribute")
 CONSTANTS = ("pi", "inf", "nan")
@@ -216,7 +217,7 @@ def _check_names(names: Mapping[str, str], loc: tuple) -> None:
 
 def _identifier_problem(name: object) -> str | None:
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        return "a name must be an ASCII Python identifier (letters, digits, underscores)"
+        return "a name must be an ASCII Python identifier (letters, digits, underscores)" + (non_ascii(name) if isinstance(name, str) else "")
     if keyword.iskeyword(name):
         return f"`{name}` is a Python keyword" + (" (the usual Python name is `lambd`)" if name == "lambda" else "")
     if name == NUMERICS_NAME:

@@ -38,7 +38,7 @@ ATTRIBUTE_C_TYPES = ("bool", "int64_t", "double", "char*", "aclIntArray*")
 
 def _c_identifier(value: str) -> str:
     if not C_IDENTIFIER.match(value):
-        raise ValueError(f"{value!r} is not a C identifier (letters, digits, underscores; no leading digit)")
+        raise ValueError(f"{value!r} is not a C identifier (letters, digits, underscores; no leading digit){names.non_ascii(value)}")
     return value
 
 
