@@ -22,8 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .errors import FieldProblem
-from .names import non_ascii
+from .errors import FieldProblem, non_ascii
 
 __all__ = [
     "ALLOWED_MULTIWORD_TYPES",

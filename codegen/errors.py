@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,3 +48,13 @@ class FieldProblem(Exception):
         self.loc = tuple(loc)
         self.message = message
         super().__init__(f"{'.'.join(map(str, loc))}: {message}")
+
+
+def non_ascii(name: str) -> str:
+    """' (its character U+0430 CYRILLIC SMALL LETTER A at position 2 is not ASCII)' for a name
+    with a look-alike character, else ''; appended to an identifier error so the reader sees
+    which character to retype."""
+    for index, ch in enumerate(name):
+        if ord(ch) > 127:
+            return f" (its character {ch!r}, U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}, at position {index + 1} is not ASCII)"
+    return ""

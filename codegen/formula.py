@@ -20,8 +20,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence, Union
 
-from .errors import FieldProblem
-from .names import non_ascii
+from .errors import FieldProblem, non_ascii
 
 KINDS = ("input", "output", "scalar", "optional_scalar", "attribute")
 CONSTANTS = ("pi", "inf", "nan")

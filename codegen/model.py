@@ -22,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 
 from . import names
 from .consistency import STATUS_CODES, check_op, rule_params  # defined there, exported here too
-from .errors import FieldProblem
+from .errors import FieldProblem, non_ascii
 from aclnngen.runtime.shapes import ALL_DTYPES
 from aclnngen.runtime.versions import RELEASE_PATTERN, VERSION_HELP, as_release, holds_at
 
@@ -38,7 +38,7 @@ ATTRIBUTE_C_TYPES = ("bool", "int64_t", "double", "char*", "aclIntArray*")
 
 def _c_identifier(value: str) -> str:
     if not C_IDENTIFIER.match(value):
-        raise ValueError(f"{value!r} is not a C identifier (letters, digits, underscores; no leading digit){names.non_ascii(value)}")
+        raise ValueError(f"{value!r} is not a C identifier (letters, digits, underscores; no leading digit){non_ascii(value)}")
     return value
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-import unicodedata
 from pathlib import Path
 
 import yaml
@@ -205,12 +204,3 @@ def package_clash(name: str) -> str | None:
         return f"generated code imports a module of that name ({', '.join(sorted(imported_modules()))}, numpy, ...)"
     return None
 
-
-def non_ascii(name: str) -> str:
-    """' (its character U+0430 CYRILLIC SMALL LETTER A at position 2 is not ASCII)' for a name
-    with a look-alike character, else ''; appended to an identifier error so the reader sees
-    which character to retype."""
-    for index, ch in enumerate(name):
-        if ord(ch) > 127:
-            return f" (its character {ch!r}, U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}, at position {index + 1} is not ASCII)"
-    return ""

@@ -419,7 +419,7 @@ def _nan_inputs(op: OpUnderTest, values: Mapping, shape) -> np.ndarray:
     """Positions left out of the comparison with the oracle: a NaN forward input, and only where
     the oracle's own answer there depends on the element's position (oracle.NAN_POSITION_DEPENDENT)."""
     mask = np.zeros(shape, dtype=bool)
-    if not oracle.nan_position_dependent(op.meta["oracle"]):
+    if not oracle.nan_position_dependent(op.meta.get("oracle") or {}):
         return mask
     for p in op.params("input"):
         arr = values.get(p["name"])
