@@ -21,7 +21,8 @@ class PageError(ValueError):
 
 def is_markdown(text: str) -> bool:
     """Vendor Markdown has `#` headings or HTML tables; a saved web page has neither."""
-    return bool(re.search(r"^#{1,3}\s+\S", text, re.M) or "<table" in text)
+    # blanks within the line only: `\s+\S` let one `#` scan every blank line after it
+    return bool(re.search(r"^#{1,3}[^\S\n]+\S", text, re.M) or "<table" in text)
 
 
 def read_page(path: Path, products: ProductTable, release: str | None = None) -> PageFacts:
