@@ -303,3 +303,33 @@ def test_import_answers_hostile_pages_quickly_with_a_draft_or_one_line(tmp_path)
         done = _cli("import", str(page), "-o", str(tmp_path / "drafts"))
         assert done.returncode == 1 and message in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("payload", ["less-thans", "unclosed cells", "fences", "rowspan", "pipe rows"])
+def test_a_hostile_page_at_the_size_limit_is_read_in_under_two_seconds(tmp_path, payload):
+    """The bound holds at MAX_PAGE_BYTES, not only at 100 KB: linear, and fast per line."""
+    unit = PAYLOADS[payload]
+    for name in FIXTURES:
+        lines = (PAGES / name).read_text(encoding="utf-8").splitlines()
+        for site in ("first cell", "product"):
+            index = _sites(lines).get(site)
+            if index is None:
+                continue
+            text = _hostile_page(name, index, unit * ((MAX_PAGE_BYTES - 10_000) // len(unit.encode())))
+            with bounded(f"{payload!r} at the {site} of {name}, {len(text.encode())} bytes"):
+                _read(tmp_path, name, text)
+
+
+def test_the_tables_of_one_page_share_a_cell_budget_and_a_long_prototype_is_not_read(tmp_path):
+    table = '<table><tr><td colspan="1000">x</td></tr></table>'
+    notes: list[str] = []
+    tables = page_text.html_tables(table * 300, notes)
+    assert len(tables) == 300 and sum(1 for grid, _ in tables if grid) == page_text.MAX_PAGE_CELLS // 1000
+    assert notes[-1] == f"tables 201 to 300: past the page's {page_text.MAX_PAGE_CELLS} table cells (not read)"
+    long = "aclnnStatus aclnnDemoBackwardGetWorkspaceSize(" + "const aclTensor* a, " * 4_000 + "uint64_t* w)"
+    text = (PAGES / "table_variant.md").read_text(encoding="utf-8")
+    start = text.index("aclnnStatus aclnnDemoBackwardGetWorkspaceSize(")
+    text = text[:start] + long + text[text.index(")", start) + 1:]
+    facts, draft = _read(tmp_path, "table_variant.md", text)
+    assert draft["prototypes"]["get_workspace_size"] == "TODO"
+    assert any("prototype block of" in u and "not read" in u for u in facts.unparsed)

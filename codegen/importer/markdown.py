@@ -13,7 +13,7 @@ import re
 
 from ..products import ProductTable
 from .facts import PageFacts, PageParam, PageReturnCode, page_dtypes
-from .text import between, dtype_note, family_of, html_tables, npu_families, outside, plain
+from .text import MAX_PROTOTYPE_CHARS, between, dtype_note, family_of, html_tables, npu_families, outside, plain
 
 # Section heading -> what the section holds; Chinese and English spellings.
 _SECTION_WORDS = {
@@ -163,6 +163,9 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
         if "aclnnStatus" not in block and "(" not in block:
             continue
         key = "get_workspace_size" if "GetWorkspaceSize" in block else "launch"
+        if len(block) > MAX_PROTOTYPE_CHARS:
+            facts.unparsed.append(f"a {key} prototype block of {len(block)} characters (over {MAX_PROTOTYPE_CHARS}; not read)")
+            continue
         if key in facts.prototypes:
             facts.unparsed.append(f"a second {key} prototype block (ignored)")
             continue

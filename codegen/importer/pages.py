@@ -12,7 +12,7 @@ from .facts import PageFacts
 from .markdown import read_markdown
 from .saved import read_saved
 
-MAX_PAGE_BYTES = 4 << 20  # a vendor page is ~20 KiB; anything far larger is not a page
+MAX_PAGE_BYTES = 1 << 20  # a vendor page is ~20 KiB; anything 50 times larger is not a page
 
 
 class PageError(ValueError):

@@ -11,7 +11,7 @@ import re
 
 from ..products import ProductTable
 from .facts import PageFacts, PageParam, page_dtypes
-from .text import between, dtype_note, family_of
+from .text import MAX_PROTOTYPE_CHARS, between, dtype_note, family_of
 
 _TITLE = re.compile(r"^\s*aclnn([A-Za-z0-9_]+)\s*$")
 _BULLET = re.compile(r"^\s*(?:[-•*·]\s*)?")
@@ -50,6 +50,9 @@ def read_saved(text: str, path: str, products: ProductTable) -> PageFacts:
         if "aclnnStatus" in line and "(" in line:
             proto = line[line.index("aclnnStatus"):].strip()
             key = "get_workspace_size" if "GetWorkspaceSize(" in proto else "launch"
+            if len(proto) > MAX_PROTOTYPE_CHARS:
+                facts.unparsed.append(f"a {key} prototype line of {len(proto)} characters (over {MAX_PROTOTYPE_CHARS}; not read)")
+                continue
             facts.prototypes.setdefault(key, proto)
     _params(facts, blocks.get("get_workspace_size", []), products)
     function = "\n".join(blocks.get("function", []))
@@ -67,14 +70,18 @@ def _blocks(lines: list[str], op: str) -> dict[str, list[str]]:
     """Lines per section; a section starts at a line that is exactly its heading."""
     out: dict[str, list[str]] = {}
     current = None
+    heads = {word: kind for kind, words in _HEADS.items() for word in words}
+    other_title = re.compile(rf"aclnn{re.escape(op)}\w+")
     for line in lines:
         stripped = line.strip()
-        kind = next((k for k, words in _HEADS.items() if stripped in words), None)
-        if stripped == f"aclnn{op}GetWorkspaceSize":
+        kind = heads.get(stripped)
+        if not stripped.startswith("aclnn"):
+            pass
+        elif stripped == f"aclnn{op}GetWorkspaceSize":
             kind = "get_workspace_size"
         elif stripped == f"aclnn{op}" and "get_workspace_size" in out:
             kind = "launch"
-        elif re.fullmatch(rf"aclnn{op}\w+", stripped) and "get_workspace_size" in out and "launch" not in out:
+        elif other_title.fullmatch(stripped) and "get_workspace_size" in out and "launch" not in out:
             kind = "launch"
             out["launch_title_mismatch"] = [stripped]
         if kind is not None and kind not in out:

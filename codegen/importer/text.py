@@ -15,8 +15,12 @@ from typing import Iterator
 from ..products import ProductTable
 from .facts import NPU_IDS, DtypeNote, first_dtype_at, page_dtypes
 
-# Cells one table may expand to (spans filled in); a larger table is skipped and reported.
+# Cells one table may expand to (spans filled in); a larger table is skipped and reported. The
+# tables of one page together get MAX_PAGE_CELLS; the tables past that are skipped too.
 MAX_TABLE_CELLS = 100_000
+MAX_PAGE_CELLS = 200_000
+# A prototype longer than this (500 parameters take ~20,000) is not one: reported, not parsed.
+MAX_PROTOTYPE_CHARS = 65_536
 # The largest spans HTML itself allows; a larger value is read as these.
 MAX_COLSPAN = 1_000
 MAX_ROWSPAN = 65_534
@@ -62,13 +66,29 @@ def plain(text: str) -> str:
     return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
 
 
+_DOC_NAMES: list = [None, {}]  # (the product table, its doc names without blanks -> family id)
+
+
+def _doc_names(products: ProductTable) -> dict[str, str]:
+    """What `products.family_of_doc_name` looks up, as one dict (a scan of every name per line of a
+    page was the slowest part of reading a long product list)."""
+    if _DOC_NAMES[0] is not products:
+        names: dict[str, str] = {}
+        for family in products.families:
+            for doc_name in family.doc_names:
+                names.setdefault("".join(doc_name.split()), family.id)
+        _DOC_NAMES[:] = [products, names]
+    return _DOC_NAMES[1]
+
+
 def family_of(products: ProductTable, name: str) -> str | None:
     """The product family a page's product name means, or None when the table does not know it."""
     name = plain(name).strip().strip("：:")
+    names = _doc_names(products)
     for _ in range(2):
-        family = products.family_of_doc_name(name)
+        family = names.get("".join(name.split()))
         if family is not None:
-            return family.id
+            return family
         for suffix in _NAME_SUFFIXES:
             if name.endswith(suffix):
                 name = name[: -len(suffix)].strip()
@@ -197,9 +217,10 @@ class _TooLarge(Exception):
     pass
 
 
-def _grid(rows: list[list[tuple[str, int, int]]], notes: list[str], number: int) -> tuple[list[list[str]], list[str]]:
+def _grid(rows: list[list[tuple[str, int, int]]], notes: list[str], number: int,
+          limit: int = MAX_TABLE_CELLS) -> tuple[list[list[str]], list[str]]:
     """One table's grid (row spans filled in, clipped to the rows that exist) and its span problems,
-    at most MAX_TABLE_CELLS cells (else _TooLarge)."""
+    at most `limit` cells (else _TooLarge)."""
     rows = [r for r in rows if r]  # a doubled <tr> leaves an empty row behind
     grid: list[list[str]] = []
     carry: dict[int, tuple[str, int]] = {}  # column -> (text, rows still to fill)
@@ -224,17 +245,18 @@ def _grid(rows: list[list[tuple[str, int, int]]], notes: list[str], number: int)
                     overrun = True
                     problems.append(f"row {index}: rowspan=\"{rowspan}\" on {text_!r} but the table has {remaining} row(s) from there")
                 if colspan > MAX_COLSPAN:
-                    notes.append(f"table {number}, row {index}: colspan=\"{colspan}\" read as {MAX_COLSPAN}")
+                    if not any(n.startswith(f"table {number},") for n in notes[-1:]):  # one note a table
+                        notes.append(f"table {number}, row {index}: colspan=\"{colspan}\" read as {MAX_COLSPAN}")
                     colspan = MAX_COLSPAN
                 rowspan = min(rowspan, remaining)
-                if cells_total + len(cells) + colspan > MAX_TABLE_CELLS:
+                if cells_total + len(cells) + colspan > limit:
                     raise _TooLarge
                 for _ in range(colspan):
                     cells.append(text_)
                     if rowspan > 1:
                         carry[col] = (text_, rowspan - 1)
                     col += 1
-            if cells_total + len(cells) > MAX_TABLE_CELLS:
+            if cells_total + len(cells) > limit:
                 raise _TooLarge
         cells_total += len(cells)
         grid.append(cells)
@@ -247,11 +269,20 @@ def html_tables(text: str, notes: list[str] | None = None) -> list[tuple[list[li
     MAX_TABLE_CELLS cells is read as empty, and `notes` (the page's 'not parsed' list) says so;
     a colspan over MAX_COLSPAN is read as that, and noted."""
     notes = notes if notes is not None else []
-    out = []
-    for number, rows in enumerate(_raw_tables(text), 1):
+    out: list[tuple[list[list[str]], list[str]]] = []
+    budget = MAX_PAGE_CELLS
+    raw = _raw_tables(text)
+    for number, rows in enumerate(raw, 1):
         try:
-            out.append(_grid(rows, notes, number))
+            grid, problems = _grid(rows, notes, number, min(MAX_TABLE_CELLS, budget))
         except _TooLarge:
-            notes.append(f"table {number}: more than {MAX_TABLE_CELLS} cells with its spans filled in (not read)")
-            out.append(([], []))
+            if budget >= MAX_TABLE_CELLS:  # this table alone is too large
+                notes.append(f"table {number}: more than {MAX_TABLE_CELLS} cells with its spans filled in (not read)")
+                out.append(([], []))
+                continue
+            notes.append(f"tables {number} to {len(raw)}: past the page's {MAX_PAGE_CELLS} table cells (not read)")
+            out += [([], [])] * (len(raw) - number + 1)
+            break
+        budget -= sum(map(len, grid))
+        out.append((grid, problems))
     return out
