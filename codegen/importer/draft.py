@@ -202,8 +202,21 @@ _CONDITION = re.compile(r"如果|若|当|时|if |when ", re.I)
 # "may not be negative" in the page's words: a bound >= 0
 _NOT_NEGATIVE = re.compile(r"不(?:可以|能|可|应)(?:是|为)?负数?|非负|must not be negative|cannot be negative|non-negative", re.I)
 # "<name> is true/false" as a condition: `selfIsResult为true时`, `when selfIsResult is true`
-_BOOL_CONDITION = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:为|是|==|is|=)\s*(true|false)", re.I)
-_SUBJECT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*$")
+# (a match starts only where a run of word characters starts, so no run is scanned twice)
+_BOOL_CONDITION = re.compile(r"(?<![A-Za-z0-9_])[0-9]*([A-Za-z_][A-Za-z0-9_]*)\s*(?:为|是|==|is|=)\s*(true|false)", re.I)
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _subject(text: str) -> str | None:
+    """The name `text` ends with (blanks after it allowed), or None: what `[A-Za-z_]\\w*\\s*$`
+    finds, read from the end (a search from every start was quadratic on a long word)."""
+    text = text.rstrip()
+    start = len(text)
+    while start and text[start - 1] in _WORD_CHARS:
+        start -= 1
+    while start < len(text) and text[start].isdigit():
+        start += 1
+    return text[start:] or None
 
 
 def _sentences_about(facts: PageFacts, name: str) -> list[str]:
@@ -225,8 +238,8 @@ def _bound(name: str, sentence: str) -> tuple[str, float | int, str] | None:
         match = re.search(re.escape(word) + _NUMBER, sentence)
         if not match:
             continue
-        subject = _SUBJECT.search(sentence[: match.start()])
-        if subject and subject.group(1) != name:
+        subject = _subject(sentence[: match.start()])
+        if subject and subject != name:
             return None
         number = float(match.group(1))
         return op, int(number) if number.is_integer() else number, f"{word}{match.group(1)}"

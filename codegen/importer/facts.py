@@ -113,11 +113,15 @@ class PageFacts:
     todos: list[tuple[str, str]] = field(default_factory=list)  # (where in the draft, what is missing)
     defects: list[tuple[str, str]] = field(default_factory=list)  # (defect kind, note)
     unparsed: list[str] = field(default_factory=list)  # what the reader saw but could not read
+    # what todos and defects hold, for the repeat check (a list scan per entry was quadratic)
+    _seen: set = field(default_factory=set, repr=False, compare=False)
 
     def todo(self, at: str, note: str) -> None:
-        if (at, note) not in self.todos:
+        if ("todo", at, note) not in self._seen:
+            self._seen.add(("todo", at, note))
             self.todos.append((at, note))
 
     def defect(self, kind: str, note: str) -> None:
-        if (kind, note) not in self.defects:
+        if ("defect", kind, note) not in self._seen:
+            self._seen.add(("defect", kind, note))
             self.defects.append((kind, note))

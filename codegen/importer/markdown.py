@@ -2,7 +2,10 @@
 vendor's repositories use across releases: the product section as a √/× pipe table or as
 `<!-- npu="..." -->`-marked bullets, HTML parameter tables (name cell with or without the C type in
 full-width parentheses), per-product dtype notes below the table (plain or marked), return-code
-tables whose merged cells may overrun, Chinese or English headings."""
+tables whose merged cells may overrun, Chinese or English headings.
+
+Every pattern here is matched against one line or one cell, and none has two quantifiers that can
+match the same text one after the other (docs/security.md): reading is linear in the page's size."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import re
 
 from ..products import ProductTable
 from .facts import PageFacts, PageParam, PageReturnCode, page_dtypes
-from .text import dtype_note, family_of, html_tables, npu_families, plain
+from .text import MAX_PROTOTYPE_CHARS, between, dtype_note, family_of, html_tables, npu_families, outside, plain
 
 # Section heading -> what the section holds; Chinese and English spellings.
 _SECTION_WORDS = {
@@ -20,13 +23,14 @@ _SECTION_WORDS = {
     "constraints": ("约束说明", "约束与限制", "constraints"),
     "example": ("调用示例", "example"),
 }
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# `#`s, blanks, the text; closing `#`s and blanks are stripped in Python (`(.*?)\s*#*\s*$` was cubic)
+_HEADING = re.compile(r"(#{1,6})\s+(.*)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_MARKER = re.compile(r"<!--\s*npu=\"([^\"]*)\"\s*(\w+)\s*-->")
+_MARKER = re.compile(r"<!--\s*npu=\"([^\"<>]*)\"\s*(\w+)\s*-->")
 _MARKER_END = re.compile(r"<!--\s*end\s+\w+\s*-->")
 _YES = ("√", "支持", "supported", "yes", "✓")
 _NO = ("×", "不支持", "not supported", "unsupported", "no", "✗")
-_NAME_CELL = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[（(]\s*([^）)]*?)\s*[）)])?")
+_NAME_CELL = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:[（(]([^）)]*)[）)])?")  # the type is stripped in Python
 _DIRECTIONS = {"输入": "input", "输出": "output", "input": "input", "output": "output", "入参": "input", "出参": "output"}
 
 
@@ -39,7 +43,7 @@ def sections(text: str) -> list[tuple[str, list[str]]]:
             fenced = not fenced
         match = None if fenced else _HEADING.match(line)
         if match:
-            out.append((match.group(2).strip(), []))
+            out.append((match.group(2).rstrip().rstrip("#").strip(), []))
         else:
             out[-1][1].append(line)
     return out
@@ -111,9 +115,9 @@ def _read_products(facts: PageFacts, body: list[str], products: ProductTable) ->
             _product(facts, products, cells[0], _yes_no(cells[1]), None)
         elif stripped.startswith(("- ", "* ")):
             item = stripped[2:]
-            match = re.match(r"(.*)[：:]\s*([^：:]*)$", item)
-            value = _yes_no(match.group(2)) if match else None
-            name, supported = (match.group(1), value) if value is not None else (item, True)
+            colon = max(item.rfind("："), item.rfind(":"))  # the last colon: `name：support`
+            value = _yes_no(item[colon + 1:]) if colon >= 0 else None
+            name, supported = (item[:colon], value) if value is not None else (item, True)
             facts.product_format = facts.product_format or "list"
             _product(facts, products, name, supported, npu)
 
@@ -141,7 +145,7 @@ def _product(facts: PageFacts, products: ProductTable, name: str, supported: boo
 
 def _read_function(facts: PageFacts, body: list[str], products: ProductTable) -> None:
     text = "\n".join(body)
-    facts.latex += [block.strip() for block in re.findall(r"\$\$(.*?)\$\$", text, re.S) if block.strip()]
+    facts.latex += [block.strip() for block in between(text, "$$", "$$") if block.strip()]
 
 
 def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) -> None:
@@ -159,6 +163,9 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
         if "aclnnStatus" not in block and "(" not in block:
             continue
         key = "get_workspace_size" if "GetWorkspaceSize" in block else "launch"
+        if len(block) > MAX_PROTOTYPE_CHARS:
+            facts.unparsed.append(f"a {key} prototype block of {len(block)} characters (over {MAX_PROTOTYPE_CHARS}; not read)")
+            continue
         if key in facts.prototypes:
             facts.unparsed.append(f"a second {key} prototype block (ignored)")
             continue
@@ -167,7 +174,7 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
 
 def _read_get_workspace_size(facts: PageFacts, body: list[str], products: ProductTable) -> None:
     text = "\n".join(body)
-    tables = html_tables(text)
+    tables = html_tables(text, facts.unparsed)
     param_grid = next((g for g, _ in tables if g and _header_has(g[0], ("参数名", "parameter"))), None)
     codes = next(((g, p) for g, p in tables if g and _header_has(g[0], ("错误码", "error code"))), None)
     if param_grid is None:
@@ -199,7 +206,7 @@ def _read_param_table(facts: PageFacts, grid: list[list[str]]) -> None:
             facts.unparsed.append(f"parameter row {row[:2]!r}")
             continue
         cells = row + [""] * (8 - len(row))
-        param = PageParam(name=match.group(1), c_type=match.group(2) or None)
+        param = PageParam(name=match.group(1), c_type=(match.group(2) or "").strip() or None)
         param.direction = _DIRECTIONS.get(cells[1].strip().lower())
         param.text = "\n".join(c for c in (cells[2], cells[3]) if c.strip() and c.strip() != "-")
         param.dtypes = page_dtypes(cells[4]) if len(row) > 4 else []
@@ -212,9 +219,8 @@ _NOTE = re.compile(r"^\s*[-*]\s+(.+?)[：:](.+)$")
 
 def _read_notes(facts: PageFacts, text: str, products: ProductTable) -> None:
     """Per-product bullets outside the tables, plain or inside npu markers."""
-    outside = re.sub(r"<table.*?</table>", "", text, flags=re.S)
     npu = None
-    for line in outside.splitlines():
+    for line in outside(text, "<table", "</table>").splitlines():
         marker = _MARKER.search(line)
         if marker:
             npu = marker.group(1)

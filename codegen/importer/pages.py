@@ -12,7 +12,7 @@ from .facts import PageFacts
 from .markdown import read_markdown
 from .saved import read_saved
 
-MAX_PAGE_BYTES = 4 << 20  # a vendor page is ~20 KiB; anything far larger is not a page
+MAX_PAGE_BYTES = 1 << 20  # a vendor page is ~20 KiB; anything 50 times larger is not a page
 
 
 class PageError(ValueError):
@@ -21,7 +21,8 @@ class PageError(ValueError):
 
 def is_markdown(text: str) -> bool:
     """Vendor Markdown has `#` headings or HTML tables; a saved web page has neither."""
-    return bool(re.search(r"^#{1,3}\s+\S", text, re.M) or "<table" in text)
+    # blanks within the line only: `\s+\S` let one `#` scan every blank line after it
+    return bool(re.search(r"^#{1,3}[^\S\n]+\S", text, re.M) or "<table" in text)
 
 
 def read_page(path: Path, products: ProductTable, release: str | None = None) -> PageFacts:

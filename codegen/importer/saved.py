@@ -1,6 +1,9 @@
 """Reading a saved web page of an aclnn op (text as a browser copies it), scrape damage included:
 formulas lost or doubled (KaTeX text beside its LaTeX source), tables replaced by `[object Object]`,
-links by `undefined`, bullets flattened to lines with or without their `•`/`-`."""
+links by `undefined`, bullets flattened to lines with or without their `•`/`-`.
+
+Every pattern is matched against one line, and none has two quantifiers that can match the same
+text one after the other (docs/security.md): blanks around a captured part are stripped in Python."""
 
 from __future__ import annotations
 
@@ -8,15 +11,16 @@ import re
 
 from ..products import ProductTable
 from .facts import PageFacts, PageParam, page_dtypes
-from .text import dtype_note, family_of
+from .text import MAX_PROTOTYPE_CHARS, between, dtype_note, family_of
 
 _TITLE = re.compile(r"^\s*aclnn([A-Za-z0-9_]+)\s*$")
 _BULLET = re.compile(r"^\s*(?:[-•*·]\s*)?")
-_PARAM = re.compile(
-    r"^\s*(?:[-•*·]\s*)?([A-Za-z_]\w*)\s*[（(]\s*([^,，)）]+?)\s*[,，]\s*([^)）]*)[)）]\s*[:：]\s*(.*)$"
-)
-_NOTE = re.compile(r"^\s*(?:[-•*·]\s*)?([^:：()（）]+?)\s*[:：]\s*(.*数据类型.*)$")
-_ONLY_ON = re.compile(r"([A-Z0-9]+)\s*[（(]\s*仅(.+?)支持\s*[)）]")
+# `name(C type, direction)：text`
+_PARAM = re.compile(r"\s*(?:[-•*·]\s*)?([A-Za-z_]\w*)\s*[（(]([^,，)）]+)[,，]([^)）]*)[)）]\s*[:：](.*)")
+# `products：... 数据类型 ...` (the 数据类型 is looked for in Python)
+_NOTE = re.compile(r"\s*(?:[-•*·]\s*)?([^:：()（）]+)[:：](.*)")
+# `BFLOAT16(仅<products>支持)`; a match starts only where a run of capitals and digits starts
+_ONLY_ON = re.compile(r"(?<![A-Z0-9])([A-Z0-9]+)\s*[（(]\s*仅([^()（）]+?)支持\s*[)）]")
 _DIRECTIONS = (("输出", "output"), ("出参", "output"), ("输入", "input"), ("入参", "input"))
 _DAMAGE = ("[object Object]", "undefined")
 _HEADS = {
@@ -46,10 +50,13 @@ def read_saved(text: str, path: str, products: ProductTable) -> PageFacts:
         if "aclnnStatus" in line and "(" in line:
             proto = line[line.index("aclnnStatus"):].strip()
             key = "get_workspace_size" if "GetWorkspaceSize(" in proto else "launch"
+            if len(proto) > MAX_PROTOTYPE_CHARS:
+                facts.unparsed.append(f"a {key} prototype line of {len(proto)} characters (over {MAX_PROTOTYPE_CHARS}; not read)")
+                continue
             facts.prototypes.setdefault(key, proto)
     _params(facts, blocks.get("get_workspace_size", []), products)
     function = "\n".join(blocks.get("function", []))
-    facts.latex += [m.strip() for m in re.findall(r"\$\$(.*?)\$\$", function, re.S) if m.strip()]
+    facts.latex += [m.strip() for m in between(function, "$$", "$$") if m.strip()]
     if not facts.latex:
         facts.todo("formula.latex", "the scrape lost the formula (KaTeX output only); retype it from the page")
     if "[object Object]" in "\n".join(blocks.get("get_workspace_size", [])) or not facts.return_codes:
@@ -63,14 +70,18 @@ def _blocks(lines: list[str], op: str) -> dict[str, list[str]]:
     """Lines per section; a section starts at a line that is exactly its heading."""
     out: dict[str, list[str]] = {}
     current = None
+    heads = {word: kind for kind, words in _HEADS.items() for word in words}
+    other_title = re.compile(rf"aclnn{re.escape(op)}\w+")
     for line in lines:
         stripped = line.strip()
-        kind = next((k for k, words in _HEADS.items() if stripped in words), None)
-        if stripped == f"aclnn{op}GetWorkspaceSize":
+        kind = heads.get(stripped)
+        if not stripped.startswith("aclnn"):
+            pass
+        elif stripped == f"aclnn{op}GetWorkspaceSize":
             kind = "get_workspace_size"
         elif stripped == f"aclnn{op}" and "get_workspace_size" in out:
             kind = "launch"
-        elif re.fullmatch(rf"aclnn{op}\w+", stripped) and "get_workspace_size" in out and "launch" not in out:
+        elif other_title.fullmatch(stripped) and "get_workspace_size" in out and "launch" not in out:
             kind = "launch"
             out["launch_title_mismatch"] = [stripped]
         if kind is not None and kind not in out:
@@ -105,7 +116,7 @@ def _params(facts: PageFacts, block: list[str], products: ProductTable) -> None:
             break
         match = _PARAM.match(line)
         if match:
-            name, c_type, direction, rest = match.groups()
+            name, c_type, direction, rest = match.group(1), match.group(2).strip(), match.group(3), match.group(4).strip()
             if name in names_seen:
                 facts.unparsed.append(f"parameter {name} is listed twice (the repeat is ignored)")
                 current = None
@@ -128,8 +139,8 @@ def _params(facts: PageFacts, block: list[str], products: ProductTable) -> None:
             facts.params.append(current)
             continue
         note = _NOTE.match(line)
-        if note and current is not None:
-            parsed = dtype_note(products, note.group(1), note.group(2))
+        if note and current is not None and note.group(1).strip() and "数据类型" in note.group(2):
+            parsed = dtype_note(products, note.group(1).strip(), note.group(2).strip())
             if parsed is not None and parsed.mode == "only":
                 for family in parsed.families:
                     current.family_dtypes[family] = parsed.dtypes
@@ -139,5 +150,10 @@ def _params(facts: PageFacts, block: list[str], products: ProductTable) -> None:
 
 def _dtype_sentence(text: str) -> str:
     """The part of a description that lists dtypes ("数据类型支持..." up to the sentence's end)."""
-    match = re.search(r"(?:数据类型|dtype)[^。;；]*?支持([^。;；]*)", text)
-    return match.group(1) if match else ""
+    for sentence in re.split(r"[。;；]", text):  # per sentence: a search per word was quadratic
+        found = [at for at in (sentence.find("数据类型"), sentence.find("dtype")) if at >= 0]
+        if found:
+            start = sentence.find("支持", min(found))
+            if start >= 0:
+                return sentence[start + 2:]
+    return ""

@@ -7,6 +7,13 @@ from typing import Any
 
 from .facts import PageFacts
 
+MAX_LISTED = 50  # entries of one list the summary prints; the rest are counted
+
+
+def _listed(items: list[str]) -> str:
+    shown = "".join(f"\n    - {item}" for item in items[:MAX_LISTED])
+    return shown + (f"\n    - ... and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")
+
 
 def summary_lines(facts: PageFacts, draft: dict[str, Any], target: Path) -> list[str]:
     supported = [f for f, ok in facts.products.items() if ok]
@@ -20,11 +27,11 @@ def summary_lines(facts: PageFacts, draft: dict[str, Any], target: Path) -> list
     )
     todo = draft.get("todo", [])
     lines = [f"{facts.path} ({facts.form}) -> {target}", f"  read: {read}"]
-    lines.append(f"  TODO: {len(todo)}" + "".join(f"\n    - {t['at']}: {t['note']}" for t in todo))
+    lines.append(f"  TODO: {len(todo)}" + _listed([f"{t['at']}: {t['note']}" for t in todo]))
     if facts.defects:
-        lines.append(f"  defects: {len(facts.defects)}" + "".join(f"\n    - {k}: {n}" for k, n in facts.defects))
+        lines.append(f"  defects: {len(facts.defects)}" + _listed([f"{k}: {n}" for k, n in facts.defects]))
     if facts.unparsed:
-        lines.append(f"  not parsed: {len(facts.unparsed)}" + "".join(f"\n    - {u}" for u in facts.unparsed))
+        lines.append(f"  not parsed: {len(facts.unparsed)}" + _listed(facts.unparsed))
     return lines
 
 

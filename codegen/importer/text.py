@@ -1,35 +1,94 @@
-"""Small text helpers shared by the page readers: product names, HTML tables, dtype notes."""
+"""Small text helpers shared by the page readers: product names, HTML tables, dtype notes.
+
+Every scan here is linear in the page's size (docs/security.md, "Limits on doc pages"): the HTML
+tables are read by a tokenizer of our own (html.parser is quadratic on unclosed tags and comments),
+spans between two markers are found with `str.find`, and no pattern has two quantifiers that can
+match the same text one after the other."""
 
 from __future__ import annotations
 
 import html
 import re
-from html.parser import HTMLParser
+from collections import deque
+from typing import Iterator
 
 from ..products import ProductTable
 from .facts import NPU_IDS, DtypeNote, first_dtype_at, page_dtypes
 
-_TAG = re.compile(r"<[^>]+>")
-_TERM = re.compile(r"<term>(.*?)</term>", re.S)
+# Cells one table may expand to (spans filled in); a larger table is skipped and reported. The
+# tables of one page together get MAX_PAGE_CELLS; the tables past that are skipped too.
+MAX_TABLE_CELLS = 100_000
+MAX_PAGE_CELLS = 200_000
+# A prototype longer than this (500 parameters take ~20,000) is not one: reported, not parsed.
+MAX_PROTOTYPE_CHARS = 65_536
+# The largest spans HTML itself allows; a larger value is read as these.
+MAX_COLSPAN = 1_000
+MAX_ROWSPAN = 65_534
+
+# `[^<>]`: a tag never spans another `<`, so each character is looked at by one `<` only
+_TAG = re.compile(r"<[^<>]+>")
+_BREAK = re.compile(r"<\s*(?:li|br|p)\b[^<>]*>", re.I)
 # Suffixes some pages add to a product's name ("... AI处理器") that the product table does not carry.
 _NAME_SUFFIXES = ("AI处理器", "AI 处理器", "。", ".")
 
 
+def between(text: str, start: str, end: str) -> Iterator[str]:
+    """The text between each `start` and the next `end` after it, left to right, without overlap:
+    what `re.findall(start + "(.*?)" + end, text, re.S)` gives for two literals, in linear time (an
+    unclosed `start` ends the scan: no later one can be closed either)."""
+    at = text.find(start)
+    while at >= 0:
+        close = text.find(end, at + len(start))
+        if close < 0:
+            return
+        yield text[at + len(start):close]
+        at = text.find(start, close + len(end))
+
+
+def outside(text: str, start: str, end: str) -> str:
+    """`text` without each `start`...`end` span (an unclosed `start` is kept as text), linearly."""
+    parts, at = [], 0
+    while True:
+        open_ = text.find(start, at)
+        close = text.find(end, open_ + len(start)) if open_ >= 0 else -1
+        if close < 0:
+            parts.append(text[at:])
+            return "".join(parts)
+        parts.append(text[at:open_])
+        at = close + len(end)
+
+
 def plain(text: str) -> str:
     """Markup-free text: list items and line breaks become newlines, `\\_` becomes `_`."""
-    text = re.sub(r"<\s*(li|br|p)\b[^>]*>", "\n", text, flags=re.I)
+    text = _BREAK.sub("\n", text)
     text = _TAG.sub("", text)
     text = html.unescape(text).replace("\\_", "_")
     return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
 
 
+_DOC_NAMES: list = [None, {}]  # (the product table, its doc names without blanks -> family id)
+
+
+def _doc_names(products: ProductTable) -> dict[str, str]:
+    """What `products.family_of_doc_name` looks up, as one dict (a scan of every name per line of a
+    page was the slowest part of reading a long product list)."""
+    if _DOC_NAMES[0] is not products:
+        names: dict[str, str] = {}
+        for family in products.families:
+            for doc_name in family.doc_names:
+                names.setdefault("".join(doc_name.split()), family.id)
+        _DOC_NAMES[:] = [products, names]
+    return _DOC_NAMES[1]
+
+
 def family_of(products: ProductTable, name: str) -> str | None:
     """The product family a page's product name means, or None when the table does not know it."""
     name = plain(name).strip().strip("：:")
+    names = _doc_names(products)
     for _ in range(2):
-        family = products.family_of_doc_name(name)
+        family = names.get("".join(name.split()))
         if family is not None:
-            return family.id
+            return family
         for suffix in _NAME_SUFFIXES:
             if name.endswith(suffix):
                 name = name[: -len(suffix)].strip()
@@ -43,7 +102,7 @@ def npu_families(ids: str) -> list[str]:
 
 def split_names(text: str) -> list[str]:
     """Product names of a note's head: `<term>`-wrapped, or joined by 、 / ， when plain."""
-    terms = _TERM.findall(text)
+    terms = list(between(text, "<term>", "</term>"))
     if terms:
         return [t.strip() for t in terms]
     return [part.strip() for part in re.split(r"[、，,]", plain(text)) if part.strip()]
@@ -88,95 +147,142 @@ def _per_param(text: str) -> dict[str, list[str]]:
     return found
 
 
-class _Tables(HTMLParser):
-    """Collects every <table>: rows of (text, rowspan, colspan) cells."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=False)
-        self.tables: list[list[list[tuple[str, int, int]]]] = []
-        self._depth = 0
-        self._cell: list[str] | None = None
-        self._span = (1, 1)
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "table":
-            self._depth += 1
-            self.tables.append([])
-        elif self._depth and tag == "tr":
-            self.tables[-1].append([])
-        elif self._depth and tag in ("td", "th"):
-            if not self.tables[-1]:
-                self.tables[-1].append([])
-            self._cell = []
-            self._span = (_int(attrs.get("rowspan")), _int(attrs.get("colspan")))
-        elif self._cell is not None and tag in ("li", "br", "p"):
-            self._cell.append(f"<{tag}>")
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None:
-            self.tables[-1][-1].append((plain("".join(self._cell)), *self._span))
-            self._cell = None
-        elif tag == "table" and self._depth:
-            self._depth -= 1
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell.append(data)
-
-    def handle_entityref(self, name):
-        self.handle_data(f"&{name};")
-
-    def handle_charref(self, name):
-        self.handle_data(f"&#{name};")
+# One tag at a `<`: its name and its attributes, never past the next `<` (so linear)
+_TAG_AT = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)([^<>]*)>")
+_SPAN_ATTR = re.compile(r"""\b(rowspan|colspan)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]*))""", re.I)
 
 
-def _int(value: str | None) -> int:
-    try:
-        return max(1, int(value or 1))
-    except ValueError:
+def _span(value: str) -> int:
+    value = value.strip()
+    if not value.isdigit() or not value.isascii():
         return 1
+    return max(1, int(value[:12]))  # 12 digits: a value is never converted from thousands of them
 
 
-def html_tables(text: str) -> list[tuple[list[list[str]], list[str]]]:
-    """Every HTML table in `text` as a grid (row spans filled in, clipped to the rows that exist)
-    and a list of span problems (a rowspan that overruns the table)."""
-    parser = _Tables()
-    # declarations and marked sections (`<!DOCTYPE`, `<![CDATA[`) never belong in a page's tables,
-    # and html.parser asserts on malformed ones: read them as text
-    text = re.sub(r"<!(?!--)", "&lt;!", text)
-    try:
-        parser.feed(text)
-        parser.close()
-    except (AssertionError, ValueError):  # markup html.parser cannot take: keep the rows read so far
-        pass
-    out = []
-    for rows in parser.tables:
-        rows = [r for r in rows if r]  # a doubled <tr> leaves an empty row behind
-        grid: list[list[str]] = []
-        carry: dict[int, tuple[str, int]] = {}  # column -> (text, rows still to fill)
-        problems: list[str] = []
-        for index, row in enumerate(rows):
-            cells: list[str] = []
-            queue = list(row)
-            col = 0
-            while queue or col in carry:
-                if col in carry:
-                    text_, left = carry.pop(col)
-                    cells.append(text_)
-                    if left > 1:
-                        carry[col] = (text_, left - 1)
-                    col += 1
-                    continue
-                text_, rowspan, colspan = queue.pop(0)
+def _raw_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
+    """Every <table>: rows of (text, rowspan, colspan) cells, in one pass over the text. Comments
+    are skipped (an unclosed one is text); `<li>`, `<br>` and `<p>` in a cell are kept as breaks."""
+    tables: list[list[list[tuple[str, int, int]]]] = []
+    depth = 0
+    cell: list[str] | None = None
+    span = (1, 1)
+    comments_end = True  # False once a `<!--` has no `-->` after it: no later one has either
+    at, size = 0, len(text)
+    while at < size:
+        lt = text.find("<", at)
+        if lt < 0:
+            lt = size
+        if cell is not None and lt > at:
+            cell.append(text[at:lt])
+        if lt >= size:
+            break
+        if comments_end and text.startswith("<!--", lt):
+            close = text.find("-->", lt + 4)
+            if close >= 0:
+                at = close + 3
+                continue
+            comments_end = False
+        tag = _TAG_AT.match(text, lt)
+        if tag is None:  # a `<` that starts no tag is text
+            if cell is not None:
+                cell.append("<")
+            at = lt + 1
+            continue
+        at = tag.end()
+        closing, name, attrs = tag.group(1), tag.group(2).lower(), tag.group(3)
+        if closing:
+            if name in ("td", "th") and cell is not None:
+                tables[-1][-1].append((plain("".join(cell)), *span))
+                cell = None
+            elif name == "table" and depth:
+                depth -= 1
+            continue
+        if name == "table":
+            depth += 1
+            tables.append([])
+        elif depth and name == "tr":
+            tables[-1].append([])
+        elif depth and name in ("td", "th"):
+            if not tables[-1]:
+                tables[-1].append([])
+            cell = []
+            found = {m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _SPAN_ATTR.finditer(attrs)}
+            span = (_span(found.get("rowspan", "1")), _span(found.get("colspan", "1")))
+        elif cell is not None and name in ("li", "br", "p"):
+            cell.append(f"<{name}>")
+    return tables
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _grid(rows: list[list[tuple[str, int, int]]], notes: list[str], number: int,
+          limit: int = MAX_TABLE_CELLS) -> tuple[list[list[str]], list[str]]:
+    """One table's grid (row spans filled in, clipped to the rows that exist) and its span problems,
+    at most `limit` cells (else _TooLarge)."""
+    rows = [r for r in rows if r]  # a doubled <tr> leaves an empty row behind
+    grid: list[list[str]] = []
+    carry: dict[int, tuple[str, int]] = {}  # column -> (text, rows still to fill)
+    problems: list[str] = []
+    cells_total = 0
+    for index, row in enumerate(rows):
+        cells: list[str] = []
+        queue = deque(row)
+        col = 0
+        overrun = False
+        while queue or col in carry:
+            if col in carry:
+                text_, left = carry.pop(col)
+                cells.append(text_)
+                if left > 1:
+                    carry[col] = (text_, left - 1)
+                col += 1
+            else:
+                text_, rowspan, colspan = queue.popleft()
                 remaining = len(rows) - index
-                if rowspan > remaining and not any(p.startswith(f"row {index}:") for p in problems):
+                if rowspan > remaining and not overrun:
+                    overrun = True
                     problems.append(f"row {index}: rowspan=\"{rowspan}\" on {text_!r} but the table has {remaining} row(s) from there")
+                if colspan > MAX_COLSPAN:
+                    if not any(n.startswith(f"table {number},") for n in notes[-1:]):  # one note a table
+                        notes.append(f"table {number}, row {index}: colspan=\"{colspan}\" read as {MAX_COLSPAN}")
+                    colspan = MAX_COLSPAN
+                rowspan = min(rowspan, remaining)
+                if cells_total + len(cells) + colspan > limit:
+                    raise _TooLarge
                 for _ in range(colspan):
                     cells.append(text_)
                     if rowspan > 1:
                         carry[col] = (text_, rowspan - 1)
                     col += 1
-            grid.append(cells)
+            if cells_total + len(cells) > limit:
+                raise _TooLarge
+        cells_total += len(cells)
+        grid.append(cells)
+    return grid, problems
+
+
+def html_tables(text: str, notes: list[str] | None = None) -> list[tuple[list[list[str]], list[str]]]:
+    """Every HTML table in `text` as a grid (row spans filled in, clipped to the rows that exist)
+    and a list of span problems (a rowspan that overruns the table). A table of more than
+    MAX_TABLE_CELLS cells is read as empty, and `notes` (the page's 'not parsed' list) says so;
+    a colspan over MAX_COLSPAN is read as that, and noted."""
+    notes = notes if notes is not None else []
+    out: list[tuple[list[list[str]], list[str]]] = []
+    budget = MAX_PAGE_CELLS
+    raw = _raw_tables(text)
+    for number, rows in enumerate(raw, 1):
+        try:
+            grid, problems = _grid(rows, notes, number, min(MAX_TABLE_CELLS, budget))
+        except _TooLarge:
+            if budget >= MAX_TABLE_CELLS:  # this table alone is too large
+                notes.append(f"table {number}: more than {MAX_TABLE_CELLS} cells with its spans filled in (not read)")
+                out.append(([], []))
+                continue
+            notes.append(f"tables {number} to {len(raw)}: past the page's {MAX_PAGE_CELLS} table cells (not read)")
+            out += [([], [])] * (len(raw) - number + 1)
+            break
+        budget -= sum(map(len, grid))
         out.append((grid, problems))
     return out
