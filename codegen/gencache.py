@@ -197,15 +197,20 @@ def _load(path: Path):
         return None
 
 
+_made: set[Path] = set()  # cache folders this process made or found (each checked once)
+
+
 def _save(path: Path, data) -> None:
     """Keep `data` at `path` (JSON, written whole or not at all, even with two generators at once);
     a value JSON cannot hold exactly, or a folder that cannot be written, leaves nothing."""
     try:
         text = encode(data)
-        make_private(path.parent)
+        if path.parent not in _made:
+            make_private(path.parent)
+            _made.add(path.parent)
         write_atomic(path, text, what="cache record", mode=0o600, durable=False)
     except (OSError, TypeError, ValueError, RecursionError):
-        pass
+        _made.discard(path.parent)  # perhaps removed meanwhile: made again by the next save
 
 
 # --- the records' format: JSON, with tuples and a render's two classes tagged ---------------------
@@ -263,7 +268,7 @@ def _untagged(obj: dict):
 
 def encode(value) -> bytes:
     """A record as JSON (UTF-8): plain data, tuples, Outputs and OpRenders, nothing else."""
-    return json.dumps(_tagged(value), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return json.dumps(_tagged(value), separators=(",", ":")).encode("ascii")  # ASCII: the faster encoder
 
 
 def decode(data: bytes):
