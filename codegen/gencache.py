@@ -213,10 +213,30 @@ def _save(path: Path, data) -> None:
         _made.discard(path.parent)  # perhaps removed meanwhile: made again by the next save
 
 
-# --- the records' format: JSON, with tuples and a render's two classes tagged ---------------------
-# A tagged value is an object with one key starting with NUL: "\0t" a tuple, "\0o" an Output,
-# "\0r" an OpRender, "\0d" a dict whose own keys would look like a tag (as key/value pairs).
+# --- the records' format: JSON, with tuples and registered dataclasses tagged -----------------
+# A tagged value is an object with one key starting with NUL: "\0t" a tuple, "\0d" a dict whose
+# own keys would look like a tag (as key/value pairs), "\0<tag>" a dataclass registered with
+# `record_class` (its fields' values in order; the generator's Output and OpRender).
 _TAG = "\0"
+_CLASSES: dict[str, type] = {}
+_TAGS: dict[type, str] = {}
+
+
+def record_class(tag: str):
+    """Register a dataclass whose instances a record may hold (a class decorator); reading builds
+    it from its fields' values and nothing else."""
+    def register(cls):
+        import dataclasses
+
+        name = _TAG + tag
+        if tag in ("t", "d") or _CLASSES.get(name, cls) is not cls:
+            raise ValueError(f"record tag {tag!r} is taken")
+        _CLASSES[name] = cls
+        _TAGS[cls] = name
+        cls._record_fields = tuple(f.name for f in dataclasses.fields(cls))
+        return cls
+
+    return register
 
 
 def _tagged(value):
@@ -233,13 +253,10 @@ def _tagged(value):
         if all(type(k) is str for k in value):
             return {"\0d": [[k, _tagged(v)] for k, v in value.items()]}
         raise TypeError(f"a cache record's keys are strings, not {sorted({type(k).__name__ for k in value})}")
-    from .generate import OpRender, Output
-
-    if cls is Output:
-        return {"\0o": [value.path, value.content, value.sha256]}
-    if cls is OpRender:
-        return {"\0r": [_tagged(value.outputs), _tagged(value.record)]}
-    raise TypeError(f"a cache record cannot hold a {cls.__name__}")
+    tag = _TAGS.get(cls)
+    if tag is None:
+        raise TypeError(f"a cache record cannot hold a {cls.__name__}")
+    return {tag: [_tagged(getattr(value, name)) for name in cls._record_fields]}
 
 
 def _untagged(obj: dict):
@@ -250,19 +267,12 @@ def _untagged(obj: dict):
                 return tuple(value)
             if key == "\0d":
                 return {k: v for k, v in value}
-            from .generate import OpRender, Output
-
-            if key == "\0o":
-                path, content, sha = value
-                if not all(isinstance(x, str) for x in value):
-                    raise ValueError("a cached output is three strings")
-                return Output(path, content, sha)
-            if key == "\0r":
-                outputs, record = value
-                if not isinstance(outputs, tuple) or not all(isinstance(o, Output) for o in outputs) or not isinstance(record, dict):
-                    raise ValueError("a cached render is outputs and a record")
-                return OpRender(outputs, record)
-            raise ValueError(f"unknown tag {key!r} in a cache record")
+            cls = _CLASSES.get(key)
+            if cls is None:
+                raise ValueError(f"unknown tag {key!r} in a cache record")
+            if not isinstance(value, list) or len(value) != len(cls._record_fields):
+                raise ValueError(f"a cached {cls.__name__} has {len(cls._record_fields)} fields")
+            return cls(*value)
     return obj
 
 
