@@ -180,13 +180,19 @@ def _run_compiler(argv: list[str], what: str) -> subprocess.CompletedProcess:
     """Runs the compiler in its own process group, killed whole (drivers fork cc1, ld, ...) when
     it outlives compile_timeout()."""
     timeout = compile_timeout()
+    _starting.depth += 1  # a SIGTERM now waits until the compiler can be killed (_terminate_cleanly)
     try:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
         )
     except OSError as exc:
         raise SimulatorBuildError(f"cannot run the C compiler {argv[0]}: {exc.strerror or exc}", command=argv) from None
+    finally:
+        _starting.depth -= 1
     try:
+        if _starting.pending:
+            _starting.pending = False
+            raise SystemExit(128 + signal.SIGTERM)
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
@@ -215,6 +221,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+class _Starting(threading.local):
+    depth = 0  # inside Popen: a SIGTERM is held until the compiler's process is known
+    pending = False
+
+
+_starting = _Starting()
+
+
 @contextmanager
 def _terminate_cleanly() -> Iterator[None]:
     """While building: SIGTERM raises SystemExit(143) in the main thread (when nobody else handles
@@ -225,6 +239,9 @@ def _terminate_cleanly() -> Iterator[None]:
         try:
             if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
                 def _raise(signum, frame):
+                    if _starting.depth:
+                        _starting.pending = True  # raised once Popen has returned the compiler
+                        return
                     raise SystemExit(128 + signum)
 
                 signal.signal(signal.SIGTERM, _raise)
