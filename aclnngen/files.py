@@ -21,7 +21,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -56,9 +56,12 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def read_regular(path: str | os.PathLike, *, what: str = "file", limit: int = DEFAULT_LIMIT, follow_links: bool = True) -> bytes:
+def read_regular(path: str | os.PathLike, *, what: str = "file", limit: int = DEFAULT_LIMIT, follow_links: bool = True,
+                 judge: Callable[[os.stat_result], str | None] | None = None) -> bytes:
     """The bytes of a regular file of at most `limit` bytes; anything else is a FileError. With
-    follow_links=False a symbolic link is refused too (a file aclnngen itself wrote and may replace)."""
+    follow_links=False a symbolic link is refused too (a file aclnngen itself wrote and may replace).
+    `judge` sees the opened file's status and refuses it by returning why (a cache entry not the
+    user's own: aclnngen.cachedir.foreign), before a byte is read."""
     name = os.fspath(path)
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else os.O_NOFOLLOW))
@@ -76,6 +79,9 @@ def read_regular(path: str | os.PathLike, *, what: str = "file", limit: int = DE
             raise FileError(f"{name}: is {kind_of(st.st_mode)}, not a regular {what}")
         if st.st_size > limit:
             raise FileError(f"{name}: {st.st_size} bytes, over the {limit}-byte limit for a {what}")
+        refused = judge(st) if judge is not None else None
+        if refused:
+            raise FileError(f"{name}: {refused}; aclnngen does not read this {what}")
         chunks, total = [], 0
         while True:  # read to the end, never past the limit (a file that grows while read)
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))
@@ -117,10 +123,13 @@ def _current(fd_dir: int, name: str) -> bytes | None:
         os.close(fd)
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str, *, what: str = "file", mode: int = 0o644) -> bool:
+def write_atomic(path: str | os.PathLike, data: bytes | str, *, what: str = "file", mode: int = 0o644,
+                 durable: bool = True) -> bool:
     """Replace `path` with `data` atomically; False when it already held exactly that (nothing written).
 
-    The folder must exist. A symbolic link, or anything not a regular file, at `path` is refused."""
+    The folder must exist. A symbolic link, or anything not a regular file, at `path` is refused.
+    durable=False skips the fsyncs (a cache entry: after a power cut it may be lost or cut short,
+    and its reader then treats it as missing), never the rename."""
     content = data.encode("utf-8") if isinstance(data, str) else data
     target = Path(path)
     folder, name = target.parent, target.name
@@ -146,9 +155,11 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, *, what: str = "fil
             with os.fdopen(fd, "wb") as f:
                 f.write(content)
                 f.flush()
-                os.fsync(f.fileno())
+                if durable:
+                    os.fsync(f.fileno())
             os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-            os.fsync(dfd)  # the rename itself survives a power cut
+            if durable:
+                os.fsync(dfd)  # the rename itself survives a power cut
         except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=dfd)

@@ -10,31 +10,48 @@ template starts afresh). A hit is therefore exactly what rendering would give; t
 that a cached run's outputs equal an uncached one's.
 
 Where: `$ACLNNGEN_CACHE_DIR/generate/` (else `$XDG_CACHE_HOME/aclnngen` or `~/.cache/aclnngen`),
-two pickles per op and key (its render, and its index); beside them, per output folder, the status
-and digest of each file the writer left, with the key of the run that left them
+two JSON records per op and key (its render, and its index); beside them, per output folder, the
+status and digest of each file the writer left, with the key of the run that left them
 (`generate-written/`): an unchanged file is not read again, and an unchanged run renders nothing.
 `ACLNNGEN_GENERATE_CACHE=0` turns all of it off. A cache file that cannot be read or written is
 ignored (a miss), never an error: the cache only ever saves time.
+
+The cache is data, never code (docs/security.md): records are JSON (`encode`/`decode`, which know
+tuples and the two classes a render is made of, and construct nothing else), so a record cannot
+run anything when read; files of the pickle format this cache once used are never opened, and
+`trim` removes them. A record is read only as a regular file of the user's own (no link followed,
+not writable by group or others), and the cache folder only when it is the user's own
+(aclnngen.cachedir.distrust): else the whole cache is off for the run, with one warning, since a
+planted render would become the user's generated code.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
-import pickle
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from aclnngen.cachedir import cache_root, foreign, make_private, trusted
+from aclnngen.files import FileError, read_regular, write_atomic
+
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 _SKIPPED_DIRS = {"generated", "tests", "__pycache__", "benchmarks", "build", "docs", "specs"}
-FORMAT = 1  # bump when the record's shape changes
+FORMAT = 2  # bump when the record's shape changes (2: JSON records)
+SUFFIX = ".json"
+OLD_SUFFIXES = (".pickle",)  # an earlier format's files: never read, removed by trim
+MAX_RECORD = 64 * 1024 * 1024  # bytes of one record read back at most
 MAX_ENTRIES = 8000  # ops kept (~50 KB each): the least recently used beyond that are removed
 
 
 def enabled() -> bool:
-    return os.environ.get("ACLNNGEN_GENERATE_CACHE", "1") not in ("0", "", "off", "no")
+    """The cache is on ($ACLNNGEN_GENERATE_CACHE) and its folder is the user's own (else one
+    warning says why it is ignored)."""
+    if os.environ.get("ACLNNGEN_GENERATE_CACHE", "1") in ("0", "", "off", "no"):
+        return False
+    return trusted(cache_root())
 
 
 @functools.lru_cache(maxsize=1)
@@ -61,10 +78,9 @@ class OpCache:
     def __init__(self, context: str, directory: Path | None = None):
         self.context = hashlib.sha256((generator_fingerprint() + "\0" + context).encode()).hexdigest()
         if directory is None:
-            from aclnngen.cachedir import cache_root
-
             directory = cache_root() / "generate"
         self.directory = Path(directory)
+        self.trusted = trusted(self.directory)  # else every get misses and every put is skipped
         self.hits = self.misses = 0
         self.max_entries = MAX_ENTRIES
         self._last: tuple[str, Any] | None = None  # the render read back last (an op's files are read in turn)
@@ -73,7 +89,7 @@ class OpCache:
         return hashlib.sha256(f"{self.context}\0{source}\0{text}".encode()).hexdigest()
 
     def _path(self, key: str, part: str = "") -> Path:
-        return self.directory / key[:2] / f"{key}{part}.pickle"
+        return self.directory / key[:2] / f"{key}{part}{SUFFIX}"
 
     # --- ops: the outputs apart from an index of them, so an unchanged op costs a small read -----
 
@@ -81,28 +97,29 @@ class OpCache:
         """Keep an op's render (read back only for a file that must be written or shown) and its
         index (the record and each output's path and digest, read on every hit)."""
         self.put(key, render)
-        _save(self._path(key, ".index"), {"key": key, "value": index})
+        if self.trusted:
+            _save(self._path(key, ".index"), {"key": key, "value": index})
 
     def get_op(self, key: str) -> Any | None:
         """The index of an op kept by put_op, or None (a miss) when it or its render is missing."""
         index, render = self._path(key, ".index"), self._path(key)
-        found = _entry(index, key)
+        found = _entry(index, key) if self.trusted else _MISSING
         try:
-            os.utime(render)  # both recently used (kept by trim), and the render still there
-            os.utime(index)
+            os.utime(render, follow_symlinks=False)  # both recently used (kept by trim), and the render still there
+            os.utime(index, follow_symlinks=False)
         except OSError:
             found = _MISSING
         return self._counted(found)
 
     def holds(self, key: str) -> bool:
         """Whether put_op's render of `key` is on disk (a put that could not write leaves none)."""
-        return self._path(key).is_file() and self._path(key, ".index").is_file()
+        return self.trusted and self._path(key).is_file() and self._path(key, ".index").is_file()
 
     def render_of(self, key: str) -> Any:
         """The render kept by put_op; a GenerateError when the cache lost it meanwhile."""
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        found = _entry(self._path(key), key)
+        found = _entry(self._path(key), key) if self.trusted else _MISSING
         if found is not _MISSING:
             self._last = (key, found)
             return found
@@ -112,10 +129,10 @@ class OpCache:
                             "run again (or with ACLNNGEN_GENERATE_CACHE=0)")
 
     def get(self, key: str) -> Any | None:
-        found = _entry(self._path(key), key)
+        found = _entry(self._path(key), key) if self.trusted else _MISSING
         if found is not _MISSING:
             try:
-                os.utime(self._path(key))  # recently used: kept by trim()
+                os.utime(self._path(key), follow_symlinks=False)  # recently used: kept by trim()
             except OSError:
                 pass
         return self._counted(found)
@@ -129,19 +146,25 @@ class OpCache:
 
     def trim(self, keep: int | None = None) -> int:
         """Remove the least recently used files beyond those of `keep` ops (MAX_ENTRIES; an op
-        keeps two files); how many went."""
+        keeps two files); how many went. Files of an earlier format (pickles) go first, unread."""
         keep = 2 * (MAX_ENTRIES if keep is None else keep)
-        entries = []
+        if not self.trusted:
+            return 0
+        entries, old = [], []
         try:
             for sub in os.scandir(self.directory):
                 if sub.is_dir(follow_symlinks=False):
                     for entry in os.scandir(sub.path):
-                        if entry.name.endswith(".pickle") and entry.is_file(follow_symlinks=False):
-                            entries.append((entry.stat().st_mtime_ns, entry.path))
+                        if not entry.is_file(follow_symlinks=False):
+                            continue
+                        if entry.name.endswith(SUFFIX):
+                            entries.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
+                        elif entry.name.endswith(OLD_SUFFIXES):
+                            old.append(entry.path)
         except OSError:
             return 0
         removed = 0
-        for _, path in sorted(entries)[: max(0, len(entries) - keep)]:
+        for path in old + [path for _, path in sorted(entries)[: max(0, len(entries) - keep)]]:
             try:
                 os.unlink(path)
                 removed += 1
@@ -150,7 +173,8 @@ class OpCache:
         return removed
 
     def put(self, key: str, value: Any) -> None:
-        _save(self._path(key), {"key": key, "value": value})
+        if self.trusted:
+            _save(self._path(key), {"key": key, "value": value})
 
 
 _MISSING = object()
@@ -164,33 +188,107 @@ def _entry(path: Path, key: str) -> Any:
 
 
 def _load(path: Path):
+    """The record at `path`, or None when it is absent, unreadable, not JSON of this cache, a link,
+    not a regular file or not the user's own. Nothing in it can run: JSON builds data only."""
     try:
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    except Exception:  # absent, truncated or from another version: nothing known
+        data = read_regular(path, what="cache record", limit=MAX_RECORD, follow_links=False, judge=foreign)
+        return decode(data)
+    except (FileError, ValueError, TypeError, RecursionError):
         return None
 
 
+_made: set[Path] = set()  # cache folders this process made or found (each checked once)
+
+
 def _save(path: Path, data) -> None:
-    tmp = None
+    """Keep `data` at `path` (JSON, written whole or not at all, even with two generators at once);
+    a value JSON cannot hold exactly, or a folder that cannot be written, leaves nothing."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)  # whole or not at all, even with two generators at once
-    except OSError:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        text = encode(data)
+        if path.parent not in _made:
+            make_private(path.parent)
+            _made.add(path.parent)
+        write_atomic(path, text, what="cache record", mode=0o600, durable=False)
+    except (OSError, TypeError, ValueError, RecursionError):
+        _made.discard(path.parent)  # perhaps removed meanwhile: made again by the next save
+
+
+# --- the records' format: JSON, with tuples and registered dataclasses tagged -----------------
+# A tagged value is an object with one key starting with NUL: "\0t" a tuple, "\0d" a dict whose
+# own keys would look like a tag (as key/value pairs), "\0<tag>" a dataclass registered with
+# `record_class` (its fields' values in order; the generator's Output and OpRender).
+_TAG = "\0"
+_CLASSES: dict[str, type] = {}
+_TAGS: dict[type, str] = {}
+
+
+def record_class(tag: str):
+    """Register a dataclass whose instances a record may hold (a class decorator); reading builds
+    it from its fields' values and nothing else."""
+    def register(cls):
+        import dataclasses
+
+        name = _TAG + tag
+        if tag in ("t", "d") or _CLASSES.get(name, cls) is not cls:
+            raise ValueError(f"record tag {tag!r} is taken")
+        _CLASSES[name] = cls
+        _TAGS[cls] = name
+        cls._record_fields = tuple(f.name for f in dataclasses.fields(cls))
+        return cls
+
+    return register
+
+
+def _tagged(value):
+    cls = type(value)
+    if cls is str or cls is int or cls is float or cls is bool or value is None:
+        return value
+    if cls is list:
+        return [_tagged(v) for v in value]
+    if cls is tuple:
+        return {"\0t": [_tagged(v) for v in value]}
+    if cls is dict:
+        if all(type(k) is str and not k.startswith(_TAG) for k in value):
+            return {k: _tagged(v) for k, v in value.items()}
+        if all(type(k) is str for k in value):
+            return {"\0d": [[k, _tagged(v)] for k, v in value.items()]}
+        raise TypeError(f"a cache record's keys are strings, not {sorted({type(k).__name__ for k in value})}")
+    tag = _TAGS.get(cls)
+    if tag is None:
+        raise TypeError(f"a cache record cannot hold a {cls.__name__}")
+    return {tag: [_tagged(getattr(value, name)) for name in cls._record_fields]}
+
+
+def _untagged(obj: dict):
+    if len(obj) == 1:
+        (key, value), = obj.items()
+        if key.startswith(_TAG):
+            if key == "\0t":
+                return tuple(value)
+            if key == "\0d":
+                return {k: v for k, v in value}
+            cls = _CLASSES.get(key)
+            if cls is None:
+                raise ValueError(f"unknown tag {key!r} in a cache record")
+            if not isinstance(value, list) or len(value) != len(cls._record_fields):
+                raise ValueError(f"a cached {cls.__name__} has {len(cls._record_fields)} fields")
+            return cls(*value)
+    return obj
+
+
+def encode(value) -> bytes:
+    """A record as JSON (UTF-8): plain data, tuples, Outputs and OpRenders, nothing else."""
+    return json.dumps(_tagged(value), separators=(",", ":")).encode("ascii")  # ASCII: the faster encoder
+
+
+def decode(data: bytes):
+    """The value `encode` gave; a ValueError for anything else. Builds data only: no name in the
+    text is looked up, no code runs."""
+    return json.loads(data.decode("utf-8"), object_hook=_untagged)
 
 
 def _written_path(root: Path) -> Path:
-    from aclnngen.cachedir import cache_root
-
-    return cache_root() / "generate-written" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}.pickle"
+    return cache_root() / "generate-written" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}{SUFFIX}"
 
 
 def load_memo(root: Path) -> dict:

@@ -23,6 +23,7 @@ from pathlib import Path
 from . import abi as abi_model
 from . import metadata, names, render, testplan
 from .errors import GenerateError
+from .gencache import record_class
 from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
 from .model import OpSpec
 from .products import ProductTable
@@ -33,6 +34,7 @@ GENERATOR = "aclnngen generate"
 MANIFEST_NAME = "aclnngen-manifest.json"
 
 
+@record_class("o")  # kept in the generation cache's JSON records (codegen/gencache.py)
 @dataclass(frozen=True)
 class Output:
     path: str  # relative to the output root, POSIX separators
@@ -192,6 +194,7 @@ class _Encoded(Mapping):
         return len(self._outputs)
 
 
+@record_class("r")
 @dataclass(frozen=True)
 class OpRender:
     """One op's own outputs, and what the shared files need of it (see _record)."""

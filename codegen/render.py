@@ -86,17 +86,32 @@ def indent_lines(lines, width: int = 4) -> str:
 
 
 class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
-    """A cache that only ever saves time: a folder it cannot read or write is a miss, never an error."""
+    """A cache that only ever saves time: a folder it cannot read or write is a miss, never an error.
+
+    Bytecode is code: it is loaded only from a folder that is the user's own (checked by
+    `_bytecode_cache`) and only from a regular file of the user's own that no group or other can
+    write, opened without following a link (aclnngen.files.read_regular with cachedir.foreign)."""
 
     def load_bytecode(self, bucket) -> None:
+        from aclnngen.cachedir import foreign
+        from aclnngen.files import FileError, read_regular
+
         try:
-            super().load_bytecode(bucket)
-        except OSError:
-            pass
+            data = read_regular(self._get_cache_filename(bucket), what="template bytecode", follow_links=False,
+                                judge=foreign, limit=16 * 1024 * 1024)
+        except FileError:
+            return  # absent, a link, not a regular file or not the user's own: compile afresh
+        try:
+            bucket.bytecode_from_string(data)
+        except Exception:
+            bucket.reset()
 
     def dump_bytecode(self, bucket) -> None:
+        from aclnngen.files import write_atomic
+
         try:
-            super().dump_bytecode(bucket)
+            write_atomic(self._get_cache_filename(bucket), bucket.bytecode_to_string(), what="template bytecode",
+                         mode=0o600, durable=False)
         except OSError:
             pass
 
@@ -104,17 +119,19 @@ class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (jinja2 keys them by the template's source), so a
     generate that renders one op does not compile every template again; off with the generation
-    cache (ACLNNGEN_GENERATE_CACHE=0) or where the cache folder cannot be made."""
+    cache (ACLNNGEN_GENERATE_CACHE=0, or a cache folder that is not the user's own: gencache.enabled)
+    or where the cache folder cannot be made."""
+    from aclnngen.cachedir import cache_root, make_private, trusted
+
     from . import gencache
 
     if not gencache.enabled():
         return None
-    from aclnngen.cachedir import cache_root
-
-    folder = cache_root() / "jinja"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = make_private(cache_root() / "jinja")
     except OSError:
+        return None
+    if not trusted(folder):
         return None
     return _QuietBytecodeCache(str(folder))
 

@@ -109,11 +109,11 @@ def test_the_cache_keeps_the_most_recently_used_entries(tmp_path):
     specs = _specs(tmp_path)
     cache = gencache.OpCache("test", tmp_path / "cache")
     _plan(specs, tmp_path, cache)
-    entries = sorted((tmp_path / "cache").glob("*/*.pickle"))
+    entries = sorted((tmp_path / "cache").glob("*/*.json"))
     ops = len(list((specs / "ops").glob("*.yaml")))
     assert len(entries) == 2 * ops + 1  # each op's render and its index, and the shared files
     assert cache.trim(keep=3) == len(entries) - 6
-    assert len(list((tmp_path / "cache").glob("*/*.pickle"))) == 6
+    assert len(list((tmp_path / "cache").glob("*/*.json"))) == 6
     cache.hits = cache.misses = 0
     assert _plan(specs, tmp_path, cache) == _plan(specs, tmp_path, False)  # what went is rendered again
     assert cache.misses >= ops - 3
@@ -123,8 +123,8 @@ def test_an_op_whose_render_left_the_cache_is_rendered_again(tmp_path):
     specs = _specs(tmp_path)
     cache = gencache.OpCache("test", tmp_path / "cache")
     plain = _plan(specs, tmp_path, cache)
-    for render in (tmp_path / "cache").glob("*/*.pickle"):
-        if not render.name.endswith(".index.pickle"):
+    for render in (tmp_path / "cache").glob("*/*.json"):
+        if not render.name.endswith(".index.json"):
             render.unlink()  # the indexes stay: a hit needs its render too
     cache.hits = cache.misses = 0
     again = _plan(specs, tmp_path, cache)

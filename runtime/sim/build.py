@@ -12,11 +12,23 @@ generated `sim_ops.c`) with `$CC` (default `cc`) into a cache outside the source
 
 `<key>` hashes every input that can change the result: the text of all core sources and headers,
 of the extra sources and of the headers beside them or in the include directories, the flags,
-the defines and the compiler's identity (`$CC --version`). Headers elsewhere (a relative
-`#include "../x.h"`) are not tracked; keep what the build includes in those directories. Changing any of them builds a new library in a new
-directory; an unchanged tree reuses the cached one. Builders of the same key (pytest-xdist
-workers, several processes) take an exclusive `fcntl` lock, compile into a temporary file and
-rename it into place, so readers never see a partial library.
+the defines and the compiler's identity (`$CC --version`). Each file is read once, and the key
+hashes exactly those bytes; a build writes those same bytes into a private staging folder
+(`sim/<key>/.tmp-stage-*`, mode 0700, each file at its absolute path mirrored below it, so
+`#include "x.h"` beside a source and every -I folder resolve as in the tree) and compiles the
+copies: a `generate` that rewrites `sim_ops.c` meanwhile cannot put a library under a key that
+does not describe it. Headers elsewhere (a relative `#include "../x.h"`) are not staged and do
+not resolve; keep what the build includes in those directories. Changing any of them builds a new
+library in a new directory; an unchanged tree reuses the cached one. Builders of the same key
+(pytest-xdist workers, several processes) take an exclusive `fcntl` lock, compile into the
+staging folder and rename the library into place, so readers never see a partial library.
+
+The cache folder is used only when it is the user's own (aclnngen.cachedir.distrust: owned by the
+user, writable by no group or other, under parents only the user or root can change); else one
+warning names it and why, and the library is built into a private folder of the process (mode
+0700, removed at exit): a library someone else could have planted is never loaded. No link in the
+cache is followed: the key's folder, the library and its digest record are opened without
+following one, and the requested names must be the links this module made.
 
 Every requested name is a symlink to the same file on purpose: the dynamic loader recognises the
 file behind all of them, so `libascendcl.so`, `libnnopbase.so` and `libopapi.so` built together
@@ -43,7 +55,9 @@ library (`link_core=`) also gets a link named like its core dependency (e.g. `li
 beside it, leading to the core it was linked with, so it can be loaded straight from the cache.
 
 Every compiler run is limited to $ACLNNGEN_CC_TIMEOUT seconds (default 300); a compiler that
-outlives it is killed with its process group. Failures raise `SimulatorBuildError` (compiler
+outlives it is killed with its process group, as it is when the build ends any other way
+(Ctrl-C, an exception, or SIGTERM, which during a build of the main thread raises SystemExit(143)
+so the staging folder is removed too; after a SIGKILL the next builder of the key removes it). Failures raise `SimulatorBuildError` (compiler
 missing, compile error with the compiler's stderr, timeout, unwritable cache), never a raw
 subprocess traceback.
 """
@@ -58,13 +72,18 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from aclnngen.cachedir import cache_root  # noqa: F401  (part of this module's interface)
+from aclnngen.cachedir import foreign, make_private, private_temporary, trusted
+from aclnngen.files import FileError, read_regular, write_atomic
 
 __all__ = [
     "SIM_DIR",
@@ -161,26 +180,79 @@ def _run_compiler(argv: list[str], what: str) -> subprocess.CompletedProcess:
     """Runs the compiler in its own process group, killed whole (drivers fork cc1, ld, ...) when
     it outlives compile_timeout()."""
     timeout = compile_timeout()
+    _starting.depth += 1  # a SIGTERM now waits until the compiler can be killed (_terminate_cleanly)
     try:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
         )
     except OSError as exc:
         raise SimulatorBuildError(f"cannot run the C compiler {argv[0]}: {exc.strerror or exc}", command=argv) from None
+    finally:
+        _starting.depth -= 1
     try:
+        if _starting.pending:
+            _starting.pending = False
+            raise SystemExit(128 + signal.SIGTERM)
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.communicate()
+        _kill_group(proc)
         raise SimulatorBuildError(
             f"{what}: the C compiler {argv[0]} did not finish within {timeout:g} s and was "
             f"stopped (set ${TIMEOUT_ENV} to allow longer)",
             command=argv,
         ) from None
+    except BaseException:
+        # Ctrl-C (KeyboardInterrupt), SIGTERM (SystemExit, see _terminate_cleanly) or any other
+        # way out: the compiler runs in its own session, so nothing else would stop it
+        _kill_group(proc)
+        raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Stop the compiler and every process it started (drivers fork cc1, as, ld) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=30)
+    except BaseException:  # a second Ctrl-C while reaping: the group is already killed
+        pass
+
+
+class _Starting(threading.local):
+    depth = 0  # inside Popen: a SIGTERM is held until the compiler's process is known
+    pending = False
+
+
+_starting = _Starting()
+
+
+@contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """While building: SIGTERM raises SystemExit(143) in the main thread (when nobody else handles
+    it), so the compiler's group is killed and the temporaries removed (finally blocks run)
+    before the process ends, as it would have."""
+    installed = False
+    if threading.current_thread() is threading.main_thread():
+        try:
+            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                def _raise(signum, frame):
+                    if _starting.depth:
+                        _starting.pending = True  # raised once Popen has returned the compiler
+                        return
+                    raise SystemExit(128 + signum)
+
+                signal.signal(signal.SIGTERM, _raise)
+                installed = True
+        except (ValueError, OSError):
+            installed = False
+    try:
+        yield
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _compiler_identity(cc: list[str]) -> str:
@@ -230,9 +302,24 @@ def _define_flags(defines: Mapping[str, object] | None) -> list[str]:
 
 def _read(path: Path) -> bytes:
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise SimulatorBuildError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return read_regular(path, what="simulator source")
+    except FileError as exc:
+        raise SimulatorBuildError(str(exc)) from None
+
+
+def _staged(stage: Path, path: Path) -> Path:
+    """Where the copy of `path` lives in the staging folder (its absolute path mirrored below it,
+    so a source's neighbours and every -I/-L folder keep their places relative to each other)."""
+    return stage / path.relative_to(path.anchor)
+
+
+def _stage(stage: Path, files: Mapping[Path, bytes]) -> None:
+    """Write exactly the bytes that were hashed into the staging folder: the compiler reads these
+    copies, never the originals, which a `generate` may rewrite meanwhile."""
+    for path, data in files.items():
+        target = _staged(stage, path)
+        make_private(target.parent)
+        write_atomic(target, data, what="staged simulator source", mode=0o600, durable=False)
 
 
 def build_simulator(
@@ -313,31 +400,46 @@ def build_simulator(
         hashed_files.extend(sorted(d.glob("*.h")))
 
     cc = _compiler()
-    command = [
-        *cc,
-        *CFLAGS,
-        *define_flags,
-        *(f"-I{d}" for d in incs),
-        f"-I{core}",
-        *(str(p) for p in core_sources),
-        *(str(p) for p in extras),
-        *LDFLAGS,
-        *link_flags,
-    ]
 
+    def command_with(where) -> list[str]:
+        """The compile command, with each file and folder as `where` names it."""
+        return [
+            *cc,
+            *CFLAGS,
+            *define_flags,
+            *(f"-I{where(d)}" for d in incs),
+            f"-I{where(core)}",
+            *(where(p) for p in core_sources),
+            *(where(p) for p in extras),
+            *LDFLAGS,
+            *((f"-L{where(core_lib.parent)}", *link_flags[1:]) if link_core is not None else ()),
+        ]
+
+    command = command_with(str)  # as the user would write it: part of the key, and of build-info
+
+    # Every file the compiler reads, read ONCE: the key hashes these bytes, and a build compiles
+    # copies of these bytes (_stage), so what is compiled is what the key says, whatever is
+    # written to the sources meanwhile.
     digest = hashlib.sha256()
     digest.update(f"recipe {_RECIPE}\0".encode())
     digest.update(_compiler_identity(cc).encode() + b"\0")
     digest.update("\0".join(command).encode() + b"\0")
+    staged: dict[Path, bytes] = {}
     for path in [*core_sources, *extras, *dict.fromkeys(hashed_files)]:
         data = _read(path)
         digest.update(f"{path}\0{len(data)}\0".encode())
         digest.update(data)
+        staged[path] = data
+    if link_core is not None:
+        # the linker finds the core by the name it was given (its DT_NEEDED), with the bytes hashed
+        staged[core_lib] = staged.pop(core_lib.resolve())
     key = digest.hexdigest()[:32]
 
-    root = cache_root(cache_dir) / "sim"
+    base = cache_root(cache_dir)
+    if not trusted(base, what="simulator cache"):
+        base = private_temporary()  # nothing of the untrusted folder is loaded; built afresh here
+    root = base / "sim"
     out_dir = root / key
-    real = out_dir / REAL_NAME
     neighbours = {}
     if link_core is not None:
         # the op library's DT_NEEDED name, beside it, leads to the very core it was linked with
@@ -346,48 +448,75 @@ def build_simulator(
         return out_dir / names[0]
 
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        lock_fd = os.open(root / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        for folder in (base, root, out_dir):
+            make_private(folder)  # a link where a folder of the cache should be is refused
+        lock_fd = os.open(root / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
     except OSError as exc:
         raise SimulatorBuildError(
             f"cannot use the cache directory {root}: {exc.strerror or exc} "
             "(set $ACLNNGEN_CACHE_DIR to a writable directory)"
         ) from None
     try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        _remove_stale_temporaries(out_dir)
-        if not _verified(out_dir):
-            _compile(command, out_dir, real, key)
-        for name in names:
-            _link(out_dir, name)
-        for name, target in neighbours.items():
-            _link(out_dir, name, target)
+        with _terminate_cleanly():
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            _remove_stale_temporaries(out_dir)
+            if not _verified(out_dir):
+                _compile(command_with, staged, [*incs, core, *((core_lib.parent,) if link_core is not None else ())], out_dir, key)
+            for name in names:
+                _link(out_dir, name)
+            for name, target in neighbours.items():
+                _link(out_dir, name, target)
     except OSError as exc:
         raise SimulatorBuildError(
             f"cannot write the simulator library into {out_dir}: {exc.strerror or exc}"
         ) from None
     finally:
         os.close(lock_fd)  # closing releases the lock
+    # checked again right before the path is handed out to be loaded
+    if not _complete(out_dir, names, neighbours):
+        raise SimulatorBuildError(f"the simulator library in {out_dir} changed while it was built; build again")
     return out_dir / names[0]
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _file_digest(path: Path, dir_fd: int | None = None) -> str | None:
+    """sha256 of the regular file `path` of the user's own, opened without following a link
+    (None for anything else)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or foreign(st):
+            return None
+        digest = hashlib.sha256()
+        with os.fdopen(os.dup(fd), "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
+
+
+def _real_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _verified(out_dir: Path) -> bool:
     """The built library is there and is the file that was built: its sha256 matches the one
-    recorded beside it (a truncated or corrupted cache entry is rebuilt, not loaded)."""
-    real = out_dir / REAL_NAME
-    try:
-        recorded = (out_dir / DIGEST_NAME).read_text(encoding="ascii").strip()
-        return real.is_file() and not real.is_symlink() and _file_digest(real) == recorded
-    except (OSError, UnicodeDecodeError):
+    recorded beside it (a truncated or corrupted cache entry is rebuilt, not loaded). Neither the
+    folder, the library nor its record may be a link, and both must be the user's own."""
+    if not (_real_folder(out_dir.parent) and _real_folder(out_dir)):
         return False
+    try:
+        recorded = read_regular(out_dir / DIGEST_NAME, what="library digest", limit=256, follow_links=False,
+                                judge=foreign).decode("ascii").strip()
+    except (FileError, UnicodeDecodeError):
+        return False
+    return _file_digest(out_dir / REAL_NAME) == recorded
 
 
 def _complete(out_dir: Path, names: tuple[str, ...], neighbours: Mapping[str, str]) -> bool:
@@ -403,39 +532,44 @@ def _complete(out_dir: Path, names: tuple[str, ...], neighbours: Mapping[str, st
     return True
 
 
-def _compile(command: list[str], out_dir: Path, real: Path, key: str) -> None:
-    fd, tmp_name = tempfile.mkstemp(dir=out_dir, prefix=".tmp-", suffix=".so")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    full = [*command, "-o", str(tmp)]
+def _compile(command_with, staged: Mapping[Path, bytes], folders: Iterable[Path], out_dir: Path, key: str) -> None:
+    """Compile the staged copies in a private staging folder inside `out_dir` (removed on every
+    way out; one a killed builder left is removed by the next, under the lock) and rename the
+    library into place, after its digest."""
+    stage = Path(tempfile.mkdtemp(dir=out_dir, prefix=".tmp-stage-"))  # mode 0700
     try:
+        _stage(stage, staged)
+        for folder in folders:  # every -I and -L folder is there, even one without a file of its own
+            make_private(_staged(stage, folder))
+        tmp = stage / REAL_NAME
+        full = [*command_with(lambda p: str(_staged(stage, Path(p)))), "-o", str(tmp)]
+        shown = [*command_with(str), "-o", REAL_NAME]
         proc = _run_compiler(full, "compiling the simulator")
+        stderr = proc.stderr.replace(str(stage), "")  # diagnostics name the original files
         if proc.returncode != 0:
             raise SimulatorBuildError(
-                f"compiling the simulator failed ({Path(command[0]).name} exited with "
-                f"{proc.returncode}); command: {shlex.join(full)}",
-                stderr=proc.stderr,
-                command=full,
+                f"compiling the simulator failed ({Path(shown[0]).name} exited with "
+                f"{proc.returncode}); command: {shlex.join(shown)}",
+                stderr=stderr,
+                command=shown,
             )
         os.chmod(tmp, 0o755)
         info = {
             "key": key,
-            "command": full[:-1] + ["-o", REAL_NAME],
+            "command": shown,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "pid": os.getpid(),
-            "compiler_warnings": proc.stderr,
+            "compiler_warnings": stderr,
         }
-        info_tmp = out_dir / f".tmp-info-{os.getpid()}.json"
-        info_tmp.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-        os.replace(info_tmp, out_dir / "build-info.json")
+        write_atomic(out_dir / "build-info.json", json.dumps(info, indent=2) + "\n", what="build record", mode=0o644)
         # the digest first, then the file: a reader sees a matching pair or rebuilds
-        digest_tmp = out_dir / f".tmp-digest-{os.getpid()}"
-        digest_tmp.write_text(_file_digest(tmp) + "\n", encoding="ascii")
-        os.replace(digest_tmp, out_dir / DIGEST_NAME)
-        os.replace(tmp, real)
+        built = _file_digest(tmp)
+        if built is None:
+            raise SimulatorBuildError(f"the compiler left no library at {tmp}", command=shown)
+        write_atomic(out_dir / DIGEST_NAME, built + "\n", what="library digest", mode=0o644)
+        os.replace(tmp, out_dir / REAL_NAME)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _link(out_dir: Path, name: str, to: str = REAL_NAME) -> None:
@@ -453,9 +587,14 @@ def _link(out_dir: Path, name: str, to: str = REAL_NAME) -> None:
 
 
 def _remove_stale_temporaries(out_dir: Path) -> None:
-    """Leftovers of builders that died: the caller holds the lock, so no build is in progress."""
-    for tmp in out_dir.glob(".tmp-*"):
+    """Leftovers of builders that died (files, staging folders, and the atomic writer's
+    temporaries): the caller holds the lock, so no build is in progress. A link is removed, never
+    followed."""
+    for tmp in [*out_dir.glob(".tmp-*"), *out_dir.glob(".*.aclnngen-tmp-*")]:
         try:
-            tmp.unlink()
+            if stat.S_ISDIR(os.lstat(tmp).st_mode):
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink()
         except OSError:
             pass
