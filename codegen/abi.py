@@ -192,6 +192,13 @@ class AbiProblems(FieldProblem):
         super().__init__(first.loc, "; ".join(p.message for p in self.problems))
 
 
+class _Found(list):
+    """The problems one check of the ABI tables found, in the order it found them."""
+
+    def add(self, loc: tuple, message: str) -> None:
+        self.append(FieldProblem(loc, message))
+
+
 class Abi(_Model):
     typedefs: dict[CIdent, Typedef] = Field(min_length=1)
     enums: dict[CIdent, Enum] = Field(min_length=1)
@@ -208,139 +215,13 @@ class Abi(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> "Abi":
-        problems: list[FieldProblem] = []
-
-        def problem(loc: tuple, message: str) -> None:
-            problems.append(FieldProblem(loc, message))
-
-        # typedefs
-        for name, typedef in self.typedefs.items():
-            loc = ("typedefs", name)
-            if typedef.opaque and typedef.type is not None:
-                problem(loc + ("type",), "an opaque struct has no 'type'; remove one of the two")
-            elif not typedef.opaque and typedef.type is None:
-                problem(loc, "give either 'type' (the aliased C type) or 'opaque: true'")
-            elif typedef.type is not None:
-                try:
-                    typedef._ctype = CType.parse_canonical(typedef.type, loc + ("type",))
-                except PrototypeError as exc:
-                    problems.append(exc)
-        type_names = set(self.typedefs)
-        for name in self.enums:
-            if name in type_names:
-                problem(("enums", name), f"{name!r} is also declared under typedefs")
-        type_names |= set(self.enums)
-        for name in sorted(type_names & (BUILTIN_TYPES | STDINT_TYPES)):
-            problem(("typedefs", name) if name in self.typedefs else ("enums", name),
-                    f"{name!r} is a standard C type and cannot be redeclared")
-
-        # enums: values fit a C int, unique per enum; member names unique across enums
-        enum_of_member: dict[str, str] = {}
-        for enum_name, enum in self.enums.items():
-            seen_values: dict[int, str] = {}
-            for member, value in enum.members.items():
-                loc = ("enums", enum_name, "members", member)
-                if not _INT32_MIN <= value <= _INT32_MAX:
-                    problem(loc, f"value {value} does not fit a C int")
-                if value in seen_values:
-                    problem(loc, f"value {value} is already used by {seen_values[value]}")
-                else:
-                    seen_values[value] = member
-                if member in enum_of_member:
-                    problem(loc, f"{member} is already a member of {enum_of_member[member]}")
-                else:
-                    enum_of_member[member] = enum_name
-
-        # status codes: carried by an integer typedef; codes unique per kind; names unique
-        status_by_name: dict[str, StatusInfo] = {}
-        status_by_code: dict[tuple[str, int], StatusInfo] = {}
-        for kind, codes in self.status_codes.items():
-            typedef = self.typedefs.get(kind)
-            if typedef is None or typedef.opaque or (
-                typedef.ctype is not None and typedef.ctype.is_pointer
-            ):
-                problem(("status_codes", kind),
-                        f"{kind!r} must be an integer typedef declared under typedefs")
-            for name, status in codes.items():
-                loc = ("status_codes", kind, name)
-                if not _INT32_MIN <= status.code <= _INT32_MAX:
-                    problem(loc + ("code",), f"code {status.code} does not fit a 32-bit int")
-                info = StatusInfo(name, status.code, kind, status.meaning, status.aliases)
-                if (kind, status.code) in status_by_code:
-                    other = status_by_code[(kind, status.code)].name
-                    problem(loc + ("code",),
-                            f"code {status.code} is already {other}; list {name} under its "
-                            f"'aliases' instead")
-                else:
-                    status_by_code[(kind, status.code)] = info
-                for index, alias in enumerate((name,) + status.aliases):
-                    where = loc if index == 0 else loc + ("aliases", index - 1)
-                    if alias in status_by_name or alias in enum_of_member:
-                        problem(where, f"status name {alias} is declared twice")
-                    else:
-                        status_by_name[alias] = info
-
-        # libraries
-        purposes: dict[str, str] = {}
-        for lib_name, library in self.libraries.items():
-            if library.purpose in purposes:
-                problem(("libraries", lib_name, "purpose"),
-                        f"purpose {library.purpose!r} is already served by "
-                        f"{purposes[library.purpose]}")
-            else:
-                purposes[library.purpose] = lib_name
-            seen_files: set[str] = set()
-            for index, file in enumerate(library.search):
-                if file in seen_files:
-                    problem(("libraries", lib_name, "search", index), f"{file} is listed twice")
-                seen_files.add(file)
-
-        # functions: canonical prototypes, key == name, known library and types
-        known_types = (
-            type_names | BUILTIN_TYPES | set(ALLOWED_MULTIWORD_TYPES) | STDINT_TYPES
-        )
-        for key, function in self.functions.items():
-            loc = ("functions", key)
-            if function.library not in self.libraries:
-                problem(loc + ("library",),
-                        f"unknown library {function.library!r}; expected one of "
-                        f"{', '.join(self.libraries)}")
-            try:
-                decl = CFunction.parse_canonical(function.prototype, loc + ("prototype",))
-            except PrototypeError as exc:
-                problems.append(exc)
-                continue
-            function._decl = decl
-            if decl.name != key:
-                problem(loc + ("prototype",),
-                        f"the prototype declares {decl.name!r} but the key is {key!r}")
-            for ctype in [decl.returns] + [p.type for p in decl.params]:
-                if ctype.base not in known_types:
-                    problem(loc + ("prototype",),
-                            f"type {ctype.base!r} is not declared under typedefs or enums")
-
-        # dtypes
-        data_types = self.enums.get("aclDataType")
-        dtype_by_numpy: dict[str, DTypeInfo] = {}
-        dtype_by_acl: dict[str, DTypeInfo] = {}
-        if data_types is None:
-            problem(("enums",), "the dtype table needs an 'aclDataType' enum")
-        else:
-            for acl_name, dtype in self.dtypes.items():
-                loc = ("dtypes", acl_name)
-                if acl_name not in data_types.members:
-                    problem(loc, f"{acl_name} is not a member of aclDataType")
-                    continue
-                info = DTypeInfo(acl_name, data_types.members[acl_name], dtype.numpy,
-                                 dtype.itemsize, dtype.module)
-                if dtype.numpy in dtype_by_numpy:
-                    problem(loc + ("numpy",),
-                            f"numpy dtype {dtype.numpy} is already mapped from "
-                            f"{dtype_by_numpy[dtype.numpy].acl_name}")
-                else:
-                    dtype_by_numpy[dtype.numpy] = info
-                dtype_by_acl[acl_name] = info
-
+        problems = _Found()
+        type_names = self._check_typedefs(problems)
+        enum_of_member = self._check_enums(problems)
+        status_by_name, status_by_code = self._check_status_codes(problems, enum_of_member)
+        self._check_libraries(problems)
+        self._check_functions(problems, type_names)
+        dtype_by_numpy, dtype_by_acl = self._check_dtypes(problems)
         if problems:
             raise problems[0] if len(problems) == 1 else AbiProblems(problems)
         self._enum_of_member = enum_of_member
@@ -349,6 +230,150 @@ class Abi(_Model):
         self._dtype_by_numpy = dtype_by_numpy
         self._dtype_by_acl = dtype_by_acl
         return self
+
+    def _check_typedefs(self, problems: _Found) -> set[str]:
+        """Typedefs: opaque or an alias of a canonical C type; no name declared twice or taken
+        from standard C. Returns the names of the declared types (typedefs and enums)."""
+        for name, typedef in self.typedefs.items():
+            loc = ("typedefs", name)
+            if typedef.opaque and typedef.type is not None:
+                problems.add(loc + ("type",), "an opaque struct has no 'type'; remove one of the two")
+            elif not typedef.opaque and typedef.type is None:
+                problems.add(loc, "give either 'type' (the aliased C type) or 'opaque: true'")
+            elif typedef.type is not None:
+                try:
+                    typedef._ctype = CType.parse_canonical(typedef.type, loc + ("type",))
+                except PrototypeError as exc:
+                    problems.append(exc)
+        type_names = set(self.typedefs)
+        for name in self.enums:
+            if name in type_names:
+                problems.add(("enums", name), f"{name!r} is also declared under typedefs")
+        type_names |= set(self.enums)
+        for name in sorted(type_names & (BUILTIN_TYPES | STDINT_TYPES)):
+            problems.add(("typedefs", name) if name in self.typedefs else ("enums", name),
+                         f"{name!r} is a standard C type and cannot be redeclared")
+        return type_names
+
+    def _check_enums(self, problems: _Found) -> dict[str, str]:
+        """Enums: values fit a C int, unique per enum; member names unique across enums.
+        Returns member -> its enum."""
+        enum_of_member: dict[str, str] = {}
+        for enum_name, enum in self.enums.items():
+            seen_values: dict[int, str] = {}
+            for member, value in enum.members.items():
+                loc = ("enums", enum_name, "members", member)
+                if not _INT32_MIN <= value <= _INT32_MAX:
+                    problems.add(loc, f"value {value} does not fit a C int")
+                if value in seen_values:
+                    problems.add(loc, f"value {value} is already used by {seen_values[value]}")
+                else:
+                    seen_values[value] = member
+                if member in enum_of_member:
+                    problems.add(loc, f"{member} is already a member of {enum_of_member[member]}")
+                else:
+                    enum_of_member[member] = enum_name
+        return enum_of_member
+
+    def _check_status_codes(
+        self, problems: _Found, enum_of_member: dict[str, str]
+    ) -> tuple[dict[str, StatusInfo], dict[tuple[str, int], StatusInfo]]:
+        """Status codes: carried by an integer typedef; codes unique per kind; names (and aliases)
+        unique, also against enum members. Returns them by name and by (kind, code)."""
+        status_by_name: dict[str, StatusInfo] = {}
+        status_by_code: dict[tuple[str, int], StatusInfo] = {}
+        for kind, codes in self.status_codes.items():
+            typedef = self.typedefs.get(kind)
+            if typedef is None or typedef.opaque or (
+                typedef.ctype is not None and typedef.ctype.is_pointer
+            ):
+                problems.add(("status_codes", kind),
+                             f"{kind!r} must be an integer typedef declared under typedefs")
+            for name, status in codes.items():
+                loc = ("status_codes", kind, name)
+                if not _INT32_MIN <= status.code <= _INT32_MAX:
+                    problems.add(loc + ("code",), f"code {status.code} does not fit a 32-bit int")
+                info = StatusInfo(name, status.code, kind, status.meaning, status.aliases)
+                if (kind, status.code) in status_by_code:
+                    other = status_by_code[(kind, status.code)].name
+                    problems.add(loc + ("code",),
+                                 f"code {status.code} is already {other}; list {name} under its "
+                                 f"'aliases' instead")
+                else:
+                    status_by_code[(kind, status.code)] = info
+                for index, alias in enumerate((name,) + status.aliases):
+                    where = loc if index == 0 else loc + ("aliases", index - 1)
+                    if alias in status_by_name or alias in enum_of_member:
+                        problems.add(where, f"status name {alias} is declared twice")
+                    else:
+                        status_by_name[alias] = info
+        return status_by_name, status_by_code
+
+    def _check_libraries(self, problems: _Found) -> None:
+        """Libraries: one per purpose; no file listed twice in one search list."""
+        purposes: dict[str, str] = {}
+        for lib_name, library in self.libraries.items():
+            if library.purpose in purposes:
+                problems.add(("libraries", lib_name, "purpose"),
+                             f"purpose {library.purpose!r} is already served by "
+                             f"{purposes[library.purpose]}")
+            else:
+                purposes[library.purpose] = lib_name
+            seen_files: set[str] = set()
+            for index, file in enumerate(library.search):
+                if file in seen_files:
+                    problems.add(("libraries", lib_name, "search", index), f"{file} is listed twice")
+                seen_files.add(file)
+
+    def _check_functions(self, problems: _Found, type_names: set[str]) -> None:
+        """Functions: canonical prototypes, key == name, known library and types."""
+        known_types = (
+            type_names | BUILTIN_TYPES | set(ALLOWED_MULTIWORD_TYPES) | STDINT_TYPES
+        )
+        for key, function in self.functions.items():
+            loc = ("functions", key)
+            if function.library not in self.libraries:
+                problems.add(loc + ("library",),
+                             f"unknown library {function.library!r}; expected one of "
+                             f"{', '.join(self.libraries)}")
+            try:
+                decl = CFunction.parse_canonical(function.prototype, loc + ("prototype",))
+            except PrototypeError as exc:
+                problems.append(exc)
+                continue
+            function._decl = decl
+            if decl.name != key:
+                problems.add(loc + ("prototype",),
+                             f"the prototype declares {decl.name!r} but the key is {key!r}")
+            for ctype in [decl.returns] + [p.type for p in decl.params]:
+                if ctype.base not in known_types:
+                    problems.add(loc + ("prototype",),
+                                 f"type {ctype.base!r} is not declared under typedefs or enums")
+
+    def _check_dtypes(self, problems: _Found) -> tuple[dict[str, DTypeInfo], dict[str, DTypeInfo]]:
+        """Dtypes: members of the aclDataType enum, each NumPy dtype mapped from one of them.
+        Returns them by NumPy name and by aclDataType member."""
+        data_types = self.enums.get("aclDataType")
+        dtype_by_numpy: dict[str, DTypeInfo] = {}
+        dtype_by_acl: dict[str, DTypeInfo] = {}
+        if data_types is None:
+            problems.add(("enums",), "the dtype table needs an 'aclDataType' enum")
+            return dtype_by_numpy, dtype_by_acl
+        for acl_name, dtype in self.dtypes.items():
+            loc = ("dtypes", acl_name)
+            if acl_name not in data_types.members:
+                problems.add(loc, f"{acl_name} is not a member of aclDataType")
+                continue
+            info = DTypeInfo(acl_name, data_types.members[acl_name], dtype.numpy,
+                             dtype.itemsize, dtype.module)
+            if dtype.numpy in dtype_by_numpy:
+                problems.add(loc + ("numpy",),
+                             f"numpy dtype {dtype.numpy} is already mapped from "
+                             f"{dtype_by_numpy[dtype.numpy].acl_name}")
+            else:
+                dtype_by_numpy[dtype.numpy] = info
+            dtype_by_acl[acl_name] = info
+        return dtype_by_numpy, dtype_by_acl
 
     # -- enums ---------------------------------------------------------------------------------
     def enum(self, name: str) -> Enum:

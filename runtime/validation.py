@@ -656,8 +656,17 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
     product `family` at CANN `version`; raise AclnnValidationError at the first violation."""
     plan: _Plan = _PLANS.get(meta, family, version_key(version))
     get = values.get
+    _check_null_pointers(plan, get)  # 1
+    _check_family(plan)  # 2
+    info = _check_dtypes(plan, get)  # 3
+    _check_rules(plan, get, info)  # 4
+    _check_scalars(plan, get, info)  # 5
+    _check_scalar_ranges(plan, get)  # 5
+    _check_attributes(plan, get)  # 6
 
-    # 1. null pointers
+
+def _check_null_pointers(plan: _Plan, get: Callable[[str], Any]) -> None:
+    """1. A required tensor, scalar or pointer attribute is not None."""
     for name, what in plan.required:
         if get(name) is None:
             plan.fail(
@@ -666,7 +675,9 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
                 found=None, allowed=f"a {what}",
             )
 
-    # 2. the product family
+
+def _check_family(plan: _Plan) -> None:
+    """2. The op is supported on the product family at the release."""
     if not plan.supported:
         supported = ", ".join(plan.families) if plan.families else "none"
         plan.fail(
@@ -676,7 +687,10 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
             found=plan.family, allowed=plan.families,
         )
 
-    # 3. dtypes
+
+def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
+    """3. Each tensor given is a tensor of a dtype its family allows (after promotion, for the
+    inputs of a `promote` rule). Returns name -> (shape, dtype, value) of the tensors given."""
     info = {}
     for name in plan.tensors:
         value = get(name)
@@ -717,14 +731,20 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
             )
     for inputs, output, status in plan.promotes:
         _check_promotion(plan, info, inputs, output, status)
+    return info
 
-    # 4. rules
+
+def _check_rules(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:
+    """4. The op's rules (shapes, ranks, ...), each while its `when` holds."""
     for check, when in plan.rule_checks:
         # a rule with `when` holds only while each named scalar or attribute has the given value
         if all((get(k) if get(k) is not None else default) == v for k, v, default in when):
             check(info)
 
-    # 5. scalars
+
+def _check_scalars(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:
+    """5. Each scalar given is a real number that fits the dtype of its aclScalar, and a finite
+    one when every tensor is of an integer or bool dtype."""
     tensor_dtypes = {entry[1] for entry in info.values()}
     integer_only = bool(tensor_dtypes) and all(CATEGORY.get(d) in ("integer", "bool") for d in tensor_dtypes)
     for name, dtype in plan.scalars:
@@ -744,6 +764,10 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
                 f"{name} = {value!r} cannot take part in a computation on {_names(sorted(tensor_dtypes))} tensors",
                 found=value, allowed="a finite number",
             )
+
+
+def _check_scalar_ranges(plan: _Plan, get: Callable[[str], Any]) -> None:
+    """5. Each scalar given satisfies its bounds, each while its `when` holds."""
     for name, op, bound, status, compare, when in plan.constraints:
         value = get(name)
         if value is None:
@@ -763,7 +787,10 @@ def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: 
                 found=value, allowed=f"{op} {bound}",
             )
 
-    # 6. attributes
+
+def _check_attributes(plan: _Plan, get: Callable[[str], Any]) -> None:
+    """6. Each attribute is given (or has a default), of its C type, one of its choices, and a
+    dimension of its tensor when it names one."""
     for name, c_type, choices, has_default, dim_of in plan.attributes:
         value = get(name)
         if value is None:

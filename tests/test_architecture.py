@@ -360,3 +360,180 @@ def test_the_simulator_imports_without_test_or_oracle_libraries():
 def test_the_blocker_blocks():
     proc = _import_with_blocked(["aclnngen.verify.pytest_plugin"], HEAVY)
     assert proc.returncode != 0 and "pytest is blocked in this interpreter" in proc.stderr
+
+
+# --- the simulator's C: calls between its files go one way ------------------------------------------
+#
+# The C files of the simulator (runtime/sim/*.c, and the generated op entry points in generated/c/)
+# are scanned, not compiled: comments, string and character literals and preprocessor lines are
+# dropped; a name followed by a parameter list and a `{` at file level is a function definition;
+# every other name inside braces is a use. A file that uses a function defined in another file
+# (and not in itself: a weak default counts as the file's own) depends on that file. The
+# dependencies must not form a circle: sim_state.c at the bottom, sim_runtime.c at the top.
+
+C_DIRS = (REPO / "runtime" / "sim", REPO / "generated" / "c")
+
+_C_TOKEN = re.compile(
+    r"/\*.*?(?:\*/|\Z)|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"
+    r"|^[ \t]*\#(?:\\\n|[^\n])*|[A-Za-z_]\w*|->|[{}();=.]|\S",
+    re.S | re.M,
+)
+_C_KEYWORDS = frozenset({"if", "while", "for", "switch", "return", "sizeof", "do", "else", "case",
+                         "__attribute__", "_Alignof", "_Static_assert", "defined"})
+_NOT_A_FUNCTION_AFTER = frozenset({"struct", "union", "enum", ".", "->"})
+
+
+@dataclass(frozen=True)
+class CUse:
+    source: str  # file that uses the function
+    target: str  # file that defines it
+    caller: str  # the function (or "(file scope)") the use is in
+    name: str
+    line: int
+
+
+def scan_c(text: str) -> tuple[dict[str, int], list[tuple[str, str, int]]]:
+    """(function name -> line of its definition, [(enclosing function, name used, line)])."""
+    definitions: dict[str, int] = {}
+    uses: list[tuple[str, str, int]] = []
+    depth = paren = 0
+    last_name = candidate = defined = None
+    current = "(file scope)"
+    previous = ""
+    for match in _C_TOKEN.finditer(text):
+        token = match.group()
+        if token.startswith(("/*", "//", '"', "'")) or token.lstrip().startswith("#"):
+            continue
+        word = token[0].isalpha() or token[0] == "_"
+        if depth == 0:
+            if token == "(":
+                if paren == 0:
+                    candidate = last_name
+                paren += 1
+            elif token == ")":
+                paren = max(paren - 1, 0)
+                if paren == 0:
+                    defined = candidate
+            elif token == "{":
+                if paren == 0 and defined and defined not in _C_KEYWORDS:
+                    current = defined
+                    definitions[defined] = text.count("\n", 0, match.start()) + 1
+                depth = 1
+                defined = None
+            elif token in (";", "="):
+                defined = None
+            elif word and paren == 0:
+                last_name = token
+        elif token == "{":
+            depth += 1
+        elif token == "}":
+            depth -= 1
+            if depth == 0:
+                current = "(file scope)"
+        elif word and previous not in _NOT_A_FUNCTION_AFTER:
+            uses.append((current, token, text.count("\n", 0, match.start()) + 1))
+        previous = token
+    return definitions, uses
+
+
+def c_uses(files: list[Path]) -> list[CUse]:
+    """Every use of a function that another of `files` defines, by file name."""
+    scanned = {path.name: scan_c(path.read_text(encoding="utf-8")) for path in files}
+    owners: dict[str, set[str]] = {}
+    for name, (definitions, _) in scanned.items():
+        for function in definitions:
+            owners.setdefault(function, set()).add(name)
+    found = []
+    for name, (definitions, uses) in scanned.items():
+        for caller, used, line in uses:
+            if used in definitions:
+                continue
+            for owner in sorted(owners.get(used, ())):
+                found.append(CUse(name, owner, caller, used, line))
+    return found
+
+
+def _simulator_c_files() -> list[Path]:
+    return sorted(p for d in C_DIRS for p in d.glob("*.c"))
+
+
+def _circle_edges(uses: list[CUse], found: list[list[str]]) -> list[str]:
+    """One line per file-to-file dependency inside a circle, naming the first uses."""
+    by_edge: dict[tuple[str, str], list[CUse]] = {}
+    for u in uses:
+        if any(u.source in c and u.target in c for c in found):
+            by_edge.setdefault((u.source, u.target), []).append(u)
+    return [f"{a} -> {b}: " + ", ".join(sorted({f"{u.caller} uses {u.name} (line {u.line})" for u in us})[:3])
+            for (a, b), us in sorted(by_edge.items())]
+
+
+def test_calls_between_the_simulators_c_files_go_one_way():
+    uses = c_uses(_simulator_c_files())
+    found = circles(uses)
+    assert found == [], "\n".join(_circle_edges(uses, found))
+    # the bottom layer calls no other file
+    assert [u for u in uses if u.source == "sim_state.c"] == []
+
+
+def test_the_c_scan_sees_definitions_and_uses_across_files():
+    files = _simulator_c_files()
+    assert {"sim_state.c", "sim_meta.c", "sim_op.c", "sim_runtime.c", "sim_ops.c"} <= {p.name for p in files}
+    edges = {(u.source, u.target) for u in c_uses(files)}
+    # each layer above the bottom is seen calling down, and the op entry points call the protocol
+    assert {("sim_meta.c", "sim_state.c"), ("sim_op.c", "sim_state.c"), ("sim_runtime.c", "sim_state.c"),
+            ("sim_runtime.c", "sim_op.c"), ("sim_runtime.c", "sim_meta.c"), ("sim_ops.c", "sim_op.c")} <= edges
+    definitions, _ = scan_c((REPO / "runtime" / "sim" / "sim_op.c").read_text(encoding="utf-8"))
+    assert {"sim_prepare", "sim_launch", "sim_drain_locked", "sim_executor_free_locked"} <= set(definitions)
+
+
+def test_a_call_up_from_the_bottom_c_file_is_a_circle(tmp_path):
+    # the layout before: aclsim_reset in sim_state.c called up into three files that call it
+    files = {
+        "sim_state.c": """
+            /* aclsim_reset(void) { in a comment is no definition */
+            #define SIM_LOCK() pthread_mutex_lock(&sim_mu)
+            struct sim_state sim_g = { .initialized = 0 };
+            void sim_err(const char *fmt, ...) { (void)fmt; }
+            __attribute__((weak)) const char *aclsim_specs_release(void) { return "x"; }
+            int aclsim_reset(void)
+            {
+                sim_discard_all_launches_locked();
+                sim_free_handle_locked(0, 1);
+                memset(p, 0xDD, sim_poison_bytes(16));
+                return 0;
+            }
+        """,
+        "sim_op.c": """
+            struct sim_launch { int x; };
+            void sim_discard_all_launches_locked(void) { sim_err("%s", "x"); }
+            aclnnStatus sim_launch(const char *op,
+                                   void *workspace)
+            {
+                return 0;
+            }
+        """,
+        "sim_meta.c": 'void sim_free_handle_locked(void *p, int t) { sim_err("sim_poison_bytes("); }\n',
+        "sim_runtime.c": """
+            size_t sim_poison_bytes(size_t size) { return size; }
+            int aclrtFree(void *p) { const struct sim_launch *who = 0; sim_err("busy"); return 0; }
+        """,
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    paths = sorted(tmp_path.glob("*.c"))
+    uses = c_uses(paths)
+    assert circles(uses) == [["sim_meta.c", "sim_op.c", "sim_runtime.c", "sim_state.c"]]
+    assert sorted((u.caller, u.name, u.target) for u in uses if u.source == "sim_state.c") == [
+        ("aclsim_reset", "sim_discard_all_launches_locked", "sim_op.c"),
+        ("aclsim_reset", "sim_free_handle_locked", "sim_meta.c"),
+        ("aclsim_reset", "sim_poison_bytes", "sim_runtime.c"),
+    ]
+    # `struct sim_launch` names a type, not the function; a string naming a function is no call
+    assert not any(u.name == "sim_launch" for u in uses)
+    assert not any(u.source == "sim_meta.c" and u.name == "sim_poison_bytes" for u in uses)
+    # moving aclsim_reset to the top file breaks the circle
+    bottom, reset = files["sim_state.c"].split("int aclsim_reset")
+    (tmp_path / "sim_state.c").write_text(bottom)
+    (tmp_path / "sim_runtime.c").write_text(files["sim_runtime.c"] + "int aclsim_reset" + reset)
+    assert circles(c_uses(paths)) == []
+    assert {(u.source, u.target) for u in c_uses(paths) if u.name == "sim_poison_bytes"} == set()

@@ -65,6 +65,7 @@ subprocess traceback.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -79,6 +80,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from aclnngen.cachedir import cache_root  # noqa: F401  (part of this module's interface)
@@ -350,103 +352,148 @@ def build_simulator(
         this core library (a path returned by an earlier build, named as the op library should
         need it, e.g. ".../libnnopbase.so"); see the module docstring for the layout it needs.
     """
-    names = _check_lib_names(lib_names)
-    if isinstance(extra_sources, (str, os.PathLike)):
-        extra_sources = (extra_sources,)
-    extra_sources = tuple(extra_sources)
-    if isinstance(include_dirs, (str, os.PathLike)):
-        include_dirs = (include_dirs,)
-    core = Path(core_dir).resolve() if core_dir is not None else SIM_DIR
-    incs = [Path(d).resolve() for d in include_dirs]
-    defs = dict(defines or {})
-    hashed_files: list[Path] = []
-    if abi_header is not None:
-        abi = Path(abi_header).resolve()
-        if not abi.is_file():
-            raise SimulatorBuildError(f"abi_header {abi} does not exist")
-        incs.insert(0, abi.parent)
-        defs["ACLSIM_ABI_HEADER"] = f'"{abi.name}"'
-        hashed_files.append(abi)
-    define_flags = _define_flags(defs)
-
-    core_sources = sorted(core.glob("*.c"))
-    if not core_sources:
-        raise SimulatorBuildError(f"no simulator sources (*.c) in {core}")
-    link_flags: list[str] = []
-    if link_core is not None:
-        core_lib = Path(link_core)
-        if not core_lib.is_absolute():
-            core_lib = core_lib.resolve()
-        if not core_lib.is_file() or not _LIB_NAME.fullmatch(core_lib.name):
-            raise SimulatorBuildError(f"link_core {core_lib} is not a library file")
-        if not extra_sources:
-            raise SimulatorBuildError("link_core: an op library needs extra sources (the op entry points)")
-        hashed_files.append(core_lib.resolve())  # the core's content, whatever the link is named
-        core_sources = []  # the core's code lives in link_core; only the ops are compiled here
-        link_flags = [f"-L{core_lib.parent}", f"-l:{core_lib.name}", "-Wl,-rpath,$ORIGIN", "-Wl,-z,defs"]
-    extras = []
-    for src in extra_sources:
-        path = Path(src).resolve()
-        if not path.is_file():
-            raise SimulatorBuildError(f"extra source {path} does not exist")
-        extras.append(path)
-    for d in incs:
-        if not d.is_dir():
-            raise SimulatorBuildError(f"include directory {d} does not exist")
-
-    # Headers the build can see: the core's, those beside extra sources, those in include dirs.
-    header_dirs = [core, *incs, *(p.parent for p in extras)]
-    for d in dict.fromkeys(header_dirs):
-        hashed_files.extend(sorted(d.glob("*.h")))
-
+    request = _BuildRequest.of(extra_sources, include_dirs, defines, lib_names, abi_header=abi_header,
+                               core_dir=core_dir, link_core=link_core)
     cc = _compiler()
+    key, staged = _key_and_staged(request, cc)
 
-    def command_with(where) -> list[str]:
+    base = cache_root(cache_dir)
+    if not trusted(base, what="simulator cache"):
+        base = private_temporary()  # nothing of the untrusted folder is loaded; built afresh here
+    out_dir = base / "sim" / key
+    neighbours = request.neighbours()
+    if _complete(out_dir, request.names, neighbours):
+        return out_dir / request.names[0]
+    _build_locked(request, cc, staged, base, key)
+    # checked again right before the path is handed out to be loaded
+    if not _complete(out_dir, request.names, neighbours):
+        raise SimulatorBuildError(f"the simulator library in {out_dir} changed while it was built; build again")
+    return out_dir / request.names[0]
+
+
+@dataclass(frozen=True)
+class _BuildRequest:
+    """One build, its inputs checked and resolved (`of`): what to compile, with what, into what."""
+
+    names: tuple[str, ...]  # the library file names asked for (symlinks to one file)
+    core: Path  # the directory of the core sources and headers
+    incs: tuple[Path, ...]  # include directories, searched before `core`
+    define_flags: tuple[str, ...]
+    core_sources: tuple[Path, ...]  # empty for an op library (`link_core`)
+    extras: tuple[Path, ...]
+    hashed_files: tuple[Path, ...]  # read and hashed besides the sources: headers, the core library
+    core_lib: Path | None  # the core an op library links with, as named (not resolved)
+    link_flags: tuple[str, ...]  # for an op library, after its -L flag
+
+    @classmethod
+    def of(cls, extra_sources, include_dirs, defines, lib_names, *, abi_header, core_dir, link_core) -> _BuildRequest:
+        """Checks the arguments of build_simulator, in its documented terms."""
+        names = _check_lib_names(lib_names)
+        if isinstance(extra_sources, (str, os.PathLike)):
+            extra_sources = (extra_sources,)
+        extra_sources = tuple(extra_sources)
+        if isinstance(include_dirs, (str, os.PathLike)):
+            include_dirs = (include_dirs,)
+        core = Path(core_dir).resolve() if core_dir is not None else SIM_DIR
+        incs = [Path(d).resolve() for d in include_dirs]
+        defs = dict(defines or {})
+        hashed_files: list[Path] = []
+        if abi_header is not None:
+            abi = Path(abi_header).resolve()
+            if not abi.is_file():
+                raise SimulatorBuildError(f"abi_header {abi} does not exist")
+            incs.insert(0, abi.parent)
+            defs["ACLSIM_ABI_HEADER"] = f'"{abi.name}"'
+            hashed_files.append(abi)
+        define_flags = _define_flags(defs)
+
+        core_sources = sorted(core.glob("*.c"))
+        if not core_sources:
+            raise SimulatorBuildError(f"no simulator sources (*.c) in {core}")
+        core_lib = None if link_core is None else _core_library(link_core, extra_sources)
+        link_flags: tuple[str, ...] = ()
+        if core_lib is not None:
+            hashed_files.append(core_lib.resolve())  # the core's content, whatever the link is named
+            core_sources = []  # the core's code lives in link_core; only the ops are compiled here
+            link_flags = (f"-l:{core_lib.name}", "-Wl,-rpath,$ORIGIN", "-Wl,-z,defs")
+        extras = []
+        for src in extra_sources:
+            path = Path(src).resolve()
+            if not path.is_file():
+                raise SimulatorBuildError(f"extra source {path} does not exist")
+            extras.append(path)
+        for d in incs:
+            if not d.is_dir():
+                raise SimulatorBuildError(f"include directory {d} does not exist")
+
+        # Headers the build can see: the core's, those beside extra sources, those in include dirs.
+        header_dirs = [core, *incs, *(p.parent for p in extras)]
+        for d in dict.fromkeys(header_dirs):
+            hashed_files.extend(sorted(d.glob("*.h")))
+        return cls(names, core, tuple(incs), tuple(define_flags), tuple(core_sources), tuple(extras),
+                   tuple(hashed_files), core_lib, link_flags)
+
+    def command(self, cc: list[str], where) -> list[str]:
         """The compile command, with each file and folder as `where` names it."""
         return [
             *cc,
             *CFLAGS,
-            *define_flags,
-            *(f"-I{where(d)}" for d in incs),
-            f"-I{where(core)}",
-            *(where(p) for p in core_sources),
-            *(where(p) for p in extras),
+            *self.define_flags,
+            *(f"-I{where(d)}" for d in self.incs),
+            f"-I{where(self.core)}",
+            *(where(p) for p in self.core_sources),
+            *(where(p) for p in self.extras),
             *LDFLAGS,
-            *((f"-L{where(core_lib.parent)}", *link_flags[1:]) if link_core is not None else ()),
+            *((f"-L{where(self.core_lib.parent)}", *self.link_flags) if self.core_lib is not None else ()),
         ]
 
-    command = command_with(str)  # as the user would write it: part of the key, and of build-info
+    def folders(self) -> list[Path]:
+        """Every -I and -L folder of the command."""
+        return [*self.incs, self.core, *((self.core_lib.parent,) if self.core_lib is not None else ())]
 
-    # Every file the compiler reads, read ONCE: the key hashes these bytes, and a build compiles
-    # copies of these bytes (_stage), so what is compiled is what the key says, whatever is
-    # written to the sources meanwhile.
+    def neighbours(self) -> dict[str, str]:
+        """Links beside the library besides its names: an op library's DT_NEEDED name leads to the
+        very core it was linked with."""
+        return {self.core_lib.name: str(self.core_lib.resolve())} if self.core_lib is not None else {}
+
+
+def _core_library(link_core: str | os.PathLike, extra_sources: tuple) -> Path:
+    """The core an op library links with, as named (made absolute, not resolved)."""
+    core_lib = Path(link_core)
+    if not core_lib.is_absolute():
+        core_lib = core_lib.resolve()
+    if not core_lib.is_file() or not _LIB_NAME.fullmatch(core_lib.name):
+        raise SimulatorBuildError(f"link_core {core_lib} is not a library file")
+    if not extra_sources:
+        raise SimulatorBuildError("link_core: an op library needs extra sources (the op entry points)")
+    return core_lib
+
+
+def _key_and_staged(request: _BuildRequest, cc: list[str]) -> tuple[str, dict[Path, bytes]]:
+    """The build's key, and the bytes of every file the compiler reads, read ONCE: the key hashes
+    these bytes, and a build compiles copies of these bytes (_stage), so what is compiled is what
+    the key says, whatever is written to the sources meanwhile."""
+    command = request.command(cc, str)  # as the user would write it: part of the key, and of build-info
     digest = hashlib.sha256()
     digest.update(f"recipe {_RECIPE}\0".encode())
     digest.update(_compiler_identity(cc).encode() + b"\0")
     digest.update("\0".join(command).encode() + b"\0")
     staged: dict[Path, bytes] = {}
-    for path in [*core_sources, *extras, *dict.fromkeys(hashed_files)]:
+    for path in [*request.core_sources, *request.extras, *dict.fromkeys(request.hashed_files)]:
         data = _read(path)
         digest.update(f"{path}\0{len(data)}\0".encode())
         digest.update(data)
         staged[path] = data
-    if link_core is not None:
+    if request.core_lib is not None:
         # the linker finds the core by the name it was given (its DT_NEEDED), with the bytes hashed
-        staged[core_lib] = staged.pop(core_lib.resolve())
-    key = digest.hexdigest()[:32]
+        staged[request.core_lib] = staged.pop(request.core_lib.resolve())
+    return digest.hexdigest()[:32], staged
 
-    base = cache_root(cache_dir)
-    if not trusted(base, what="simulator cache"):
-        base = private_temporary()  # nothing of the untrusted folder is loaded; built afresh here
+
+def _build_locked(request: _BuildRequest, cc: list[str], staged: Mapping[Path, bytes], base: Path, key: str) -> None:
+    """Under the key's lock: compile unless a verified library is there, then make its links."""
     root = base / "sim"
     out_dir = root / key
-    neighbours = {}
-    if link_core is not None:
-        # the op library's DT_NEEDED name, beside it, leads to the very core it was linked with
-        neighbours[core_lib.name] = str(core_lib.resolve())
-    if _complete(out_dir, names, neighbours):
-        return out_dir / names[0]
-
     try:
         for folder in (base, root, out_dir):
             make_private(folder)  # a link where a folder of the cache should be is refused
@@ -461,10 +508,10 @@ def build_simulator(
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             _remove_stale_temporaries(out_dir)
             if not _verified(out_dir):
-                _compile(command_with, staged, [*incs, core, *((core_lib.parent,) if link_core is not None else ())], out_dir, key)
-            for name in names:
+                _compile(functools.partial(request.command, cc), staged, request.folders(), out_dir, key)
+            for name in request.names:
                 _link(out_dir, name)
-            for name, target in neighbours.items():
+            for name, target in request.neighbours().items():
                 _link(out_dir, name, target)
     except OSError as exc:
         raise SimulatorBuildError(
@@ -472,10 +519,6 @@ def build_simulator(
         ) from None
     finally:
         os.close(lock_fd)  # closing releases the lock
-    # checked again right before the path is handed out to be loaded
-    if not _complete(out_dir, names, neighbours):
-        raise SimulatorBuildError(f"the simulator library in {out_dir} changed while it was built; build again")
-    return out_dir / names[0]
 
 
 def _file_digest(path: Path, dir_fd: int | None = None) -> str | None:

@@ -3,6 +3,12 @@
  * Locking: one global mutex (sim_mu) guards every structure below. Hooks are always called
  * with it released. Every pointer received from a caller is looked up in a registry (handles
  * by exact address, device blocks by range) before it is dereferenced.
+ *
+ * Layers: calls between the C files go one way, down. sim_state.c (state, errors, registries,
+ * controls) is the bottom; sim_meta.c (tensors, scalars, arrays) and sim_op.c (the two-phase
+ * protocol, executors, queues) call only into it; sim_runtime.c (devices, memory, streams, and
+ * aclsim_reset, which frees what every layer holds) is the top. tests/test_architecture.py
+ * parses the files and fails on a call that goes up.
  */
 #ifndef ACLSIM_INTERNAL_H
 #define ACLSIM_INTERNAL_H
@@ -242,6 +248,14 @@ int sim_reg_type(const void *p);
 void sim_reg_del(const void *p);
 size_t sim_reg_count(void);
 void *sim_reg_at(size_t i, int *type);
+/* one registry entry, as sim_reg_take_all hands it out */
+struct sim_hentry {
+    uintptr_t key;
+    int type;
+};
+/* empties the registry and returns what it held (malloc'ed, *n entries; free it), or NULL when
+ * host memory ran out (the registry is unchanged) */
+struct sim_hentry *sim_reg_take_all(size_t *n);
 
 /* device blocks */
 int sim_block_add(const struct sim_block *b);
@@ -251,6 +265,10 @@ struct sim_block *sim_block_holding(uintptr_t lo, uintptr_t hi);
 /* any block whose reserved range overlaps [lo, hi), or NULL */
 struct sim_block *sim_block_overlapping(uintptr_t lo, uintptr_t hi);
 void sim_block_del(uintptr_t start);
+/* the blocks in address order: count, i-th (NULL past the end), and forgetting them all */
+size_t sim_block_count(void);
+const struct sim_block *sim_block_at(size_t i);
+void sim_block_clear(void);
 
 uint64_t sim_next_serial(void);
 struct sim_context *sim_ctx_current(void);

@@ -234,13 +234,9 @@ static void executor_discard_unregistered(aclOpExecutor *ex)
     sim_executor_free_locked(ex);
 }
 
-aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t *workspaceSize,
-                        aclOpExecutor **executor)
+/* 0. the argument table itself: a bad one is an internal error of the generated entry point */
+static int check_arg_table(const char *opn, const sim_arg *args, int nargs)
 {
-    const char *opid = (op && op[0]) ? op : "(unnamed op)";
-    const char *opn = sim_op_symbol(opid);
-    char namebuf[32];
-
     if (nargs < 0 || (nargs > 0 && !args)) {
         sim_err("%sGetWorkspaceSize: internal error: bad argument table", opn);
         return SIM_NN_INNER;
@@ -257,8 +253,13 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
             return SIM_NN_INNER;
         }
     }
+    return SIM_OK;
+}
 
-    /* 1. null required handles */
+/* 1. null required handles, and strings that are not terminated */
+static int check_required_args(const char *opn, const sim_arg *args, int nargs)
+{
+    char namebuf[32];
     for (int i = 0; i < nargs; i++) {
         int k = (int)args[i].kind;
         if (kind_has_handle(k) && !kind_optional(k) && !args[i].handle) {
@@ -274,36 +275,42 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
             return SIM_NN_PARAM_INVALID;
         }
     }
-    unsigned flags = 0;
-    if (!workspaceSize)
-        flags |= ACLSIM_NULL_WORKSPACE_SIZE_PTR;
-    if (!executor)
-        flags |= ACLSIM_NULL_EXECUTOR_PTR;
+    return SIM_OK;
+}
 
-    SIM_LOCK();
-    int rc = SIM_OK;
-    /* 2. handles must be live and of the right type */
-    for (int i = 0; i < nargs && rc == SIM_OK; i++) {
+/* 2. handles must be live and of the right type */
+static int check_live_handles_locked(const char *opn, const sim_arg *args, int nargs)
+{
+    char namebuf[32];
+    for (int i = 0; i < nargs; i++) {
         int type = kind_handle_type((int)args[i].kind);
         if (type && args[i].handle && sim_reg_type(args[i].handle) != type) {
             snprintf(namebuf, sizeof namebuf, "argument %d", i);
             sim_err("%sGetWorkspaceSize: %s (%p) is not a live %s", opn,
                     args[i].name ? args[i].name : namebuf, args[i].handle,
                     handle_type_name(type));
-            rc = SIM_NN_PARAM_INVALID;
+            return SIM_NN_PARAM_INVALID;
         }
     }
-    /* 3. tensor data must lie in device memory */
-    struct sim_range *ranges = NULL;
-    int nranges = 0;
-    if (rc == SIM_OK && nargs > 0) {
-        ranges = calloc((size_t)nargs, sizeof *ranges);
-        if (!ranges) {
-            sim_err("%sGetWorkspaceSize: out of host memory", opn);
-            rc = SIM_NN_INNER;
-        }
+    return SIM_OK;
+}
+
+/* 3. tensor data must lie in device memory: the byte range of each tensor with data, in
+ * *ranges (calloc'ed, *nranges entries; NULL when nargs is 0), or an error (nothing to free) */
+static int tensor_ranges_locked(const char *opn, const sim_arg *args, int nargs,
+                                struct sim_range **ranges, int *nranges)
+{
+    *ranges = NULL;
+    *nranges = 0;
+    if (nargs == 0)
+        return SIM_OK;
+    struct sim_range *v = calloc((size_t)nargs, sizeof *v);
+    if (!v) {
+        sim_err("%sGetWorkspaceSize: out of host memory", opn);
+        return SIM_NN_INNER;
     }
-    for (int i = 0; i < nargs && rc == SIM_OK; i++) {
+    int n = 0;
+    for (int i = 0; i < nargs; i++) {
         if (!kind_is_tensor((int)args[i].kind) || !args[i].handle)
             continue;
         const aclTensor *t = args[i].handle;
@@ -315,14 +322,14 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
         if (ext < 0) {
             sim_err("%sGetWorkspaceSize: the extent of %s (offset, dims and strides) overflows",
                     opn, name);
-            rc = SIM_NN_PARAM_INVALID;
-            break;
+            free(v);
+            return SIM_NN_PARAM_INVALID;
         }
         if ((uintptr_t)t->data % 32 != 0) {
             sim_err("%sGetWorkspaceSize: the data address %p of %s is not 32-byte aligned", opn,
                     t->data, name);
-            rc = SIM_NN_PARAM_INVALID;
-            break;
+            free(v);
+            return SIM_NN_PARAM_INVALID;
         }
         struct sim_block *b = sim_block_holding(lo, hi);
         if (!b) {
@@ -334,10 +341,10 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
                 sim_err("%sGetWorkspaceSize: the data of %s (%p) is not in a live device "
                         "allocation (aclrtMalloc); host memory cannot be used",
                         opn, name, t->data);
-            rc = SIM_NN_PARAM_INVALID;
-            break;
+            free(v);
+            return SIM_NN_PARAM_INVALID;
         }
-        struct sim_range *r = &ranges[nranges++];
+        struct sim_range *r = &v[n++];
         r->lo = lo;
         r->hi = hi;
         r->block_serial = b->serial;
@@ -345,53 +352,83 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
         r->arg = i;
         r->writes = kind_writes((int)args[i].kind);
     }
-    aclsim_prepare_hook hook = sim_g.prepare;
-    int kernels_off = sim_g.kernels_off;
-    if (rc == SIM_OK && !hook && !kernels_off) {
-        sim_err("%sGetWorkspaceSize: no kernel is registered in the simulator (no prepare hook; "
-                "ACLNN_ERR_INNER_FIND_KERNEL_ERROR)",
-                opn);
-        rc = SIM_NN_INNER_FIND_KERNEL;
-    }
-    /* 4. snapshot */
-    aclOpExecutor *ex = NULL;
-    if (rc == SIM_OK) {
-        ex = calloc(1, sizeof *ex);
-        if (ex) {
-            ex->op = dup_str(opid); /* the full identity: the hooks need the package */
-            ex->args = calloc((size_t)(nargs ? nargs : 1), sizeof *ex->args);
-            ex->ranges = ranges;
-            ex->nranges = nranges;
-            ranges = NULL;
-            ex->flags = flags;
-            ex->serial = sim_next_serial();
-        }
-        int ok = ex && ex->op && ex->args;
-        for (int i = 0; ok && i < nargs; i++) {
-            snprintf(namebuf, sizeof namebuf, "arg%d", i);
-            ex->nargs = i + 1;
-            ok = snapshot_arg(&ex->args[i], &args[i], args[i].name ? args[i].name : namebuf) == 0;
-        }
-        if (ok && sim_reg_add(ex, SIM_H_EXECUTOR) != 0)
-            ok = 0;
-        if (!ok) {
-            if (ex)
-                executor_discard_unregistered(ex);
-            ex = NULL;
-            sim_err("%sGetWorkspaceSize: out of host memory", opn);
-            rc = SIM_NN_INNER;
-        } else {
-            sim_g.counters.executors++;
-            ex->preparing = 1;
-            sim_g.hooks_running++;
-        }
+    *ranges = v;
+    *nranges = n;
+    return SIM_OK;
+}
+
+/* 4. snapshot: a registered executor, "preparing", holding copies of the arguments and the
+ * ranges (taken over: freed whatever happens) */
+static int snapshot_executor_locked(const char *opid, const char *opn, const sim_arg *args,
+                                    int nargs, struct sim_range *ranges, int nranges,
+                                    unsigned flags, aclOpExecutor **out)
+{
+    char namebuf[32];
+    aclOpExecutor *ex = calloc(1, sizeof *ex);
+    if (ex) {
+        ex->op = dup_str(opid); /* the full identity: the hooks need the package */
+        ex->args = calloc((size_t)(nargs ? nargs : 1), sizeof *ex->args);
+        ex->ranges = ranges;
+        ex->nranges = nranges;
+        ranges = NULL;
+        ex->flags = flags;
+        ex->serial = sim_next_serial();
     }
     free(ranges);
-    SIM_UNLOCK();
-    if (rc != SIM_OK)
-        return rc;
+    int ok = ex && ex->op && ex->args;
+    for (int i = 0; ok && i < nargs; i++) {
+        snprintf(namebuf, sizeof namebuf, "arg%d", i);
+        ex->nargs = i + 1;
+        ok = snapshot_arg(&ex->args[i], &args[i], args[i].name ? args[i].name : namebuf) == 0;
+    }
+    if (ok && sim_reg_add(ex, SIM_H_EXECUTOR) != 0)
+        ok = 0;
+    if (!ok) {
+        if (ex)
+            executor_discard_unregistered(ex);
+        sim_err("%sGetWorkspaceSize: out of host memory", opn);
+        return SIM_NN_INNER;
+    }
+    sim_g.counters.executors++;
+    ex->preparing = 1;
+    sim_g.hooks_running++;
+    *out = ex;
+    return SIM_OK;
+}
 
-    /* 5. the prepare hook decides (lock released: it may call back into the library) */
+/* after the prepare hook decided (status st): the executor is handed out, or freed */
+static int finish_prepare_locked(const char *opn, aclOpExecutor *ex, int st, const char *msg,
+                                 uint64_t ws, uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    sim_g.hooks_running--;
+    ex->preparing = 0;
+    if (st != SIM_OK) {
+        if (msg[0])
+            sim_err("%sGetWorkspaceSize: %s", opn, msg);
+        else
+            sim_err("%sGetWorkspaceSize: rejected by the op's checks (status %d)", opn, st);
+    } else if (ex->flags) {
+        sim_err("%sGetWorkspaceSize: %s is NULL and the op's behaviour profile does not check it; "
+                "the real library would dereference a null pointer",
+                opn, (ex->flags & ACLSIM_NULL_WORKSPACE_SIZE_PTR) ? "workspaceSize" : "executor");
+        st = SIM_NN_INNER_NULLPTR;
+    }
+    if (st != SIM_OK) {
+        sim_executor_free_locked(ex);
+    } else {
+        ex->workspace_size = ws;
+        *workspaceSize = ws;
+        *executor = ex;
+    }
+    return st;
+}
+
+/* 5. the prepare hook decides (called with the lock released: it may call back into the
+ * library), then the executor is handed out or freed */
+static int run_prepare_hook(const char *opid, const char *opn, aclOpExecutor *ex,
+                            aclsim_prepare_hook hook, int kernels_off, uint64_t *workspaceSize,
+                            aclOpExecutor **executor)
+{
     char msg[ACLSIM_HOOK_MESSAGE_CAP];
     msg[0] = '\0';
     uint64_t ws = 0;
@@ -404,29 +441,191 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
     msg[sizeof msg - 1] = '\0';
 
     SIM_LOCK();
-    sim_g.hooks_running--;
-    ex->preparing = 0;
-    if (st != SIM_OK) {
-        if (msg[0])
-            sim_err("%sGetWorkspaceSize: %s", opn, msg);
-        else
-            sim_err("%sGetWorkspaceSize: rejected by the op's checks (status %d)", opn, st);
-    } else if (flags) {
-        sim_err("%sGetWorkspaceSize: %s is NULL and the op's behaviour profile does not check it; "
-                "the real library would dereference a null pointer",
-                opn, (flags & ACLSIM_NULL_WORKSPACE_SIZE_PTR) ? "workspaceSize" : "executor");
-        st = SIM_NN_INNER_NULLPTR;
-    }
-    if (st != SIM_OK) {
-        sim_executor_free_locked(ex);
-    } else {
-        ex->workspace_size = ws;
-        *workspaceSize = ws;
-        *executor = ex;
-    }
+    st = finish_prepare_locked(opn, ex, st, msg, ws, workspaceSize, executor);
     pthread_cond_broadcast(&sim_cv);
     SIM_UNLOCK();
     return st;
+}
+
+aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t *workspaceSize,
+                        aclOpExecutor **executor)
+{
+    const char *opid = (op && op[0]) ? op : "(unnamed op)";
+    const char *opn = sim_op_symbol(opid);
+
+    int rc = check_arg_table(opn, args, nargs); /* 0 */
+    if (rc == SIM_OK)
+        rc = check_required_args(opn, args, nargs); /* 1 */
+    if (rc != SIM_OK)
+        return rc;
+    unsigned flags = 0;
+    if (!workspaceSize)
+        flags |= ACLSIM_NULL_WORKSPACE_SIZE_PTR;
+    if (!executor)
+        flags |= ACLSIM_NULL_EXECUTOR_PTR;
+
+    SIM_LOCK();
+    struct sim_range *ranges = NULL;
+    int nranges = 0;
+    rc = check_live_handles_locked(opn, args, nargs); /* 2 */
+    if (rc == SIM_OK)
+        rc = tensor_ranges_locked(opn, args, nargs, &ranges, &nranges); /* 3 */
+    aclsim_prepare_hook hook = sim_g.prepare;
+    int kernels_off = sim_g.kernels_off;
+    if (rc == SIM_OK && !hook && !kernels_off) {
+        sim_err("%sGetWorkspaceSize: no kernel is registered in the simulator (no prepare hook; "
+                "ACLNN_ERR_INNER_FIND_KERNEL_ERROR)",
+                opn);
+        rc = SIM_NN_INNER_FIND_KERNEL;
+    }
+    aclOpExecutor *ex = NULL;
+    if (rc == SIM_OK)
+        rc = snapshot_executor_locked(opid, opn, args, nargs, ranges, nranges, flags, &ex); /* 4 */
+    else
+        free(ranges);
+    SIM_UNLOCK();
+    if (rc != SIM_OK)
+        return rc;
+
+    return run_prepare_hook(opid, opn, ex, hook, kernels_off, workspaceSize, executor); /* 5 */
+}
+
+/* 1. the executor (live, prepared by this op, not run yet unless repeatable) and the workspace
+ * (as large as announced, inside one live device allocation: *wb, its end in *whi) */
+static int check_executor_and_workspace_locked(const char *opid, const char *opn,
+                                               aclOpExecutor *ex, void *workspace,
+                                               uint64_t workspaceSize, struct sim_block **wb,
+                                               uintptr_t *whi)
+{
+    uintptr_t wlo = (uintptr_t)workspace;
+    int use_ws = workspace && workspaceSize > 0;
+    if (sim_reg_type(ex) != SIM_H_EXECUTOR || ex->destroyed) {
+        sim_err("%s: executor %p is not live: it already ran, was destroyed, or never existed "
+                "(an executor runs once unless aclSetAclOpExecutorRepeatable)",
+                opn, (void *)ex);
+        return SIM_NN_PARAM_INVALID;
+    }
+    if (ex->preparing) {
+        sim_err("%s: executor %p is still being prepared", opn, (void *)ex);
+        return SIM_NN_PARAM_INVALID;
+    }
+    if (strcmp(ex->op, opid) != 0) {
+        sim_err("%s: executor %p was made by %sGetWorkspaceSize (op %s, not %s)", opn,
+                (void *)ex, sim_op_symbol(ex->op), ex->op, opid);
+        return SIM_NN_PARAM_INVALID;
+    }
+    if (ex->launched && !ex->repeatable) {
+        sim_err("%s: executor already ran (launch it once, or call "
+                "aclSetAclOpExecutorRepeatable first)",
+                opn);
+        return SIM_NN_PARAM_INVALID;
+    }
+    if (workspaceSize < ex->workspace_size) {
+        sim_err("%s: workspaceSize %llu is smaller than the %llu bytes GetWorkspaceSize "
+                "announced",
+                opn, (unsigned long long)workspaceSize, (unsigned long long)ex->workspace_size);
+        return SIM_NN_PARAM_INVALID;
+    }
+    if (ex->workspace_size > 0 && !workspace) {
+        sim_err("%s: workspace is a null pointer but %llu bytes were announced", opn,
+                (unsigned long long)ex->workspace_size);
+        return SIM_NN_PARAM_NULLPTR;
+    }
+    if (use_ws && (__builtin_add_overflow(wlo, (uintptr_t)workspaceSize, whi) ||
+                   !(*wb = sim_block_holding(wlo, *whi)))) {
+        sim_err("%s: workspace [%p, +%llu) is not inside one live device allocation", opn,
+                workspace, (unsigned long long)workspaceSize);
+        return SIM_NN_PARAM_INVALID;
+    }
+    return SIM_OK;
+}
+
+/* 2. the stream: the one given, else the default stream of this thread's current context */
+static int launch_stream_locked(const char *opn, aclrtStream stream, struct sim_stream **out)
+{
+    struct sim_context *ctx = sim_ctx_current();
+    if (!ctx) {
+        sim_err("%s: no current context in this thread; call aclrtSetDevice or "
+                "aclrtSetCurrentContext in this thread first",
+                opn);
+        return SIM_RT_CONTEXT_NULL;
+    }
+    struct sim_stream *s = stream ? (struct sim_stream *)stream : ctx->default_stream;
+    if (stream && sim_reg_type(s) != SIM_H_STREAM) {
+        sim_err("%s: stream %p is not a live stream", opn, stream);
+        return SIM_NN_RUNTIME_ERROR;
+    }
+    if (s->ctx->dying) {
+        sim_err("%s: the stream's context is being destroyed", opn);
+        return SIM_NN_RUNTIME_ERROR;
+    }
+    *out = s;
+    return SIM_OK;
+}
+
+/* 3. the operands' memory is the memory they were prepared with, on the stream's device, and so
+ * is the workspace */
+static int check_operands_locked(const char *opn, const aclOpExecutor *ex,
+                                 const struct sim_block *wb, const struct sim_stream *s)
+{
+    for (int i = 0; i < ex->nranges; i++) {
+        const struct sim_range *r = &ex->ranges[i];
+        struct sim_block *b = sim_block_holding(r->lo, r->hi);
+        if (!b || b->serial != r->block_serial) {
+            sim_err("%s: the device memory of %s was freed after GetWorkspaceSize", opn,
+                    ex->args[r->arg].name);
+            return SIM_NN_PARAM_INVALID;
+        }
+        if (r->device != s->ctx->device) {
+            sim_err("%s: %s is on device %d but the stream belongs to device %d", opn,
+                    ex->args[r->arg].name, r->device, s->ctx->device);
+            return SIM_NN_PARAM_INVALID;
+        }
+    }
+    if (wb && wb->device != s->ctx->device) {
+        sim_err("%s: the workspace is on device %d but the stream belongs to device %d", opn,
+                wb->device, s->ctx->device);
+        return SIM_NN_PARAM_INVALID;
+    }
+    return SIM_OK;
+}
+
+/* 4. queue the launch on its stream and on the global list of queued launches */
+static int enqueue_launch_locked(const char *opn, aclOpExecutor *ex, struct sim_stream *s,
+                                 void *workspace, uint64_t workspaceSize,
+                                 const struct sim_block *wb, uintptr_t whi)
+{
+    struct sim_launch *e = calloc(1, sizeof *e);
+    if (!e) {
+        sim_err("%s: out of host memory", opn);
+        return SIM_NN_INNER;
+    }
+    e->stream = s;
+    e->ex = ex;
+    e->workspace = workspace;
+    e->workspace_size = workspaceSize;
+    if (wb) {
+        e->has_ws = 1;
+        e->ws.lo = (uintptr_t)workspace;
+        e->ws.hi = whi;
+        e->ws.block_serial = wb->serial;
+        e->ws.device = wb->device;
+        e->ws.arg = -1;
+        e->ws.writes = 1;
+    }
+    if (s->tail)
+        s->tail->next = e;
+    else
+        s->head = e;
+    s->tail = e;
+    e->gnext = sim_g.pending;
+    if (sim_g.pending)
+        sim_g.pending->gprev = e;
+    sim_g.pending = e;
+    ex->launched = 1;
+    ex->pending++;
+    sim_g.counters.queued_launches++;
+    return SIM_OK;
 }
 
 aclnnStatus sim_launch(const char *op, void *workspace, uint64_t workspaceSize,
@@ -439,110 +638,17 @@ aclnnStatus sim_launch(const char *op, void *workspace, uint64_t workspaceSize,
         return SIM_NN_PARAM_NULLPTR;
     }
     SIM_LOCK();
-    int rc = SIM_OK;
-    aclOpExecutor *ex = executor;
-    struct sim_context *ctx = NULL;
-    struct sim_stream *s = NULL;
     struct sim_block *wb = NULL;
-    uintptr_t wlo = (uintptr_t)workspace, whi = 0;
-    int use_ws = workspace && workspaceSize > 0;
-
-    if (sim_reg_type(ex) != SIM_H_EXECUTOR || ex->destroyed) {
-        sim_err("%s: executor %p is not live: it already ran, was destroyed, or never existed "
-                "(an executor runs once unless aclSetAclOpExecutorRepeatable)",
-                opn, (void *)executor);
-        rc = SIM_NN_PARAM_INVALID;
-    } else if (ex->preparing) {
-        sim_err("%s: executor %p is still being prepared", opn, (void *)executor);
-        rc = SIM_NN_PARAM_INVALID;
-    } else if (strcmp(ex->op, opid) != 0) {
-        sim_err("%s: executor %p was made by %sGetWorkspaceSize (op %s, not %s)", opn,
-                (void *)executor, sim_op_symbol(ex->op), ex->op, opid);
-        rc = SIM_NN_PARAM_INVALID;
-    } else if (ex->launched && !ex->repeatable) {
-        sim_err("%s: executor already ran (launch it once, or call "
-                "aclSetAclOpExecutorRepeatable first)",
-                opn);
-        rc = SIM_NN_PARAM_INVALID;
-    } else if (workspaceSize < ex->workspace_size) {
-        sim_err("%s: workspaceSize %llu is smaller than the %llu bytes GetWorkspaceSize "
-                "announced",
-                opn, (unsigned long long)workspaceSize, (unsigned long long)ex->workspace_size);
-        rc = SIM_NN_PARAM_INVALID;
-    } else if (ex->workspace_size > 0 && !workspace) {
-        sim_err("%s: workspace is a null pointer but %llu bytes were announced", opn,
-                (unsigned long long)ex->workspace_size);
-        rc = SIM_NN_PARAM_NULLPTR;
-    } else if (use_ws && (__builtin_add_overflow(wlo, (uintptr_t)workspaceSize, &whi) ||
-                          !(wb = sim_block_holding(wlo, whi)))) {
-        sim_err("%s: workspace [%p, +%llu) is not inside one live device allocation", opn,
-                workspace, (unsigned long long)workspaceSize);
-        rc = SIM_NN_PARAM_INVALID;
-    } else if (!(ctx = sim_ctx_current())) {
-        sim_err("%s: no current context in this thread; call aclrtSetDevice or "
-                "aclrtSetCurrentContext in this thread first",
-                opn);
-        rc = SIM_RT_CONTEXT_NULL;
-    } else {
-        s = stream ? (struct sim_stream *)stream : ctx->default_stream;
-        if (stream && sim_reg_type(s) != SIM_H_STREAM) {
-            sim_err("%s: stream %p is not a live stream", opn, stream);
-            rc = SIM_NN_RUNTIME_ERROR;
-        } else if (s->ctx->dying) {
-            sim_err("%s: the stream's context is being destroyed", opn);
-            rc = SIM_NN_RUNTIME_ERROR;
-        }
-    }
-    for (int i = 0; rc == SIM_OK && i < ex->nranges; i++) {
-        const struct sim_range *r = &ex->ranges[i];
-        struct sim_block *b = sim_block_holding(r->lo, r->hi);
-        if (!b || b->serial != r->block_serial) {
-            sim_err("%s: the device memory of %s was freed after GetWorkspaceSize", opn,
-                    ex->args[r->arg].name);
-            rc = SIM_NN_PARAM_INVALID;
-        } else if (r->device != s->ctx->device) {
-            sim_err("%s: %s is on device %d but the stream belongs to device %d", opn,
-                    ex->args[r->arg].name, r->device, s->ctx->device);
-            rc = SIM_NN_PARAM_INVALID;
-        }
-    }
-    if (rc == SIM_OK && wb && wb->device != s->ctx->device) {
-        sim_err("%s: the workspace is on device %d but the stream belongs to device %d", opn,
-                wb->device, s->ctx->device);
-        rc = SIM_NN_PARAM_INVALID;
-    }
-    struct sim_launch *e = NULL;
-    if (rc == SIM_OK && !(e = calloc(1, sizeof *e))) {
-        sim_err("%s: out of host memory", opn);
-        rc = SIM_NN_INNER;
-    }
-    if (rc == SIM_OK) {
-        e->stream = s;
-        e->ex = ex;
-        e->workspace = workspace;
-        e->workspace_size = workspaceSize;
-        if (wb) {
-            e->has_ws = 1;
-            e->ws.lo = wlo;
-            e->ws.hi = whi;
-            e->ws.block_serial = wb->serial;
-            e->ws.device = wb->device;
-            e->ws.arg = -1;
-            e->ws.writes = 1;
-        }
-        if (s->tail)
-            s->tail->next = e;
-        else
-            s->head = e;
-        s->tail = e;
-        e->gnext = sim_g.pending;
-        if (sim_g.pending)
-            sim_g.pending->gprev = e;
-        sim_g.pending = e;
-        ex->launched = 1;
-        ex->pending++;
-        sim_g.counters.queued_launches++;
-    }
+    uintptr_t whi = 0;
+    struct sim_stream *s = NULL;
+    int rc = check_executor_and_workspace_locked(opid, opn, executor, workspace, workspaceSize,
+                                                 &wb, &whi); /* 1 */
+    if (rc == SIM_OK)
+        rc = launch_stream_locked(opn, stream, &s); /* 2 */
+    if (rc == SIM_OK)
+        rc = check_operands_locked(opn, executor, wb, s); /* 3 */
+    if (rc == SIM_OK)
+        rc = enqueue_launch_locked(opn, executor, s, workspace, workspaceSize, wb, whi); /* 4 */
     SIM_UNLOCK();
     return rc;
 }

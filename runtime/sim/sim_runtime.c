@@ -795,3 +795,61 @@ aclnnStatus aclnnFinalize(void)
 {
     return SIM_OK;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* reset (a simulator-only control): frees what every layer holds, so it lives at the top       */
+
+int aclsim_reset(void)
+{
+    SIM_LOCK();
+    if (sim_g.hooks_running > 0) {
+        SIM_UNLOCK();
+        sim_err("aclsim_reset: a prepare or run hook is in progress; nothing was reset");
+        return SIM_RT_PARAM_INVALID;
+    }
+    sim_discard_all_launches_locked();
+
+    /* Take the registry's contents, then free. Tensors and scalars owned by a list are freed
+     * by their list. */
+    size_t n = 0;
+    struct sim_hentry *all = sim_reg_take_all(&n);
+    if (!all) {
+        SIM_UNLOCK();
+        sim_err("aclsim_reset: out of host memory");
+        return SIM_RT_MEMORY_ALLOCATION;
+    }
+    for (size_t i = 0; i < n; i++) {
+        void *p = (void *)all[i].key;
+        int type = all[i].type;
+        if (type == SIM_H_TENSOR && ((aclTensor *)p)->owner)
+            continue;
+        if (type == SIM_H_SCALAR && ((aclScalar *)p)->owner)
+            continue;
+        if (type == SIM_H_STREAM || type == SIM_H_CONTEXT || type == SIM_H_EXECUTOR) {
+            if (type == SIM_H_EXECUTOR)
+                sim_executor_free_locked((aclOpExecutor *)p);
+            else
+                free(p);
+            continue;
+        }
+        sim_free_handle_locked(p, type);
+    }
+    free(all);
+
+    for (size_t i = 0; i < sim_block_count(); i++) {
+        const struct sim_block *b = sim_block_at(i);
+        void *p = (void *)b->start;
+        memset(p, 0xDD, sim_poison_bytes(b->size));
+        free(p);
+    }
+    sim_block_clear();
+
+    sim_g.initialized = 0;
+    memset(sim_g.dev, 0, sizeof sim_g.dev);
+    memset(&sim_g.counters, 0, sizeof sim_g.counters);
+    sim_g.pending = NULL;
+    SIM_UNLOCK();
+    sim_ctx_set_current(NULL);
+    sim_err_clear();
+    return SIM_OK;
+}

@@ -1,4 +1,8 @@
-/* sim_state.c: global state, error messages, registries and the simulator-only controls. */
+/* sim_state.c: global state, error messages, registries and the simulator-only controls.
+ *
+ * The bottom layer of the simulator's C: it calls no function of sim_meta.c, sim_op.c or
+ * sim_runtime.c (tests/test_architecture.py checks that calls between the C files go one way).
+ * What frees objects of the layers above (aclsim_reset) lives in sim_runtime.c, the top. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "sim_internal.h"
@@ -61,11 +65,6 @@ const char *aclGetRecentErrMsg(void)
 
 /* ------------------------------------------------------------------------------------------ */
 /* Registry of live handles: a sorted array of (address, type).                              */
-
-struct sim_hentry {
-    uintptr_t key;
-    int type;
-};
 
 static struct sim_hentry *h_v;
 static size_t h_n, h_cap;
@@ -137,6 +136,18 @@ void *sim_reg_at(size_t i, int *type)
     if (type)
         *type = h_v[i].type;
     return (void *)h_v[i].key;
+}
+
+struct sim_hentry *sim_reg_take_all(size_t *n)
+{
+    struct sim_hentry *all = malloc((h_n ? h_n : 1) * sizeof *all);
+    if (!all)
+        return NULL;
+    if (h_n)
+        memcpy(all, h_v, h_n * sizeof *all);
+    *n = h_n;
+    h_n = 0;
+    return all;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -216,6 +227,21 @@ void sim_block_del(uintptr_t start)
     i--;
     memmove(&b_v[i], &b_v[i + 1], (b_n - i - 1) * sizeof *b_v);
     b_n--;
+}
+
+size_t sim_block_count(void)
+{
+    return b_n;
+}
+
+const struct sim_block *sim_block_at(size_t i)
+{
+    return i < b_n ? &b_v[i] : NULL;
+}
+
+void sim_block_clear(void)
+{
+    b_n = 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -468,61 +494,4 @@ void aclsim_get_counters(struct aclsim_counters *out)
 void aclsim_free(void *ptr)
 {
     free(ptr);
-}
-
-int aclsim_reset(void)
-{
-    SIM_LOCK();
-    if (sim_g.hooks_running > 0) {
-        SIM_UNLOCK();
-        sim_err("aclsim_reset: a prepare or run hook is in progress; nothing was reset");
-        return SIM_RT_PARAM_INVALID;
-    }
-    sim_discard_all_launches_locked();
-
-    /* Take the registry's contents, then free. Tensors and scalars owned by a list are freed
-     * by their list. */
-    size_t n = sim_reg_count();
-    struct sim_hentry *all = malloc((n ? n : 1) * sizeof *all);
-    if (!all) {
-        SIM_UNLOCK();
-        sim_err("aclsim_reset: out of host memory");
-        return SIM_RT_MEMORY_ALLOCATION;
-    }
-    if (n)
-        memcpy(all, h_v, n * sizeof *all);
-    h_n = 0;
-    for (size_t i = 0; i < n; i++) {
-        void *p = (void *)all[i].key;
-        int type = all[i].type;
-        if (type == SIM_H_TENSOR && ((aclTensor *)p)->owner)
-            continue;
-        if (type == SIM_H_SCALAR && ((aclScalar *)p)->owner)
-            continue;
-        if (type == SIM_H_STREAM || type == SIM_H_CONTEXT || type == SIM_H_EXECUTOR) {
-            if (type == SIM_H_EXECUTOR)
-                sim_executor_free_locked((aclOpExecutor *)p);
-            else
-                free(p);
-            continue;
-        }
-        sim_free_handle_locked(p, type);
-    }
-    free(all);
-
-    for (size_t i = 0; i < b_n; i++) {
-        void *p = (void *)b_v[i].start;
-        memset(p, 0xDD, sim_poison_bytes(b_v[i].size));
-        free(p);
-    }
-    b_n = 0;
-
-    sim_g.initialized = 0;
-    memset(sim_g.dev, 0, sizeof sim_g.dev);
-    memset(&sim_g.counters, 0, sizeof sim_g.counters);
-    sim_g.pending = NULL;
-    SIM_UNLOCK();
-    sim_ctx_set_current(NULL);
-    sim_err_clear();
-    return SIM_OK;
 }
