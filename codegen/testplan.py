@@ -1,15 +1,16 @@
 """Which generated test cases an op gets, with readable ids: computed once, from the spec, at generation.
 
-The generated test module only lists these cases and hands each to aclnngen.verify.opcheck, which
-builds the data and checks it; the mechanism lives once in the runtime.
+The plan itself is aclnngen.core.planning and core.sweeps; the generated test module only lists
+these cases and hands each to aclnngen.verify.opcheck, which builds the data and checks it.
 """
 
 from __future__ import annotations
 
-from aclnngen.runtime.dtypekinds import sort_key
-from aclnngen.runtime.shapes import rules_at
-from aclnngen.verify import cases, sweeps
-from aclnngen.runtime.versions import CannVersion
+from aclnngen.core import planning as cases
+from aclnngen.core import sweeps
+from aclnngen.core.dtypes import sort_key
+from aclnngen.core.releases import CannVersion
+from aclnngen.core.rules import rules_at
 
 from . import metadata
 from .consistency import versioned_facts
