@@ -14,8 +14,9 @@ from typing import Mapping
 
 import numpy as np
 
-from aclnngen.runtime.validation import supported_dtypes, supported_families
-from aclnngen.verify import cases, opcheck, sweeps
+from aclnngen.core.rules import supported_dtypes, supported_families
+from aclnngen.core import planning, sweeps
+from aclnngen.verify import cases, opcheck
 
 from .findings import Finding
 from .probe import ProbeError, bound_op, first_phase, on_source, probe_snippet
@@ -77,7 +78,7 @@ def _op(snake: str) -> opcheck.OpUnderTest:
 
 
 def _newest(meta: Mapping) -> str:
-    from aclnngen.runtime.releases import known_releases
+    from aclnngen.core.releases import known_releases
 
     return str(known_releases(meta)[-1])
 
@@ -118,7 +119,7 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
         with on_source(source, family, version, profile):
             result.socs[family] = _soc_name()
             sets = result.matrix.setdefault(family, {})
-            for dtype, claimed in cases.dtype_cases(meta, family, version):
+            for dtype, claimed in planning.dtype_cases(meta, family, version):
                 # every dtype is a claim: listed (it works) or not listed (it is refused)
                 values = cases.make_values(meta, "contiguous", dtype, version=version, family=family)
                 status = _counted(probe, values, family, result)
@@ -137,7 +138,7 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
             _partial_support(op, family, sets, probe, repro, source, result)
             home = "float32" if "float32" in supported_dtypes(meta, op.params("input")[0]["name"], family, version) else \
                 (supported_dtypes(meta, op.params("input")[0]["name"], family, version) or ("float32",))[0]
-            for kind, expected in cases.applicable_cases(meta, version, family=family, dtype=home):
+            for kind, expected in planning.applicable_cases(meta, version, family=family, dtype=home):
                 values = _broadcast_outputs(meta, cases.make_values(meta, kind, home, version=version, family=family), kind)
                 status = _counted(probe, values, family, result)
                 if status is None:
@@ -239,7 +240,7 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
         if verdict != "claimed, works":
             continue
         rejected = []
-        for kind, expected in cases.applicable_cases(meta, version, family=family, dtype=dtype):
+        for kind, expected in planning.applicable_cases(meta, version, family=family, dtype=dtype):
             if kind == "contiguous" or expected != 0:
                 continue
             values = _broadcast_outputs(meta, cases.make_values(meta, kind, dtype, version=version, family=family), kind)
@@ -321,7 +322,7 @@ def _broadcast_outputs(meta: Mapping, values: dict, kind: str) -> dict:
 
 
 def _holds(entry: Mapping, version: str) -> bool:
-    from aclnngen.runtime.versions import holds_at
+    from aclnngen.core.releases import holds_at
 
     return holds_at(entry.get("since"), entry.get("until"), version)
 

@@ -44,7 +44,7 @@ def _op(snake: str) -> OpUnderTest:
     meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
     reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
     binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
-    from aclnngen.runtime.releases import known_releases
+    from aclnngen.core.releases import known_releases
 
     return OpUnderTest(meta, reference=reference, binding=binding, version=str(known_releases(meta)[-1]))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aclnngen.runtime.versions import holds_at
+from aclnngen.core.releases import holds_at
 
 from .errors import FieldProblem, GenerateError
 from .model import OpSpec, dump_spec

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aclnngen.runtime.releases import known_releases
-from aclnngen.runtime.versions import CannVersion, vendor_tag
+from aclnngen.core.releases import known_releases
+from aclnngen.core.releases import CannVersion, vendor_tag
 
 from .model import OpSpec, dump_spec
 from .specdiff import diff, view

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from . import cdecl, formula, names
 from .errors import FieldProblem
-from aclnngen.runtime.versions import CannVersion
+from aclnngen.core.externs import ORACLE_RECIPES
+from aclnngen.core.releases import CannVersion
 
 # The two statuses every spec's return-code table must have a row for (the model re-exports it).
 STATUS_CODES = {161001: "ACLNN_ERR_PARAM_NULLPTR", 161002: "ACLNN_ERR_PARAM_INVALID"}
@@ -410,11 +411,8 @@ def _oracle(spec: "OpSpec") -> None:
         _oracle_steps(spec.oracle, py - set(outputs), tensors)
     else:
         if spec.oracle.kind == "recipe":
-            # deferred: the verdict's oracle module (NumPy, ml_dtypes) stays off the loader's import path
-            from aclnngen.verify.oracle import RECIPES
-
-            if spec.oracle.recipe not in RECIPES:
-                raise FieldProblem(("oracle", "recipe"), _unknown("recipe of verify/oracle.py", spec.oracle.recipe, sorted(RECIPES)))
+            if spec.oracle.recipe not in ORACLE_RECIPES:
+                raise FieldProblem(("oracle", "recipe"), _unknown("recipe of verify/oracle.py", spec.oracle.recipe, sorted(ORACLE_RECIPES)))
         for j, arg in enumerate(spec.oracle.args):
             _oracle_ref(arg, ("oracle", "args", j), py, tensors)
         for key, arg in getattr(spec.oracle, "kwargs", {}).items():

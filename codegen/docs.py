@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from aclnngen.core import planning
+from aclnngen.core.dtypes import PROMOTION
+from aclnngen.core.rules import supported_dtypes, supported_families
+
 from . import cdecl
 from .model import OpSpec
 from .products import ProductTable
@@ -103,7 +107,6 @@ def binding_doc(spec: OpSpec, products: ProductTable) -> dict:
 def promotion_tables(spec: OpSpec, products: ProductTable, version: str) -> list[dict]:
     """For each promote rule, the table it implies over the dtypes the inputs accept anywhere:
     row dtype x column dtype -> the promoted dtype, marked when no family supports the result."""
-    from aclnngen.runtime.shapes import PROMOTION
 
     op = resolve(spec, version)
     tables = []
@@ -140,10 +143,7 @@ def reference_page(spec: OpSpec, products: ProductTable, package: str = "aclnnge
 
 def python_example(spec: OpSpec, package: str, version: str) -> list[str]:
     """A short call of the binding, with the shapes, dtype and scalar values the generated tests
-    use for the contiguous case (verify/cases.py), as lines of Python."""
-    from aclnngen.verify.cases import make_values
-    from aclnngen.runtime.validation import supported_dtypes, supported_families
-
+    use for the contiguous case (core/planning.py), as lines of Python."""
     from . import metadata
 
     meta = metadata.build(spec)
@@ -152,21 +152,21 @@ def python_example(spec: OpSpec, package: str, version: str) -> list[str]:
     families = supported_families(meta, version)
     dtypes = supported_dtypes(meta, first, families[0], version) if families else ()
     dtype = "float32" if "float32" in dtypes else (dtypes[0] if dtypes else "float32")
-    values = make_values(meta, "contiguous", dtype, version=version)
+    shapes = planning.case_shapes(meta, "contiguous", version)
+    scalars = planning.scalar_values(meta)
     np_dtype = "ml_dtypes.bfloat16" if dtype == "bfloat16" else f"np.{dtype}"
     lines = ["import numpy as np"] + (["import ml_dtypes"] if dtype == "bfloat16" else [])
     lines += [f"from {package}.ops.{spec.snake_name} import {spec.snake_name}", ""]
     lines.append("rng = np.random.default_rng(0)")
     args = []
     for p in signature["positional"]:
-        value = values.get(p.c_name)
         if p.default is not None:
             continue  # optional: left to its default
-        if hasattr(value, "shape"):
-            lines.append(f"{p.name} = rng.standard_normal({tuple(value.shape)!r}).astype({np_dtype})")
+        if p.c_name in shapes:
+            lines.append(f"{p.name} = rng.standard_normal({shapes[p.c_name]!r}).astype({np_dtype})")
             args.append(p.name)
         else:
-            args.append(repr(value))
+            args.append(repr(scalars.get(p.c_name)))
     results = ", ".join(signature["outputs"])
     lines.append(f"{results} = {spec.snake_name}({', '.join(args)})")
     return lines

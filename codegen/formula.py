@@ -20,6 +20,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence, Union
 
+from aclnngen.core import externs
+
 from .errors import FieldProblem, non_ascii
 
 KINDS = ("input", "output", "scalar", "optional_scalar", "attribute")
@@ -92,7 +94,7 @@ FUNCTIONS: dict[str, Function] = {
             "exp(x) / sum_keepdim(exp(x), dims), computed without overflow (a forward function)",
             "reduction"),
         _fn("extern", "kernel:kernel args:*any",
-            "call the hand-written kernel registered in verify/numerics.py EXTERN_KERNELS",
+            "call the hand-written kernel registered in aclnngen.core.externs EXTERN_KERNELS",
             "extern"),
     )
 }
@@ -230,9 +232,7 @@ def _suggest(name: str, candidates) -> str:
 
 
 def _extern_kernels() -> Mapping:
-    from aclnngen.verify.numerics import EXTERN_KERNELS  # late: codegen needs it only for extern
-
-    return EXTERN_KERNELS
+    return externs.EXTERN_KERNELS
 
 
 class _Parser:
@@ -442,7 +442,7 @@ class _Parser:
                 self.fail(f"{role} must be a string literal naming a registered kernel", arg)
             kernels = _extern_kernels()
             if arg.value not in kernels:
-                self.fail(f"no extern kernel {arg.value!r} is registered in verify/numerics.py "
+                self.fail(f"no extern kernel {arg.value!r} is registered in aclnngen.core.externs "
                           f"EXTERN_KERNELS{_suggest(arg.value, kernels)}; registered: "
                           f"{', '.join(sorted(kernels)) or 'none'}", arg)
             return Literal(arg.value, "str")

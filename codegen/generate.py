@@ -364,7 +364,7 @@ def _record(spec: OpSpec, products: ProductTable) -> dict:
 
 def _newest_release(spec: OpSpec) -> str:
     """The newest release the spec describes (its page's, or a since/until boundary)."""
-    from aclnngen.runtime.versions import CannVersion
+    from aclnngen.core.releases import CannVersion
 
     from .releases import described
 
@@ -498,7 +498,7 @@ def _render_sim_ops(specs: list[OpSpec]) -> str:
 def _render_sim_entries(entries: list[str], newest: list[str]) -> str:
     """sim_ops.c from each op's entry points (`_sim_entry`); the simulator reports the newest
     release the ops' specs describe (`newest`, one per op) until told otherwise."""
-    from aclnngen.runtime.versions import CannVersion, simulator_spelling
+    from aclnngen.core.releases import CannVersion, simulator_spelling
 
     release = simulator_spelling(max(newest, key=CannVersion)) if newest else "8.5.0"
     return render.render("sim_ops.c.j2", header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"),

@@ -23,8 +23,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from . import names
 from .consistency import STATUS_CODES, check_op, rule_params  # defined there, exported here too
 from .errors import FieldProblem, non_ascii
-from aclnngen.runtime.shapes import ALL_DTYPES
-from aclnngen.runtime.versions import RELEASE_PATTERN, VERSION_HELP, as_release, holds_at
+from aclnngen.core.dtypes import ALL_DTYPES
+from aclnngen.core.releases import RELEASE_PATTERN, VERSION_HELP, as_release, holds_at
 
 C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SNAKE_CASE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -56,7 +56,7 @@ def _python_name(value: str) -> str:
 
 
 def _version(value: str) -> str:
-    """Either spelling of a release (runtime/versions.py); kept in the internal spelling."""
+    """Either spelling of a release (aclnngen/core/releases.py); kept in the internal spelling."""
     release = as_release(value)
     if release is None:
         raise ValueError(f"{value!r} is not {VERSION_HELP}")

@@ -1,15 +1,15 @@
 """Which CANN releases the specs describe, the one rule every command applies to a release it is
 given (`specs --cann`, `generate --cann`, `diff --at`): a release no spec describes is refused
 (GenerateError, exit 1, the same message), never extrapolated; and at a release it does describe,
-an op whose spec describes only later releases is left out. Spellings: runtime/versions.py."""
+an op whose spec describes only later releases is left out. Spellings: aclnngen/core/releases.py."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from aclnngen.runtime.releases import known_releases
-from aclnngen.runtime.versions import CannVersion, ReleaseError, release_of, vendor_tag
+from aclnngen.core.releases import known_releases
+from aclnngen.core.releases import CannVersion, ReleaseError, release_of, vendor_tag
 
 from .consistency import versioned_facts
 from .errors import GenerateError
@@ -44,7 +44,7 @@ def _tags(releases: Iterable[str]) -> str:
 
 def check_release(text: str, specs: Iterable[OpSpec | Mapping[str, Any]], option: str = "--cann") -> str:
     """The internal spelling of `text` when a spec describes that release; else a GenerateError
-    listing those that do (either spelling is accepted, runtime/versions.py)."""
+    listing those that do (either spelling is accepted, aclnngen/core/releases.py)."""
     try:
         release = release_of(text, option)
     except ReleaseError as exc:

@@ -12,8 +12,8 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from aclnngen.runtime.releases import known_releases
-from aclnngen.runtime.versions import holds_at, is_version, vendor_tag
+from aclnngen.core.releases import known_releases
+from aclnngen.core.releases import holds_at, is_version, vendor_tag
 
 from .cdecl import PrototypeError, parse_prototype
 

@@ -1,15 +1,16 @@
 """Which generated test cases an op gets, with readable ids: computed once, from the spec, at generation.
 
-The generated test module only lists these cases and hands each to aclnngen.verify.opcheck, which
-builds the data and checks it; the mechanism lives once in the runtime.
+The plan itself is aclnngen.core.planning and core.sweeps; the generated test module only lists
+these cases and hands each to aclnngen.verify.opcheck, which builds the data and checks it.
 """
 
 from __future__ import annotations
 
-from aclnngen.runtime.dtypekinds import sort_key
-from aclnngen.runtime.shapes import rules_at
-from aclnngen.verify import cases, sweeps
-from aclnngen.runtime.versions import CannVersion
+from aclnngen.core import planning
+from aclnngen.core import sweeps
+from aclnngen.core.dtypes import sort_key
+from aclnngen.core.releases import CannVersion
+from aclnngen.core.rules import rules_at
 
 from . import metadata
 from .consistency import versioned_facts
@@ -48,7 +49,7 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         {d for family in families for p in spec.parameters if p.is_tensor for d in op.dtypes_of(p.name, family)},
         key=sort_key,
     )
-    applicable = dict(cases.applicable_cases(meta, version))
+    applicable = dict(planning.applicable_cases(meta, version))
 
     reference = [
         _case(f"{dtype}-{data}", dtype=dtype, data=data)
@@ -58,23 +59,23 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
     dtype_cases = [
         _case(f"{label[f.id]}-{dtype}-{'accepted' if ok else 'rejected'}", family=f.id, dtype=dtype, accepted=ok)
         for f in products.families
-        for dtype, ok in cases.dtype_cases(meta, f.id, version)
+        for dtype, ok in planning.dtype_cases(meta, f.id, version)
     ]
     # Shape cases run on the home family, and on each family whose rules differ from it (a rule
     # a page states for some products only), so both sides of such a rule are tested.
     shape_cases = [
         _case(f"{label[family]}-{kind}-{'accepted' if status == 0 else status}", family=family, dtype=home_dtype, kind=kind, status=status)
         for family in _rule_families(meta, version, families, home)
-        for kind, status in cases.applicable_cases(meta, version, family=family)
+        for kind, status in planning.applicable_cases(meta, version, family=family)
     ]
-    null_cases = [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in cases.null_cases(meta)]
+    null_cases = [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in planning.null_cases(meta)]
     scalar_cases = [
         _case(f"{label[home]}-{param}-{_value_id(value)}", family=home, param=param, value=value, status=status, context={})
-        for param, value, status in cases.scalar_violations(meta, version)
+        for param, value, status in planning.scalar_violations(meta, version)
     ] + [
         _case(f"{label[home]}-{param}-{_value_id(value)}-when-{'-'.join(f'{k}-{sweeps.value_id(v)}' for k, v in when.items())}",
               family=home, param=param, value=value, status=status, context=when)
-        for param, value, status, when in cases.conditional_violations(meta, version)
+        for param, value, status, when in planning.conditional_violations(meta, version)
     ]
     home_supported = op.dtypes_of(_first_input(spec), home)
     sweep_dtype = home_dtype if home_dtype in home_supported else sorted(home_supported, key=sort_key)[0]
@@ -161,7 +162,7 @@ class _Layouts:
     def of(self, family: str) -> list[str]:
         key = tuple(id(r) for r in rules_at(self.meta, self.version, family))
         if key not in self.known:
-            applicable = dict(cases.applicable_cases(self.meta, self.version, family=family))
+            applicable = dict(planning.applicable_cases(self.meta, self.version, family=family))
             self.known[key] = [layout for layout in LAYOUTS if applicable.get(layout) == 0]
         return self.known[key]
 

@@ -61,7 +61,9 @@ from .arrays import (
 )
 from .dlpack import bfloat16_from_dlpack, unreadable_reason
 from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError, UnknownSocError
-from .releases import as_release, check_release, known_releases
+from aclnngen.core.releases import as_release, known_releases
+
+from .releases import check_release
 from .shapes import NUMPY_DTYPES, infer_outputs
 from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
 from .validation import validate as validate_values

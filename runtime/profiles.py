@@ -12,7 +12,7 @@ import os
 
 from aclnngen.generated import profiles as generated_profiles
 
-from .versions import CannVersion
+from aclnngen.core.releases import CannVersion
 
 SPEC = "spec"
 NULL_CHECKED = "checked"

@@ -1,5 +1,5 @@
-"""Which CANN releases an op's spec describes, and the one warning per op when the installed
-release precedes all of them (the op, or the facts its binding checks, may not exist there yet).
+"""The one warning per op when the installed CANN release precedes every release its spec describes
+(`core.releases.known_releases`): the op, or the facts its binding checks, may not exist there yet.
 An installed release newer than every release a spec describes is the ordinary case (a spec
 records a page at a release; later releases keep its facts until a spec says otherwise): the
 spec's newest facts are used, without a warning."""
@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from .versions import CannVersion, as_release, is_version, vendor_tag
+from aclnngen.core.releases import CannVersion, as_release, known_releases, vendor_tag
 
 
 class CannReleaseWarning(UserWarning):
@@ -18,26 +18,6 @@ class CannReleaseWarning(UserWarning):
 
 
 _warned: set[str] = set()
-
-
-def known_releases(meta: Mapping[str, Any]) -> list[CannVersion]:
-    """The page's release and every release a versioned fact starts or ends at, oldest first."""
-    found = {meta.get("cann_version")}
-
-    def visit(node: Any) -> None:
-        if isinstance(node, Mapping):
-            for key in ("since", "until"):
-                value = node.get(key)
-                if isinstance(value, str):
-                    found.add(value)
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, (list, tuple)):
-            for value in node:
-                visit(value)
-
-    visit(meta)
-    return sorted({CannVersion(v) for v in found if is_version(v)})
 
 
 def check_release(meta: Mapping[str, Any], installed: str | None) -> str | None:

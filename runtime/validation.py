@@ -32,25 +32,26 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .dtypekinds import CATEGORY, can_cast
-from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnValidationError
-from .shapes import (
-    NUMPY_DTYPES,
+from aclnngen.core.dtypes import CATEGORY, can_cast, promote_names
+from aclnngen.core.releases import CannVersion
+from aclnngen.core.rules import (
+    BroadcastError,
     MetaCache,
     broadcast_shapes,
-    BroadcastError,
     channels,
-    dtype_name,
-    is_contiguous,
+    dtypes_at,
+    families_at,
+    holds,
     numel,
-    promote_names,
     rules_at,
-    shape_of,
+    status_of,
     version_key,
 )
-from .versions import CannVersion, holds_at
 
-__all__ = ["validate", "supported_dtypes", "supported_families", "clear_cache"]
+from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnValidationError
+from .shapes import NUMPY_DTYPES, dtype_name, is_contiguous, shape_of
+
+__all__ = ["validate", "clear_cache"]
 
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
@@ -62,73 +63,7 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
 _POINTER_ATTRIBUTES = ("char*", "aclIntArray*")
 
 
-# --- what a META says at one (family, version) --------------------------------------------------
-
-
-def _holds(entity: Mapping, version: str) -> bool:
-    return holds_at(entity.get("since"), entity.get("until"), version)
-
-
-def _families_at(meta: Mapping, version: str) -> tuple[str, ...]:
-    supported: list[str] = []
-    for product in meta["products"]:
-        if not _holds(product, version):
-            continue
-        family = product["family"]
-        if product.get("supported", True):
-            if family not in supported:
-                supported.append(family)
-        elif family in supported:  # a holding "not supported" entry wins
-            supported.remove(family)
-    return tuple(supported)
-
-
-def _dtypes_at(param: Mapping, family: str, version: str) -> tuple[str, ...]:
-    found: list[str] = []
-    for entry in param.get("dtypes") or ():
-        if family in entry["families"] and _holds(entry, version) and not entry.get("when"):
-            for name in entry["dtypes"]:
-                if name not in found:
-                    found.append(name)
-    return tuple(found)
-
-
-def _param(meta: Mapping, name: str) -> Mapping:
-    for p in meta["params"]:
-        if p["name"] == name:
-            return p
-    raise KeyError(f"{meta['name']} has no parameter {name!r}; it has {', '.join(p['name'] for p in meta['params'])}")
-
-
-def supported_families(meta: Mapping, version: str | CannVersion) -> tuple[str, ...]:
-    """The product families the op is supported on at `version`, in the spec's order."""
-    return _families_at(meta, version_key(version))
-
-
-def supported_dtypes(meta: Mapping, param: str, family: str, version: str | CannVersion) -> tuple[str, ...]:
-    """The dtypes parameter `param` (C name) accepts on `family` at `version`; () when the op is
-    not supported on the family there. For a scalar: the dtypes the page lists for it (or the one
-    the binding creates)."""
-    version = version_key(version)
-    p = _param(meta, param)
-    if family not in _families_at(meta, version):
-        return ()
-    if p["role"] in ("scalar", "optional_scalar"):
-        listed = p.get("scalar_dtypes") or ()
-        if listed and isinstance(listed[0], Mapping):  # entries per product family
-            return _dtypes_at({"dtypes": listed}, family, version)
-        return tuple(listed) or ((p["scalar_dtype"],) if p.get("scalar_dtype") else ())
-    return _dtypes_at(p, family, version)
-
-
-def _status_of(meta: Mapping, check: str, version: str, default: int) -> int:
-    for row in meta.get("return_codes") or ():
-        if row["check"] == check and _holds(row, version):
-            return row["status"]
-    return default
-
-
-# --- the plan -----------------------------------------------------------------------------------
+# --- the plan (what a META says at one (family, version): aclnngen.core.rules) ----------------- -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,12 +126,12 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             required.append((p["name"], "scalar"))
         elif role == "attribute" and p.get("attr_type") in _POINTER_ATTRIBUTES and p.get("default") is None:
             required.append((p["name"], "attribute"))
-    families = _families_at(meta, version)
-    allowed = {p["name"]: _dtypes_at(p, family, version) for p in params if p["role"] in ("input", "output")}
+    families = families_at(meta, version)
+    allowed = {p["name"]: dtypes_at(p, family, version) for p in params if p["role"] in ("input", "output")}
     conditional_dtypes = {
         p["name"]: tuple((tuple((k, v, _default_of(params, k)) for k, v in e["when"].items()), tuple(e["dtypes"]))
                          for e in p.get("dtypes") or ()
-                         if e.get("when") and family in e["families"] and _holds(e, version))
+                         if e.get("when") and family in e["families"] and holds(e, version))
         for p in params if p["role"] in ("input", "output")
     }
     rules = rules_at(meta, version, family)
@@ -207,13 +142,13 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
         family=family,
         version=version,
         required=tuple(required),
-        null_status=_status_of(meta, "null_pointer", version, 161001),
+        null_status=status_of(meta, "null_pointer", version, 161001),
         families=families,
         supported=family in families,
         tensors=tensors,
         allowed=allowed,
         conditional_dtypes=conditional_dtypes,
-        dtype_status=_status_of(meta, "dtype", version, 161002),
+        dtype_status=status_of(meta, "dtype", version, 161002),
         promotes=promotes,
         plain_dtype_params=tuple(t for t in tensors if t not in promoted_inputs),
         scalars=tuple(
@@ -227,7 +162,7 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             for p in params
             if p["role"] in ("scalar", "optional_scalar")
             for c in p.get("constraints") or ()
-            if _holds(c, version)
+            if holds(c, version)
         ),
         attributes=tuple(
             (p["name"], p.get("attr_type"), tuple(p.get("choices") or ()), p.get("default") is not None, p.get("dim_of"))

@@ -1,6 +1,6 @@
 """The package structure of docs/architecture.md, checked on the source.
 
-Every module of the project (codegen/, runtime/, verify/, generated/, audit/) is parsed with `ast`; every
+Every module of the project (aclnngen/core/, codegen/, runtime/, verify/, generated/, audit/) is parsed with `ast`; every
 import (at the top of a module or inside a function; not those under `if TYPE_CHECKING:`) is an
 edge to a module of the project. The edges must not form a circle and must follow the table of
 docs/architecture.md, which is read from the page itself, so the rule is written down once.
@@ -16,11 +16,18 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-ROOTS = {"codegen": "aclnngen.codegen", "runtime": "aclnngen.runtime", "verify": "aclnngen.verify",
+ROOTS = {"aclnngen/core": "aclnngen.core", "codegen": "aclnngen.codegen", "runtime": "aclnngen.runtime", "verify": "aclnngen.verify",
          "generated": "aclnngen.generated", "audit": "aclnngen.audit"}
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 #: packages whose imports inside functions must say why they are deferred
-MARKED_PACKAGES = ("aclnngen.runtime", "aclnngen.verify")
+MARKED_PACKAGES = ("aclnngen.core", "aclnngen.runtime", "aclnngen.verify")
+#: the generator proper: codegen/ but the command line, which runs things
+GENERATOR, COMMAND_LINE = "aclnngen.codegen", ("aclnngen.codegen.cli", "aclnngen.codegen.commands")
+#: what the ground floor must not import, at the top of a module or inside a function
+CORE_FORBIDDEN_PROJECT = ("aclnngen.codegen", "aclnngen.runtime", "aclnngen.verify", "aclnngen.audit",
+                          "aclnngen.generated")
+CORE_HEAVY = ("numpy", "ml_dtypes", "pydantic", "cffi", "jinja2", "torch", "scipy", "yaml", "ruamel",
+              "matplotlib", "pytest", "hypothesis")
 DEFERRED = re.compile(r"#\s*deferred:\s*\S")
 
 
@@ -115,6 +122,45 @@ def import_edges(modules: dict[str, Path], repo: Path = REPO) -> list[Edge]:
                     edges.append(Edge(name, target, str(path.relative_to(repo)), node.lineno, in_function,
                                       _marked(lines, node)))
     return edges
+
+
+def _within(module: str, prefixes) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in ((prefixes,) if isinstance(prefixes, str) else prefixes))
+
+
+def generator_problems(edges: list[Edge]) -> list[str]:
+    """The generator (codegen/ but its command line) imports the ground floor, never the call path
+    or the verdict (it stands beside them, not above)."""
+    problems = []
+    for e in edges:
+        if _within(e.source, GENERATOR) and not _within(e.source, COMMAND_LINE) and \
+                _within(e.target, ("aclnngen.runtime", "aclnngen.verify")):
+            problems.append(f"{e.file}:{e.line}: the generator module {e.source} imports {e.target}")
+    return problems
+
+
+def external_imports(modules: dict[str, Path], repo: Path = REPO):
+    """(file, line, top-level name) of every absolute import of something outside the project."""
+    for name, path in modules.items():
+        text = path.read_text(encoding="utf-8")
+        for node, _ in _imports(ast.parse(text, filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for full in names:
+                if not full.startswith("aclnngen"):
+                    yield name, str(path.relative_to(repo)), node.lineno, full.split(".")[0]
+
+
+def core_problems(modules: dict[str, Path], edges: list[Edge], repo: Path = REPO) -> list[str]:
+    """The ground floor imports nothing of the packages above it and nothing heavy (function-level
+    imports included)."""
+    problems = [f"{e.file}:{e.line}: {e.source} (core) imports {e.target}"
+                for e in edges if _within(e.source, "aclnngen.core") and _within(e.target, CORE_FORBIDDEN_PROJECT)]
+    core = {m: p for m, p in modules.items() if _within(m, "aclnngen.core")}
+    problems += [f"{file}:{line}: {name} (core) imports {top}, which the ground floor must not need"
+                 for name, file, line, top in external_imports(core, repo) if top in CORE_HEAVY]
+    return problems
 
 
 def circles(edges: list[Edge]) -> list[list[str]]:
@@ -228,6 +274,28 @@ def test_the_walk_sees_every_package_and_function_level_imports(edges):
     assert any(e.deferred for e in edges), "no import inside a function was seen"
 
 
+def test_the_generator_imports_core_and_never_the_runtime_or_the_verdict(edges):
+    assert generator_problems(edges) == []
+    # it stands on the ground floor: the model, the planner, the docs and the release logic use it
+    users = {e.source for e in edges if _within(e.target, "aclnngen.core") and _within(e.source, GENERATOR)}
+    assert {"aclnngen.codegen.model", "aclnngen.codegen.testplan", "aclnngen.codegen.docs",
+            "aclnngen.codegen.releases"} <= users, users
+
+
+def test_core_imports_nothing_above_it_and_nothing_heavy(edges):
+    modules = project_modules()
+    assert any(_within(m, "aclnngen.core") for m in modules)
+    assert core_problems(modules, edges) == []
+
+
+def test_core_imports_without_numpy_or_the_heavy_libraries():
+    modules = _modules_under("aclnngen.core")
+    assert "aclnngen.core.planning" in modules
+    proc = _import_with_blocked(modules, CORE_HEAVY)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"imported {len(modules)} modules;", proc.stdout
+
+
 def test_no_import_circle(edges):
     assert circles(edges) == []
 
@@ -290,6 +358,51 @@ def test_the_call_path_importing_the_simulator_or_the_verdict_is_refused(tmp_pat
     assert any("runtime/call.py:1" in p and "aclnngen.runtime.sim.kernels" in p for p in found)
     assert any("runtime/session.py:2" in p and "aclnngen.verify.opcheck" in p for p in found)
     assert any("codegen/x.py:1" in p for p in found)
+
+
+def test_a_generator_module_importing_the_runtime_in_a_function_is_refused(tmp_path):
+    edges = _tree(tmp_path, {
+        "codegen/__init__.py": "",
+        "codegen/docs.py": "from aclnngen.core import rules\n"
+                           "def f():\n    from aclnngen.runtime.validation import supported_dtypes\n",
+        "codegen/formula.py": "def g():\n    from aclnngen.verify import numerics\n",
+        "codegen/commands/__init__.py": "",
+        "codegen/commands/run.py": "from aclnngen.verify import cases\n",  # the command line may
+        "aclnngen/core/__init__.py": "",
+        "aclnngen/core/rules.py": "",
+        "runtime/__init__.py": "",
+        "runtime/validation.py": "",
+        "verify/__init__.py": "",
+        "verify/numerics.py": "",
+        "verify/cases.py": "",
+    })
+    assert generator_problems(edges) == [
+        "codegen/docs.py:3: the generator module aclnngen.codegen.docs imports aclnngen.runtime.validation",
+        "codegen/formula.py:2: the generator module aclnngen.codegen.formula imports aclnngen.verify.numerics",
+    ]
+
+
+def test_core_importing_upwards_or_something_heavy_is_refused(tmp_path, layers):
+    files = {
+        "aclnngen/core/__init__.py": "",
+        "aclnngen/core/rules.py": "import math\nfrom . import dtypes\n"
+                                  "def f():\n    import numpy as np  # deferred: lazily\n",
+        "aclnngen/core/dtypes.py": "def g():\n    from aclnngen.runtime.shapes import NUMPY_DTYPES\n",
+        "aclnngen/core/planning.py": "from pydantic import BaseModel\n",
+        "runtime/__init__.py": "",
+        "runtime/shapes.py": "",
+    }
+    edges = _tree(tmp_path, files)
+    modules = project_modules(tmp_path)
+    assert sorted(core_problems(modules, edges, tmp_path)) == [
+        "aclnngen/core/dtypes.py:2: aclnngen.core.dtypes (core) imports aclnngen.runtime.shapes",
+        "aclnngen/core/planning.py:1: aclnngen.core.planning (core) imports pydantic, which the ground floor must not need",
+        "aclnngen/core/rules.py:4: aclnngen.core.rules (core) imports numpy, which the ground floor must not need",
+    ]
+    # and the table says the same about the upward edge
+    assert [p for p in violations(edges, layers) if "core" in p] == [
+        "aclnngen/core/dtypes.py:2: aclnngen.core.dtypes (ground floor) imports aclnngen.runtime.shapes "
+        "(call path), which docs/architecture.md does not allow"]
 
 
 def test_an_unexplained_function_level_import_is_reported(tmp_path):

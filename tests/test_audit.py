@@ -15,7 +15,7 @@ import pytest
 
 from aclnngen.audit import baseline, checks, probe, report
 from aclnngen.generated import OPS
-from aclnngen.runtime.validation import supported_dtypes
+from aclnngen.core.rules import supported_dtypes
 
 torch = pytest.importorskip("torch", reason="the audit's numerics run PyTorch (CI installs it)")
 

@@ -17,7 +17,7 @@ from aclnngen.codegen.profiles import load_profiles
 from aclnngen.generated import OPS
 from aclnngen.generated import profiles as generated_profiles
 from aclnngen.runtime import profiles
-from aclnngen.runtime.validation import supported_dtypes
+from aclnngen.core.rules import supported_dtypes
 
 V = "8.5.0"
 

@@ -16,12 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from aclnngen.core import planning
 from aclnngen.verify import cases
 from aclnngen.runtime import session
 from aclnngen.runtime.sim import kernels as simkernels
 from aclnngen.runtime.arrays import ArrayError, ArrayTypeError, DeviceArray, UnsupportedDtypeError
 from aclnngen.runtime.call import bind, tensor_descriptor
-from aclnngen.runtime.releases import CannReleaseWarning, known_releases
+from aclnngen.core.releases import known_releases
+from aclnngen.runtime.releases import CannReleaseWarning
 from aclnngen.runtime.errors import (
     AclnnArgumentTypeError,
     AclnnError,
@@ -134,7 +136,7 @@ def test_null_pointer_for_a_required_argument():
 def test_scalar_constraint_from_the_library():
     meta, binding = _op("softshrink_backward")
     v = _values("softshrink_backward")
-    bad = cases.scalar_violations(meta, VERSION)
+    bad = planning.scalar_violations(meta, VERSION)
     if not bad:
         pytest.skip("no scalar constraint at this version")
     name, value, status = bad[0]
@@ -199,7 +201,7 @@ def _call_with(meta, bad_name, bad, validate=True, **others):
     dtype accepted on A2) except `bad_name`, which gets `bad`, and the C names in `others`."""
     _, binding = _op(meta["snake"])
     version = str(known_releases(meta)[-1])
-    dtype = next((d for d, ok in cases.dtype_cases(meta, "a2", version) if ok), "float32")
+    dtype = next((d for d, ok in planning.dtype_cases(meta, "a2", version) if ok), "float32")
     values = cases.make_values(meta, "contiguous", dtype, version=version)
     values.update(others)
     values[bad_name] = bad
@@ -313,7 +315,7 @@ def test_an_output_larger_than_any_device_names_that_output():
         if len(_tensors(meta)) != len(inputs) + 1 or any(p["role"] not in ("input", "output") for p in meta["params"]):
             continue  # ops with scalars or attributes would need values: one op shape suffices
         output = next(p for p in _tensors(meta, "output"))
-        if ("float32", True) not in cases.dtype_cases(meta, "a2", str(known_releases(meta)[-1])):
+        if ("float32", True) not in planning.dtype_cases(meta, "a2", str(known_releases(meta)[-1])):
             continue
         huge = DeviceArray.wrap(0, (2**31, 2**31), np.float32, strides=(0, 0))
         with pytest.raises(ArrayError) as err:

@@ -14,6 +14,7 @@ import pytest
 
 from aclnngen.runtime import session
 from aclnngen.runtime.errors import AclnnStatusError, AclnnValidationError
+from aclnngen.core import planning
 from aclnngen.verify import cases
 from simtools import no_leaks_around
 
@@ -35,7 +36,7 @@ def _scalar_case():
     """An op with a scalar bound, its tensors, and a good and a bad value of that scalar."""
     for snake in ("softshrink_backward",):  # any op with a scalar constraint will do
         meta, binding = _op(snake)
-        bad = cases.scalar_violations(meta, VERSION)
+        bad = planning.scalar_violations(meta, VERSION)
         if bad:
             name, value, status = bad[0]
             scalar = next(p for p in meta["params"] if p["name"] == name)

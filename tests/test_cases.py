@@ -12,19 +12,20 @@ import pytest
 
 from aclnngen.codegen.loader import load_all
 from aclnngen.codegen.metadata import build
-from aclnngen.verify.cases import (
-    ALL_DTYPES,
+from aclnngen.core.dtypes import ALL_DTYPES
+from aclnngen.core.planning import (
     SHAPE_CASES,
     applicable_cases,
     dtype_cases,
-    make_values,
     null_cases,
     scalar_values,
     scalar_violations,
 )
+from aclnngen.verify.cases import make_values
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.shapes import infer_outputs
-from aclnngen.runtime.validation import supported_dtypes, supported_families, validate
+from aclnngen.core.rules import supported_dtypes, supported_families
+from aclnngen.runtime.validation import validate
 
 METAS = {ls.spec.name: build(ls.spec) for ls in load_all()}
 VERSIONS = ("8.0.0", "8.5.0")

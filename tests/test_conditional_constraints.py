@@ -12,7 +12,8 @@ import pytest
 from aclnngen.codegen import metadata
 from aclnngen.codegen.errors import SpecError
 from aclnngen.codegen.loader import load_products, load_spec
-from aclnngen.verify import cases, sweeps
+from aclnngen.core import planning, sweeps
+from aclnngen.verify import cases
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.validation import validate
 
@@ -49,9 +50,9 @@ def test_the_bound_applies_only_while_its_condition_holds(tmp_path):
 
 def test_cases_and_sweeps_respect_the_condition(tmp_path):
     meta = metadata.build(_spec(tmp_path, "{selfIsResult: true}"))
-    assert cases.scalar_values(meta)["negativeSlope"] == -0.5  # the condition is off at the base
-    assert cases.scalar_violations(meta, "8.5.0") == []
-    [(name, bad, status, when)] = cases.conditional_violations(meta, "8.5.0")
+    assert planning.scalar_values(meta)["negativeSlope"] == -0.5  # the condition is off at the base
+    assert planning.scalar_violations(meta, "8.5.0") == []
+    [(name, bad, status, when)] = planning.conditional_violations(meta, "8.5.0")
     assert name == "negativeSlope" and bad < 0 and when == {"selfIsResult": True}
     overrides = sweeps.overrides_for(meta, "8.5.0", "selfIsResult", True)
     assert overrides == {"selfIsResult": True, "negativeSlope": 0}  # moved inside the bound it switched on

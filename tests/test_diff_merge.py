@@ -17,7 +17,7 @@ from aclnngen.codegen.importer.merge import dump_round_trip, load_round_trip
 from aclnngen.codegen.importer.pages import read_page
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, spec_paths
 from aclnngen.codegen.specdiff import BREAKING, COMPATIBLE, diff, view
-from aclnngen.runtime.versions import vendor_tag
+from aclnngen.core.releases import vendor_tag
 
 PAGES = Path(__file__).resolve().parent / "data" / "pages"
 CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
@@ -197,7 +197,7 @@ def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
 
 def _product_gains():
     from aclnngen.codegen.loader import load_all
-    from aclnngen.runtime.versions import CannVersion
+    from aclnngen.core.releases import CannVersion
 
     out = []
     for ls in load_all():
@@ -237,7 +237,7 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
         "from aclnngen.runtime import session\n"
         "from aclnngen.verify import cases\n"
         "from aclnngen.runtime.errors import AclnnValidationError\n"
-        "from aclnngen.runtime.versions import simulator_spelling\n"
+        "from aclnngen.core.releases import simulator_spelling\n"
         "pkg, snake, family, release = sys.argv[1:5]\n"
         "meta = importlib.import_module(f'{pkg}.meta.{snake}').META\n"
         "binding = getattr(importlib.import_module(f'{pkg}.ops.{snake}'), snake)\n"

@@ -15,7 +15,8 @@ from aclnngen.codegen.errors import SpecError
 from aclnngen.codegen.loader import load_products, load_spec
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.validation import validate
-from aclnngen.verify import cases, opcheck, sweeps
+from aclnngen.core import planning, sweeps
+from aclnngen.verify import opcheck
 from aclnngen.verify.numerics import Numerics
 
 HERE = Path(__file__).resolve().parent
@@ -82,8 +83,8 @@ def test_the_validator_accepts_every_dim_of_the_rank_and_nothing_else(meta):
 
 def test_sweeps_visit_every_dim_of_the_test_data(meta):
     swept = sorted(v for name, v in sweeps.scalar_points(meta, "8.5.0") if name == "dim")
-    rank = len(cases.BASE_SHAPE)
-    base = cases.scalar_values(meta)["dim"]
+    rank = len(planning.BASE_SHAPE)
+    base = planning.scalar_values(meta)["dim"]
     assert sorted(swept + [base]) == list(range(-rank, rank))
     assert rank == len(opcheck.DATA_SHAPE)  # the sweep's dims are those of the reference data too
     assert sweeps.value_id(-2) == "minus2"

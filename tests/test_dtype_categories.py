@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aclnngen.runtime import dtypekinds
-from aclnngen.runtime.shapes import ALL_DTYPES
+from aclnngen.core import dtypes
+from aclnngen.core.dtypes import ALL_DTYPES
 
 HERE = Path(__file__).resolve().parent
 SPECS = HERE / "data" / "category_specs"
@@ -37,12 +37,12 @@ def package(tmp_path_factory):
 
 
 def test_every_dtype_has_one_category_and_a_place():
-    assert set(dtypekinds.CATEGORY) == set(ALL_DTYPES)
-    assert set(dtypekinds.CATEGORY.values()) == set(dtypekinds.CATEGORIES)
-    assert sorted(["complex64", "bool", "int8", "float32", "float16"], key=dtypekinds.sort_key) == [
+    assert set(dtypes.CATEGORY) == set(ALL_DTYPES)
+    assert set(dtypes.CATEGORY.values()) == set(dtypes.CATEGORIES)
+    assert sorted(["complex64", "bool", "int8", "float32", "float16"], key=dtypes.sort_key) == [
         "float16", "float32", "int8", "bool", "complex64"]
     with pytest.raises(KeyError, match="float8"):
-        dtypekinds.category("float8")
+        dtypes.category("float8")
 
 
 def test_generated_cases_cover_every_category(package):

@@ -31,6 +31,7 @@ from aclnngen.codegen.formula import (
     render_program,
     render_python,
 )
+from aclnngen.core import externs
 from aclnngen.verify import numerics
 from aclnngen.verify.numerics import evaluate
 
@@ -208,7 +209,7 @@ def test_let_known_only_to_later_code_is_rejected():
 
 
 def test_extern_arity_is_checked_against_the_registered_kernel(monkeypatch):
-    monkeypatch.setitem(numerics.EXTERN_KERNELS, "two_args", lambda m, a, b: a + b)
+    monkeypatch.setitem(externs.EXTERN_KERNELS, "two_args", lambda m, a, b: a + b)
     expr = parse_expression('extern("two_args", self, grad_output * 2)', NAMES, loc=LOC)
     assert render_python(expr) == "m.extern('two_args', self, grad_output * m.lit(2))"
     message = problem('extern("two_args", self)').message
@@ -463,7 +464,7 @@ def test_classify():
 
 
 def test_classify_treats_extern_as_needing_a_tolerance(monkeypatch):
-    monkeypatch.setitem(numerics.EXTERN_KERNELS, "identity", lambda m, x: x)
+    monkeypatch.setitem(externs.EXTERN_KERNELS, "identity", lambda m, x: x)
     prog = parse_program({"out": 'extern("identity", self)'}, {"self": "input", "out": "output"}, loc=())
     assert classify(prog) == {"out": "transcendental"}
 

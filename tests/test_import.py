@@ -172,7 +172,7 @@ def test_import_of_a_missing_page_or_bad_release_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("tag,release", [("v8.5.0", "8.5.0"), ("v9.2.0-beta.1", "9.2.RC1.alpha001"), ("v9.0.0-rc.1", "9.0.RC1"), ("8.0.RC1", "8.0.RC1")])
 def test_vendor_tags_become_release_spellings(tag, release):
-    from aclnngen.runtime.versions import release_of
+    from aclnngen.core.releases import release_of
 
     assert release_of(tag) == release
 

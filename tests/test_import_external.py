@@ -17,7 +17,7 @@ from external import external
 from aclnngen.codegen.importer.agree import disagreements
 from aclnngen.codegen.importer.draft import build_draft
 from aclnngen.codegen.importer.pages import read_page
-from aclnngen.runtime.versions import release_of
+from aclnngen.core.releases import release_of
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, spec_paths
 from aclnngen.codegen.yamlio import read_yaml
 

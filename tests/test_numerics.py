@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from aclnngen.codegen.formula import comparison_boundaries, parse_program, render_program
+from aclnngen.core import externs
 from aclnngen.verify import numerics
 from aclnngen.verify.numerics import Numerics, evaluate
 
@@ -371,7 +372,7 @@ def test_extern_kernel_is_called_with_the_numerics(monkeypatch):
         calls.append(m.dtype)
         return np.where(np.abs(x) < m.lit(1), g, m.lit(0))
 
-    monkeypatch.setitem(numerics.EXTERN_KERNELS, "clamp_grad", clamp_grad)
+    monkeypatch.setitem(externs.EXTERN_KERNELS, "clamp_grad", clamp_grad)
     names = {"g": "input", "x": "input", "y": "output"}
     prog = parse_program({"y": 'extern("clamp_grad", g, x) * 2'}, names, loc=("f",))
     (out,) = evaluate(compile_body(prog, names), inputs={"g": np.ones(3, BF16),
@@ -383,10 +384,10 @@ def test_extern_kernel_is_called_with_the_numerics(monkeypatch):
 
 
 def test_register_extern_refuses_duplicates(monkeypatch):
-    monkeypatch.setattr(numerics, "EXTERN_KERNELS", {})
-    numerics.register_extern("k")(lambda m, x: x)
+    monkeypatch.setattr(externs, "EXTERN_KERNELS", {})
+    externs.register_extern("k")(lambda m, x: x)
     with pytest.raises(ValueError, match="already registered"):
-        numerics.register_extern("k")(lambda m, x: x)
+        externs.register_extern("k")(lambda m, x: x)
 
 
 # --- conventions that fall out of the natural formulas ---------------------------------------------

@@ -119,7 +119,7 @@ def test_a_non_tensor_is_a_type_error_naming_the_accepted_types(bad, validate):
 def test_torch_tensors_work_like_numpy_arrays(snake, dtype):
     torch = pytest.importorskip("torch")
     meta, binding, op = _op(snake)
-    from aclnngen.runtime.validation import supported_dtypes
+    from aclnngen.core.rules import supported_dtypes
 
     first = next(p["name"] for p in meta["params"] if p["role"] == "input")
     if dtype not in supported_dtypes(meta, first, "a2", _newest_version(meta)):

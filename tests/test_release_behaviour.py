@@ -18,8 +18,8 @@ from aclnngen.runtime import session
 from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.products import soc_for_family
-from aclnngen.runtime.releases import CannReleaseWarning, _warned, check_release, known_releases
-from aclnngen.runtime.versions import CannVersion, as_release, holds_at, simulator_spelling, vendor_tag
+from aclnngen.core.releases import CannVersion, as_release, holds_at, known_releases, simulator_spelling, vendor_tag
+from aclnngen.runtime.releases import CannReleaseWarning, _warned, check_release
 from simtools import no_leaks_around
 
 SPECS = [ls.spec for ls in load_all()]

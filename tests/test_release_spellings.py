@@ -15,7 +15,7 @@ import yaml
 
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_all, load_products, load_spec, spec_paths
 from aclnngen.codegen.releases import covers, described
-from aclnngen.runtime.versions import CannVersion, ReleaseError, as_release, release_of, vendor_tag
+from aclnngen.core.releases import CannVersion, ReleaseError, as_release, release_of, vendor_tag
 
 CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
 PAGES = Path(__file__).resolve().parent / "data" / "pages"

@@ -10,8 +10,8 @@ import pytest
 
 from aclnngen.codegen import metadata
 from aclnngen.codegen.loader import load_products, load_spec
-from aclnngen.verify import cases
-from aclnngen.runtime import dtypekinds
+from aclnngen.core import planning
+from aclnngen.core import dtypes
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.shapes import infer_outputs
 from aclnngen.runtime.validation import validate
@@ -53,7 +53,7 @@ def _status(meta, values):
     ("complex64", "float32", False), ("float32", "int32", False), ("int32", "bool", False),
 ])
 def test_can_cast_follows_torch(source, target, ok):
-    assert dtypekinds.can_cast(source, target) is ok
+    assert dtypes.can_cast(source, target) is ok
     torch = pytest.importorskip("torch")
     assert torch.can_cast(getattr(torch, source), getattr(torch, target)) is ok
 
@@ -79,7 +79,7 @@ def test_min_rank_refuses_fewer_dims(meta):
 
 
 def test_the_rank0_case_is_expected_to_be_rejected(meta):
-    statuses = dict(cases.applicable_cases(meta, "8.5.0"))
+    statuses = dict(planning.applicable_cases(meta, "8.5.0"))
     assert statuses["rank0"] == 161002 and statuses["contiguous"] == 0
 
 

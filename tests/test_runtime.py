@@ -22,6 +22,7 @@ from aclnngen.codegen.commands.jsonout import EXIT_NO_CANN
 from aclnngen.generated import OPS
 from aclnngen.generated.abi import DTYPES, LIBRARIES
 from aclnngen.runtime import arrays, backend as backend_mod, products, session
+from aclnngen.core import planning
 from aclnngen.verify import cases
 from aclnngen.verify.opcheck import binding_args
 from aclnngen.runtime.sim import controls as simcontrols, kernels as simkernels
@@ -29,7 +30,7 @@ from aclnngen.runtime.arrays import DeviceArray, DeviceBuffer
 from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
 from aclnngen.runtime.shapes import NUMPY_DTYPES
-from aclnngen.runtime.validation import supported_dtypes, supported_families
+from aclnngen.core.rules import supported_dtypes, supported_families
 from simtools import leak_counters, no_leaks_around, reference_args, same_bits, sim_backend
 
 VERSION = "8.5.0"
@@ -39,7 +40,7 @@ def _specs_newest() -> str:
     """The release the simulator reports by default: the newest one the specs describe."""
     from aclnngen.codegen.loader import load_all
     from aclnngen.codegen.releases import described
-    from aclnngen.runtime.versions import CannVersion
+    from aclnngen.core.releases import CannVersion
 
     return max(set().union(*(described(ls.spec) for ls in load_all())), key=CannVersion)
 LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank0")
@@ -78,7 +79,7 @@ def _binding_cases():
             tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
             dtypes = [d for d in supported_dtypes(meta, tensors[0], family, VERSION)
                       if all(d in supported_dtypes(meta, t, family, VERSION) for t in tensors)]
-            applicable = dict(cases.applicable_cases(meta, VERSION))
+            applicable = dict(planning.applicable_cases(meta, VERSION))
             for dtype in dtypes:
                 for layout in LAYOUTS:
                     if applicable.get(layout) == 0:

@@ -15,7 +15,7 @@ from aclnngen.codegen.commands.run import _max_diff
 from aclnngen.codegen.generate import render_sim_ops
 from aclnngen.codegen.loader import load_all
 from aclnngen.codegen.releases import described
-from aclnngen.runtime.versions import CannVersion, simulator_spelling, vendor_tag
+from aclnngen.core.releases import CannVersion, simulator_spelling, vendor_tag
 
 SPECS = [ls.spec for ls in load_all()]
 NEWEST = max(set().union(*(described(s) for s in SPECS)), key=CannVersion)
@@ -38,7 +38,7 @@ def test_the_simulator_reports_the_newest_release_the_specs_describe():
 
 @pytest.mark.parametrize("setting", ["v9.0.0-beta.1", "9.0.RC1.alpha001", "v8.5.0"])
 def test_the_simulated_release_is_settable_in_either_spelling(setting):
-    from aclnngen.runtime.versions import release_of
+    from aclnngen.core.releases import release_of
 
     result = _python(ASK + "\nwith session.simulated(version='7.0.0'): print(session.version())\nprint(session.version())",
                      **{ENV: setting})
@@ -76,7 +76,7 @@ def test_a_plain_binding_call_on_the_default_simulator_warns_nothing():
         "from aclnngen.generated import OPS\n"
         "from aclnngen.runtime import session\n"
         "from aclnngen.verify import cases\n"
-        "from aclnngen.runtime.validation import supported_dtypes\n"
+        "from aclnngen.core.rules import supported_dtypes\n"
         "family, version = session.family(), session.version()\n"
         "called = 0\n"
         "for snake in OPS:\n"

@@ -11,7 +11,7 @@ import pytest
 from aclnngen.runtime import session
 from aclnngen.runtime.arrays import DeviceArray
 from aclnngen.runtime.errors import AclnnStatusError
-from aclnngen.verify import cases
+from aclnngen.core import planning
 from simtools import leak_counters, no_leaks_around
 
 VERSION = "8.5.0"
@@ -49,7 +49,7 @@ def test_kernels_off_runs_the_protocol_without_computing():
 def test_kernels_off_leaves_the_library_checks_to_the_core():
     meta = importlib.import_module("aclnngen.generated.meta.softshrink_backward").META
     fn = importlib.import_module("aclnngen.generated.ops.softshrink_backward").softshrink_backward
-    bad = cases.scalar_violations(meta, VERSION)
+    bad = planning.scalar_violations(meta, VERSION)
     if not bad:
         pytest.skip("no scalar constraint at this version")
     name, value, _ = bad[0]

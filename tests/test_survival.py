@@ -27,8 +27,9 @@ from aclnngen.verify import cases
 from aclnngen.runtime.arrays import DeviceArray
 from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnError, AclnnStatusError, AclRuntimeError
-from aclnngen.runtime.shapes import ALL_DTYPES, NUMPY_DTYPES, infer_outputs
-from aclnngen.runtime.validation import supported_dtypes
+from aclnngen.core.dtypes import ALL_DTYPES
+from aclnngen.runtime.shapes import NUMPY_DTYPES, infer_outputs
+from aclnngen.core.rules import supported_dtypes
 from simtools import reference_args, same_bits
 
 VERSION = "8.5.0"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aclnngen.verify import sweeps
+from aclnngen.core import sweeps
 
 
 def _meta(*params):

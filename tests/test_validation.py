@@ -19,7 +19,8 @@ from aclnngen.codegen.loader import load_all, spec_paths
 from aclnngen.codegen.metadata import build
 from aclnngen.codegen.model import DTYPES as SPEC_DTYPES
 from aclnngen.runtime import validation
-from aclnngen.verify.cases import make_values, scalar_violations
+from aclnngen.core.planning import scalar_violations
+from aclnngen.verify.cases import make_values
 from aclnngen.runtime.errors import (
     AclnnError,
     AclnnStatusError,
@@ -28,18 +29,11 @@ from aclnngen.runtime.errors import (
     BackendError,
     UnknownSocError,
 )
-from aclnngen.runtime.shapes import (
-    ALL_DTYPES,
-    NUMPY_DTYPES,
-    PROMOTION,
-    BroadcastError,
-    PromotionError,
-    broadcast_shapes,
-    infer_outputs,
-    is_contiguous,
-    promote_dtypes,
-)
-from aclnngen.runtime.validation import supported_dtypes, supported_families, validate
+from aclnngen.core.dtypes import ALL_DTYPES, PROMOTION, PromotionError
+from aclnngen.core.rules import BroadcastError, broadcast_shapes
+from aclnngen.runtime.shapes import NUMPY_DTYPES, infer_outputs, is_contiguous, promote_dtypes
+from aclnngen.core.rules import supported_dtypes, supported_families
+from aclnngen.runtime.validation import validate
 
 METAS = {ls.spec.name: build(ls.spec) for ls in load_all()}
 BF16 = np.dtype(ml_dtypes.bfloat16)

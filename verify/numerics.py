@@ -19,7 +19,8 @@ from typing import Callable, Mapping
 import ml_dtypes
 import numpy as np
 
-from aclnngen.runtime.dtypekinds import category
+from aclnngen.core import externs
+from aclnngen.core.dtypes import category
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
 
 MODES = ("opmath", "golden")
@@ -27,21 +28,6 @@ FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.fl
 # Every dtype a spec may name: floats, integers, bool and complex.
 STORAGE_DTYPES = tuple(NUMPY_DTYPES.values())
 
-# Hand-written kernels for formulas the language cannot express: `extern("name", a, b)` in a
-# spec calls EXTERN_KERNELS["name"](m, a, b) with arguments already in the compute dtype.
-EXTERN_KERNELS: dict[str, Callable[..., np.ndarray]] = {}
-
-
-def register_extern(name: str):
-    """Decorator registering `kernel(m, *args)` under `name` for extern(...) in formulas."""
-
-    def register(kernel):
-        if name in EXTERN_KERNELS:
-            raise ValueError(f"extern kernel {name!r} is already registered")
-        EXTERN_KERNELS[name] = kernel
-        return kernel
-
-    return register
 
 
 def storage_dtype(dtype, what: str = "tensor") -> np.dtype:
@@ -258,10 +244,10 @@ class Numerics:
         return e / np.sum(e, axis=axes, dtype=self.dtype, keepdims=True)
 
     def extern(self, kernel: str, *args):
-        if kernel not in EXTERN_KERNELS:
+        if kernel not in externs.EXTERN_KERNELS:
             raise ValueError(f"no extern kernel {kernel!r} is registered; registered: "
-                             f"{', '.join(sorted(EXTERN_KERNELS)) or 'none'}")
-        return EXTERN_KERNELS[kernel](self, *args)
+                             f"{', '.join(sorted(externs.EXTERN_KERNELS)) or 'none'}")
+        return externs.EXTERN_KERNELS[kernel](self, *args)
 
 
 def _axes(function: str, dims, ndim: int) -> tuple[int, ...]:

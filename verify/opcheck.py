@@ -15,10 +15,13 @@ import ml_dtypes
 import numpy as np
 
 from aclnngen.runtime import session
-from aclnngen.runtime.dtypekinds import category
+from aclnngen.core.dtypes import category
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
-from aclnngen.runtime.validation import supported_dtypes, validate
+from aclnngen.core.rules import supported_dtypes
+from aclnngen.runtime.validation import validate
+
+from aclnngen.core import planning
 
 from . import cases, directives, oracle
 from .numerics import storage_dtype
@@ -142,7 +145,7 @@ def check_conditional_dtype(op: OpUnderTest, family: str, dtype: str, context: M
     lacks it, accepted with it, and the binding then agrees with the reference bit-wise."""
     values = dict(cases.make_values(op.meta, "contiguous", dtype, version=op.version, family=family))
     first = op.params("input")[0]["name"]
-    if dtype not in supported_dtypes(op.meta, first, family, op.version) and not cases.condition_holds({"when": context}, values):
+    if dtype not in supported_dtypes(op.meta, first, family, op.version) and not planning.condition_holds({"when": context}, values):
         _expect(op, values, family, 161002)
     _expect(op, {**values, **context}, family, 0)
     _binding_matches_reference(op, family, dtype, "contiguous", context)
@@ -187,8 +190,8 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
         else:
             values[param] = "".join(sorted(attribute["choices"])) + "_not_a_choice"
     elif check == "scalar_range":
-        plain = [(v, {}) for name, v, _ in cases.scalar_violations(meta, op.version) if name == param]
-        conditional = [(v, when) for name, v, _, when in cases.conditional_violations(meta, op.version) if name == param]
+        plain = [(v, {}) for name, v, _ in planning.scalar_violations(meta, op.version) if name == param]
+        conditional = [(v, when) for name, v, _, when in planning.conditional_violations(meta, op.version) if name == param]
         bad, when = (plain + conditional)[0]
         values.update(when)  # a conditional bound applies only with its condition set
         values[param] = bad
@@ -285,7 +288,7 @@ def _scalars(op: OpUnderTest) -> dict:
     binding creates, so the device, the reference and the oracle all see the same number."""
     dtypes = {p["name"]: p.get("scalar_dtype") for p in op.params("scalar", "optional_scalar")}
     chosen = {}
-    for name, value in cases.scalar_values(op.meta).items():
+    for name, value in planning.scalar_values(op.meta).items():
         dtype = NUMPY_DTYPES.get(dtypes.get(name) or "")
         if dtype is not None and dtype.kind in "fc" and isinstance(value, float):
             value = float(dtype.type(value))
@@ -440,7 +443,7 @@ def check_reference_against_oracle(op: OpUnderTest, dtype: str, data: str) -> No
 
 
 def check_sweep(op: OpUnderTest, family: str, dtype: str, overrides: Mapping) -> None:
-    """One sweep point (verify/sweeps.py): with these scalar/attribute values, the reference agrees
+    """One sweep point (core/sweeps.py): with these scalar/attribute values, the reference agrees
     with the oracle on adversarial data (boundaries follow the swept values), and the binding on
     the simulator agrees with the reference bit-wise."""
     _reference_against_oracle(op, dtype, adversarial_values(op, dtype, "adversarial", overrides=overrides))

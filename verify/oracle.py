@@ -14,10 +14,17 @@ from typing import Callable, Mapping
 import ml_dtypes
 import numpy as np
 
+from aclnngen.core.externs import ORACLE_RECIPES
+
 RECIPES: dict[str, Callable] = {}
 
 
 def recipe(name: str):
+    """Registers the code of a recipe `core.externs.ORACLE_RECIPES` names (the generator checks a
+    spec's recipe against that list); a name it does not list is refused."""
+    if name not in ORACLE_RECIPES:
+        raise ValueError(f"oracle recipe {name!r} is not in aclnngen.core.externs.ORACLE_RECIPES; add it there")
+
     def register(fn):
         RECIPES[name] = fn
         return fn

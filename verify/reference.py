@@ -12,7 +12,8 @@ from typing import Callable, Mapping
 import numpy as np
 
 from . import chunking, numerics
-from aclnngen.runtime.shapes import NUMPY_DTYPES, PromotionError, infer_outputs, promote_dtypes
+from aclnngen.core.dtypes import PromotionError
+from aclnngen.runtime.shapes import NUMPY_DTYPES, infer_outputs, promote_dtypes
 
 
 def _promote_non_float(arrays: dict) -> dict:

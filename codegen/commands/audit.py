@@ -238,8 +238,8 @@ def _save_profile(args: argparse.Namespace, selected: list[str], audits: list, r
     from aclnngen.audit import observed
     from aclnngen.codegen.loader import DEFAULT_SPECS_DIR
     from aclnngen.runtime import profiles
-    from aclnngen.runtime.releases import known_releases
-    from aclnngen.runtime.versions import is_version
+    from aclnngen.core.releases import known_releases
+    from aclnngen.core.releases import is_version
 
     directory = args.profiles_dir or DEFAULT_SPECS_DIR / "profiles"
     by_name = {a.op: a for a in audits}
@@ -322,9 +322,9 @@ def _page_check(page: Path, release: str | None, selected: list[str], audits: li
     from aclnngen.audit.page import page_findings
     from aclnngen.codegen.importer.merge import load_round_trip
     from aclnngen.codegen.importer.pages import PageError, read_page
-    from aclnngen.runtime.versions import release_of
+    from aclnngen.core.releases import release_of
     from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products
-    from aclnngen.runtime.releases import known_releases
+    from aclnngen.core.releases import known_releases
 
     products = load_products()
     try:

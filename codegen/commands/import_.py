@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..importer.draft import build_draft
     from ..importer.pages import read_page
-    from aclnngen.runtime.versions import release_of
+    from aclnngen.core.releases import release_of
     from ..importer.summary import summary_dict, summary_lines
     from ..importer.writer import write_draft
 

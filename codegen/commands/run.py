@@ -78,7 +78,7 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
 
     from aclnngen.verify import cases, directives, opcheck
     from aclnngen.runtime.errors import AclnnError
-    from aclnngen.runtime.validation import supported_dtypes, supported_families
+    from aclnngen.core.rules import supported_dtypes, supported_families
 
     meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
     binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
@@ -129,7 +129,7 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
 
 def run(args: argparse.Namespace) -> int:
     from aclnngen.runtime import session
-    from aclnngen.runtime.versions import is_version
+    from aclnngen.core.releases import is_version
 
     selected = _ops(args.ops)
     backend = session.init(args.backend)

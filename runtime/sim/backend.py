@@ -15,7 +15,7 @@ from pathlib import Path
 from aclnngen.runtime import ffi as ffimod
 from aclnngen.runtime.backend import Backend, RuntimeApi
 from aclnngen.runtime.errors import AclRuntimeError, BackendError
-from aclnngen.runtime.versions import ReleaseError, as_release, release_of, simulator_spelling
+from aclnngen.core.releases import ReleaseError, as_release, release_of, simulator_spelling
 
 from . import kernels as simkernels
 from .build import SimulatorBuildError, build_simulator
@@ -159,7 +159,7 @@ class SimBackend(Backend):
         self._soc_setting = name
 
     def set_version(self, version: str | None) -> None:
-        """The release the simulator reports (either spelling, runtime/versions.py); None restores
+        """The release the simulator reports (either spelling, aclnngen/core/releases.py); None restores
         the default ($ACLNNGEN_SIM_CANN, else the newest release the ops' specs describe)."""
         effective = version if version is not None else self._default_version
         # a spec's 9.0.RC1.alpha001 is CANN's 9.0.0-beta.1

@@ -75,7 +75,7 @@ from aclnngen.runtime.call import package_of as _package_of
 from aclnngen.runtime.errors import AclnnValidationError, UnknownSocError
 from aclnngen.runtime.shapes import c_contiguous
 from aclnngen.runtime.validation import validate
-from aclnngen.runtime.versions import VERSION_HELP, is_version
+from aclnngen.core.releases import VERSION_HELP, is_version
 
 from .controls import sim_ffi, sim_ops_path
 

@@ -2,7 +2,7 @@
 try beyond the defaults, so a wrong branch of the formula (an enum value, a bool, a scalar on the far
 side of a boundary) cannot pass unnoticed.
 
-Each sweep point changes one parameter from the values `cases.scalar_values` picks (one at a time,
+Each sweep point changes one parameter from the values `planning.scalar_values` picks (one at a time,
 so the number of cases grows with the sum, not the product, of the value counts):
 - a bool attribute: both values; a `char*` attribute with `choices`: every choice; a dimension
   attribute (`dim_of`): every dim of the test data, from -rank to rank-1;
@@ -15,14 +15,14 @@ so the number of cases grows with the sum, not the product, of the value counts)
 from __future__ import annotations
 
 import math
+import numbers
+import struct
+from decimal import Decimal
 from typing import Any, Mapping
 
-import numpy as np
-
-from aclnngen.runtime.shapes import NUMPY_DTYPES, version_key
-from aclnngen.runtime.versions import holds_at
-
-from . import cases
+from . import planning
+from .releases import holds_at
+from .rules import version_key
 
 STEP = 0.25  # the distance of "around a boundary": values this far on either side
 
@@ -36,17 +36,25 @@ def _satisfies(value: float, constraints) -> bool:
     return True
 
 
+# The IEEE formats of the scalar dtypes a value is rounded to (bfloat16 and the others keep it as given).
+_ROUNDED = {"float16": "e", "float32": "f"}
+
+
 def _exact(value: float, dtype_name: str | None) -> float:
-    dtype = NUMPY_DTYPES.get(dtype_name or "float32")
-    if dtype is None or dtype.kind not in "f":
+    """`value` as the scalar's dtype holds it (round to nearest even; too large: infinity)."""
+    code = _ROUNDED.get(dtype_name or "float32")
+    if code is None:
         return float(value)
-    return float(dtype.type(value))
+    try:
+        return struct.unpack(code, struct.pack(code, value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
     """(C name, value) pairs to sweep, in parameter order, without duplicates of the base value."""
     version = version_key(version)
-    base = cases.scalar_values(meta)
+    base = planning.scalar_values(meta)
     scalars = [p for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")]
     points: list[tuple[str, Any]] = []
     for p in meta["params"]:
@@ -57,7 +65,7 @@ def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
             elif p.get("choices"):
                 candidates = list(p["choices"])
             elif p.get("dim_of"):  # every dim of the tests' rank-3 data, negative ones too
-                rank = len(cases.BASE_SHAPE)
+                rank = len(planning.BASE_SHAPE)
                 candidates = list(range(-rank, rank))
             else:
                 continue
@@ -66,7 +74,7 @@ def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
         if role not in ("scalar", "optional_scalar"):
             continue
         constraints = [c for c in p.get("constraints") or ()
-                       if holds_at(c.get("since"), c.get("until"), version) and cases.condition_holds(c, base)]
+                       if holds_at(c.get("since"), c.get("until"), version) and planning.condition_holds(c, base)]
         raw = [0.0, -0.5, 0.5, -2.0, 2.0]
         if p.get("default") is not None:
             raw += [p["default"], -p["default"], p["default"] - STEP, p["default"] + STEP]
@@ -92,11 +100,11 @@ def overrides_for(meta: Mapping, version, name: str, value: Any) -> dict[str, An
     """The values a sweep point sets: the swept one, and any scalar a conditional bound (one whose
     `when` the new value triggers) moves back inside it."""
     version = version_key(version)
-    before = cases.scalar_values(meta)
+    before = planning.scalar_values(meta)
     at_version = {"params": [dict(q, constraints=[c for c in q.get("constraints") or ()
                                                   if holds_at(c.get("since"), c.get("until"), version)])
                              for q in meta["params"]]}
-    fixed = cases.satisfy_constraints(at_version, {**before, name: value})
+    fixed = planning.satisfy_constraints(at_version, {**before, name: value})
     fixed[name] = value  # the swept value itself stays as chosen
     return {k: v for k, v in fixed.items() if k == name or v != before.get(k)}
 
@@ -106,8 +114,17 @@ def value_id(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
-        text = np.format_float_positional(value, trim="-")
-        return text.replace("-", "minus").replace(".", "p")
-    if isinstance(value, (int, np.integer)):
+        return _positional(value).replace("-", "minus").replace(".", "p")
+    if isinstance(value, numbers.Integral):
         return str(value).replace("-", "minus")
     return str(value)
+
+
+def _positional(value: float) -> str:
+    """The shortest round-tripping digits of a finite `value`, positional, without a trailing `.0`."""
+    if not math.isfinite(value):
+        return repr(value)
+    text = format(Decimal(repr(value)), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text

@@ -10,13 +10,17 @@ compares, and `vendor_tag` prints a release the way the vendor tags it.
 Order within one major.minor line: alphas < release candidates < releases; a vendor beta precedes
 the first release candidate (`v9.2.0-beta.1` is `9.2.RC1.alpha001`), a `.pre` build follows the
 candidates and precedes the release (`v9.1.0.pre` is `9.1.0.alpha099`).
+
+`known_releases(meta)` gathers the releases an op's META (or a spec's plain data) describes.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from functools import total_ordering
+from typing import Any
 
 _PATTERN = re.compile(
     r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?:RC(?P<rc>\d+)|(?P<patch>\d+))(?:\.alpha(?P<alpha>\d+))?$"
@@ -158,3 +162,23 @@ def holds_at(since: str | None, until: str | None, version: str | CannVersion) -
     if until is not None and not v < CannVersion(until):
         return False
     return True
+
+
+def known_releases(meta: Mapping[str, Any]) -> list[CannVersion]:
+    """The page's release and every release a versioned fact starts or ends at, oldest first."""
+    found = {meta.get("cann_version")}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for key in ("since", "until"):
+                value = node.get(key)
+                if isinstance(value, str):
+                    found.add(value)
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, (list, tuple)):
+            for value in node:
+                visit(value)
+
+    visit(meta)
+    return sorted({CannVersion(v) for v in found if is_version(v)})

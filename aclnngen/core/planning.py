@@ -1,0 +1,525 @@
+"""Test-case planning: which cases an op's META gives, with the shapes, layout and status of each,
+as plain data. `verify.cases.make_values` builds the NumPy arrays of a plan.
+
+Case kinds (`SHAPE_CASES`); `applicable_cases(meta, version)` lists those that apply to an op with
+the status the op's rules at `version` give them (0 = accepted):
+
+- "contiguous": every input of the base shape (2, 3, 4) (a per-channel weight: (C,), C = 3).
+  Always applies.
+- "broadcast": one input has shape (3, 1), broadcasting to the base shape. Applies when a
+  `broadcast` or `broadcast_to` rule lets some input differ in shape (an input in no `same_shape`
+  rule, not a `broadcast_to` target, not in a `per_channel` rule).
+- "broadcast-rejected": input shapes the op does not accept. With a `broadcast` rule: an input of
+  shape (2, 5, 4), which does not broadcast; else with a `broadcast_to` rule: the param of shape
+  (2, 2, 3, 4), which broadcasts with the target but not to it; else with a `same_shape` rule
+  over two inputs: an input of shape (3, 1), which broadcasts but is not the same shape.
+- "shape-mismatch": an output of the wrong shape (the inferred shape with its last dim + 1), for
+  an output a `same_shape` or `broadcast` rule names; failing that, an input of a `same_shape`
+  rule with shape (2, 3, 5).
+- "rank0", "rank8", "rank9": every non-weight tensor 0-d, 8-d, 9-d (small sizes, C = 3; rank0
+  makes the per-channel weight 0-d too). Always apply; rejected by a `max_rank` rule below, or a
+  `min_rank` rule above.
+- "empty": the base shape with dim 0 of size 0, (0, 3, 4). Always applies; rejected by an
+  `empty` rule with `allowed: false`.
+- "non-contiguous": every tensor a strided view (every other element of a larger buffer whose
+  gaps hold junk, or a transposed buffer). Always applies; rejected by a `non_contiguous` rule
+  with `allowed: false`.
+- "offset": every tensor a contiguous view starting 3 elements into a larger buffer. Always
+  applies, accepted unless another rule objects.
+- "per-channel-single", "per-channel-rejected", "grad-shape-rejected": with a `per_channel` rule:
+  a weight of 1 element; a weight of C + 1 elements; a weight gradient of shape (1, C) instead of
+  (C,) (only when the rule names a `grad`).
+- "mixed-dtype": two inputs of different dtypes (the requested dtype and float32, or float16 when
+  the requested dtype is float32). Applies with two or more input tensors; accepted with a
+  `promote` rule over them (the output takes the promoted dtype) and without any dtype rule,
+  rejected by a `same_dtype` rule.
+
+The expected status is that of the first rule (in spec order) the case breaks, counting both the
+rule the case aims at and the max_rank / empty / non_contiguous rules its shapes and layout meet.
+It assumes the requested dtype is supported on the family; pass `family` and `dtype` to
+`applicable_cases` to account for the dtype tables too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .dtypes import ALL_DTYPES, promote_names
+from .releases import CannVersion, holds_at
+from .rules import (
+    channels,
+    holds_on,
+    infer_output_names,
+    numel,
+    status_of,
+    supported_dtypes,
+    supported_families,
+    version_key,
+)
+
+__all__ = [
+    "SHAPE_CASES",
+    "applicable_cases",
+    "case_plan",
+    "case_shapes",
+    "op_at",
+    "null_cases",
+    "scalar_violations",
+    "conditional_violations",
+    "condition_holds",
+    "satisfy_constraints",
+    "dtype_cases",
+    "scalar_values",
+]
+
+SHAPE_CASES: tuple[str, ...] = (
+    "contiguous",
+    "broadcast",
+    "broadcast-rejected",
+    "shape-mismatch",
+    "rank0",
+    "rank8",
+    "rank9",
+    "empty",
+    "non-contiguous",
+    "offset",
+    "per-channel-single",
+    "per-channel-rejected",
+    "grad-shape-rejected",
+    "mixed-dtype",
+)
+
+BASE_SHAPE = (2, 3, 4)
+BROADCAST_SHAPE = (3, 1)  # broadcasts to BASE_SHAPE
+UNBROADCASTABLE_SHAPE = (2, 5, 4)  # does not broadcast with BASE_SHAPE
+MISMATCH_SHAPE = (2, 3, 5)
+EMPTY_SHAPE = (0, 3, 4)
+RANK8_SHAPE = (2, 3, 1, 2, 1, 2, 1, 2)
+RANK9_SHAPE = (2, 3, 1, 2, 1, 1, 2, 1, 2)
+
+_OTHER = "<other dtype>"  # marks the input that takes the second dtype in "mixed-dtype"
+
+
+def other_dtype(dtype: str) -> str:
+    """The second dtype of a "mixed-dtype" case."""
+    return "float16" if dtype == "float32" else "float32"
+
+
+# --- what the META says at one version ----------------------------------------------------------
+
+
+class OpAt:
+    """The op's tensors and the rules that hold at one version, indexed for the case builders."""
+
+    def __init__(self, meta: Mapping, version: str, family: str | None = None):
+        self.meta = meta
+        self.version = version
+        self.family = family
+        params = meta["params"]
+        self.inputs = [p["name"] for p in params if p["role"] == "input"]
+        self.outputs = list(meta["outputs"])
+        self.tensors = [p["name"] for p in params if p["role"] in ("input", "output")]
+        # (META index, rule) for the rules that hold at `version`
+        self.rules = [
+            (i, r) for i, r in enumerate(meta["rules"])
+            if holds_at(r.get("since"), r.get("until"), version) and holds_on(r, family)
+            and (not r.get("when") or condition_holds(r, scalar_values(meta)))  # as the cases set them
+        ]
+        self.per_channel = [r for _, r in self.rules if r["kind"] == "per_channel"]
+        self.weights = {r["weight"] for r in self.per_channel}
+        self.sources = {r["input"] for r in self.per_channel}
+
+    def of_kind(self, *kinds):
+        return [(i, r) for i, r in self.rules if r["kind"] in kinds]
+
+    def in_same_shape(self, name) -> bool:
+        return any(name in r["params"] for _, r in self.of_kind("same_shape"))
+
+    def broadcast_to_targets(self):
+        return {r["target"] for _, r in self.of_kind("broadcast_to")}
+
+    def free_to_broadcast(self) -> list[str]:
+        """Inputs the rules let take a shape that merely broadcasts to the others'."""
+        found = []
+        for _, r in self.of_kind("broadcast", "broadcast_to"):
+            for name in r["inputs"] if r["kind"] == "broadcast" else [r["param"]]:
+                if name not in found:
+                    found.append(name)
+        banned = self.broadcast_to_targets() | self.weights | self.sources
+        return [n for n in found if n not in banned and not self.in_same_shape(n) and n in self.inputs]
+
+
+@dataclass
+class CasePlan:
+    """One case: its expected status, the shape of every input, the outputs it gets wrong on
+    purpose, the input that takes the second dtype and the layout of every tensor."""
+
+    expected: int
+    shapes: dict[str, tuple[int, ...]]  # every input
+    outputs: dict[str, tuple[int, ...]] = field(default_factory=dict)  # deliberately wrong outputs
+    mixed: str | None = None  # the input that takes the second dtype
+    layout: str = "contiguous"  # "contiguous" | "strided" | "offset"
+
+
+def _inputs_for(op: OpAt, data_shape: tuple[int, ...], weight_shape: tuple[int, ...] | None = None):
+    weight = weight_shape if weight_shape is not None else (channels(data_shape),)
+    return {n: (weight if n in op.weights else data_shape) for n in op.inputs}
+
+
+def _infer(op: OpAt, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, str], family: str | None):
+    """Output shapes and dtype names for inputs of these shapes and dtype names."""
+    return infer_output_names(op.meta, shapes, {n: dtypes[n] for n in shapes}, op.version, family=family)
+
+
+def _all_shapes(op: OpAt, plan: CasePlan) -> dict[str, tuple[int, ...]]:
+    shapes = dict(plan.shapes)
+    for name, (shape, _) in _infer(op, plan.shapes, dict.fromkeys(plan.shapes, "float32"), op.family).items():
+        shapes[name] = shape
+    shapes.update(plan.outputs)
+    return shapes
+
+
+def _collateral(op: OpAt, plan: CasePlan) -> list[tuple[int, int]]:
+    """(META index, status) of the max_rank, empty and non_contiguous rules the case's shapes and
+    layout break."""
+    shapes = _all_shapes(op, plan)
+    broken = []
+    for index, rule in op.rules:
+        kind = rule["kind"]
+        if kind == "max_rank":
+            if any(len(shapes.get(n, ())) > rule["rank"] for n in rule["params"]):
+                broken.append((index, rule["status"]))
+        elif kind == "min_rank":
+            if any(n in shapes and len(shapes[n]) < rule["rank"] for n in rule["params"]):
+                broken.append((index, rule["status"]))
+        elif kind == "empty" and not rule["allowed"]:
+            if any(0 in shapes.get(n, (1,)) for n in rule["params"]):
+                broken.append((index, rule["status"]))
+        elif kind == "non_contiguous" and not rule["allowed"] and plan.layout == "strided":
+            if any(numel(shapes.get(n, ())) > 1 for n in rule["params"]):
+                broken.append((index, rule["status"]))
+    return broken
+
+
+def _first(broken: list[tuple[int, int]]) -> int:
+    return min(broken)[1] if broken else 0
+
+
+def _rules_naming(op: OpAt, name: str, kinds) -> list[tuple[int, int]]:
+    found = []
+    for index, rule in op.of_kind(*kinds):
+        named = list(rule.get("params") or ()) + list(rule.get("inputs") or ())
+        named += [rule.get(k) for k in ("output", "param", "target", "weight", "input", "grad")]
+        if name in named:
+            found.append((index, rule["status"]))
+    return found
+
+
+def case_plan(op: OpAt, case: str) -> CasePlan | None:
+    """The plan of one case kind for the op, or None when the kind does not apply to it."""
+    base = _inputs_for(op, BASE_SHAPE)
+    targeted: list[tuple[int, int]] = []
+    if case in ("contiguous", "offset", "non-contiguous"):
+        layout = {"contiguous": "contiguous", "offset": "offset", "non-contiguous": "strided"}[case]
+        plan = CasePlan(0, base, layout=layout)
+    elif case == "rank0":
+        plan = CasePlan(0, _inputs_for(op, (), weight_shape=()))
+    elif case == "rank8":
+        plan = CasePlan(0, _inputs_for(op, RANK8_SHAPE))
+    elif case == "rank9":
+        plan = CasePlan(0, _inputs_for(op, RANK9_SHAPE))
+    elif case == "empty":
+        plan = CasePlan(0, _inputs_for(op, EMPTY_SHAPE))
+    elif case == "broadcast":
+        free = op.free_to_broadcast()
+        if not free:
+            return None
+        plan = CasePlan(0, {**base, free[0]: BROADCAST_SHAPE})
+    elif case in ("broadcast-rejected", "shape-mismatch"):
+        built = (_broadcast_rejected if case == "broadcast-rejected" else _shape_mismatch)(op, base)
+        if built is None:
+            return None
+        plan, broken = built
+        targeted += broken
+    elif case in ("per-channel-single", "per-channel-rejected", "grad-shape-rejected"):
+        if not op.per_channel:
+            return None
+        rule = op.per_channel[0]
+        index = next(i for i, r in op.rules if r is rule)
+        c = channels(base[rule["input"]])
+        if case == "per-channel-single":
+            plan = CasePlan(0, {**base, rule["weight"]: (1,)})
+        elif case == "per-channel-rejected":
+            plan = CasePlan(0, {**base, rule["weight"]: (c + 1,)})
+            targeted.append((index, rule["status"]))
+        else:
+            if not rule.get("grad"):
+                return None
+            plan = CasePlan(0, base, outputs={rule["grad"]: (1, c)})
+            targeted.append((index, rule["status"]))
+    elif case == "mixed-dtype":
+        if len(op.inputs) < 2:
+            return None
+        promotes = op.of_kind("promote")
+        mixed = promotes[0][1]["inputs"][1] if promotes else op.inputs[1]
+        plan = CasePlan(0, base, mixed=mixed)
+        if not any(mixed in r["inputs"] for _, r in promotes):
+            # dtypes of every tensor: `mixed` differs from the others, outputs follow infer_outputs
+            dtypes = {n: "float16" if n == mixed else "float32" for n in base}
+            for name, (_, dt) in _infer(op, base, dtypes, op.family).items():
+                dtypes[name] = dt
+            for index, rule in op.of_kind("same_dtype"):
+                members = {dtypes[n] for n in rule["params"] if n in dtypes}
+                if mixed in rule["params"] and len(members) > 1:
+                    targeted.append((index, rule["status"]))
+    else:
+        raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
+    plan.expected = _first(targeted + _collateral(op, plan))
+    return plan
+
+
+def case_shapes(meta: Mapping, case: str, version: str | CannVersion, family: str | None = None) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor of one case kind: the planned inputs, then each output as
+    inferred (the base shape when nothing can be), or as the case deliberately gets it wrong."""
+    op = op_at(meta, version, family)
+    if case not in SHAPE_CASES:
+        raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
+    plan = case_plan(op, case)
+    if plan is None:
+        raise ValueError(f"case {case!r} does not apply to {meta['name']} at CANN {op.version}")
+    shapes = dict(plan.shapes)
+    inferred = _infer(op, plan.shapes, dict.fromkeys(plan.shapes, "float32"), op.family)
+    for tensor in op.outputs:
+        shapes[tensor] = plan.outputs.get(tensor, inferred[tensor][0] if tensor in inferred else BASE_SHAPE)
+    return shapes
+
+
+def _broadcast_rejected(op: OpAt, base) -> tuple[CasePlan, list] | None:
+    free = op.free_to_broadcast()
+    broadcasts = op.of_kind("broadcast")
+    if broadcasts:
+        rule = broadcasts[0][1]
+        name = next((n for n in free if n in rule["inputs"]), rule["inputs"][0])
+        shapes = {**base, name: UNBROADCASTABLE_SHAPE}
+        broken = _rules_naming(op, name, ("broadcast", "broadcast_to", "same_shape", "per_channel"))
+        return CasePlan(0, shapes), broken
+    targets = op.of_kind("broadcast_to")
+    if targets:
+        rule = targets[0][1]
+        name = rule["param"]
+        shapes = {**base, name: (2,) + tuple(base[rule["target"]])}
+        broken = [(i, r["status"]) for i, r in targets if r["param"] == name or r["target"] == name]
+        broken += _rules_naming(op, name, ("same_shape",))
+        return CasePlan(0, shapes), broken
+    for _, rule in op.of_kind("same_shape"):
+        members = [n for n in rule["params"] if n in op.inputs and n not in op.weights]
+        if len(members) >= 2:
+            name = members[0]
+            shapes = {**base, name: BROADCAST_SHAPE}
+            return CasePlan(0, shapes), _rules_naming(op, name, ("same_shape",))
+    return None
+
+
+def _shape_mismatch(op: OpAt, base) -> tuple[CasePlan, list] | None:
+    inferred = _infer(op, base, dict.fromkeys(base, "float32"), op.family)
+    for _, rule in op.of_kind("same_shape", "broadcast"):
+        named = rule["params"] if rule["kind"] == "same_shape" else [rule["output"]]
+        for name in named:
+            if name in op.outputs and name in inferred:
+                shape = inferred[name][0]
+                wrong = shape[:-1] + (shape[-1] + 1,) if shape else (2,)
+                broken = _rules_naming(op, name, ("same_shape", "broadcast", "broadcast_to"))
+                return CasePlan(0, base, outputs={name: wrong}), broken
+    for _, rule in op.of_kind("same_shape"):
+        members = [n for n in rule["params"] if n in op.inputs and n not in op.weights]
+        if len(members) >= 2:
+            name = members[-1]
+            broken = _rules_naming(op, name, ("same_shape", "broadcast", "broadcast_to", "per_channel"))
+            return CasePlan(0, {**base, name: MISMATCH_SHAPE}), broken
+    return None
+
+
+def op_at(meta: Mapping, version: str | CannVersion, family: str | None = None) -> OpAt:
+    """The op's tensors and rules at `version` (on `family`, when given)."""
+    return OpAt(meta, version_key(version), family)
+
+
+def applicable_cases(
+    meta: Mapping, version: str | CannVersion, *, family: str | None = None, dtype: str | None = None
+) -> list[tuple[str, int]]:
+    """The case kinds that apply to the op at `version`, each with the status validation gives it
+    (0 = accepted). With `family`, only the rules that hold on it; with `family` and `dtype`, the
+    dtype tables of that family are taken into account too (an unsupported op or dtype, or a mixed
+    pair that promotes to an unsupported dtype). `dtype` is a dtype name (core.dtypes)."""
+    op = op_at(meta, version, family)
+    result = []
+    for case in SHAPE_CASES:
+        plan = case_plan(op, case)
+        if plan is None:
+            continue
+        expected = plan.expected
+        if family is not None and dtype is not None:
+            dtype_status = _dtype_status(op, plan, family, dtype)
+            if dtype_status:
+                expected = dtype_status
+        result.append((case, expected))
+    return result
+
+
+def _dtype_status(op: OpAt, plan: CasePlan, family: str, dtype: str) -> int:
+    """The status the dtype checks (which run before the rules) give the case, or 0."""
+    meta, version = op.meta, op.version
+    if family not in supported_families(meta, version):
+        return 161002
+    status = status_of(meta, "dtype", version, 161002)
+    dtypes = {n: (other_dtype(dtype) if n == plan.mixed else dtype) for n in op.inputs}
+    promotes = [r for _, r in op.of_kind("promote")]
+    promoted_inputs = {n for r in promotes for n in r["inputs"]}
+    for rule in promotes:
+        promoted = promote_names(dtypes[n] for n in rule["inputs"])
+        if promoted is None or any(promoted not in supported_dtypes(meta, n, family, version) for n in rule["inputs"]):
+            return status
+    for name, (_, dt) in _infer(op, {n: plan.shapes[n] for n in op.inputs}, dtypes, None).items():
+        dtypes[name] = dt
+    for name in op.tensors:
+        if name not in promoted_inputs and dtypes.get(name) not in supported_dtypes(meta, name, family, version):
+            return status
+    return 0
+
+
+# --- scalars and attributes ------------------------------------------------------------------
+
+
+def _spaced(start: float, stop: float, count: int) -> list[float]:
+    """`count` (>= 2) evenly spaced values from `start` to `stop`, as numpy.linspace computes them."""
+    step = (stop - start) / (count - 1)
+    return [i * step + start for i in range(count - 1)] + [stop]
+
+
+def scalar_values(meta: Mapping) -> dict[str, Any]:
+    """Sensible values for the op's scalars and attributes: the default where there is one; else,
+    for required scalars, 0.5 when there is one and evenly spaced ascending values from -1.0 to
+    1.0 in the order they appear when there are several (so a min comes out below a max); each
+    moved inside the constraints of every version. Attributes: default, first choice, or a
+    neutral value of their type."""
+    params = meta["params"]
+    free = [p for p in params if p["role"] in ("scalar", "optional_scalar") and p.get("default") is None]
+    picks = [0.5] if len(free) == 1 else _spaced(-1.0, 1.0, len(free)) if free else []
+    chosen = {p["name"]: float(v) for p, v in zip(free, picks)}
+    values: dict[str, Any] = {}
+    for p in params:  # attributes first: a scalar's conditional bounds depend on them
+        role = p["role"]
+        if role in ("scalar", "optional_scalar"):
+            values[p["name"]] = p["default"] if p.get("default") is not None else chosen[p["name"]]
+        elif role == "attribute":
+            if p.get("default") is not None:
+                values[p["name"]] = p["default"]
+            elif p.get("choices"):
+                values[p["name"]] = p["choices"][0]
+            else:
+                values[p["name"]] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
+                    p.get("attr_type"), None
+                )
+    return satisfy_constraints(meta, values)
+
+
+def condition_holds(constraint: Mapping, values: Mapping[str, Any]) -> bool:
+    """Whether a constraint's `when` (attribute or scalar values) holds for `values` (C names)."""
+    return all(values.get(k) == v for k, v in (constraint.get("when") or {}).items())
+
+
+def satisfy_constraints(meta: Mapping, values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` with each scalar moved inside the bounds whose condition holds (every version's)."""
+    fixed = dict(values)
+    for p in meta["params"]:
+        if p["role"] in ("scalar", "optional_scalar") and p["name"] in fixed:
+            holding = [c for c in p.get("constraints") or () if condition_holds(c, fixed)]
+            fixed[p["name"]] = _inside(fixed[p["name"]], holding)
+    return fixed
+
+
+def _inside(value, constraints):
+    for c in constraints:
+        op, bound = c["op"], c["value"]
+        if op == ">=" and not value >= bound:
+            value = bound
+        elif op == ">" and not value > bound:
+            value = bound + 0.5
+        elif op == "<=" and not value <= bound:
+            value = bound
+        elif op == "<" and not value < bound:
+            value = bound - 0.5
+        elif op == "!=" and value == bound:
+            value = bound + 0.5
+    return value
+
+
+# --- nulls, scalars, dtypes ---------------------------------------------------------------------
+
+
+def null_cases(meta: Mapping) -> list[str]:
+    """C names of the parameters that must not be NULL (None): required tensors (inputs and
+    outputs), required scalars, and pointer attributes without a default."""
+    names = []
+    for p in meta["params"]:
+        role = p["role"]
+        if role in ("input", "output") and not p.get("optional"):
+            names.append(p["name"])
+        elif role == "scalar":
+            names.append(p["name"])
+        elif role == "attribute" and p.get("attr_type") in ("char*", "aclIntArray*") and p.get("default") is None:
+            names.append(p["name"])
+    return names
+
+
+def _outside(op: str, bound):
+    step = 0.0625 * max(1.0, abs(float(bound)))
+    return {
+        ">=": bound - step,
+        ">": bound,
+        "<=": bound + step,
+        "<": bound,
+        "!=": bound,
+    }[op]
+
+
+def scalar_violations(meta: Mapping, version: str | CannVersion) -> list[tuple[str, float, int]]:
+    """(C name, bad value, status) for every scalar constraint that holds at `version`: a value just
+    outside the bound (the bound itself for a strict one), and NaN once per constrained scalar."""
+    version = version_key(version)
+    found = []
+    for p in meta["params"]:
+        if p["role"] not in ("scalar", "optional_scalar"):
+            continue
+        holding = [c for c in p.get("constraints") or ()
+                   if holds_at(c.get("since"), c.get("until"), version) and not c.get("when")]
+        for c in holding:
+            found.append((p["name"], float(_outside(c["op"], c["value"])), c["status"]))
+        if holding:
+            found.append((p["name"], float("nan"), holding[0]["status"]))
+    return found
+
+
+def conditional_violations(meta: Mapping, version: str | CannVersion) -> list[tuple[str, float, int, dict]]:
+    """(C name, bad value, status, condition) for every conditional scalar constraint (`when`) that
+    holds at `version`: a value just outside its bound, with the values that make it apply."""
+    version = version_key(version)
+    found = []
+    for p in meta["params"]:
+        if p["role"] not in ("scalar", "optional_scalar"):
+            continue
+        for c in p.get("constraints") or ():
+            if c.get("when") and holds_at(c.get("since"), c.get("until"), version):
+                found.append((p["name"], float(_outside(c["op"], c["value"])), c["status"], dict(c["when"])))
+    return found
+
+
+def dtype_cases(meta: Mapping, family: str, version: str | CannVersion) -> list[tuple[str, bool]]:
+    """(dtype name, accepted) for every dtype a spec can name, with all tensors of that dtype: accepted
+    when the op is supported on `family` at `version` and every tensor's list there has it."""
+    version = version_key(version)
+    tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
+    supported = family in supported_families(meta, version)
+    tables = {t: supported_dtypes(meta, t, family, version) for t in tensors}
+    return [(d, supported and all(d in tables[t] for t in tensors)) for d in ALL_DTYPES]

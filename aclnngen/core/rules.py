@@ -1,0 +1,318 @@
+"""What an op's META says at one (family, release), as plain data: the rules that hold, the
+families and dtypes it supports, the return code of a check, and the shapes and dtype names of its
+outputs.
+
+- `rules_at(meta, version, family)`: the rules that hold (cached per META, `MetaCache`);
+- `supported_families`, `supported_dtypes`, `status_of`: the product and dtype tables, the
+  return-code rows;
+- `broadcast_shapes(*shapes)`: NumPy/PyTorch broadcasting, raising `BroadcastError`;
+- `infer_output_names(meta, shapes, dtypes, version)`: the shape and dtype name of every output from
+  its inputs' shapes and dtype names (`runtime.shapes.infer_outputs` reads them from arrays).
+
+META is plain data (codegen/metadata.py); nothing here knows an op by name or imports NumPy.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+from typing import Any, Callable, Iterable, Mapping
+
+from .dtypes import PromotionError, promote_names
+from .releases import CannVersion, holds_at
+
+
+class BroadcastError(ValueError):
+    """Shapes that do not broadcast together. `shapes` holds them; `axis` is the first axis
+    (counted from the end, -1 = last) where two sizes disagree."""
+
+    def __init__(self, shapes: Iterable[tuple[int, ...]], axis: int):
+        self.shapes = tuple(tuple(s) for s in shapes)
+        self.axis = axis
+        listed = " and ".join(str(s) for s in self.shapes)
+        super().__init__(f"shapes {listed} do not broadcast (sizes differ at axis {axis} from the end)")
+
+
+# --- broadcasting -------------------------------------------------------------------------------
+
+
+def broadcast_shapes(*shapes: Iterable[int]) -> tuple[int, ...]:
+    """The shape `shapes` broadcast to (NumPy rules: align on the right, size 1 stretches)."""
+    shapes = tuple(tuple(s) for s in shapes)
+    if not shapes:
+        return ()
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return first
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(1, ndim + 1):
+        size = 1
+        for s in shapes:
+            if len(s) < i:
+                continue
+            d = s[-i]
+            if d == 1:
+                continue
+            if size == 1:
+                size = d
+            elif d != size:
+                raise BroadcastError(shapes, -i)
+        out.append(size)
+    return tuple(reversed(out))
+
+
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether `shape` broadcasts to exactly `target` (the result of broadcasting is `target`)."""
+    try:
+        return broadcast_shapes(shape, target) == tuple(target)
+    except BroadcastError:
+        return False
+
+
+def numel(shape: Iterable[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def channels(shape: tuple[int, ...]) -> int:
+    """The per-channel count of an input: dim 1 when it has more than one dim, else 1."""
+    return shape[1] if len(shape) > 1 else 1
+
+
+# --- per-META caching ---------------------------------------------------------------------------
+
+
+class MetaCache:
+    """A small LRU of values computed from one META at one (family, version).
+
+    Keyed by `meta["name"]`, the META's identity and the extra key; the entry keeps a reference
+    to its META, so a key can never be reused by another dict. A META is treated as immutable:
+    mutate a copy, not a META that has been used.
+    """
+
+    def __init__(self, build: Callable[..., Any], maxsize: int = 512):
+        self._build = build
+        self._maxsize = maxsize
+        self._entries: OrderedDict = OrderedDict()
+
+    def get(self, meta: Mapping, *key: Any) -> Any:
+        full = (meta["name"], id(meta), *key)
+        entry = self._entries.get(full)
+        if entry is not None and entry[0] is meta:
+            self._entries.move_to_end(full)
+            return entry[1]
+        value = self._build(meta, *key)
+        self._entries[full] = (meta, value)
+        if len(self._entries) > self._maxsize:
+            self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+@functools.lru_cache(maxsize=256)
+def version_key(version: str | CannVersion) -> str:
+    """`version` as text, checked (cached): a ValueError names a malformed release."""
+    text = str(version)
+    CannVersion(text)
+    return text
+
+
+def rules_at(meta: Mapping, version: str | CannVersion, family: str | None = None) -> tuple[dict, ...]:
+    """The META's rules that hold at `version` on product `family`, in spec order (cached). Without
+    a family, every family's rules (a rule limited to some families included)."""
+    return _RULES.get(meta, version_key(version), family)
+
+
+def holds_on(rule: Mapping, family: str | None) -> bool:
+    """Whether a rule holds on `family` (a rule without `families` holds on all; None: any)."""
+    return family is None or not rule.get("families") or family in rule["families"]
+
+
+def _build_rules(meta: Mapping, version: str, family: str | None) -> tuple[dict, ...]:
+    return tuple(r for r in meta["rules"] if holds_at(r.get("since"), r.get("until"), version) and holds_on(r, family))
+
+
+_RULES = MetaCache(_build_rules)
+
+
+# --- products, dtypes and return codes at one release -----------------------------------------
+
+
+def holds(entity: Mapping, version: str) -> bool:
+    """Whether a fact with `since`/`until` holds at `version`."""
+    return holds_at(entity.get("since"), entity.get("until"), version)
+
+
+def families_at(meta: Mapping, version: str) -> tuple[str, ...]:
+    supported: list[str] = []
+    for product in meta["products"]:
+        if not holds(product, version):
+            continue
+        family = product["family"]
+        if product.get("supported", True):
+            if family not in supported:
+                supported.append(family)
+        elif family in supported:  # a holding "not supported" entry wins
+            supported.remove(family)
+    return tuple(supported)
+
+
+def dtypes_at(param: Mapping, family: str, version: str) -> tuple[str, ...]:
+    found: list[str] = []
+    for entry in param.get("dtypes") or ():
+        if family in entry["families"] and holds(entry, version) and not entry.get("when"):
+            for name in entry["dtypes"]:
+                if name not in found:
+                    found.append(name)
+    return tuple(found)
+
+
+def param_of(meta: Mapping, name: str) -> Mapping:
+    for p in meta["params"]:
+        if p["name"] == name:
+            return p
+    raise KeyError(f"{meta['name']} has no parameter {name!r}; it has {', '.join(p['name'] for p in meta['params'])}")
+
+
+def supported_families(meta: Mapping, version: str | CannVersion) -> tuple[str, ...]:
+    """The product families the op is supported on at `version`, in the spec's order."""
+    return families_at(meta, version_key(version))
+
+
+def supported_dtypes(meta: Mapping, param: str, family: str, version: str | CannVersion) -> tuple[str, ...]:
+    """The dtypes parameter `param` (C name) accepts on `family` at `version`; () when the op is
+    not supported on the family there. For a scalar: the dtypes the page lists for it (or the one
+    the binding creates)."""
+    version = version_key(version)
+    p = param_of(meta, param)
+    if family not in families_at(meta, version):
+        return ()
+    if p["role"] in ("scalar", "optional_scalar"):
+        listed = p.get("scalar_dtypes") or ()
+        if listed and isinstance(listed[0], Mapping):  # entries per product family
+            return dtypes_at({"dtypes": listed}, family, version)
+        return tuple(listed) or ((p["scalar_dtype"],) if p.get("scalar_dtype") else ())
+    return dtypes_at(p, family, version)
+
+
+def status_of(meta: Mapping, check: str, version: str, default: int) -> int:
+    for row in meta.get("return_codes") or ():
+        if row["check"] == check and holds(row, version):
+            return row["status"]
+    return default
+
+
+# --- output inference ---------------------------------------------------------------------------
+
+
+def _output_plan(meta: Mapping, version: str, family: str | None):
+    rules = rules_at(meta, version, family)
+    if family is None:
+        # Every family's rules at once: where one family broadcasts and another demands one shape,
+        # the broadcast shape is the answer (it equals the shared shape whenever the inputs agree).
+        rules = tuple(sorted(rules, key=lambda r: r["kind"] != "broadcast"))
+    inputs = tuple(p["name"] for p in meta["params"] if p["role"] == "input")
+    return rules, inputs, tuple(meta["outputs"])
+
+
+_OUTPUT_PLANS = MetaCache(_output_plan)
+
+
+def _shape_from_rules(name, rules, known, strict):
+    for rule in rules:
+        kind = rule["kind"]
+        if kind == "broadcast" and rule["output"] == name:
+            present = [known[i] for i in rule["inputs"] if i in known]
+            if not present:
+                continue
+            try:
+                return broadcast_shapes(*present)
+            except BroadcastError:
+                if strict:
+                    raise
+                return present[0]  # the validator (or the library) rejects these inputs anyway
+        elif kind == "same_shape" and name in rule["params"]:
+            for other in rule["params"]:
+                if other != name and other in known:
+                    return known[other]
+        elif kind == "per_channel" and rule.get("grad") == name:
+            weight, source = known.get(rule["weight"]), known.get(rule["input"])
+            if weight is not None and numel(weight) == 1:
+                return weight
+            if source is not None:
+                return (channels(source),)
+            if weight is not None:
+                return (numel(weight),)
+        elif kind == "broadcast_to":
+            if rule["param"] == name and rule["target"] in known:
+                return known[rule["target"]]
+            if rule["target"] == name and rule["param"] in known:
+                return known[rule["param"]]
+    return None
+
+
+def _dtype_from_rules(name, rules, known, first_input, strict):
+    for rule in rules:
+        kind = rule["kind"]
+        if kind in ("promote", "castable") and rule["output"] == name:
+            present = [known[i] for i in rule["inputs"] if i in known]
+            if not present:
+                continue
+            promoted = promote_names(present)
+            if promoted is None:
+                if strict:
+                    raise PromotionError(f"dtypes {', '.join(present)} have no common dtype")
+                return present[0]
+            return promoted
+        if kind == "same_dtype" and name in rule["params"]:
+            for other in rule["params"]:
+                if other != name and other in known:
+                    return known[other]
+    return first_input
+
+
+def infer_output_names(
+    meta: Mapping, shapes: Mapping[str, tuple[int, ...]], dtypes: Mapping[str, str], version: str | CannVersion,
+    *, strict: bool = False, family: str | None = None,
+) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Shape and dtype name of every output tensor, from the shapes and dtype names of the inputs
+    present (`shapes`, `dtypes`: C name -> value, inputs in META order), by the rules that hold at
+    `version` (on `family`, when given). The rules are those of `runtime.shapes.infer_outputs`,
+    which documents them; an output nothing can be derived for is left out."""
+    rules, _, outputs = _OUTPUT_PLANS.get(meta, version_key(version), family)
+    shapes = dict(shapes)
+    dtypes = dict(dtypes)
+    first_shape = next(iter(shapes.values()), None)
+    first_dtype = next(iter(dtypes.values()), None)
+
+    pending = list(outputs)
+    while pending:  # outputs may follow other outputs (same_shape [out1, out2])
+        progressed = False
+        for name in list(pending):
+            shape = _shape_from_rules(name, rules, shapes, strict)
+            if shape is not None:
+                shapes[name] = shape
+                pending.remove(name)
+                progressed = True
+        if not progressed:
+            break
+    for name in pending:
+        if first_shape is not None:
+            shapes[name] = first_shape
+
+    for name in outputs:
+        dtype = _dtype_from_rules(name, rules, dtypes, first_dtype, strict)
+        if dtype is not None:
+            dtypes[name] = dtype
+
+    return {name: (shapes[name], dtypes[name]) for name in outputs if name in shapes and name in dtypes}
+
+
+def output_inputs(meta: Mapping, version: str | CannVersion, family: str | None = None) -> tuple[str, ...]:
+    """The C names of the input tensors `infer_output_names` reads, in META order (cached)."""
+    return _OUTPUT_PLANS.get(meta, version_key(version), family)[1]
