@@ -14,7 +14,9 @@ __all__ = ["__version__"]
 # this folder since the install is found in the folder itself.
 _HERE = _os.path.dirname(_os.path.realpath(__file__))
 _ROOT = _os.path.dirname(_HERE)
-if _os.path.isfile(_os.path.join(_ROOT, "pyproject.toml")) and _os.path.isfile(_os.path.join(_ROOT, "codegen", "__init__.py")):
+if _os.path.isfile(_os.path.join(_ROOT, "pyproject.toml")) and _os.path.isfile(
+    _os.path.join(_ROOT, "codegen", "__init__.py")
+):
     __path__.extend(p for p in (_HERE, _ROOT) if p not in __path__)
 
 

@@ -117,9 +117,13 @@ def trusted(folder: str | os.PathLike, *, what: str = "cache") -> bool:
     key = (os.fspath(folder), reason)
     if key not in _warned:
         _warned.add(key)
-        warnings.warn(UntrustedCacheWarning(
-            f"aclnngen: ignoring the {what} folder {os.fspath(folder)}: {reason}; nothing in it is loaded "
-            "(make it your own with mode 0700, or set $ACLNNGEN_CACHE_DIR to a folder of yours)"), stacklevel=2)
+        warnings.warn(
+            UntrustedCacheWarning(
+                f"aclnngen: ignoring the {what} folder {os.fspath(folder)}: {reason}; nothing in it is loaded "
+                "(make it your own with mode 0700, or set $ACLNNGEN_CACHE_DIR to a folder of yours)"
+            ),
+            stacklevel=2,
+        )
     return False
 
 

@@ -45,8 +45,14 @@ class FileError(OSError):
         return self.message
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
 
 
 def kind_of(mode: int) -> str:
@@ -56,15 +62,23 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def read_regular(path: str | os.PathLike, *, what: str = "file", limit: int = DEFAULT_LIMIT, follow_links: bool = True,
-                 judge: Callable[[os.stat_result], str | None] | None = None) -> bytes:
+def read_regular(
+    path: str | os.PathLike,
+    *,
+    what: str = "file",
+    limit: int = DEFAULT_LIMIT,
+    follow_links: bool = True,
+    judge: Callable[[os.stat_result], str | None] | None = None,
+) -> bytes:
     """The bytes of a regular file of at most `limit` bytes; anything else is a FileError. With
     follow_links=False a symbolic link is refused too (a file aclnngen itself wrote and may replace).
     `judge` sees the opened file's status and refuses it by returning why (a cache entry not the
     user's own: aclnngen.cachedir.foreign), before a byte is read."""
     name = os.fspath(path)
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else os.O_NOFOLLOW))
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else os.O_NOFOLLOW)
+        )
     except FileNotFoundError:
         raise FileError(f"{name}: no such {what}") from None
     except IsADirectoryError:
@@ -123,8 +137,9 @@ def _current(fd_dir: int, name: str) -> bytes | None:
         os.close(fd)
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str, *, what: str = "file", mode: int = 0o644,
-                 durable: bool = True) -> bool:
+def write_atomic(
+    path: str | os.PathLike, data: bytes | str, *, what: str = "file", mode: int = 0o644, durable: bool = True
+) -> bool:
     """Replace `path` with `data` atomically; False when it already held exactly that (nothing written).
 
     The folder must exist. A symbolic link, or anything not a regular file, at `path` is refused.
@@ -143,7 +158,9 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, *, what: str = "fil
         except FileNotFoundError:
             st = None
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise FileError(f"{target}: is {kind_of(st.st_mode)}; aclnngen writes the {what} only as a regular file and follows no link")
+            raise FileError(
+                f"{target}: is {kind_of(st.st_mode)}; aclnngen writes the {what} only as a regular file and follows no link"
+            )
         if st is not None and st.st_size == len(content) and _current(dfd, name) == content:
             return False
         tmp = f".{name}{_TMP_MARK}{os.getpid()}-{time.monotonic_ns()}"
@@ -216,8 +233,10 @@ def locked(path: str | os.PathLike, *, what: str = "file", timeout: float | None
                         print(f"aclnngen: waiting for {target}: another aclnngen run holds the {what}", file=sys.stderr)
                         said = True
                     if time.monotonic() >= deadline:
-                        raise FileError(f"{target}: another aclnngen run has held the {what} for over {limit:g} s "
-                                        f"(${LOCK_TIMEOUT_ENV}); try again when it has finished") from None
+                        raise FileError(
+                            f"{target}: another aclnngen run has held the {what} for over {limit:g} s "
+                            f"(${LOCK_TIMEOUT_ENV}); try again when it has finished"
+                        ) from None
                     time.sleep(0.05)
             try:
                 same = os.path.samestat(os.fstat(fd), os.stat(target))

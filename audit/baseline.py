@@ -89,12 +89,14 @@ def load(path: Path | None) -> dict[str, Accepted]:
             raise BaselineError(f"{path}: entry {index} needs exactly id, reason and expires, found {str(entry)[:200]}")
         where = f"{path}: entry {index} ({entry['id']})"
         if str(entry["reason"]).strip() == PLACEHOLDER_REASON:
-            raise BaselineError(f"{where}: the reason is still the placeholder --write-baseline wrote; "
-                                "say why the finding is accepted")
+            raise BaselineError(
+                f"{where}: the reason is still the placeholder --write-baseline wrote; say why the finding is accepted"
+            )
         expires = entry["expires"]
         if str(expires).strip() == PLACEHOLDER_EXPIRES:
-            raise BaselineError(f"{where}: expires is still the placeholder {PLACEHOLDER_EXPIRES}; "
-                                "give the date the acceptance ends")
+            raise BaselineError(
+                f"{where}: expires is still the placeholder {PLACEHOLDER_EXPIRES}; give the date the acceptance ends"
+            )
         if isinstance(expires, datetime.datetime):
             raise BaselineError(f"{where}: expires {expires} has a time of day; give a date, YYYY-MM-DD")
         if isinstance(expires, str):
@@ -108,8 +110,9 @@ def load(path: Path | None) -> dict[str, Accepted]:
     return found
 
 
-def judge(ids: list[str], accepted: Mapping[str, Accepted], today: datetime.date,
-          recorded: Iterable[str] = ()) -> Judgement:
+def judge(
+    ids: list[str], accepted: Mapping[str, Accepted], today: datetime.date, recorded: Iterable[str] = ()
+) -> Judgement:
     """Each finding's status; an acceptance past its date is `expired`, not accepted."""
     recorded = set(recorded)
     result = Judgement()
@@ -130,9 +133,12 @@ def dump(findings: Iterable[Mapping], accepted: Mapping[str, Accepted], judgemen
     """A baseline of the findings that gate or are accepted (finding dicts of the report's JSON):
     an accepted finding keeps its entry; a new one gets placeholders a person fills; an expired
     one keeps its reason and gets a placeholder date."""
-    lines = ["# Accepted findings of `aclnngen audit` (use with --baseline). Written by --write-baseline:",
-             f"# replace every {PLACEHOLDER_REASON!r} with the reason and every {PLACEHOLDER_EXPIRES} with",
-             "# the date the acceptance ends; the audit refuses the file until then.", ""]
+    lines = [
+        "# Accepted findings of `aclnngen audit` (use with --baseline). Written by --write-baseline:",
+        f"# replace every {PLACEHOLDER_REASON!r} with the reason and every {PLACEHOLDER_EXPIRES} with",
+        "# the date the acceptance ends; the audit refuses the file until then.",
+        "",
+    ]
     keep = set(judgement.new) | set(judgement.expired) | set(judgement.accepted)
     for f in findings:
         if f["id"] not in keep:
@@ -141,9 +147,13 @@ def dump(findings: Iterable[Mapping], accepted: Mapping[str, Accepted], judgemen
         reason = old.reason if old else PLACEHOLDER_REASON
         expires = old.expires.isoformat() if old and f["id"] in judgement.accepted else PLACEHOLDER_EXPIRES
         families = f" on {', '.join(f['families'])}" if f.get("families") else ""
-        lines += [f"# {f['op']}: {f['subject']}{families}: claimed {f['claimed']}; observed {f['observed']}"
-                  .replace("\n", " "),
-                  f"- id: {f['id']}",
-                  f"  reason: {yaml.safe_dump(reason, default_style=None, width=10**6).strip().removesuffix('...').strip()}",
-                  f"  expires: {expires}", ""]
+        lines += [
+            f"# {f['op']}: {f['subject']}{families}: claimed {f['claimed']}; observed {f['observed']}".replace(
+                "\n", " "
+            ),
+            f"- id: {f['id']}",
+            f"  reason: {yaml.safe_dump(reason, default_style=None, width=10**6).strip().removesuffix('...').strip()}",
+            f"  expires: {expires}",
+            "",
+        ]
     return "\n".join(lines)

@@ -88,7 +88,9 @@ def audit_op(snake: str, source: str, *, profile: str | None = None, family: str
     return audit(_op(snake), bound_op(snake), source, profile=profile, family=family)
 
 
-def audit(op: opcheck.OpUnderTest, call, source: str, *, profile: str | None = None, family: str | None = None) -> OpAudit:
+def audit(
+    op: opcheck.OpUnderTest, call, source: str, *, profile: str | None = None, family: str | None = None
+) -> OpAudit:
     """Every check `source` can answer: the claims are `op.meta`'s (the spec's), the behaviour is
     the library's through `call` (a bound op) and the oracle's."""
     result = OpAudit(op.name, source, release=str(op.version))
@@ -126,29 +128,60 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                 if status is None:
                     continue
                 works = status == 0
-                sets[dtype] = ("claimed, works" if claimed and works else "claimed, rejected" if claimed
-                               else "not claimed, works" if works else "not claimed, rejected")
+                sets[dtype] = (
+                    "claimed, works"
+                    if claimed and works
+                    else "claimed, rejected"
+                    if claimed
+                    else "not claimed, works"
+                    if works
+                    else "not claimed, rejected"
+                )
                 if claimed != works:
-                    result.findings.append(Finding(
-                        op.name, "dtype", f"{dtype} on {family}", "mismatch" if claimed else "undocumented",
-                        source, family, "supported" if claimed else "not listed",
-                        "accepted" if works else f"rejected with {status}", repro(values, family), checks=("dtype",)))
+                    result.findings.append(
+                        Finding(
+                            op.name,
+                            "dtype",
+                            f"{dtype} on {family}",
+                            "mismatch" if claimed else "undocumented",
+                            source,
+                            family,
+                            "supported" if claimed else "not listed",
+                            "accepted" if works else f"rejected with {status}",
+                            repro(values, family),
+                            checks=("dtype",),
+                        )
+                    )
             if family not in supported:
                 continue
             _partial_support(op, family, sets, probe, repro, source, result)
-            home = "float32" if "float32" in supported_dtypes(meta, op.params("input")[0]["name"], family, version) else \
-                (supported_dtypes(meta, op.params("input")[0]["name"], family, version) or ("float32",))[0]
+            home = (
+                "float32"
+                if "float32" in supported_dtypes(meta, op.params("input")[0]["name"], family, version)
+                else (supported_dtypes(meta, op.params("input")[0]["name"], family, version) or ("float32",))[0]
+            )
             for kind, expected in planning.applicable_cases(meta, version, family=family, dtype=home):
-                values = _broadcast_outputs(meta, cases.make_values(meta, kind, home, version=version, family=family), kind)
+                values = _broadcast_outputs(
+                    meta, cases.make_values(meta, kind, home, version=version, family=family), kind
+                )
                 status = _counted(probe, values, family, result)
                 if status is None:
                     continue
                 if (status == 0) != (expected == 0):
-                    result.findings.append(Finding(
-                        op.name, "shape", f"{kind} on {family}", "mismatch" if expected == 0 else "undocumented",
-                        source, family, "accepted" if expected == 0 else f"rejected with {expected}",
-                        "accepted" if status == 0 else f"rejected with {status}", repro(values, family),
-                        checks=CASE_CHECKS.get(kind, ())))
+                    result.findings.append(
+                        Finding(
+                            op.name,
+                            "shape",
+                            f"{kind} on {family}",
+                            "mismatch" if expected == 0 else "undocumented",
+                            source,
+                            family,
+                            "accepted" if expected == 0 else f"rejected with {expected}",
+                            "accepted" if status == 0 else f"rejected with {status}",
+                            repro(values, family),
+                            checks=CASE_CHECKS.get(kind, ()),
+                        )
+                    )
             base = cases.make_values(meta, "contiguous", home, version=version, family=family)
             _null_defaults(call, op, base, family, source, result)
             for index, row in enumerate(meta["return_codes"]):
@@ -166,11 +199,20 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                         continue
                     result.checked += 1
                     if status != row["status"]:
-                        result.findings.append(Finding(
-                            op.name, "return_code", f"row {index} ({row['check']}: {param}) on {family}",
-                            "mismatch", source, family, f"status {row['status']}",
-                            "accepted" if status == 0 else f"status {status}", repro(values, family),
-                            checks=(row["check"],)))
+                        result.findings.append(
+                            Finding(
+                                op.name,
+                                "return_code",
+                                f"row {index} ({row['check']}: {param}) on {family}",
+                                "mismatch",
+                                source,
+                                family,
+                                f"status {row['status']}",
+                                "accepted" if status == 0 else f"status {status}",
+                                repro(values, family),
+                                checks=(row["check"],),
+                            )
+                        )
 
 
 def _soc_name() -> str:
@@ -208,10 +250,15 @@ def _conditional_claims(meta: Mapping, family: str, version: str) -> dict[str, l
                 for dtype in row["dtypes"]:
                     if row["when"] not in found.setdefault(dtype, []):
                         found[dtype].append(row["when"])
-    return {d: whens for d, whens in found.items()
-            if all(d in supported_dtypes(meta, t["name"], family, version) or
-                   any(d in r["dtypes"] and r.get("when") for r in t.get("dtypes") or () if family in r["families"])
-                   for t in tensors)}
+    return {
+        d: whens
+        for d, whens in found.items()
+        if all(
+            d in supported_dtypes(meta, t["name"], family, version)
+            or any(d in r["dtypes"] and r.get("when") for r in t.get("dtypes") or () if family in r["families"])
+            for t in tensors
+        )
+    }
 
 
 def _partial_support(op, family: str, sets: dict, probe, repro, source: str, result: OpAudit) -> None:
@@ -233,9 +280,20 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
                 notes[dtype] = f"works only when {condition}"
                 result.conditions.setdefault(family, {})[dtype] = dict(when)
             elif status != 0:
-                result.findings.append(Finding(
-                    op.name, "dtype", f"{dtype} on {family} when {condition}", "mismatch", source, family,
-                    "supported", f"rejected with {status}", repro(values, family), checks=("dtype",)))
+                result.findings.append(
+                    Finding(
+                        op.name,
+                        "dtype",
+                        f"{dtype} on {family} when {condition}",
+                        "mismatch",
+                        source,
+                        family,
+                        "supported",
+                        f"rejected with {status}",
+                        repro(values, family),
+                        checks=("dtype",),
+                    )
+                )
     for dtype, verdict in sets.items():
         if verdict != "claimed, works":
             continue
@@ -243,14 +301,26 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
         for kind, expected in planning.applicable_cases(meta, version, family=family, dtype=dtype):
             if kind == "contiguous" or expected != 0:
                 continue
-            values = _broadcast_outputs(meta, cases.make_values(meta, kind, dtype, version=version, family=family), kind)
+            values = _broadcast_outputs(
+                meta, cases.make_values(meta, kind, dtype, version=version, family=family), kind
+            )
             status = _counted(probe, values, family, result)
             if status:
                 rejected.append(kind)
-                result.findings.append(Finding(
-                    op.name, "dtype", f"{dtype} on {family}, {kind}", "mismatch", source, family,
-                    "accepted", f"rejected with {status}", repro(values, family),
-                    checks=("dtype",) + CASE_CHECKS.get(kind, ())))
+                result.findings.append(
+                    Finding(
+                        op.name,
+                        "dtype",
+                        f"{dtype} on {family}, {kind}",
+                        "mismatch",
+                        source,
+                        family,
+                        "accepted",
+                        f"rejected with {status}",
+                        repro(values, family),
+                        checks=("dtype",) + CASE_CHECKS.get(kind, ()),
+                    )
+                )
         if rejected:
             notes[dtype] = "not with " + ", ".join(rejected)
 
@@ -273,10 +343,19 @@ def _null_defaults(call, op, base: dict, family: str, source: str, result: OpAud
         result.claims += 1
         same = all(_same(a, b) for a, b in zip(*outputs))
         if not same:
-            result.findings.append(Finding(
-                op.name, "default", f"{p['name']} NULL on {family}", "mismatch", source, family,
-                f"NULL means {p['default']!r}", "NULL gives another result than the documented default",
-                _default_snippet(meta, p["name"], p["default"], family, op.version)))
+            result.findings.append(
+                Finding(
+                    op.name,
+                    "default",
+                    f"{p['name']} NULL on {family}",
+                    "mismatch",
+                    source,
+                    family,
+                    f"NULL means {p['default']!r}",
+                    "NULL gives another result than the documented default",
+                    _default_snippet(meta, p["name"], p["default"], family, op.version),
+                )
+            )
 
 
 def _same(a, b) -> bool:
@@ -287,22 +366,27 @@ def _same(a, b) -> bool:
 
 def _default_snippet(meta: Mapping, name: str, default, family: str, version: str) -> str:
     snake = meta["snake"]
-    return "\n".join([
-        "import numpy as np",
-        "from aclnngen.audit.probe import bound_op",
-        "from aclnngen.runtime import session",
-        "from aclnngen.verify import cases",
-        "from aclnngen.verify.opcheck import same_bits",
-        f"from aclnngen.generated.meta.{snake} import META",
-        "",
-        f"with session.simulated(family={family!r}, version={version!r}):",
-        f"    base = cases.make_values(META, 'contiguous', 'float32', version={version!r}, family={family!r})",
-        "    results = []",
-        f"    for value in (None, {default!r}):",
-        f"        values = {{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in {{**base, {name!r}: value}}.items()}}",
-        f"        results.append(bound_op({snake!r})(*[values.get(p['name']) for p in META['params']], validate=False))",
-        "    print('same' if same_bits(np.asarray(results[0]), np.asarray(results[1])) else 'differ')",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "import numpy as np",
+                "from aclnngen.audit.probe import bound_op",
+                "from aclnngen.runtime import session",
+                "from aclnngen.verify import cases",
+                "from aclnngen.verify.opcheck import same_bits",
+                f"from aclnngen.generated.meta.{snake} import META",
+                "",
+                f"with session.simulated(family={family!r}, version={version!r}):",
+                f"    base = cases.make_values(META, 'contiguous', 'float32', version={version!r}, family={family!r})",
+                "    results = []",
+                f"    for value in (None, {default!r}):",
+                f"        values = {{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in {{**base, {name!r}: value}}.items()}}",
+                f"        results.append(bound_op({snake!r})(*[values.get(p['name']) for p in META['params']], validate=False))",
+                "    print('same' if same_bits(np.asarray(results[0]), np.asarray(results[1])) else 'differ')",
+            ]
+        )
+        + "\n"
+    )
 
 
 def _broadcast_outputs(meta: Mapping, values: dict, kind: str) -> dict:
@@ -310,7 +394,11 @@ def _broadcast_outputs(meta: Mapping, values: dict, kind: str) -> dict:
     broadcast shape: the probe then asks only whether the library broadcasts the inputs."""
     if kind != "broadcast-rejected":
         return values
-    shapes = [np.shape(values[p["name"]]) for p in meta["params"] if p["role"] == "input" and values.get(p["name"]) is not None]
+    shapes = [
+        np.shape(values[p["name"]])
+        for p in meta["params"]
+        if p["role"] == "input" and values.get(p["name"]) is not None
+    ]
     try:
         shape = np.broadcast_shapes(*shapes)
     except ValueError:
@@ -341,17 +429,38 @@ def _numeric_checks(op, source: str, result: OpAudit) -> None:
         result.error_histogram[dtype] = _error_histogram(op, values)
         problem = _against_oracle(op, dtype, values, result)
         if problem:
-            result.findings.append(Finding(op.name, "numerics", f"spec formula, {dtype}", "mismatch", source, None,
-                                           "the spec's formula", problem, _numeric_snippet(op, dtype, "spec", None)))
+            result.findings.append(
+                Finding(
+                    op.name,
+                    "numerics",
+                    f"spec formula, {dtype}",
+                    "mismatch",
+                    source,
+                    None,
+                    "the spec's formula",
+                    problem,
+                    _numeric_snippet(op, dtype, "spec", None),
+                )
+            )
         # NaN, infinities, signed zeros, subnormals and extremes, in the inputs and the gradient
         special = opcheck.adversarial_values(op, dtype, "special-values")
         result.checked += 1
         result.claims += 1
         problem = _against_oracle(op, dtype, special, None)
         if problem:
-            result.findings.append(Finding(op.name, "numerics", f"special values, {dtype}", "mismatch", source, None,
-                                           "the spec's formula at NaN, inf, -0.0, subnormal and extreme inputs", problem,
-                                           _numeric_snippet(op, dtype, "spec", None, "special-values")))
+            result.findings.append(
+                Finding(
+                    op.name,
+                    "numerics",
+                    f"special values, {dtype}",
+                    "mismatch",
+                    source,
+                    None,
+                    "the spec's formula at NaN, inf, -0.0, subnormal and extreme inputs",
+                    problem,
+                    _numeric_snippet(op, dtype, "spec", None, "special-values"),
+                )
+            )
     for name, value in sweeps.scalar_points(meta, version):
         overrides = sweeps.overrides_for(meta, version, name, value)
         dtype = "float32" if "float32" in dtypes else dtypes[0]
@@ -360,9 +469,19 @@ def _numeric_checks(op, source: str, result: OpAudit) -> None:
         result.claims += 1
         problem = _against_oracle(op, dtype, values, None)
         if problem:
-            result.findings.append(Finding(op.name, "numerics", f"{name} = {value!r}", "mismatch", source, None,
-                                           f"the formula at {name} = {value!r}", problem,
-                                           _numeric_snippet(op, dtype, "spec", overrides)))
+            result.findings.append(
+                Finding(
+                    op.name,
+                    "numerics",
+                    f"{name} = {value!r}",
+                    "mismatch",
+                    source,
+                    None,
+                    f"the formula at {name} = {value!r}",
+                    problem,
+                    _numeric_snippet(op, dtype, "spec", overrides),
+                )
+            )
     for key in op.reference.FORMULAS:
         if not key.startswith("claimed:"):
             continue
@@ -379,13 +498,34 @@ def _numeric_checks(op, source: str, result: OpAudit) -> None:
                 problem = f"{problem} (at {overrides})" if overrides else problem
                 break
         if problem:  # the page's printed formula is not the gradient: the recorded defect, seen
-            result.findings.append(Finding(op.name, "formula", f"the page's formula ({key})", "page_defect", "torch", None,
-                                           "the printed formula is the op's gradient", problem,
-                                           _numeric_snippet(op, dtype, key, None), defect=int(key.split(":")[1])))
+            result.findings.append(
+                Finding(
+                    op.name,
+                    "formula",
+                    f"the page's formula ({key})",
+                    "page_defect",
+                    "torch",
+                    None,
+                    "the printed formula is the op's gradient",
+                    problem,
+                    _numeric_snippet(op, dtype, key, None),
+                    defect=int(key.split(":")[1]),
+                )
+            )
         else:
-            result.findings.append(Finding(op.name, "formula", f"the page's formula ({key})", "mismatch", "torch", None,
-                                           "the spec records the printed formula as wrong",
-                                           "it agrees with torch's gradient", _numeric_snippet(op, dtype, key, None)))
+            result.findings.append(
+                Finding(
+                    op.name,
+                    "formula",
+                    f"the page's formula ({key})",
+                    "mismatch",
+                    "torch",
+                    None,
+                    "the spec records the printed formula as wrong",
+                    "it agrees with torch's gradient",
+                    _numeric_snippet(op, dtype, key, None),
+                )
+            )
 
 
 HISTOGRAM_EDGES = tuple(range(-12, 1))  # log10 of the relative error; below 1e-12 counts in the first bin
@@ -427,14 +567,19 @@ def _against_oracle(op, dtype: str, values: dict, result: OpAudit | None, formul
 
 def _numeric_snippet(op, dtype: str, formula: str, overrides, data: str = "random") -> str:
     snake = op.meta["snake"]
-    return "\n".join([
-        "from aclnngen.audit.checks import _op, _against_oracle",
-        "from aclnngen.verify import opcheck",
-        "",
-        f"op = _op({snake!r})",
-        f"values = opcheck.adversarial_values(op, {dtype!r}, {data!r}, overrides={overrides!r})",
-        f"print(_against_oracle(op, {dtype!r}, values, None, formula={formula!r}) or 'agrees with torch')",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "from aclnngen.audit.checks import _op, _against_oracle",
+                "from aclnngen.verify import opcheck",
+                "",
+                f"op = _op({snake!r})",
+                f"values = opcheck.adversarial_values(op, {dtype!r}, {data!r}, overrides={overrides!r})",
+                f"print(_against_oracle(op, {dtype!r}, values, None, formula={formula!r}) or 'agrees with torch')",
+            ]
+        )
+        + "\n"
+    )
 
 
 def spec_defects(snake: str) -> list:
@@ -446,9 +591,20 @@ def spec_defects(snake: str) -> list:
 
 def recorded_defects(snake: str, op_name: str) -> list[Finding]:
     """Every defect the spec records, as a page-defect finding of source `spec`."""
-    return [Finding(op_name, "defect", f"{d.kind} #{i}", "page_defect", "spec", None, "the page", " ".join(d.note.split()),
-                    defect=i)
-            for i, d in enumerate(spec_defects(snake))]
+    return [
+        Finding(
+            op_name,
+            "defect",
+            f"{d.kind} #{i}",
+            "page_defect",
+            "spec",
+            None,
+            "the page",
+            " ".join(d.note.split()),
+            defect=i,
+        )
+        for i, d in enumerate(spec_defects(snake))
+    ]
 
 
 def explanations(findings: list[Finding], defects: list, release: str) -> dict[str, dict]:
@@ -460,8 +616,9 @@ def explanations(findings: list[Finding], defects: list, release: str) -> dict[s
     for f in findings:
         index = f.defect
         if index is None and f.checks:
-            index = next((i for i, d in enumerate(defects)
-                          if d.holds_at(release) and set(d.checks) & set(f.checks)), None)
+            index = next(
+                (i for i, d in enumerate(defects) if d.holds_at(release) and set(d.checks) & set(f.checks)), None
+            )
         if index is not None and 0 <= index < len(defects):
             d = defects[index]
             found[f.id] = {"defect": index, "kind": d.kind, "note": " ".join(d.note.split())}

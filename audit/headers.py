@@ -24,7 +24,9 @@ _NOT_NEWLINE = re.compile(r"[^\n]")
 _SEGMENT_END = re.compile(r"[;{]")
 _DECLARATION = re.compile(r"\baclnnStatus\s+(aclnn\w+)\s*\(")
 # `__attribute__((...))` with one level of parentheses inside, as `visibility("default")`
-_MACROS = re.compile(r"\b(?:ACLNN_API|ACL_FUNC_VISIBILITY|extern)\b|__attribute__\s*\(\([^()]*(?:\([^()]*\)[^()]*)*\)\)")
+_MACROS = re.compile(
+    r"\b(?:ACLNN_API|ACL_FUNC_VISIBILITY|extern)\b|__attribute__\s*\(\([^()]*(?:\([^()]*\)[^()]*)*\)\)"
+)
 
 
 def _without_comments(text: str) -> str:
@@ -36,14 +38,14 @@ def _without_comments(text: str) -> str:
         if start is None:
             parts.append(text[at:])
             return "".join(parts)
-        parts.append(text[at:start.start()])
+        parts.append(text[at : start.start()])
         if start.group() == "/*":
             close = text.find("*/", start.end())
             end = len(text) if close < 0 else close + 2
         else:
             close = text.find("\n", start.end())
             end = len(text) if close < 0 else close
-        parts.append(_NOT_NEWLINE.sub(" ", text[start.start():end]))
+        parts.append(_NOT_NEWLINE.sub(" ", text[start.start() : end]))
         at = end
 
 
@@ -53,13 +55,13 @@ def _declarations_in(code: str) -> Iterable[tuple[str, str, int]]:
     next `;` was quadratic)."""
     at = 0
     for end in _SEGMENT_END.finditer(code):
-        piece, start = code[at:end.start()], at
+        piece, start = code[at : end.start()], at
         at = end.end()
         if end.group() != ";" or not piece.rstrip().endswith(")"):
             continue
         found = _DECLARATION.search(piece)
         if found:
-            yield found.group(1), piece[found.start():], start + found.start()
+            yield found.group(1), piece[found.start() :], start + found.start()
 
 
 def declarations(include: Path) -> dict[str, tuple[str, str]]:
@@ -81,7 +83,9 @@ def declarations(include: Path) -> dict[str, tuple[str, str]]:
     return found
 
 
-def compare(include: Path, metas: Iterable[Mapping], prototypes: Mapping[str, Mapping[str, str]]) -> tuple[list[Finding], int]:
+def compare(
+    include: Path, metas: Iterable[Mapping], prototypes: Mapping[str, Mapping[str, str]]
+) -> tuple[list[Finding], int]:
     """(findings, functions checked): each op's two prototypes (`prototypes[op name]`, the spec's)
     against the header's declaration of the same function."""
     declared = declarations(include)
@@ -92,17 +96,47 @@ def compare(include: Path, metas: Iterable[Mapping], prototypes: Mapping[str, Ma
             spec = parse_prototype(text)
             checked += 1
             if spec.name not in declared:
-                findings.append(Finding(meta["name"], "header", spec.name, "mismatch", "headers", None,
-                                        str(spec), f"not declared in {include}"))
+                findings.append(
+                    Finding(
+                        meta["name"],
+                        "header",
+                        spec.name,
+                        "mismatch",
+                        "headers",
+                        None,
+                        str(spec),
+                        f"not declared in {include}",
+                    )
+                )
                 continue
             source, where = declared[spec.name]
             try:
                 header = parse_prototype(source)
             except PrototypeError as exc:
-                findings.append(Finding(meta["name"], "header", spec.name, "mismatch", "headers", None,
-                                        str(spec), f"{where}: cannot parse the declaration: {exc}"))
+                findings.append(
+                    Finding(
+                        meta["name"],
+                        "header",
+                        spec.name,
+                        "mismatch",
+                        "headers",
+                        None,
+                        str(spec),
+                        f"{where}: cannot parse the declaration: {exc}",
+                    )
+                )
                 continue
             for difference in diff_prototypes(header, spec):
-                findings.append(Finding(meta["name"], "header", f"{spec.name}: {difference}", "mismatch", "headers",
-                                        None, str(spec), f"{where}: {header}"))
+                findings.append(
+                    Finding(
+                        meta["name"],
+                        "header",
+                        f"{spec.name}: {difference}",
+                        "mismatch",
+                        "headers",
+                        None,
+                        str(spec),
+                        f"{where}: {header}",
+                    )
+                )
     return findings, checked

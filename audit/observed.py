@@ -52,13 +52,26 @@ def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointe
         works = tuple(d for d, verdict in sets.items() if verdict.endswith("works"))
         if works:
             by_list.setdefault(works, []).append(family)
-    dtypes = [{"params": list(tensors), "families": families, "dtypes": list(works),
-               "reason": f"every tensor of the dtype accepted by the first phase on {source}"}
-              for works, families in by_list.items()]
+    dtypes = [
+        {
+            "params": list(tensors),
+            "families": families,
+            "dtypes": list(works),
+            "reason": f"every tensor of the dtype accepted by the first phase on {source}",
+        }
+        for works, families in by_list.items()
+    ]
     for family, found in sorted(audit.conditions.items()):
         for dtype, when in sorted(found.items()):
-            dtypes.append({"params": list(tensors), "families": [family], "dtypes": [dtype], "when": dict(when),
-                           "reason": f"accepted on {source} only when {condition_text(when)}"})
+            dtypes.append(
+                {
+                    "params": list(tensors),
+                    "families": [family],
+                    "dtypes": [dtype],
+                    "when": dict(when),
+                    "reason": f"accepted on {source} only when {condition_text(when)}",
+                }
+            )
     changes: list[dict] = []
     left_out: dict[str, list[str]] = {}
     for f in audit.findings:
@@ -69,10 +82,18 @@ def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointe
         if change is None:
             left_out.setdefault(f"{subject}: {f.observed}, the spec says {f.claimed}", []).append(f.family or "-")
         elif not any(_same_change(c, change) for c in changes):
-            changes.append({**change, "reason": f"{subject} accepted on {f.family} ({source}), though the spec rejects it"})
-    return {"op": meta["name"], "cann_version": release, "evidence": f"observed on {source} at {release}",
-            "null_out_pointers": null_out_pointers, "changes": changes, "dtypes": dtypes,
-            "notes": [f"{what} (on {', '.join(families)})" for what, families in sorted(left_out.items())]}
+            changes.append(
+                {**change, "reason": f"{subject} accepted on {f.family} ({source}), though the spec rejects it"}
+            )
+    return {
+        "op": meta["name"],
+        "cann_version": release,
+        "evidence": f"observed on {source} at {release}",
+        "null_out_pointers": null_out_pointers,
+        "changes": changes,
+        "dtypes": dtypes,
+        "notes": [f"{what} (on {', '.join(families)})" for what, families in sorted(left_out.items())],
+    }
 
 
 def _change(meta: Mapping, finding, subject: str) -> dict | None:
@@ -83,7 +104,9 @@ def _change(meta: Mapping, finding, subject: str) -> dict | None:
         return dict(change) if change is not None and change["rule"] in kinds else None
     # a return-code row "row N (check: param)" of a rule's check that the library did not make on param
     check, _, param = subject.partition("(")[2].rstrip(")").partition(": ")
-    named = [r for r in meta["rules"] if r["kind"] == check and param in (r.get("params") or []) + (r.get("inputs") or [])]
+    named = [
+        r for r in meta["rules"] if r["kind"] == check and param in (r.get("params") or []) + (r.get("inputs") or [])
+    ]
     if not named:
         return None
     return {"action": "exclude_params", "rule": check, "params": [param]}
@@ -106,7 +129,11 @@ def merge(saved: Mapping, new: Mapping) -> dict[str, Any]:
     for change in saved.get("changes") or []:
         if not any(_same_change(c, change) for c in changes):
             changes.append(change)
-    evidence = new["evidence"] if saved.get("evidence") == new["evidence"] else f"{saved.get('evidence')}; then {new['evidence']}"
+    evidence = (
+        new["evidence"]
+        if saved.get("evidence") == new["evidence"]
+        else f"{saved.get('evidence')}; then {new['evidence']}"
+    )
     notes = list(dict.fromkeys(list(saved.get("notes") or []) + list(new["notes"])))
     return {**new, "evidence": evidence, "changes": changes, "dtypes": kept + list(new["dtypes"]), "notes": notes}
 
@@ -114,7 +141,9 @@ def merge(saved: Mapping, new: Mapping) -> dict[str, Any]:
 def write(profile: Mapping, profiles_dir: Path, name: str, snake: str, *, source: str, where: str = "") -> Path:
     """Write (or merge into) `profiles_dir/name/<release>/<snake>.yaml`; the path written."""
     if not name.replace("_", "").replace("-", "").isalnum() or name == "spec":
-        raise SaveProfileError(f"--save-profile {name!r}: a profile name is letters, digits, '-' and '_', and not 'spec'")
+        raise SaveProfileError(
+            f"--save-profile {name!r}: a profile name is letters, digits, '-' and '_', and not 'spec'"
+        )
     target = Path(profiles_dir) / name / str(profile["cann_version"]) / f"{snake}.yaml"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +153,9 @@ def write(profile: Mapping, profiles_dir: Path, name: str, snake: str, *, source
             if os.path.lexists(target):
                 text = read_text(target, what="profile")
                 if not text.startswith(MARK):
-                    raise SaveProfileError(f"{target} exists and was not written by --save-profile; save under another name")
+                    raise SaveProfileError(
+                        f"{target} exists and was not written by --save-profile; save under another name"
+                    )
                 check_events(text, target, "profiles")
                 data = merge(yaml.safe_load(text) or {}, profile)
             write_atomic(target, HEADER.format(source=source, where=where) + block_yaml(data), what="profile")

@@ -28,15 +28,37 @@ def page_findings(page: Path, spec: dict[str, Any], release: str, products: Prod
     facts = read_page(page, products, release)
     draft = build_draft(facts, products)
     op = spec["name"]
-    findings = [Finding(op, "page", f"{kind}: {note}", "page_defect", "page", None, "the page agrees with itself", note)
-                for kind, note in facts.defects]
+    findings = [
+        Finding(op, "page", f"{kind}: {note}", "page_defect", "page", None, "the page agrees with itself", note)
+        for kind, note in facts.defects
+    ]
     unexcused, excused = disagreements(spec, draft, release)
     for change in unexcused:
-        findings.append(Finding(op, "page", f"{change.what} {change.where}: {change.message}", "mismatch", "page",
-                                change.family, "the spec's fact at " + release, change.message))
+        findings.append(
+            Finding(
+                op,
+                "page",
+                f"{change.what} {change.where}: {change.message}",
+                "mismatch",
+                "page",
+                change.family,
+                "the spec's fact at " + release,
+                change.message,
+            )
+        )
     for change in excused:
-        findings.append(Finding(op, "page", f"{change.what} {change.where}: {change.message}", "page_defect", "page",
-                                change.family, "a defect the spec records", change.message))
+        findings.append(
+            Finding(
+                op,
+                "page",
+                f"{change.what} {change.where}: {change.message}",
+                "page_defect",
+                "page",
+                change.family,
+                "a defect the spec records",
+                change.message,
+            )
+        )
     checked = len(facts.params) + len(facts.products) + len(facts.return_codes)
     for which, header_text in (spec.get("prototypes") or {}).items():
         page_text = (draft.get("prototypes") or {}).get(which)
@@ -48,6 +70,9 @@ def page_findings(page: Path, spec: dict[str, Any], release: str, products: Prod
         except PrototypeError as exc:
             differences = [f"the page's prototype does not parse: {exc}"]
         for difference in differences:
-            findings.append(Finding(op, "page", f"{which} prototype: {difference}", "page_defect", "page", None,
-                                    header_text, page_text))
+            findings.append(
+                Finding(
+                    op, "page", f"{which} prototype: {difference}", "page_defect", "page", None, header_text, page_text
+                )
+            )
     return findings, checked

@@ -75,22 +75,31 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
-def probe_snippet(snake: str, meta: Mapping, values: Mapping[str, Any], family: str, version: str,
-                  profile: str | None, source: str) -> str:
+def probe_snippet(
+    snake: str, meta: Mapping, values: Mapping[str, Any], family: str, version: str, profile: str | None, source: str
+) -> str:
     """A self-contained script that makes the same first-phase call and prints its status."""
-    where = (f"session.simulated(family={family!r}, version={version!r}, profile={profile!r})"
-             if source == "sim" else "contextlib.nullcontext()  # the installed CANN")
-    return "\n".join([
-        "import contextlib",
-        "import ml_dtypes",
-        "import numpy as np",
-        "from aclnngen.audit.probe import bound_op, first_phase",
-        "from aclnngen.runtime import session",
-        f"from aclnngen.generated.meta.{snake} import META",
-        "",
-        "values = {",
-        *snippet_values(meta, values),
-        "}",
-        f"with {where}:",
-        f"    print('status', first_phase(bound_op({snake!r}), META, values))",
-    ]) + "\n"
+    where = (
+        f"session.simulated(family={family!r}, version={version!r}, profile={profile!r})"
+        if source == "sim"
+        else "contextlib.nullcontext()  # the installed CANN"
+    )
+    return (
+        "\n".join(
+            [
+                "import contextlib",
+                "import ml_dtypes",
+                "import numpy as np",
+                "from aclnngen.audit.probe import bound_op, first_phase",
+                "from aclnngen.runtime import session",
+                f"from aclnngen.generated.meta.{snake} import META",
+                "",
+                "values = {",
+                *snippet_values(meta, values),
+                "}",
+                f"with {where}:",
+                f"    print('status', first_phase(bound_op({snake!r}), META, values))",
+            ]
+        )
+        + "\n"
+    )

@@ -20,8 +20,14 @@ SETS = ("claimed, works", "claimed, rejected", "not claimed, works", "not claime
 _TITLES = {"mismatch": "Mismatches", "undocumented": "Undocumented behaviour", "page_defect": "Page defects"}
 
 
-def as_json(audits: Sequence[OpAudit], record: dict, judgement: Judgement, recorded: Mapping[str, dict],
-            accepted: Mapping[str, Accepted], out: Path | None = None) -> dict:
+def as_json(
+    audits: Sequence[OpAudit],
+    record: dict,
+    judgement: Judgement,
+    recorded: Mapping[str, dict],
+    accepted: Mapping[str, Accepted],
+    out: Path | None = None,
+) -> dict:
     """The report's data. `recorded`: finding id -> the spec's defects entry that explains it;
     `accepted`: the baseline's entries; `out`: where the report is written (for the reproducer's
     command line)."""
@@ -44,10 +50,22 @@ def as_json(audits: Sequence[OpAudit], record: dict, judgement: Judgement, recor
         "expired": judgement.expired,
         "stale_baseline": judgement.stale,
         "repro_command": repro_command(out),
-        "ops": [{"op": a.op, "source": a.source, "release": a.release, "socs": a.socs, "checked": a.checked,
-                 "claims": a.claims, "errors": a.errors, "support": a.matrix,
-                 "partial": {f: d for f, d in a.partial.items() if d}, "error_histogram": a.error_histogram,
-                 "findings": [finding(f) for f in a.findings]} for a in audits],
+        "ops": [
+            {
+                "op": a.op,
+                "source": a.source,
+                "release": a.release,
+                "socs": a.socs,
+                "checked": a.checked,
+                "claims": a.claims,
+                "errors": a.errors,
+                "support": a.matrix,
+                "partial": {f: d for f, d in a.partial.items() if d},
+                "error_histogram": a.error_histogram,
+                "findings": [finding(f) for f in a.findings],
+            }
+            for a in audits
+        ],
         "histogram_edges_log10": list(HISTOGRAM_EDGES),
     }
 
@@ -78,11 +96,20 @@ def markdown(data: dict) -> str:
     for op in data["ops"]:
         counts = [sum(1 for f in op["findings"] if f["group"] == g) for g in GROUPS]
         lines.append(f"| {op['op']} | {op['source']} | {op['checked']} | " + " | ".join(map(str, counts)) + " |")
-    families = sorted({fam for op in data["ops"] for f in op["findings"] for fam in f["families"]} |
-                      {fam for op in data["ops"] for fam in op["support"]})
+    families = sorted(
+        {fam for op in data["ops"] for f in op["findings"] for fam in f["families"]}
+        | {fam for op in data["ops"] for fam in op["support"]}
+    )
     if families:
-        lines += ["", "### By product family", "", "findings (of them new) per op and family; `-` where nothing was checked", "",
-                  "| op | " + " | ".join(families) + " |", "|---|" + "---|" * len(families)]
+        lines += [
+            "",
+            "### By product family",
+            "",
+            "findings (of them new) per op and family; `-` where nothing was checked",
+            "",
+            "| op | " + " | ".join(families) + " |",
+            "|---|" + "---|" * len(families),
+        ]
         for op in data["ops"]:
             cells = []
             for fam in families:
@@ -97,25 +124,43 @@ def markdown(data: dict) -> str:
         lines += ["", f"## {op['op']}", ""]
         if partial:
             lines += ["Partial support (a dtype that works with some shapes or values only):", ""]
-            lines += [f"- {dtype} on {family}: {what}" for family, found in sorted(partial.items()) for dtype, what in sorted(found.items())]
+            lines += [
+                f"- {dtype} on {family}: {what}"
+                for family, found in sorted(partial.items())
+                for dtype, what in sorted(found.items())
+            ]
             lines.append("")
         for group in GROUPS:
             mine = [f for f in op["findings"] if f["group"] == group]
             if not mine:
                 continue
-            lines += [f"### {_TITLES[group]}", "",
-                      "| id | source | what | families | claimed | observed | status |", "|---|---|---|---|---|---|---|"]
+            lines += [
+                f"### {_TITLES[group]}",
+                "",
+                "| id | source | what | families | claimed | observed | status |",
+                "|---|---|---|---|---|---|---|",
+            ]
             for f in mine:
-                lines.append(f"| `{f['id']}` | {f['source']} | {_cell(f['subject'])} | {', '.join(f['families']) or '-'} | "
-                             f"{_cell(f['claimed'])} | {_cell(f['observed'])} | {_cell(_status(f))} |")
+                lines.append(
+                    f"| `{f['id']}` | {f['source']} | {_cell(f['subject'])} | {', '.join(f['families']) or '-'} | "
+                    f"{_cell(f['claimed'])} | {_cell(f['observed'])} | {_cell(_status(f))} |"
+                )
             lines.append("")
         if op["errors"]:
             lines += ["Not checked (the probe could not reach the library):", ""] + [f"- {e}" for e in op["errors"]]
     if data["expired"]:
-        lines += ["", "## Expired baseline entries", "",
-                  "accepted until a date now past: each gates like a new finding until it is fixed or accepted again", ""]
-        lines += [f"- `{f['id']}` expired on {f['baseline']['expires']} ({f['baseline']['reason']})"
-                  for f in findings if f["status"] == "expired"]
+        lines += [
+            "",
+            "## Expired baseline entries",
+            "",
+            "accepted until a date now past: each gates like a new finding until it is fixed or accepted again",
+            "",
+        ]
+        lines += [
+            f"- `{f['id']}` expired on {f['baseline']['expires']} ({f['baseline']['reason']})"
+            for f in findings
+            if f["status"] == "expired"
+        ]
     if data["stale_baseline"]:
         lines += ["", "## Stale baseline entries", ""] + [f"- `{i}` matches no finding" for i in data["stale_baseline"]]
     lines += ["", f"Reproduce a finding: `{data['repro_command']}` prints a script that shows it.", ""]
@@ -123,7 +168,7 @@ def markdown(data: dict) -> str:
 
 
 def summary(data: dict) -> str:
-    """"K new, R recorded, J accepted" (and E expired), as the report and the command say it."""
+    """ "K new, R recorded, J accepted" (and E expired), as the report and the command say it."""
     text = f"{len(data['new'])} new, {len(data['recorded'])} recorded, {len(data['accepted'])} accepted"
     return text + (f", {len(data['expired'])} expired" if data["expired"] else "")
 
@@ -169,7 +214,11 @@ def pictures(data: dict, out: Path) -> list[Path]:
         ax.imshow(grid, cmap=colours, vmin=0, vmax=3, aspect="auto")
         ax.set_xticks(range(len(dtypes)), dtypes, rotation=60, ha="right", fontsize=7)
         ax.set_yticks(range(len(families)), families, fontsize=7)
-        ax.set_title(f"{op['op']} ({op['source']}): " + ", ".join(f"{c}={s}" for c, s in zip(("green", "red", "yellow", "grey"), SETS)), fontsize=6)
+        ax.set_title(
+            f"{op['op']} ({op['source']}): "
+            + ", ".join(f"{c}={s}" for c, s in zip(("green", "red", "yellow", "grey"), SETS)),
+            fontsize=6,
+        )
         fig.tight_layout()
         path = out / f"{op['op']}-support.png"
         fig.savefig(path, dpi=90)

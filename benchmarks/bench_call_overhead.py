@@ -36,13 +36,16 @@ def hand_written(binding, b, inputs: list[np.ndarray], out_dtype):
     shape = inputs[0].shape
     n = int(np.prod(shape)) if shape else 1
     dims = ffi.new("int64_t[]", list(shape) or [0])
-    strides = ffi.new("int64_t[]", [int(np.prod(shape[k + 1:])) for k in range(len(shape))] or [0])
+    strides = ffi.new("int64_t[]", [int(np.prod(shape[k + 1 :])) for k in range(len(shape))] or [0])
     storage = ffi.new("int64_t[]", [n])
     ws, ex, ptr = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **"), ffi.new("void **")
     nd, fmt = len(shape), acl.enum_value("ACL_FORMAT_ND")
     dt_in = [acl.enum_value(_acl_name(a.dtype)) for a in inputs]
     dt_out = acl.enum_value(_acl_name(out_dtype))
-    policy, h2d, d2h = (acl.enum_value(k) for k in ("ACL_MEM_MALLOC_HUGE_FIRST", "ACL_MEMCPY_HOST_TO_DEVICE", "ACL_MEMCPY_DEVICE_TO_HOST"))
+    policy, h2d, d2h = (
+        acl.enum_value(k)
+        for k in ("ACL_MEM_MALLOC_HUGE_FIRST", "ACL_MEMCPY_HOST_TO_DEVICE", "ACL_MEMCPY_DEVICE_TO_HOST")
+    )
     nbytes_in = [a.nbytes for a in inputs]
     out_bytes = n * np.dtype(out_dtype).itemsize
     dev_in = []
@@ -115,7 +118,8 @@ def main(argv=None) -> int:
                 "binding, NumPy arrays": lambda: fn(*x),
                 "hand-written cffi, NumPy": numpy_call,
             },
-            calls=args.calls, rounds=args.rounds,
+            calls=args.calls,
+            rounds=args.rounds,
         )
     finally:
         b.set_kernels(True)

@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,19 +67,48 @@ def main() -> None:
         scratch = _measure(_RUN, *command, cache=cache)
         again = _measure(_RUN, *command, cache=cache)
         changed = sorted((specs / "ops").glob("*.yaml"))[len(list((specs / "ops").glob("*.yaml"))) // 2]
-        changed.write_text(changed.read_text(encoding="utf-8").replace("summary: ", "summary: Changed. ", 1), encoding="utf-8")
+        changed.write_text(
+            changed.read_text(encoding="utf-8").replace("summary: ", "summary: Changed. ", 1), encoding="utf-8"
+        )
         one = _measure(_RUN, *command, cache=cache)
-    for name, figure in (("read and validate only (the floor)", floor), ("from scratch", scratch),
-                         ("nothing changed", again), ("one spec changed", one)):
-        print(row(name, f"{figure['seconds']:8.2f} s", f"peak {figure['rss_mb']:.0f} MB; {figure['seconds'] / args.specs * 1e3:.1f} ms/spec"))
+    for name, figure in (
+        ("read and validate only (the floor)", floor),
+        ("from scratch", scratch),
+        ("nothing changed", again),
+        ("one spec changed", one),
+    ):
+        print(
+            row(
+                name,
+                f"{figure['seconds']:8.2f} s",
+                f"peak {figure['rss_mb']:.0f} MB; {figure['seconds'] / args.specs * 1e3:.1f} ms/spec",
+            )
+        )
     scale = args.specs / 1000
-    checks = [("from scratch", scratch["seconds"], 5.0 * scale), ("nothing changed", again["seconds"], 0.5),
-              ("one spec changed", one["seconds"], 0.5)]
+    checks = [
+        ("from scratch", scratch["seconds"], 5.0 * scale),
+        ("nothing changed", again["seconds"], 0.5),
+        ("one spec changed", one["seconds"], 0.5),
+    ]
     for name, seconds, target in checks:
-        print(row(f"{name} / target", f"{seconds / target:.2f}x", f"target {target:g} s: " + ("ok" if seconds <= target else "MISSED")))
+        print(
+            row(
+                f"{name} / target",
+                f"{seconds / target:.2f}x",
+                f"target {target:g} s: " + ("ok" if seconds <= target else "MISSED"),
+            )
+        )
     if args.specs >= 5000:
-        print(row("peak memory / 300 MB", f"{scratch['rss_mb'] / 300:.2f}x", "ok" if scratch["rss_mb"] <= 300 else "MISSED"))
-    print(row("from scratch / floor", f"{scratch['seconds'] / floor['seconds']:.2f}x", "rendering's share over reading"))
+        print(
+            row(
+                "peak memory / 300 MB",
+                f"{scratch['rss_mb'] / 300:.2f}x",
+                "ok" if scratch["rss_mb"] <= 300 else "MISSED",
+            )
+        )
+    print(
+        row("from scratch / floor", f"{scratch['seconds'] / floor['seconds']:.2f}x", "rendering's share over reading")
+    )
 
 
 if __name__ == "__main__":

@@ -103,9 +103,21 @@ def main(argv=None) -> int:
     for _ in range(args.repeat):
         for name, (what, kernels) in VARIANTS.items():
             out = subprocess.run(
-                [sys.executable, __file__, "--op", args.op, "--elements", str(args.elements),
-                 "--child", what, "on" if kernels else "off"],
-                capture_output=True, text=True, env=os.environ.copy(), check=False,
+                [
+                    sys.executable,
+                    __file__,
+                    "--op",
+                    args.op,
+                    "--elements",
+                    str(args.elements),
+                    "--child",
+                    what,
+                    "on" if kernels else "off",
+                ],
+                capture_output=True,
+                text=True,
+                env=os.environ.copy(),
+                check=False,
             )
             if out.returncode != 0:
                 print(out.stdout + out.stderr)

@@ -62,7 +62,13 @@ def main(argv=None) -> int:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
 
         def measure(what: str) -> dict:
-            out = subprocess.run([sys.executable, "-c", CHILD, what, ",".join(HEAVY)], capture_output=True, text=True, env=env, check=False)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, what, ",".join(HEAVY)],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=False,
+            )
             if out.returncode != 0:
                 raise SystemExit(out.stdout + out.stderr)
             return json.loads(out.stdout.strip().splitlines()[-1])
@@ -87,12 +93,21 @@ def main(argv=None) -> int:
     for op in ops:
         got = best[op]
         ratio = got["import"] / numpy_time
-        print(row(f"import aclnngen.generated.ops.{op}", f"{got['import'] * 1e3:7.1f} ms",
-                  f"{ratio:.2f}x numpy (target <= 1.5x: {'ok' if ratio <= 1.5 else 'MISSED'})"))
-        print(row(f"  heavy modules after the import", ", ".join(got["heavy_import"]) or "none"))
+        print(
+            row(
+                f"import aclnngen.generated.ops.{op}",
+                f"{got['import'] * 1e3:7.1f} ms",
+                f"{ratio:.2f}x numpy (target <= 1.5x: {'ok' if ratio <= 1.5 else 'MISSED'})",
+            )
+        )
+        print(row("  heavy modules after the import", ", ".join(got["heavy_import"]) or "none"))
         first = got["first_call"]
-        print(row(f"first call of {op}", f"{first * 1e3:7.1f} ms", f"target < 50 ms: {'ok' if first < 0.05 else 'MISSED'}"))
-        print(row(f"  heavy modules after the first call", ", ".join(got["heavy_call"]) or "none"))
+        print(
+            row(
+                f"first call of {op}", f"{first * 1e3:7.1f} ms", f"target < 50 ms: {'ok' if first < 0.05 else 'MISSED'}"
+            )
+        )
+        print(row("  heavy modules after the first call", ", ".join(got["heavy_call"]) or "none"))
     return 0
 
 

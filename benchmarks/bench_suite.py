@@ -29,14 +29,24 @@ def main() -> None:
     args = parser.parse_args()
     print(header(f"target 6: the test suite with {args.workers} workers"))
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", str(args.workers), "-p", "no:cacheprovider",
-                           "--durations=12"], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", str(args.workers), "-p", "no:cacheprovider", "--durations=12"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     took = time.perf_counter() - start
     summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "")
     print(row("pytest summary", "", summary.strip("= ")))
     ok = done.returncode == 0
     print(row("wall time", f"{took:8.1f} s", "" if ok else "THE SUITE FAILED: the time says nothing"))
-    print(row("wall time / target", f"{took / TARGET:.2f}x", f"target {TARGET:g} s: " + ("ok" if ok and took <= TARGET else "MISSED")))
+    print(
+        row(
+            "wall time / target",
+            f"{took / TARGET:.2f}x",
+            f"target {TARGET:g} s: " + ("ok" if ok and took <= TARGET else "MISSED"),
+        )
+    )
     slowest = done.stdout.split("slowest 12 durations", 1)[-1].splitlines()[1:13] if "slowest" in done.stdout else []
     print("slowest tests:")
     for line in slowest:

@@ -126,8 +126,14 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
         for r in result if isinstance(result, tuple) else (result,):
             r.free()
 
-    variants = (("reference", reference), ("torch 1t", torch_one), ("reference all", reference_all),
-                ("torch all", torch_all), ("binding", binding), ("binding, device", binding_device))
+    variants = (
+        ("reference", reference),
+        ("torch 1t", torch_one),
+        ("reference all", reference_all),
+        ("torch all", torch_all),
+        ("binding", binding),
+        ("binding, device", binding_device),
+    )
     for _, fn in variants:  # warm-up: imports, simulator build
         fn()
     times = {name: float("inf") for name, _ in variants}
@@ -144,13 +150,27 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
     one = times["reference"] / times["torch 1t"]
     print(row("reference / torch 1 thread", f"{one:.2f}x", "target <= 1.5x: " + ("ok" if one <= 1.5 else "MISSED")))
     allr = times["reference all"] / times["torch all"]
-    print(row(f"reference / torch, {cores} threads each", f"{allr:.2f}x", "target <= 1.5x: " + ("ok" if allr <= 1.5 else "MISSED")))
+    print(
+        row(
+            f"reference / torch, {cores} threads each",
+            f"{allr:.2f}x",
+            "target <= 1.5x: " + ("ok" if allr <= 1.5 else "MISSED"),
+        )
+    )
     bind = times["binding"] / times["reference all"]
     print(row("binding (NumPy in and out) / reference", f"{bind:.2f}x", "(+ an upload per input, a download)"))
     dev = times["binding, device"] / times["reference all"]
-    print(row("binding (device arrays) / reference", f"{dev:.2f}x", "target <= 1.2x: " + ("ok" if dev <= 1.2 else "MISSED")))
+    print(
+        row(
+            "binding (device arrays) / reference",
+            f"{dev:.2f}x",
+            "target <= 1.2x: " + ("ok" if dev <= 1.2 else "MISSED"),
+        )
+    )
     print(row("reference vs float64: max abs error", f"{worst_abs:.2e}", ""))
-    print(row("reference vs float64: mean rel error", f"{mean_rel:.2e}", "where |golden| >= 1e-3 (no verdict at roots)"))
+    print(
+        row("reference vs float64: mean rel error", f"{mean_rel:.2e}", "where |golden| >= 1e-3 (no verdict at roots)")
+    )
 
 
 def main() -> None:

@@ -97,8 +97,22 @@ def child(phase: str, op: str, mode: str, calls: int, every: int, warmup: int) -
 
 
 def run_child(phase: str, args) -> list[dict]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--phase", phase, "--op", args.op, "--mode", args.mode,
-           "--calls", str(args.calls), "--every", str(args.every), "--warmup", str(args.warmup)]
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--phase",
+        phase,
+        "--op",
+        args.op,
+        "--mode",
+        args.mode,
+        "--calls",
+        str(args.calls),
+        "--every",
+        str(args.every),
+        "--warmup",
+        str(args.warmup),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"the {phase} loop failed:\n{proc.stdout}\n{proc.stderr}")

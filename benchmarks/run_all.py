@@ -29,10 +29,12 @@ def main(argv=None) -> int:
     found = benchmarks()
     if args.only:
         wanted = set(args.only.split(","))
-        unknown = wanted - {p.stem[len("bench_"):] for p in found}
+        unknown = wanted - {p.stem[len("bench_") :] for p in found}
         if unknown:
-            parser.error(f"no benchmark named {', '.join(sorted(unknown))}; known: {', '.join(p.stem[6:] for p in found)}")
-        found = [p for p in found if p.stem[len("bench_"):] in wanted]
+            parser.error(
+                f"no benchmark named {', '.join(sorted(unknown))}; known: {', '.join(p.stem[6:] for p in found)}"
+            )
+        found = [p for p in found if p.stem[len("bench_") :] in wanted]
     if args.list:
         print("\n".join(p.name for p in found))
         return 0

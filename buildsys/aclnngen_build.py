@@ -36,7 +36,9 @@ def _package_dirs() -> dict[str, Path]:
     for name, folder in mapping.items():
         parts = name.split(".")
         if len(parts) != 2 or parts[0] != PACKAGE:
-            raise ValueError(f"pyproject.toml: package-dir {name!r}: only first-level subpackages of {PACKAGE} are laid as links")
+            raise ValueError(
+                f"pyproject.toml: package-dir {name!r}: only first-level subpackages of {PACKAGE} are laid as links"
+            )
         found[parts[1]] = ROOT / folder
     return found
 
@@ -67,7 +69,9 @@ def _record_line(name: str, data: bytes) -> str:
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
     if metadata_directory is None:
         metadata_directory = tempfile.mkdtemp(prefix="aclnngen-metadata-")
-        metadata_directory = os.path.join(metadata_directory, _setuptools.prepare_metadata_for_build_editable(metadata_directory, config_settings))
+        metadata_directory = os.path.join(
+            metadata_directory, _setuptools.prepare_metadata_for_build_editable(metadata_directory, config_settings)
+        )
     dist_info = Path(metadata_directory)
     name_version = dist_info.name.removesuffix(".dist-info")
     wheel_name = f"{name_version}-py3-none-any.whl"
@@ -75,7 +79,9 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
     for path in sorted(dist_info.iterdir()):
         if path.is_file() and path.name not in ("RECORD", "WHEEL"):
             files[f"{dist_info.name}/{path.name}"] = path.read_bytes()
-    files[f"{dist_info.name}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: aclnngen_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{dist_info.name}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: aclnngen_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     record = f"{dist_info.name}/RECORD"
     lines = [_record_line(n, d) for n, d in files.items()] + [f"{record},,"]
     files[record] = ("\n".join(lines) + "\n").encode()

@@ -56,8 +56,7 @@ DEFAULT_ABI_PATH = table_path(None, "abi.yaml")
 # Fixed-width and size types a prototype may use without declaring them (from <stdint.h>,
 # <stddef.h>, <stdbool.h>).
 STDINT_TYPES: frozenset[str] = frozenset(
-    "int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t intptr_t "
-    "uintptr_t".split()
+    "int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t intptr_t uintptr_t".split()
 )
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -251,8 +250,10 @@ class Abi(_Model):
                 problems.add(("enums", name), f"{name!r} is also declared under typedefs")
         type_names |= set(self.enums)
         for name in sorted(type_names & (BUILTIN_TYPES | STDINT_TYPES)):
-            problems.add(("typedefs", name) if name in self.typedefs else ("enums", name),
-                         f"{name!r} is a standard C type and cannot be redeclared")
+            problems.add(
+                ("typedefs", name) if name in self.typedefs else ("enums", name),
+                f"{name!r} is a standard C type and cannot be redeclared",
+            )
         return type_names
 
     def _check_enums(self, problems: _Found) -> dict[str, str]:
@@ -284,11 +285,8 @@ class Abi(_Model):
         status_by_code: dict[tuple[str, int], StatusInfo] = {}
         for kind, codes in self.status_codes.items():
             typedef = self.typedefs.get(kind)
-            if typedef is None or typedef.opaque or (
-                typedef.ctype is not None and typedef.ctype.is_pointer
-            ):
-                problems.add(("status_codes", kind),
-                             f"{kind!r} must be an integer typedef declared under typedefs")
+            if typedef is None or typedef.opaque or (typedef.ctype is not None and typedef.ctype.is_pointer):
+                problems.add(("status_codes", kind), f"{kind!r} must be an integer typedef declared under typedefs")
             for name, status in codes.items():
                 loc = ("status_codes", kind, name)
                 if not _INT32_MIN <= status.code <= _INT32_MAX:
@@ -296,9 +294,10 @@ class Abi(_Model):
                 info = StatusInfo(name, status.code, kind, status.meaning, status.aliases)
                 if (kind, status.code) in status_by_code:
                     other = status_by_code[(kind, status.code)].name
-                    problems.add(loc + ("code",),
-                                 f"code {status.code} is already {other}; list {name} under its "
-                                 f"'aliases' instead")
+                    problems.add(
+                        loc + ("code",),
+                        f"code {status.code} is already {other}; list {name} under its 'aliases' instead",
+                    )
                 else:
                     status_by_code[(kind, status.code)] = info
                 for index, alias in enumerate((name,) + status.aliases):
@@ -314,9 +313,10 @@ class Abi(_Model):
         purposes: dict[str, str] = {}
         for lib_name, library in self.libraries.items():
             if library.purpose in purposes:
-                problems.add(("libraries", lib_name, "purpose"),
-                             f"purpose {library.purpose!r} is already served by "
-                             f"{purposes[library.purpose]}")
+                problems.add(
+                    ("libraries", lib_name, "purpose"),
+                    f"purpose {library.purpose!r} is already served by {purposes[library.purpose]}",
+                )
             else:
                 purposes[library.purpose] = lib_name
             seen_files: set[str] = set()
@@ -327,15 +327,14 @@ class Abi(_Model):
 
     def _check_functions(self, problems: _Found, type_names: set[str]) -> None:
         """Functions: canonical prototypes, key == name, known library and types."""
-        known_types = (
-            type_names | BUILTIN_TYPES | set(ALLOWED_MULTIWORD_TYPES) | STDINT_TYPES
-        )
+        known_types = type_names | BUILTIN_TYPES | set(ALLOWED_MULTIWORD_TYPES) | STDINT_TYPES
         for key, function in self.functions.items():
             loc = ("functions", key)
             if function.library not in self.libraries:
-                problems.add(loc + ("library",),
-                             f"unknown library {function.library!r}; expected one of "
-                             f"{', '.join(self.libraries)}")
+                problems.add(
+                    loc + ("library",),
+                    f"unknown library {function.library!r}; expected one of {', '.join(self.libraries)}",
+                )
             try:
                 decl = CFunction.parse_canonical(function.prototype, loc + ("prototype",))
             except PrototypeError as exc:
@@ -343,12 +342,10 @@ class Abi(_Model):
                 continue
             function._decl = decl
             if decl.name != key:
-                problems.add(loc + ("prototype",),
-                             f"the prototype declares {decl.name!r} but the key is {key!r}")
+                problems.add(loc + ("prototype",), f"the prototype declares {decl.name!r} but the key is {key!r}")
             for ctype in [decl.returns] + [p.type for p in decl.params]:
                 if ctype.base not in known_types:
-                    problems.add(loc + ("prototype",),
-                                 f"type {ctype.base!r} is not declared under typedefs or enums")
+                    problems.add(loc + ("prototype",), f"type {ctype.base!r} is not declared under typedefs or enums")
 
     def _check_dtypes(self, problems: _Found) -> tuple[dict[str, DTypeInfo], dict[str, DTypeInfo]]:
         """Dtypes: members of the aclDataType enum, each NumPy dtype mapped from one of them.
@@ -364,12 +361,12 @@ class Abi(_Model):
             if acl_name not in data_types.members:
                 problems.add(loc, f"{acl_name} is not a member of aclDataType")
                 continue
-            info = DTypeInfo(acl_name, data_types.members[acl_name], dtype.numpy,
-                             dtype.itemsize, dtype.module)
+            info = DTypeInfo(acl_name, data_types.members[acl_name], dtype.numpy, dtype.itemsize, dtype.module)
             if dtype.numpy in dtype_by_numpy:
-                problems.add(loc + ("numpy",),
-                             f"numpy dtype {dtype.numpy} is already mapped from "
-                             f"{dtype_by_numpy[dtype.numpy].acl_name}")
+                problems.add(
+                    loc + ("numpy",),
+                    f"numpy dtype {dtype.numpy} is already mapped from {dtype_by_numpy[dtype.numpy].acl_name}",
+                )
             else:
                 dtype_by_numpy[dtype.numpy] = info
             dtype_by_acl[acl_name] = info
@@ -521,10 +518,7 @@ def abi_from_data(data: Any, lines: LineMap, path: str | Path) -> Abi:
     try:
         return Abi.model_validate(data)
     except ValidationError as exc:
-        problems = [
-            Problem(str(path), lines.line_of(tuple(error["loc"])), _message(error))
-            for error in exc.errors()
-        ]
+        problems = [Problem(str(path), lines.line_of(tuple(error["loc"])), _message(error)) for error in exc.errors()]
         raise SpecError(problems) from None
     except FieldProblem as exc:
         found = exc.problems if isinstance(exc, AbiProblems) else [exc]

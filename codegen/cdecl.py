@@ -67,9 +67,7 @@ C_KEYWORDS: frozenset[str] = frozenset(
 )
 
 # Keywords that may stand alone as a base type.
-BUILTIN_TYPES: frozenset[str] = frozenset(
-    ["void", "char", "short", "int", "long", "float", "double", "bool"]
-)
+BUILTIN_TYPES: frozenset[str] = frozenset(["void", "char", "short", "int", "long", "float", "double", "bool"])
 
 # The only multi-word base types accepted; anything longer should use a fixed-width typedef.
 ALLOWED_MULTIWORD_TYPES: tuple[str, ...] = ("unsigned char", "signed char", "unsigned int")
@@ -200,9 +198,7 @@ class CType:
         except PrototypeError as exc:
             raise exc.with_loc(loc) from None
         if str(result) != text:
-            raise PrototypeError(
-                loc, f"type {text!r} is not in canonical form; write it as {str(result)!r}"
-            )
+            raise PrototypeError(loc, f"type {text!r} is not in canonical form; write it as {str(result)!r}")
         return result
 
 
@@ -237,9 +233,7 @@ class CFunction:
             if not isinstance(param, CParam):
                 raise PrototypeError((), f"parameter {index} must be a CParam, got {param!r}")
             if param.type.is_void:
-                raise PrototypeError(
-                    (), f"parameter {index} {param.name!r} has type void; only pointers to void"
-                )
+                raise PrototypeError((), f"parameter {index} {param.name!r} has type void; only pointers to void")
             if param.name in seen:
                 raise PrototypeError((), f"parameter {index}: duplicate name {param.name!r}")
             seen.add(param.name)
@@ -360,9 +354,7 @@ def _parse_type(tokens: list[_Tok], what: str, *, allow_void: bool) -> CType:
                 f"{', '.join(ALLOWED_MULTIWORD_TYPES)})",
             )
         else:
-            raise PrototypeError(
-                (), f"{what}: expected one type name, found {joined!r} (unknown words in the type)"
-            )
+            raise PrototypeError((), f"{what}: expected one type name, found {joined!r} (unknown words in the type)")
     else:
         base = words[0]
         if base in ("unsigned", "signed"):
@@ -388,9 +380,7 @@ def _parse_type(tokens: list[_Tok], what: str, *, allow_void: bool) -> CType:
             elif qual.text in _UNSUPPORTED_WORDS:
                 raise PrototypeError((), f"{what}: {_UNSUPPORTED_WORDS[qual.text]}")
             else:
-                raise PrototypeError(
-                    (), f"{what}: unexpected {qual.text!r} after '*' in type {_join(tokens)!r}"
-                )
+                raise PrototypeError((), f"{what}: unexpected {qual.text!r} after '*' in type {_join(tokens)!r}")
             index += 1
         pointers.append(level_const)
     result = CType(base, const, tuple(pointers))
@@ -406,7 +396,8 @@ def _parse_declaration(tokens: list[_Tok], what: str, *, allow_void: bool) -> tu
     last = tokens[-1]
     if last.kind != "word":
         raise PrototypeError(
-            (), f"{what}: missing name after type {_join(tokens)!r}"
+            (),
+            f"{what}: missing name after type {_join(tokens)!r}"
             if last.text == "*"
             else f"{what}: unexpected {last.text!r}",
         )
@@ -414,9 +405,7 @@ def _parse_declaration(tokens: list[_Tok], what: str, *, allow_void: bool) -> tu
     has_base = any(t.kind == "word" and t.text != "const" for t in rest if t.text != "*")
     if not has_base:
         if last.text in _TYPE_WORDS or not rest:
-            raise PrototypeError(
-                (), f"{what}: expected a type and a name, found only {_join(tokens)!r}"
-            )
+            raise PrototypeError((), f"{what}: expected a type and a name, found only {_join(tokens)!r}")
         raise PrototypeError((), f"{what}: missing type before name {last.text!r}")
     name = last.text
     if name in C_KEYWORDS:
@@ -439,9 +428,7 @@ def _check_tokens(tokens: list[_Tok]) -> None:
         if tok.text in ("[", "]"):
             raise PrototypeError((), "arrays ('[...]') are not supported; declare a pointer")
         if tok.text == ";":
-            raise PrototypeError(
-                (), f"unexpected ';' at column {tok.col}; only one trailing ';' is allowed"
-            )
+            raise PrototypeError((), f"unexpected ';' at column {tok.col}; only one trailing ';' is allowed")
 
 
 def parse_ctype(text: str) -> CType:
@@ -487,9 +474,7 @@ def parse_prototype(text: str) -> CFunction:
         raise PrototypeError((), f"unexpected {_join(extra)!r} after the parameter list")
     body = after[:-1]
     if any(t.text in ("(", ")") for t in body):
-        raise PrototypeError(
-            (), "function pointers are not supported (parentheses inside the parameter list)"
-        )
+        raise PrototypeError((), "function pointers are not supported (parentheses inside the parameter list)")
     returns, name = _parse_declaration(head, "function", allow_void=True)
     params: list[CParam] = []
     if body and not (len(body) == 1 and body[0].text == "void"):
@@ -531,8 +516,10 @@ def _const_difference(header: CType, page: CType) -> str | None:
     for level, (h, p) in enumerate(zip(header_levels, page_levels)):
         if h == p:
             continue
-        where = "top-level const" if level == top else (
-            "const on the pointee" if level == 0 else f"const on pointer level {level}"
+        where = (
+            "top-level const"
+            if level == top
+            else ("const on the pointee" if level == 0 else f"const on pointer level {level}")
         )
         verb = "drops" if h else "adds"
         note = " (ABI-neutral)" if level == top else ""
@@ -551,29 +538,18 @@ def diff_prototypes(header: CFunction, page: CFunction) -> list[str]:
     if header.returns != page.returns:
         const_note = _const_difference(header.returns, page.returns)
         detail = f"; {const_note}" if const_note else ""
-        out.append(
-            f"return type differs: header '{header.returns}', page '{page.returns}'{detail}"
-        )
+        out.append(f"return type differs: header '{header.returns}', page '{page.returns}'{detail}")
     if len(header.params) != len(page.params):
-        out.append(
-            f"parameter count differs: header has {len(header.params)}, page has "
-            f"{len(page.params)}"
-        )
+        out.append(f"parameter count differs: header has {len(header.params)}, page has {len(page.params)}")
     for index, (h, p) in enumerate(zip(header.params, page.params), 1):
         if h.name != p.name:
             out.append(f"parameter {index} renamed: header {h.name!r}, page {p.name!r}")
         if h.type != p.type:
             const_note = _const_difference(h.type, p.type)
             if const_note:
-                out.append(
-                    f"parameter {index} {h.name!r}: {const_note}: header '{h.type}', "
-                    f"page '{p.type}'"
-                )
+                out.append(f"parameter {index} {h.name!r}: {const_note}: header '{h.type}', page '{p.type}'")
             else:
-                out.append(
-                    f"parameter {index} {h.name!r}: type differs: header '{h.type}', "
-                    f"page '{p.type}'"
-                )
+                out.append(f"parameter {index} {h.name!r}: type differs: header '{h.type}', page '{p.type}'")
     for index, h in enumerate(header.params[len(page.params) :], len(page.params) + 1):
         out.append(f"parameter {index} '{h}' is missing on the page")
     for index, p in enumerate(page.params[len(header.params) :], len(header.params) + 1):

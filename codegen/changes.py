@@ -20,12 +20,17 @@ def op_changes(spec: OpSpec) -> list[tuple[str, dict[str, Any]]]:
     for before, at in zip(points, points[1:]):
         changes = diff(view(data, before), view(data, at))
         if changes:
-            found.append((at, {
-                "name": spec.name,
-                "symbol": spec.symbol,
-                "snake": spec.snake_name,
-                "changes": [{"kind": c.kind, "what": c.what, "message": c.message} for c in changes],
-            }))
+            found.append(
+                (
+                    at,
+                    {
+                        "name": spec.name,
+                        "symbol": spec.symbol,
+                        "snake": spec.snake_name,
+                        "changes": [{"kind": c.kind, "what": c.what, "message": c.message} for c in changes],
+                    },
+                )
+            )
     return found
 
 
@@ -37,4 +42,7 @@ def merge_entries(per_op: list[list[tuple[str, dict[str, Any]]]]) -> list[dict[s
     for entries in sorted(per_op, key=lambda e: e[0][1]["name"] if e else ""):
         for release, entry in entries:
             by_release.setdefault(release, []).append(entry)
-    return [{"release": r, "tag": vendor_tag(r), "ops": by_release[r]} for r in sorted(by_release, key=CannVersion, reverse=True)]
+    return [
+        {"release": r, "tag": vendor_tag(r), "ops": by_release[r]}
+        for r in sorted(by_release, key=CannVersion, reverse=True)
+    ]

@@ -31,13 +31,17 @@ MODULES = {"import": "import_"}
 def _parser(selected: str | None) -> argparse.ArgumentParser:
     from aclnngen import __version__
 
-    parser = argparse.ArgumentParser(prog="aclnngen", description="Bindings, tests and docs for aclnn operators, from YAML specs.")
+    parser = argparse.ArgumentParser(
+        prog="aclnngen", description="Bindings, tests and docs for aclnn operators, from YAML specs."
+    )
     parser.add_argument("--version", action="version", version=f"aclnngen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, help_text in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
-        command_parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table (docs/cli.md)")
+        command_parser.add_argument(
+            "--json", action="store_true", help="print one JSON object instead of the table (docs/cli.md)"
+        )
         if name == selected:
             _module(name).add_arguments(command_parser)
     return parser

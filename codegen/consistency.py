@@ -31,8 +31,19 @@ _TRAILING = (("workspaceSize", "uint64_t", 1), ("executor", "aclOpExecutor", 2))
 _LAUNCH = (("void", 1), ("uint64_t", 0), ("aclOpExecutor", 1), ("aclrtStream", 0))
 
 # Checks whose rows need a rule of the same kind on the same parameters.
-_RULE_CHECKS = {"same_dtype", "promote", "castable", "same_shape", "broadcast", "broadcast_to", "max_rank", "min_rank",
-                "per_channel", "empty", "non_contiguous"}
+_RULE_CHECKS = {
+    "same_dtype",
+    "promote",
+    "castable",
+    "same_shape",
+    "broadcast",
+    "broadcast_to",
+    "max_rank",
+    "min_rank",
+    "per_channel",
+    "empty",
+    "non_contiguous",
+}
 
 
 def check_op(spec: "OpSpec", context: dict) -> None:
@@ -54,13 +65,14 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _defects(spec)
 
 
-
 def _unique_names(spec: "OpSpec") -> None:
     seen_c: dict[str, int] = {}
     seen_py: dict[str, int] = {}
     for i, p in enumerate(spec.parameters):
         if p.name in seen_c:
-            raise FieldProblem(("parameters", i, "name"), f"parameter {p.name!r} is listed twice (first as #{seen_c[p.name]})")
+            raise FieldProblem(
+                ("parameters", i, "name"), f"parameter {p.name!r} is listed twice (first as #{seen_c[p.name]})"
+            )
         if p.py_name in seen_py:
             raise FieldProblem(("parameters", i, "py_name"), f"Python name {p.py_name!r} is used twice")
         seen_c[p.name] = i
@@ -141,9 +153,13 @@ def _prototypes(spec: "OpSpec") -> None:
     gws = cdecl.CFunction.parse_canonical(spec.prototypes.get_workspace_size, loc=loc)
     launch = cdecl.CFunction.parse_canonical(spec.prototypes.launch, loc=("prototypes", "launch"))
     if gws.name != f"{spec.symbol}GetWorkspaceSize":
-        raise FieldProblem(loc, f"the first-phase function must be named {spec.symbol}GetWorkspaceSize, found {gws.name}")
+        raise FieldProblem(
+            loc, f"the first-phase function must be named {spec.symbol}GetWorkspaceSize, found {gws.name}"
+        )
     if launch.name != spec.symbol:
-        raise FieldProblem(("prototypes", "launch"), f"the second-phase function must be named {spec.symbol}, found {launch.name}")
+        raise FieldProblem(
+            ("prototypes", "launch"), f"the second-phase function must be named {spec.symbol}, found {launch.name}"
+        )
     for fn, where in ((gws, loc), (launch, ("prototypes", "launch"))):
         if str(fn.returns) != "aclnnStatus":
             raise FieldProblem(where, f"{fn.name} must return aclnnStatus, found {fn.returns}")
@@ -161,9 +177,12 @@ def _prototypes(spec: "OpSpec") -> None:
         if c_param.name != p.name:
             raise FieldProblem(ploc, f"parameter #{i} is {c_param.name!r} in the prototype but {p.name!r} in the table")
         _check_role_type(c_param, p, ("parameters", i))
-    for (name, base, depth), c_param in zip(_TRAILING, params[len(spec.parameters):]):
+    for (name, base, depth), c_param in zip(_TRAILING, params[len(spec.parameters) :]):
         if c_param.name != name or c_param.type.base != base or c_param.type.pointer_depth != depth:
-            raise FieldProblem(loc, f"the last two parameters must be uint64_t* workspaceSize, aclOpExecutor** executor; found {c_param}")
+            raise FieldProblem(
+                loc,
+                f"the last two parameters must be uint64_t* workspaceSize, aclOpExecutor** executor; found {c_param}",
+            )
     if len(launch.params) != len(_LAUNCH) or any(
         (cp.type.base, cp.type.pointer_depth) != want for cp, want in zip(launch.params, _LAUNCH)
     ):
@@ -193,7 +212,9 @@ def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
         return
     want = _ROLE_BASE[p.role]
     if t.base != want or t.pointer_depth != 1:
-        raise FieldProblem(loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}")
+        raise FieldProblem(
+            loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}"
+        )
     if p.role in ("input", "scalar", "optional_scalar") and not t.is_const:
         raise FieldProblem(loc + ("role",), f"an input ({p.role}) is declared const in the header; found {t} {p.name}")
 
@@ -216,7 +237,9 @@ def _products(spec: "OpSpec", families: Iterable[str]) -> None:
                 )
             seen[product.family] = i
     if not supported_families(spec, spec.cann_version):
-        raise FieldProblem(("products",), f"no product family supports the op at its page's release (CANN {spec.cann_version})")
+        raise FieldProblem(
+            ("products",), f"no product family supports the op at its page's release (CANN {spec.cann_version})"
+        )
 
 
 def supported_families(spec: "OpSpec", version: str) -> list[str]:
@@ -229,7 +252,9 @@ def _dtypes(spec: "OpSpec", families: Iterable[str]) -> None:
         for j, entry in enumerate(p.dtypes):
             for k, family in enumerate(entry.families):
                 if family not in families:
-                    raise FieldProblem(("parameters", i, "dtypes", j, "families", k), _unknown("product family", family, families))
+                    raise FieldProblem(
+                        ("parameters", i, "dtypes", j, "families", k), _unknown("product family", family, families)
+                    )
             if len(set(entry.dtypes)) != len(entry.dtypes):
                 raise FieldProblem(("parameters", i, "dtypes", j, "dtypes"), "a dtype is listed twice")
     for version in _checkpoints(spec):
@@ -282,17 +307,25 @@ def _rules(spec: "OpSpec", families: Iterable[str]) -> None:
     listed = {p.family for p in spec.products}
     for i, rule in enumerate(spec.rules):
         if rule.when and rule.kind == "promote":
-            raise FieldProblem(("rules", i, "when"), "a promote rule decides the output's dtype and cannot be conditional; "
-                                                     "state the condition on the dtypes instead")
+            raise FieldProblem(
+                ("rules", i, "when"),
+                "a promote rule decides the output's dtype and cannot be conditional; "
+                "state the condition on the dtypes instead",
+            )
         _condition(spec, rule.when, ("rules", i, "when"), None)
         for j, family in enumerate(rule.families):
             if family not in listed:
-                raise FieldProblem(("rules", i, "families", j), _unknown("product family of this op", family, sorted(listed)))
+                raise FieldProblem(
+                    ("rules", i, "families", j), _unknown("product family of this op", family, sorted(listed))
+                )
         for sub, name in rule_params(rule):
             if name not in all_names:
                 raise FieldProblem(("rules", i) + sub, _unknown("parameter", name, all_names))
             if name not in tensors:
-                raise FieldProblem(("rules", i) + sub, f"rule {rule.kind!r} applies to tensors; {name!r} is a {spec.parameter(name).role}")
+                raise FieldProblem(
+                    ("rules", i) + sub,
+                    f"rule {rule.kind!r} applies to tensors; {name!r} is a {spec.parameter(name).role}",
+                )
 
 
 def program_names(spec: "OpSpec") -> dict[str, str]:
@@ -304,8 +337,12 @@ def _formula(spec: "OpSpec") -> None:
     declared = set(spec.formula.outputs)
     if declared != outputs:
         missing, extra = sorted(outputs - declared), sorted(declared - outputs)
-        detail = "; ".join(x for x in (f"missing {missing}" if missing else "", f"not outputs: {extra}" if extra else "") if x)
-        raise FieldProblem(("formula", "outputs"), f"formula outputs must be exactly the output tensors {sorted(outputs)}: {detail}")
+        detail = "; ".join(
+            x for x in (f"missing {missing}" if missing else "", f"not outputs: {extra}" if extra else "") if x
+        )
+        raise FieldProblem(
+            ("formula", "outputs"), f"formula outputs must be exactly the output tensors {sorted(outputs)}: {detail}"
+        )
     formula.parse_program(spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",))
     for i, p in enumerate(spec.parameters):
         if p.forward is not None:
@@ -332,37 +369,54 @@ def _return_codes(spec: "OpSpec") -> None:
     names = {p.name for p in spec.parameters}
     missing = sorted(set(STATUS_CODES) - {row.status for row in spec.return_codes})
     if missing:  # every page's table has both: a NULL tensor, and an invalid parameter
-        raise FieldProblem(("return_codes",), f"the return codes need a row for {', '.join(f'{s} ({STATUS_CODES[s]})' for s in missing)}")
+        raise FieldProblem(
+            ("return_codes",),
+            f"the return codes need a row for {', '.join(f'{s} ({STATUS_CODES[s]})' for s in missing)}",
+        )
     for i, row in enumerate(spec.return_codes):
         for j, name in enumerate(row.params):
             if name not in names:
                 raise FieldProblem(("return_codes", i, "params", j), _unknown("parameter", name, names))
         if row.check == "null_pointer":
             if row.status != 161001:
-                raise FieldProblem(("return_codes", i, "status"), "a null pointer gives 161001 (ACLNN_ERR_PARAM_NULLPTR)")
+                raise FieldProblem(
+                    ("return_codes", i, "status"), "a null pointer gives 161001 (ACLNN_ERR_PARAM_NULLPTR)"
+                )
             for j, name in enumerate(row.params):
                 p = spec.parameter(name)
-                pointer_attribute = p.role == "attribute" and p.c_type in ("char*", "aclIntArray*") and p.default is None
+                pointer_attribute = (
+                    p.role == "attribute" and p.c_type in ("char*", "aclIntArray*") and p.default is None
+                )
                 if p.role == "optional_scalar" or (p.role == "attribute" and not pointer_attribute) or p.optional:
-                    raise FieldProblem(("return_codes", i, "params", j), f"{name!r} may be NULL; it cannot be in a null-pointer row")
+                    raise FieldProblem(
+                        ("return_codes", i, "params", j), f"{name!r} may be NULL; it cannot be in a null-pointer row"
+                    )
         elif row.check == "dtype":  # provoked by giving the tensor a dtype outside its list
             for j, name in enumerate(row.params):
                 if not spec.parameter(name).is_tensor:
-                    raise FieldProblem(("return_codes", i, "params", j),
-                                       f"{name!r} is not a tensor (role {spec.parameter(name).role}): a dtype row names tensors, whose dtype lists it tests")
+                    raise FieldProblem(
+                        ("return_codes", i, "params", j),
+                        f"{name!r} is not a tensor (role {spec.parameter(name).role}): a dtype row names tensors, whose dtype lists it tests",
+                    )
         elif row.check == "scalar_range":
             for j, name in enumerate(row.params):
                 if not spec.parameter(name).constraints:
-                    raise FieldProblem(("return_codes", i, "params", j), f"{name!r} has no constraints for a scalar_range row to test")
+                    raise FieldProblem(
+                        ("return_codes", i, "params", j), f"{name!r} has no constraints for a scalar_range row to test"
+                    )
         elif row.check == "attribute_value":
             for j, name in enumerate(row.params):
                 if not (spec.parameter(name).choices or spec.parameter(name).dim_of):
-                    raise FieldProblem(("return_codes", i, "params", j),
-                                       f"{name!r} has no 'choices' or 'dim_of' for an attribute_value row to test")
+                    raise FieldProblem(
+                        ("return_codes", i, "params", j),
+                        f"{name!r} has no 'choices' or 'dim_of' for an attribute_value row to test",
+                    )
         elif row.check in _RULE_CHECKS:
             covered = {n for r in spec.rules if r.kind == row.check for _, n in rule_params(r)}
             if not any(r.kind == row.check for r in spec.rules):
-                raise FieldProblem(("return_codes", i, "check"), f"no rule of kind {row.check!r} backs this row; add one under 'rules'")
+                raise FieldProblem(
+                    ("return_codes", i, "check"), f"no rule of kind {row.check!r} backs this row; add one under 'rules'"
+                )
             for j, name in enumerate(row.params):
                 if name not in covered:
                     raise FieldProblem(("return_codes", i, "params", j), f"no {row.check!r} rule names {name!r}")
@@ -377,8 +431,10 @@ def _dims(spec: "OpSpec") -> None:
         if p.dim_of not in tensors:
             raise FieldProblem(("parameters", i, "dim_of"), _unknown("tensor parameter", p.dim_of, tensors))
         if p.default is not None and p.default not in (0, -1):
-            raise FieldProblem(("parameters", i, "default"),
-                               f"{p.name!r} default {p.default!r} is not a dim of every rank; use 0 or -1")
+            raise FieldProblem(
+                ("parameters", i, "default"),
+                f"{p.name!r} default {p.default!r} is not a dim of every rank; use 0 or -1",
+            )
 
 
 def _conditions(spec: "OpSpec") -> None:
@@ -392,13 +448,17 @@ def _conditions(spec: "OpSpec") -> None:
 
 def _condition(spec: "OpSpec", when: dict, loc: tuple, owner: str | None) -> None:
     """Each key of a `when` names another scalar or attribute, with a value it can take."""
-    names = {q.name for q in spec.parameters if q.role in ("scalar", "optional_scalar", "attribute") and q.name != owner}
+    names = {
+        q.name for q in spec.parameters if q.role in ("scalar", "optional_scalar", "attribute") and q.name != owner
+    }
     for key, value in when.items():
         if key not in names:
             raise FieldProblem(loc + (key,), _unknown("scalar or attribute", key, names))
         other = spec.parameter(key)
         if other.c_type == "bool" and not isinstance(value, bool):
-            raise FieldProblem(loc + (key,), f"{key!r} is a bool attribute; the condition needs true or false, found {value!r}")
+            raise FieldProblem(
+                loc + (key,), f"{key!r} is a bool attribute; the condition needs true or false, found {value!r}"
+            )
         if other.choices and value not in other.choices:
             raise FieldProblem(loc + (key,), f"{value!r} is not one of {key!r}'s choices {other.choices}")
 
@@ -412,7 +472,10 @@ def _oracle(spec: "OpSpec") -> None:
     else:
         if spec.oracle.kind == "recipe":
             if spec.oracle.recipe not in ORACLE_RECIPES:
-                raise FieldProblem(("oracle", "recipe"), _unknown("recipe of verify/oracle.py", spec.oracle.recipe, sorted(ORACLE_RECIPES)))
+                raise FieldProblem(
+                    ("oracle", "recipe"),
+                    _unknown("recipe of verify/oracle.py", spec.oracle.recipe, sorted(ORACLE_RECIPES)),
+                )
         for j, arg in enumerate(spec.oracle.args):
             _oracle_ref(arg, ("oracle", "args", j), py, tensors)
         for key, arg in getattr(spec.oracle, "kwargs", {}).items():
@@ -432,7 +495,9 @@ def _oracle_steps(oracle, py: set, tensors: set) -> None:
             _oracle_ref(arg, loc + ("kwargs", key), known, tensors | results)
         for name in step.names:
             if name in known:
-                raise FieldProblem(loc + ("name",), f"step result {name!r} reuses the name of a parameter or an earlier step")
+                raise FieldProblem(
+                    loc + ("name",), f"step result {name!r} reuses the name of a parameter or an earlier step"
+                )
             known.add(name)
             results.add(name)
     for j, name in enumerate(oracle.outputs):

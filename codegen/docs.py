@@ -24,7 +24,9 @@ def _families_table(spec: OpSpec, products: ProductTable, version: str) -> list[
             {
                 "label": family.label,
                 "params": [
-                    {"name": p.name, "dtypes": list(op.dtypes_of(p.name, family.id))} for p in spec.parameters if p.is_tensor
+                    {"name": p.name, "dtypes": list(op.dtypes_of(p.name, family.id))}
+                    for p in spec.parameters
+                    if p.is_tensor
                 ],
             }
         )
@@ -83,7 +85,10 @@ def _scalars(spec: OpSpec) -> list[dict]:
                     "when_null": (
                         f"means {p.default}" if p.role == "optional_scalar" else "required: NULL gives 161001"
                     ),
-                    "constraints": [f"{p.py_name} {c.op} {c.value}" + (f" ({_versions(c)})" if _versions(c) else "") for c in p.constraints],
+                    "constraints": [
+                        f"{p.py_name} {c.op} {c.value}" + (f" ({_versions(c)})" if _versions(c) else "")
+                        for c in p.constraints
+                    ],
                 }
             )
     return rows
@@ -120,7 +125,9 @@ def promotion_tables(spec: OpSpec, products: ProductTable, version: str) -> list
             cells = []
             for b in accepted:
                 promoted = PROMOTION.get((a, b))
-                cells.append("—" if promoted is None else promoted if promoted in output_ok else f"{promoted} (unsupported)")
+                cells.append(
+                    "—" if promoted is None else promoted if promoted in output_ok else f"{promoted} (unsupported)"
+                )
             rows.append({"dtype": a, "cells": cells})
         tables.append({"inputs": list(rule.inputs), "output": rule.output, "dtypes": accepted, "rows": rows})
     return tables
@@ -136,7 +143,10 @@ def reference_page(spec: OpSpec, products: ProductTable, package: str = "aclnnge
         page_differences=_page_differences(spec),
         promotions=promotion_tables(spec, products, data["version"]),
         params=[{"name": p.name, "py": p.py_name, "role": p.role, "summary": p.summary} for p in spec.parameters],
-        defects=[{"kind": d.kind, "note": d.note, "versions": _versions(d), "claimed": d.claimed, "observed": d.observed} for d in spec.defects],
+        defects=[
+            {"kind": d.kind, "note": d.note, "versions": _versions(d), "claimed": d.claimed, "observed": d.observed}
+            for d in spec.defects
+        ],
     )
     return data
 

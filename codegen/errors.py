@@ -23,9 +23,7 @@ class SpecError(Exception):
     """A spec (or a shared table under specs/) is malformed. Carries one or more `Problem`s."""
 
     def __init__(self, problems: list[Problem] | Problem):
-        self.problems: tuple[Problem, ...] = (
-            (problems,) if isinstance(problems, Problem) else tuple(problems)
-        )
+        self.problems: tuple[Problem, ...] = (problems,) if isinstance(problems, Problem) else tuple(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
 
     @classmethod

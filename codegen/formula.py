@@ -36,6 +36,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # --- the function table: the one source of truth for parser, renderer, classify and docs ----------
 
+
 @dataclass(frozen=True)
 class Function:
     """A callable of the language. `args` are (name in docs, type); a type starting with `*`
@@ -79,28 +80,43 @@ FUNCTIONS: dict[str, Function] = {
         _fn("minimum", "a:num b:num", "elementwise minimum (NaN propagates)"),
         _fn("maximum", "a:num b:num", "elementwise maximum (NaN propagates)"),
         _fn("isnan", "x:num", "true where x is NaN", result="bool"),
-        _fn("round_to", "x:num p:tensor",
-            "round x to the storage dtype of tensor parameter p, then back to the compute dtype "
-            "(both modes)"),
-        _fn("per_channel", "w:num x:num",
-            "1-D weight w broadcast along dim 1 of x; numel 1 acts as a scalar"),
-        _fn("sum_per_channel", "e:num w:num",
+        _fn(
+            "round_to",
+            "x:num p:tensor",
+            "round x to the storage dtype of tensor parameter p, then back to the compute dtype (both modes)",
+        ),
+        _fn("per_channel", "w:num x:num", "1-D weight w broadcast along dim 1 of x; numel 1 acts as a scalar"),
+        _fn(
+            "sum_per_channel",
+            "e:num w:num",
             "sum e over every dim except dim 1, shape (C,) (numel-1 w: sum of everything, shaped like w)",
-            "reduction"),
+            "reduction",
+        ),
         _fn("sum", "e:num dims:dims", "sum e over dims (no kept dims)", "reduction"),
-        _fn("sum_keepdim", "e:num dims:dims",
-            "sum e over dims, keeping each as size 1 so the result broadcasts against e", "reduction"),
-        _fn("softmax", "x:num dims:dims",
+        _fn(
+            "sum_keepdim",
+            "e:num dims:dims",
+            "sum e over dims, keeping each as size 1 so the result broadcasts against e",
+            "reduction",
+        ),
+        _fn(
+            "softmax",
+            "x:num dims:dims",
             "exp(x) / sum_keepdim(exp(x), dims), computed without overflow (a forward function)",
-            "reduction"),
-        _fn("extern", "kernel:kernel args:*any",
+            "reduction",
+        ),
+        _fn(
+            "extern",
+            "kernel:kernel args:*any",
             "call the hand-written kernel registered in aclnngen.core.externs EXTERN_KERNELS",
-            "extern"),
+            "extern",
+        ),
     )
 }
 
 
 # --- the parsed tree (frozen, hashable) ------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Literal:
@@ -178,32 +194,55 @@ class FormulaProgram:
 
 # --- parsing ---------------------------------------------------------------------------------------
 
-_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
-           ast.BitAnd: "&", ast.BitOr: "|"}
-_OTHER_OPERATORS = {ast.BitXor: "^", ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<",
-                    ast.RShift: ">>", ast.MatMult: "@", ast.Is: "is", ast.IsNot: "is not",
-                    ast.In: "in", ast.NotIn: "not in"}
+_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|"}
+_OTHER_OPERATORS = {
+    ast.BitXor: "^",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.MatMult: "@",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
 _UNARY = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _FORBIDDEN = {
-    ast.Attribute: "attribute access", ast.Subscript: "subscript", ast.Slice: "slice",
-    ast.JoinedStr: "f-string", ast.FormattedValue: "f-string",
-    ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",
-    ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression",
-    ast.List: "list", ast.Set: "set", ast.Dict: "dict",
+    ast.Attribute: "attribute access",
+    ast.Subscript: "subscript",
+    ast.Slice: "slice",
+    ast.JoinedStr: "f-string",
+    ast.FormattedValue: "f-string",
+    ast.ListComp: "list comprehension",
+    ast.SetComp: "set comprehension",
+    ast.DictComp: "dict comprehension",
+    ast.GeneratorExp: "generator expression",
+    ast.List: "list",
+    ast.Set: "set",
+    ast.Dict: "dict",
     ast.Tuple: "tuple (tuples are only allowed as the dims of sum, sum_keepdim and softmax)",
-    ast.NamedExpr: "assignment expression (:=)", ast.Lambda: "lambda",
+    ast.NamedExpr: "assignment expression (:=)",
+    ast.Lambda: "lambda",
     ast.IfExp: "conditional expression (write where(cond, a, b))",
-    ast.Starred: "starred argument", ast.Await: "await", ast.Yield: "yield",
+    ast.Starred: "starred argument",
+    ast.Await: "await",
+    ast.Yield: "yield",
     ast.YieldFrom: "yield from",
     ast.BoolOp: "`and`/`or` (write `&`/`|` between parenthesised comparisons)",
 }
-ALLOWED = ("allowed: numbers, True/False, parameter names, earlier lets, pi/inf/nan, "
-           "+ - * / **, unary - + ~, one comparison < <= > >= == != at a time, & |, "
-           "and the functions " + ", ".join(FUNCTIONS))
+ALLOWED = (
+    "allowed: numbers, True/False, parameter names, earlier lets, pi/inf/nan, "
+    "+ - * / **, unary - + ~, one comparison < <= > >= == != at a time, & |, "
+    "and the functions " + ", ".join(FUNCTIONS)
+)
 _KEYWORD_HINTS = {
-    "and": "write `&` between parenthesised comparisons", "or": "write `|`", "not": "write `~`",
-    "if": "write where(cond, a, b)", "else": "write where(cond, a, b)",
+    "and": "write `&` between parenthesised comparisons",
+    "or": "write `|`",
+    "not": "write `~`",
+    "if": "write where(cond, a, b)",
+    "else": "write where(cond, a, b)",
 }
 
 
@@ -218,7 +257,9 @@ def _check_names(names: Mapping[str, str], loc: tuple) -> None:
 
 def _identifier_problem(name: object) -> str | None:
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        return "a name must be an ASCII Python identifier (letters, digits, underscores)" + (non_ascii(name) if isinstance(name, str) else "")
+        return "a name must be an ASCII Python identifier (letters, digits, underscores)" + (
+            non_ascii(name) if isinstance(name, str) else ""
+        )
     if keyword.iskeyword(name):
         return f"`{name}` is a Python keyword" + (" (the usual Python name is `lambd`)" if name == "lambda" else "")
     if name == NUMERICS_NAME:
@@ -236,8 +277,15 @@ def _extern_kernels() -> Mapping:
 
 
 class _Parser:
-    def __init__(self, source: str, names: Mapping[str, str], loc: tuple,
-                 lets: Mapping[str, str], later_lets: Sequence[str], let_values: Mapping = {}):
+    def __init__(
+        self,
+        source: str,
+        names: Mapping[str, str],
+        loc: tuple,
+        lets: Mapping[str, str],
+        later_lets: Sequence[str],
+        let_values: Mapping = {},
+    ):
         self.source, self.names, self.loc = source, names, tuple(loc)
         self.lets, self.later_lets = lets, later_lets
         self.let_values = let_values  # lets whose value is a constant, for bounded folding
@@ -257,8 +305,9 @@ class _Parser:
         if not source.strip():
             raise FieldProblem(self.loc, "empty expression; write an expression over the parameters")
         if len(source) > MAX_SOURCE_LENGTH:
-            raise FieldProblem(self.loc, f"expression is {len(source)} characters long; the limit is "
-                                         f"{MAX_SOURCE_LENGTH} (use lets)")
+            raise FieldProblem(
+                self.loc, f"expression is {len(source)} characters long; the limit is {MAX_SOURCE_LENGTH} (use lets)"
+            )
         self.source = source = source.strip()
         try:
             with warnings.catch_warnings():
@@ -266,11 +315,13 @@ class _Parser:
                 module = ast.parse(source, mode="eval")
         except SyntaxError as exc:
             column = f" at column {exc.offset}" if exc.offset else ""
-            raise FieldProblem(self.loc, f"not a valid expression{self._quoted()}: {exc.msg}{column}"
-                                         f"{self._keyword_hint()}") from None
+            raise FieldProblem(
+                self.loc, f"not a valid expression{self._quoted()}: {exc.msg}{column}{self._keyword_hint()}"
+            ) from None
         except (ValueError, MemoryError, RecursionError) as exc:
-            raise FieldProblem(self.loc, f"not a valid expression{self._quoted()}: "
-                                         f"{str(exc) or 'nested too deeply'}") from None
+            raise FieldProblem(
+                self.loc, f"not a valid expression{self._quoted()}: {str(exc) or 'nested too deeply'}"
+            ) from None
         tree, type_ = self.visit(module.body, 0)
         return Expression(source, tree, type_)
 
@@ -281,8 +332,7 @@ class _Parser:
     def _keyword_hint(self) -> str:
         for word in re.findall(r"[A-Za-z_]\w*", self.source):
             if word == "lambda":
-                return ("; `lambda` is a Python keyword, not allowed in formulas"
-                        + _suggest(word, self._usable()))
+                return "; `lambda` is a Python keyword, not allowed in formulas" + _suggest(word, self._usable())
             if keyword.iskeyword(word) and word not in ("True", "False", "None"):
                 return f"; `{word}` is a Python keyword: {_KEYWORD_HINTS.get(word, 'not allowed in formulas')}"
         return ""
@@ -295,10 +345,12 @@ class _Parser:
         if found == wanted or "any" in (found, wanted):
             return
         if wanted == "num":
-            self.fail(f"{role} must be a number, but this is a boolean (a comparison or mask); "
-                      "turn a mask into numbers with where(cond, 1, 0)", node)
-        self.fail(f"{role} must be a boolean (a comparison, isnan(...), & | ~), but this is a number",
-                  node)
+            self.fail(
+                f"{role} must be a number, but this is a boolean (a comparison or mask); "
+                "turn a mask into numbers with where(cond, 1, 0)",
+                node,
+            )
+        self.fail(f"{role} must be a boolean (a comparison, isnan(...), & | ~), but this is a number", node)
 
     def visit(self, node: ast.AST, depth: int) -> tuple[Node, str]:
         if depth > MAX_DEPTH:
@@ -318,8 +370,7 @@ class _Parser:
         if isinstance(node, ast.BinOp):
             op = _BINARY.get(type(node.op))
             if op is None:
-                self.fail(f"operator `{_OTHER_OPERATORS.get(type(node.op), '?')}` is not allowed",
-                          node, ALLOWED)
+                self.fail(f"operator `{_OTHER_OPERATORS.get(type(node.op), '?')}` is not allowed", node, ALLOWED)
             want = "bool" if op in "&|" else "num"
             left, lt = self.visit(node.left, depth)
             right, rt = self.visit(node.right, depth)
@@ -349,46 +400,61 @@ class _Parser:
                 self.fail("float literal overflows to infinity; write `inf`", node)
             return Literal(value, "float"), "num"
         if isinstance(value, str):
-            self.fail("a string literal is only allowed compared with == or != to an attribute "
-                      "(approximate == \"tanh\") or as the kernel name of extern(...)", node)
-        self.fail(f"literal of type {type(value).__name__} is not allowed; numbers and True/False are",
-                  node)
+            self.fail(
+                "a string literal is only allowed compared with == or != to an attribute "
+                '(approximate == "tanh") or as the kernel name of extern(...)',
+                node,
+            )
+        self.fail(f"literal of type {type(value).__name__} is not allowed; numbers and True/False are", node)
 
     def name(self, node: ast.Name) -> tuple[Node, str]:
         name, kind = node.id, self.names.get(node.id)
         if kind == "output":
-            self.fail(f"`{name}` is an output of the op; outputs are what formulas compute and cannot "
-                      "be operands (use inputs, scalars, attributes or earlier lets)", node)
+            self.fail(
+                f"`{name}` is an output of the op; outputs are what formulas compute and cannot "
+                "be operands (use inputs, scalars, attributes or earlier lets)",
+                node,
+            )
         if kind is not None:
             return Name(name, kind), "any" if kind == "attribute" else "num"
         if name in self.lets:
             return Name(name, "let"), self.lets[name]
         if name in self.later_lets:
-            self.fail(f"let `{name}` is used before it is defined; a let may only use lets above it",
-                      node)
+            self.fail(f"let `{name}` is used before it is defined; a let may only use lets above it", node)
         if name in CONSTANTS:
             return Name(name, "constant"), "num"
         if name in FUNCTIONS:
             self.fail(f"`{name}` is a function; call it as {FUNCTIONS[name].signature}", node)
         usable = self._usable()
-        self.fail(f"unknown name `{name}`{_suggest(name, usable)}", node,
-                  f"names you can use here: {', '.join(usable) or 'none'}")
+        self.fail(
+            f"unknown name `{name}`{_suggest(name, usable)}",
+            node,
+            f"names you can use here: {', '.join(usable) or 'none'}",
+        )
 
     def compare(self, node: ast.Compare, depth: int) -> tuple[Node, str]:
         if len(node.ops) > 1:
             self.fail("chained comparison is not allowed: write (a < b) & (b < c)", node)
         op = _COMPARE.get(type(node.ops[0]))
         if op is None:
-            self.fail(f"comparison `{_OTHER_OPERATORS.get(type(node.ops[0]), '?')}` is not allowed; "
-                      "use < <= > >= == !=", node)
+            self.fail(
+                f"comparison `{_OTHER_OPERATORS.get(type(node.ops[0]), '?')}` is not allowed; use < <= > >= == !=", node
+            )
         left, right = node.left, node.comparators[0]
         strings = [s for s in (left, right) if isinstance(s, ast.Constant) and isinstance(s.value, str)]
         if strings:
             other = right if strings[0] is left else left
-            if (op not in ("==", "!=") or len(strings) > 1 or not isinstance(other, ast.Name)
-                    or self.names.get(other.id) != "attribute"):
-                self.fail("a string literal is only allowed compared with == or != to an attribute, "
-                          "e.g. approximate == \"tanh\"", node)
+            if (
+                op not in ("==", "!=")
+                or len(strings) > 1
+                or not isinstance(other, ast.Name)
+                or self.names.get(other.id) != "attribute"
+            ):
+                self.fail(
+                    "a string literal is only allowed compared with == or != to an attribute, "
+                    'e.g. approximate == "tanh"',
+                    node,
+                )
             attr, text = Name(other.id, "attribute"), Literal(strings[0].value, "str")
             return Compare(op, *((text, attr) if strings[0] is left else (attr, text))), "bool"
         a, at = self.visit(left, depth)
@@ -401,19 +467,21 @@ class _Parser:
 
     def call(self, node: ast.Call, depth: int) -> tuple[Node, str]:
         if isinstance(node.func, ast.Attribute):
-            self.fail("attribute access is not allowed: call a function by its bare name, as in "
-                      f"{node.func.attr}(...)", node.func, f"functions: {', '.join(FUNCTIONS)}")
+            self.fail(
+                f"attribute access is not allowed: call a function by its bare name, as in {node.func.attr}(...)",
+                node.func,
+                f"functions: {', '.join(FUNCTIONS)}",
+            )
         if not isinstance(node.func, ast.Name):
-            self.fail("only the functions of the language can be called", node,
-                      f"functions: {', '.join(FUNCTIONS)}")
+            self.fail("only the functions of the language can be called", node, f"functions: {', '.join(FUNCTIONS)}")
         name = node.func.id
         fn = FUNCTIONS.get(name)
         if fn is None:
             if name in self.names or name in self.lets:
-                self.fail(f"`{name}` is a parameter or let, not a function", node,
-                          f"functions: {', '.join(FUNCTIONS)}")
-            self.fail(f"unknown function `{name}`{_suggest(name, FUNCTIONS)}", node,
-                      f"functions: {', '.join(FUNCTIONS)}")
+                self.fail(f"`{name}` is a parameter or let, not a function", node, f"functions: {', '.join(FUNCTIONS)}")
+            self.fail(
+                f"unknown function `{name}`{_suggest(name, FUNCTIONS)}", node, f"functions: {', '.join(FUNCTIONS)}"
+            )
         if node.keywords:
             self.fail(f"keyword arguments are not allowed; call {fn.signature}", node)
         n, fixed = len(node.args), len(fn.args) - fn.variadic
@@ -442,9 +510,12 @@ class _Parser:
                 self.fail(f"{role} must be a string literal naming a registered kernel", arg)
             kernels = _extern_kernels()
             if arg.value not in kernels:
-                self.fail(f"no extern kernel {arg.value!r} is registered in aclnngen.core.externs "
-                          f"EXTERN_KERNELS{_suggest(arg.value, kernels)}; registered: "
-                          f"{', '.join(sorted(kernels)) or 'none'}", arg)
+                self.fail(
+                    f"no extern kernel {arg.value!r} is registered in aclnngen.core.externs "
+                    f"EXTERN_KERNELS{_suggest(arg.value, kernels)}; registered: "
+                    f"{', '.join(sorted(kernels)) or 'none'}",
+                    arg,
+                )
             return Literal(arg.value, "str")
         tree, found = self.visit(arg, depth)
         self.expect(found, type_, arg, role)
@@ -465,31 +536,35 @@ class _Parser:
                 values.append(sign * inner.value)
             else:
                 return Dims(tuple(values))
-        self.fail(f"{role} must be an int literal such as -1, a tuple of them such as (0, 2), or the "
-                  "name of an attribute", arg)
+        self.fail(
+            f"{role} must be an int literal such as -1, a tuple of them such as (0, 2), or the name of an attribute",
+            arg,
+        )
 
     def check_extern_arity(self, kernel_name: str, count: int, node: ast.AST) -> None:
         kernel = _extern_kernels()[kernel_name]
         try:
             inspect.signature(kernel).bind(None, *([None] * count))
         except TypeError:
-            self.fail(f"extern kernel {kernel_name!r} cannot take {count} argument(s); its "
-                      f"signature is {inspect.signature(kernel)} (the first is the numerics object)",
-                      node)
+            self.fail(
+                f"extern kernel {kernel_name!r} cannot take {count} argument(s); its "
+                f"signature is {inspect.signature(kernel)} (the first is the numerics object)",
+                node,
+            )
         except ValueError:  # no introspectable signature: checked when called
             pass
 
 
-def parse_expression(source: str, names: Mapping[str, str], *, loc: tuple,
-                     lets: Sequence[str] = ()) -> Expression:
+def parse_expression(source: str, names: Mapping[str, str], *, loc: tuple, lets: Sequence[str] = ()) -> Expression:
     """Parse one expression. `names` maps each parameter's Python name to its kind (KINDS);
     `lets` are let names defined before it. Raises FieldProblem(loc, message)."""
     _check_names(names, loc)
     return _Parser(source, names, loc, {name: "any" for name in lets}, ()).parse()
 
 
-def parse_program(outputs: Mapping[str, str], names: Mapping[str, str], *,
-                  lets: Mapping[str, str] = {}, loc: tuple) -> FormulaProgram:
+def parse_program(
+    outputs: Mapping[str, str], names: Mapping[str, str], *, lets: Mapping[str, str] = {}, loc: tuple
+) -> FormulaProgram:
     """Parse an op's formula: ordered lets, then one expression per output. Outputs come back in
     the order `names` declares them; every declared output needs an expression."""
     loc = tuple(loc)
@@ -506,7 +581,7 @@ def parse_program(outputs: Mapping[str, str], names: Mapping[str, str], *,
             problem = f"it would shadow the {what} `{name}`; choose another name"
         if problem:
             raise FieldProblem(where, f"invalid let name {name!r}: {problem}")
-        expr = _Parser(source, names, where, dict(let_types), let_names[i + 1:], dict(let_values)).parse()
+        expr = _Parser(source, names, where, dict(let_types), let_names[i + 1 :], dict(let_values)).parse()
         let_types[name] = expr.type
         value = fold(expr.tree, let_values)
         if value is not None:
@@ -515,9 +590,11 @@ def parse_program(outputs: Mapping[str, str], names: Mapping[str, str], *,
     declared = [n for n, k in names.items() if k == "output"]
     for name in outputs:
         if name not in declared:
-            raise FieldProblem(loc + ("outputs", name),
-                               f"`{name}` is not an output of the op{_suggest(name, declared)}; "
-                               f"outputs: {', '.join(declared) or 'none'}")
+            raise FieldProblem(
+                loc + ("outputs", name),
+                f"`{name}` is not an output of the op{_suggest(name, declared)}; "
+                f"outputs: {', '.join(declared) or 'none'}",
+            )
     missing = [n for n in declared if n not in outputs]
     if missing:
         raise FieldProblem(loc + ("outputs",), f"no expression for output(s) {', '.join(missing)}")
@@ -526,8 +603,10 @@ def parse_program(outputs: Mapping[str, str], names: Mapping[str, str], *,
         where = loc + ("outputs", name)
         expr = _Parser(outputs[name], names, where, dict(let_types), (), let_values).parse()
         if expr.type == "bool":
-            raise FieldProblem(where, f"the expression of output `{name}` is a boolean; an output "
-                                      "must be a number: use where(cond, 1, 0)")
+            raise FieldProblem(
+                where,
+                f"the expression of output `{name}` is a boolean; an output must be a number: use where(cond, 1, 0)",
+            )
         parsed_outputs.append((name, expr))
     return FormulaProgram(tuple(parsed_lets), tuple(parsed_outputs))
 
@@ -547,6 +626,7 @@ def _render(node: Node, style: str, lets: Mapping[str, Node] = {}, ctx: "_Lazy |
     (the language itself; re-parses to the same tree) and "threshold" (plain Python over scalar
     names, constants as math.*, round_to dropped, lets inlined). With `ctx` (python only): a
     `where` whose condition reads no tensor is a Python conditional, and the lazy lets are calls."""
+
     def sub(child):
         return _render(child, style, lets, ctx)
 
@@ -633,11 +713,13 @@ def fold(node: Node, lets: Mapping[str, Node] = {}) -> int | float | None:
     if isinstance(a, int) and isinstance(b, int) and _int_too_large(node.op, a, b):
         a = float(a)
     try:
-        value = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-                 "/": lambda: a / b, "**": lambda: a ** b}[node.op]()
+        value = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b, "**": lambda: a**b}[
+            node.op
+        ]()
     except OverflowError:
         negative = (a < 0 and node.op == "**" and float(b).is_integer() and int(b) % 2 == 1) or (
-            node.op == "*" and (a < 0) != (b < 0))
+            node.op == "*" and (a < 0) != (b < 0)
+        )
         return -math.inf if negative else math.inf
     except (ZeroDivisionError, ValueError, ArithmeticError):
         return None  # computed at run time, with the numerics' semantics
@@ -684,7 +766,11 @@ class _Lazy:
         for n in _walk(node):
             if isinstance(n, TensorRef):
                 return False
-            if isinstance(n, Name) and n.kind not in _STATIC_KINDS and not (n.kind == "let" and self.is_static(self.lets[n.id])):
+            if (
+                isinstance(n, Name)
+                and n.kind not in _STATIC_KINDS
+                and not (n.kind == "let" and self.is_static(self.lets[n.id]))
+            ):
                 return False
         return True
 
@@ -726,6 +812,7 @@ def render_program(prog: FormulaProgram) -> list[str]:
 
 
 # --- analysis --------------------------------------------------------------------------------------
+
 
 def _walk(node: Node):
     yield node
@@ -843,8 +930,13 @@ def classify(prog: FormulaProgram) -> dict[str, str]:
     result = {}
     for name, expr in prog.outputs:
         cats = _categories(expr.tree, lets)
-        result[name] = ("reduction" if "reduction" in cats
-                        else "transcendental" if cats & {"transcendental", "extern"}
-                        else "selection" if _roundings(expr.tree, lets) <= 1
-                        else "arithmetic")
+        result[name] = (
+            "reduction"
+            if "reduction" in cats
+            else "transcendental"
+            if cats & {"transcendental", "extern"}
+            else "selection"
+            if _roundings(expr.tree, lets) <= 1
+            else "arithmetic"
+        )
     return result

@@ -66,7 +66,9 @@ def generator_fingerprint() -> str:
 
 def _sources(root: Path):
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith(".") and not d.endswith(".egg-info")]
+        dirnames[:] = [
+            d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith(".") and not d.endswith(".egg-info")
+        ]
         for name in filenames:
             if name.endswith((".py", ".j2")):
                 yield Path(dirpath) / name
@@ -125,8 +127,10 @@ class OpCache:
             return found
         from .errors import GenerateError
 
-        raise GenerateError(f"the generation cache lost an entry while generating ({self._path(key)}); "
-                            "run again (or with ACLNNGEN_GENERATE_CACHE=0)")
+        raise GenerateError(
+            f"the generation cache lost an entry while generating ({self._path(key)}); "
+            "run again (or with ACLNNGEN_GENERATE_CACHE=0)"
+        )
 
     def get(self, key: str) -> Any | None:
         found = _entry(self._path(key), key) if self.trusted else _MISSING
@@ -225,6 +229,7 @@ _TAGS: dict[type, str] = {}
 def record_class(tag: str):
     """Register a dataclass whose instances a record may hold (a class decorator); reading builds
     it from its fields' values and nothing else."""
+
     def register(cls):
         import dataclasses
 
@@ -261,7 +266,7 @@ def _tagged(value):
 
 def _untagged(obj: dict):
     if len(obj) == 1:
-        (key, value), = obj.items()
+        ((key, value),) = obj.items()
         if key.startswith(_TAG):
             if key == "\0t":
                 return tuple(value)
@@ -288,7 +293,9 @@ def decode(data: bytes):
 
 
 def _written_path(root: Path) -> Path:
-    return cache_root() / "generate-written" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}{SUFFIX}"
+    return (
+        cache_root() / "generate-written" / f"{hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()}{SUFFIX}"
+    )
 
 
 def load_memo(root: Path) -> dict:

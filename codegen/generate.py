@@ -23,7 +23,7 @@ from pathlib import Path
 from . import abi as abi_model
 from . import metadata, names, render, testplan
 from .errors import GenerateError
-from .gencache import record_class
+from .gencache import OpCache, record_class
 from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
 from .model import OpSpec
 from .products import ProductTable
@@ -123,8 +123,13 @@ class Plan:
         self.outputs.append(Output(path.removeprefix("./"), content, digest(content.encode("utf-8"))))
 
 
-def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = (), release: str | None = None,
-         cache: "OpCache | None | bool" = True) -> list[Output]:
+def plan(
+    specs_dir: Path,
+    layout: Layout = REPO_LAYOUT,
+    only: tuple[str, ...] = (),
+    release: str | None = None,
+    cache: "OpCache | None | bool" = True,
+) -> list[Output]:
     """Every output for the specs under `specs_dir`, rendered in memory. Each op's outputs come
     from the op cache (codegen/gencache.py) when its spec, the generator and the context are
     unchanged; `cache=False` renders everything."""
@@ -145,11 +150,18 @@ def plan(specs_dir: Path, layout: Layout = REPO_LAYOUT, only: tuple[str, ...] = 
     p.outputs.extend(_shared_outputs(specs_dir, layout, [op.record for op in ops], products, cache, keys))
     outputs = sorted(p.outputs, key=lambda o: o.path)
     if not only:  # a partial run's manifest is merged with the one on disk by the writer
-        outputs.append(Output(layout.manifest, Manifest({o.path: o.sha256 or digest(o.content.encode("utf-8")) for o in outputs}).text()))
+        outputs.append(
+            Output(
+                layout.manifest,
+                Manifest({o.path: o.sha256 or digest(o.content.encode("utf-8")) for o in outputs}).text(),
+            )
+        )
     return outputs
 
 
-def _shared_outputs(specs_dir: Path, layout: Layout, records: list[dict], products: ProductTable, cache, keys) -> list[Output]:
+def _shared_outputs(
+    specs_dir: Path, layout: Layout, records: list[dict], products: ProductTable, cache, keys
+) -> list[Output]:
     """The files every op contributes to (indexes, simulator entries, change log; in the repository
     also the ABI, product and profile tables), from the ops' records; cached under the keys of all
     ops and the text of the shared tables, so an unchanged run renders none of them."""
@@ -158,8 +170,10 @@ def _shared_outputs(specs_dir: Path, layout: Layout, records: list[dict], produc
         from .profiles import profile_paths
 
         tables = [table_path(specs_dir, "abi.yaml"), table_path(specs_dir, "products.yaml")] if layout.shared else []
-        texts = [f"{path}\0{path.read_text(encoding='utf-8', errors='replace')}" for path in
-                 tables + (profile_paths(specs_dir) if layout.shared else [])]
+        texts = [
+            f"{path}\0{path.read_text(encoding='utf-8', errors='replace')}"
+            for path in tables + (profile_paths(specs_dir) if layout.shared else [])
+        ]
         key = cache.key("shared", "\0".join(keys + texts))
         hit = cache.get(key)
         if hit is not None:
@@ -210,12 +224,15 @@ def _cache(cache, specs_dir: Path, layout: Layout, products: ProductTable, relea
         return None
     if isinstance(cache, gencache.OpCache):
         return cache
-    context = json.dumps({"layout": repr(layout), "release": release, "products": products.model_dump(mode="json")},
-                         sort_keys=True)
+    context = json.dumps(
+        {"layout": repr(layout), "release": release, "products": products.model_dump(mode="json")}, sort_keys=True
+    )
     return gencache.OpCache(context)
 
 
-def _op_renders(specs_dir: Path, layout: Layout, products: ProductTable, release: str | None, cache) -> tuple[list[OpRender], list]:
+def _op_renders(
+    specs_dir: Path, layout: Layout, products: ProductTable, release: str | None, cache
+) -> tuple[list[OpRender], list]:
     """Every op's render, in name order, and its cache key (None without a cache); all problems of
     all specs in one SpecError (as load_all). The ops the cache does not hold are rendered in
     worker processes when there are many (PARALLEL_FROM) and more than one core."""
@@ -238,7 +255,9 @@ def _op_renders(specs_dir: Path, layout: Layout, products: ProductTable, release
             found[index] = _cached_render(cache, keys[index], indexed)
     missing = [i for i, op in enumerate(found) if op is None]
     problems = []
-    for indexes, (renders, trouble) in _render_all(specs_dir, layout, products, release, [paths[i] for i in missing], missing):
+    for indexes, (renders, trouble) in _render_all(
+        specs_dir, layout, products, release, [paths[i] for i in missing], missing
+    ):
         problems.extend(trouble)
         for index, rendered in zip(indexes, renders):
             found[index] = rendered
@@ -311,7 +330,7 @@ def _render_all(specs_dir, layout, products, release, paths: list[Path], indexes
     # fork where there is one: the workers start with the generator already imported
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     size = max(8, min(BATCH, len(paths) // (workers * 4)))
-    batches = [(paths[i:i + size], indexes[i:i + size]) for i in range(0, len(paths), size)]
+    batches = [(paths[i : i + size], indexes[i : i + size]) for i in range(0, len(paths), size)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
         # a few batches in flight, taken in order: finished renders never pile up in memory
         pending: collections.deque = collections.deque()
@@ -358,8 +377,15 @@ def _record(spec: OpSpec, products: ProductTable) -> dict:
     from .changes import op_changes
     from .docs import support_row
 
-    return {"snake": spec.snake_name, "name": spec.name, "summary": spec.summary, "sim": _sim_entry(spec),
-            "support": support_row(spec, products), "changes": op_changes(spec), "newest": _newest_release(spec)}
+    return {
+        "snake": spec.snake_name,
+        "name": spec.name,
+        "summary": spec.summary,
+        "sim": _sim_entry(spec),
+        "support": support_row(spec, products),
+        "changes": op_changes(spec),
+        "newest": _newest_release(spec),
+    }
 
 
 def _newest_release(spec: OpSpec) -> str:
@@ -391,10 +417,18 @@ def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
         "binding_keywords": names.BINDING_KEYWORDS,
         "reference_keywords": names.REFERENCE_KEYWORDS,
     }
-    p.add(layout.module("meta", op), render.render("meta.py.j2", header=_header("metadata", source, "meta.py.j2"), **common))
+    p.add(
+        layout.module("meta", op),
+        render.render("meta.py.j2", header=_header("metadata", source, "meta.py.j2"), **common),
+    )
     p.add(
         layout.module("ops", op),
-        render.render("binding.py.j2", header=_header("binding", source, "binding.py.j2"), doc=_binding_doc(spec, products), **common),
+        render.render(
+            "binding.py.j2",
+            header=_header("binding", source, "binding.py.j2"),
+            doc=_binding_doc(spec, products),
+            **common,
+        ),
     )
     p.add(
         layout.module("reference", op),
@@ -410,11 +444,21 @@ def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
     )
     p.add(
         f"{layout.tests_dir}/test_{op}.py",
-        render.render("test_op.py.j2", header=_header("tests", source, "test_op.py.j2"), plan=testplan.build(spec, products), **common),
+        render.render(
+            "test_op.py.j2",
+            header=_header("tests", source, "test_op.py.j2"),
+            plan=testplan.build(spec, products),
+            **common,
+        ),
     )
     p.add(
         f"{layout.docs_dir}/{op}.md",
-        render.render("op.md.j2", header=_header("reference page", source, "op.md.j2"), doc=_page(spec, products, layout.package), **common),
+        render.render(
+            "op.md.j2",
+            header=_header("reference page", source, "op.md.j2"),
+            doc=_page(spec, products, layout.package),
+            **common,
+        ),
     )
 
 
@@ -443,8 +487,11 @@ def _forwards(spec: OpSpec) -> list[dict]:
     from .consistency import forward_program
 
     return [
-        {"key": p.py_name, "name": f"_forward_{i}",
-         "lines": formula.render_program(forward_program(spec, p, loc=("parameters", i, "forward")))}
+        {
+            "key": p.py_name,
+            "name": f"_forward_{i}",
+            "lines": formula.render_program(forward_program(spec, p, loc=("parameters", i, "forward"))),
+        }
         for i, p in enumerate(spec.parameters)
         if p.forward is not None
     ]
@@ -469,11 +516,16 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
     layout = p.layout
     ops = [{"snake": r["snake"], "name": r["name"], "summary": r["summary"]} for r in records]
     init_header = _header("package index", "specs/ops/", "package_init.py.j2")
-    p.add(f"{layout.package_dir}/__init__.py", render.render("package_init.py.j2", header=init_header, ops=ops, layout=layout))
+    p.add(
+        f"{layout.package_dir}/__init__.py",
+        render.render("package_init.py.j2", header=init_header, ops=ops, layout=layout),
+    )
     for kind in ("meta", "ops", "reference"):
         p.add(
             f"{layout.package_dir}/{kind}/__init__.py",
-            render.render("kind_init.py.j2", header=_header("index", "specs/ops/", "kind_init.py.j2"), ops=ops, kind=kind),
+            render.render(
+                "kind_init.py.j2", header=_header("index", "specs/ops/", "kind_init.py.j2"), ops=ops, kind=kind
+            ),
         )
     p.add(
         f"{layout.docs_dir}/index.md",
@@ -484,11 +536,20 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
             ops=ops,
         ),
     )
-    p.add(f"{layout.package_dir}/c/sim_ops.c", _render_sim_entries([r["sim"] for r in records], [r["newest"] for r in records]))
+    p.add(
+        f"{layout.package_dir}/c/sim_ops.c",
+        _render_sim_entries([r["sim"] for r in records], [r["newest"] for r in records]),
+    )
     changes_path = layout.changes_doc or f"{layout.docs_dir}/changes-by-release.md"
-    p.add(changes_path, render.render("changes.md.j2", header=_header("change log", "specs/ops/", "changes.md.j2"),
-                                      log=merge_entries([r["changes"] for r in records]),
-                                      docs_rel=posixpath.relpath(layout.docs_dir, posixpath.dirname(changes_path))))
+    p.add(
+        changes_path,
+        render.render(
+            "changes.md.j2",
+            header=_header("change log", "specs/ops/", "changes.md.j2"),
+            log=merge_entries([r["changes"] for r in records]),
+            docs_rel=posixpath.relpath(layout.docs_dir, posixpath.dirname(changes_path)),
+        ),
+    )
 
 
 def _render_sim_ops(specs: list[OpSpec]) -> str:
@@ -501,8 +562,12 @@ def _render_sim_entries(entries: list[str], newest: list[str]) -> str:
     from aclnngen.core.releases import CannVersion, simulator_spelling
 
     release = simulator_spelling(max(newest, key=CannVersion)) if newest else "8.5.0"
-    return render.render("sim_ops.c.j2", header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"),
-                         entries=entries, release=release)
+    return render.render(
+        "sim_ops.c.j2",
+        header=_header("simulator entry points", "specs/ops/", "sim_ops.c.j2"),
+        entries=entries,
+        release=release,
+    )
 
 
 def _sim_entry(spec: OpSpec) -> str:
@@ -581,10 +646,16 @@ def _render_shared(p: Plan, records: list[dict], products: ProductTable) -> None
 
     profiles: dict = {}
     for name, profile in load_profiles(p.specs_dir, _profiled_specs(p.specs_dir, records, products)):
-        profiles.setdefault(name, {}).setdefault(profile.op, {})[profile.cann_version] = profile.model_dump(mode="python")
+        profiles.setdefault(name, {}).setdefault(profile.op, {})[profile.cann_version] = profile.model_dump(
+            mode="python"
+        )
     p.add(
         "generated/profiles.py",
-        render.render("profiles.py.j2", header=_header("behaviour profiles", "specs/profiles/", "profiles.py.j2"), profiles=profiles),
+        render.render(
+            "profiles.py.j2",
+            header=_header("behaviour profiles", "specs/profiles/", "profiles.py.j2"),
+            profiles=profiles,
+        ),
     )
     if p.layout.schema_dir:
         from .model import OpSpec
@@ -593,7 +664,10 @@ def _render_shared(p: Plan, records: list[dict], products: ProductTable) -> None
 
         for name, model in (("op", OpSpec), ("products", Table)):
             schema = json_schema(model, name, products)
-            p.add(f"{p.layout.schema_dir}/{name}.schema.json", json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+            p.add(
+                f"{p.layout.schema_dir}/{name}.schema.json",
+                json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+            )
 
 
 def _profiled_specs(specs_dir: Path, records: list[dict], products: ProductTable) -> dict[str, OpSpec]:
@@ -643,7 +717,13 @@ def _scanned(root: Path, layout: Layout) -> set[str]:
         # The package folder itself is owned only for the files directly in it.
         pattern = "*" if rel == layout.package_dir.removeprefix("./") else "**/*"
         for path in folder.glob(pattern):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and not is_temporary(path.name) and path.name not in HAND_KEPT:
+            if (
+                path.is_file()
+                and "__pycache__" not in path.parts
+                and path.suffix != ".pyc"
+                and not is_temporary(path.name)
+                and path.name not in HAND_KEPT
+            ):
                 found.add(path.relative_to(root).as_posix())
     return found
 
@@ -668,7 +748,12 @@ def compare(outputs: list[Output], root: Path, layout: Layout, *, partial: bool 
 
 
 def write(
-    outputs: list[Output], root: Path, layout: Layout, *, partial: bool = False, force: bool = False,
+    outputs: list[Output],
+    root: Path,
+    layout: Layout,
+    *,
+    partial: bool = False,
+    force: bool = False,
     run_key: str | None = None,
 ) -> tuple[list[str], list[str]]:
     """Write the files whose content changed and remove the manifest's files no spec produces any
@@ -687,7 +772,11 @@ def write(
 
 
 def short_diff(old: str, new: str, path: str, limit: int = 20) -> str:
-    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"{path} (on disk)", f"{path} (rendered)", lineterm="", n=1))
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(), new.splitlines(), f"{path} (on disk)", f"{path} (rendered)", lineterm="", n=1
+        )
+    )
     if len(lines) > limit:
         lines = lines[:limit] + [f"... ({len(lines) - limit} more diff lines)"]
     return "\n".join(lines)

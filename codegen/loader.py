@@ -44,9 +44,13 @@ def _describe(error: dict) -> str:
     if kind == "union_tag_not_found":
         return "missing key 'kind' (it selects the rule or oracle type)"
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     where = f"{field}: " if field and not field.isdigit() else ""
-    return f"{where}{msg} (found {error.get('input')!r})" if kind not in ("value_error",) and "input" in error else f"{where}{msg}"
+    return (
+        f"{where}{msg} (found {error.get('input')!r})"
+        if kind not in ("value_error",) and "input" in error
+        else f"{where}{msg}"
+    )
 
 
 def validate_model(model: type[M], data: Any, path: Path, lines: LineMap, context: dict | None = None) -> M:
@@ -60,7 +64,9 @@ def validate_model(model: type[M], data: Any, path: Path, lines: LineMap, contex
             problems.append(Problem(str(path), lines.line_of(loc), _describe(error) + _doc_pointer(model, loc)))
         raise SpecError(_dedupe(problems)) from None
     except FieldProblem as exc:
-        raise SpecError(Problem(str(path), lines.line_of(exc.loc), exc.message + _doc_pointer(model, exc.loc))) from None
+        raise SpecError(
+            Problem(str(path), lines.line_of(exc.loc), exc.message + _doc_pointer(model, exc.loc))
+        ) from None
 
 
 def _doc_pointer(model: type, loc: tuple) -> str:
@@ -97,8 +103,14 @@ def load_spec(path: Path, products: ProductTable) -> LoadedSpec:
     except SpecError:
         raise
     except Exception as exc:
-        raise SpecError(Problem(str(path), 0, f"aclnngen could not validate this spec ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
-                                              "this is a bug in aclnngen, please report it")) from exc
+        raise SpecError(
+            Problem(
+                str(path),
+                0,
+                f"aclnngen could not validate this spec ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+                "this is a bug in aclnngen, please report it",
+            )
+        ) from exc
 
 
 def _load_spec(path: Path, products: ProductTable) -> LoadedSpec:
@@ -110,7 +122,9 @@ def _load_spec(path: Path, products: ProductTable) -> LoadedSpec:
 
         problems = todo_problems(data, path, lines)
         try:
-            validate_model(OpSpec, {k: v for k, v in data.items() if k != "todo"}, path, lines, context={"families": products.ids})
+            validate_model(
+                OpSpec, {k: v for k, v in data.items() if k != "todo"}, path, lines, context={"families": products.ids}
+            )
         except SpecError as exc:
             problems += [p for p in exc.problems if p not in problems]
         raise SpecError(problems)
@@ -118,7 +132,11 @@ def _load_spec(path: Path, products: ProductTable) -> LoadedSpec:
     expected_stem = spec.snake_name
     if path.stem != expected_stem:
         raise SpecError(
-            Problem(str(path), lines.line_of(("name",)), f"op {spec.name} must live in {expected_stem}.yaml (found {path.name})")
+            Problem(
+                str(path),
+                lines.line_of(("name",)),
+                f"op {spec.name} must live in {expected_stem}.yaml (found {path.name})",
+            )
         )
     return LoadedSpec(spec, path, lines)
 

@@ -38,8 +38,16 @@ def _param(p) -> dict:
         "scalar_dtype": p.scalar_dtype,
         "scalar_dtypes": [d if isinstance(d, str) else _dtype_entry(d) for d in p.scalar_dtypes],
         "default": p.default,
-        "constraints": [{"op": c.op, "value": c.value, "status": c.status, **_versions(c),
-                         **({"when": dict(c.when)} if c.when else {})} for c in p.constraints],
+        "constraints": [
+            {
+                "op": c.op,
+                "value": c.value,
+                "status": c.status,
+                **_versions(c),
+                **({"when": dict(c.when)} if c.when else {}),
+            }
+            for c in p.constraints
+        ],
         "attr_type": p.c_type,
         "choices": list(p.choices),
         **({"dim_of": p.dim_of} if p.dim_of else {}),  # absent: not a dimension
@@ -48,8 +56,12 @@ def _param(p) -> dict:
 
 
 def _dtype_entry(d) -> dict:
-    return {"families": list(d.families), "dtypes": list(d.dtypes), **_versions(d),
-            **({"when": dict(d.when)} if d.when else {})}
+    return {
+        "families": list(d.families),
+        "dtypes": list(d.dtypes),
+        **_versions(d),
+        **({"when": dict(d.when)} if d.when else {}),
+    }
 
 
 def _rule(rule) -> dict:

@@ -38,7 +38,9 @@ ATTRIBUTE_C_TYPES = ("bool", "int64_t", "double", "char*", "aclIntArray*")
 
 def _c_identifier(value: str) -> str:
     if not C_IDENTIFIER.match(value):
-        raise ValueError(f"{value!r} is not a C identifier (letters, digits, underscores; no leading digit){non_ascii(value)}")
+        raise ValueError(
+            f"{value!r} is not a C identifier (letters, digits, underscores; no leading digit){non_ascii(value)}"
+        )
     return value
 
 
@@ -81,7 +83,9 @@ PythonName = Annotated[
 # A product family's id; the generator turns FAMILY_MARK into an enum of products.yaml's families.
 FAMILY_MARK = "x-aclnngen-product-family"
 FamilyId = Annotated[
-    str, AfterValidator(_c_identifier), WithJsonSchema({"type": "string", "pattern": C_IDENTIFIER.pattern, FAMILY_MARK: True})
+    str,
+    AfterValidator(_c_identifier),
+    WithJsonSchema({"type": "string", "pattern": C_IDENTIFIER.pattern, FAMILY_MARK: True}),
 ]
 # A parameter's Python name: the schema also lists the reserved names (docs/security.md), so an editor
 # flags one as it is typed; validation gives the table it clashes with.
@@ -265,8 +269,11 @@ class Parameter(Frozen):
             "scalar_dtypes": bool(self.scalar_dtypes),
             "constraints": bool(self.constraints),
         }
-        attribute_only = {"c_type": self.c_type is not None, "choices": bool(self.choices),
-                          "dim_of": self.dim_of is not None}
+        attribute_only = {
+            "c_type": self.c_type is not None,
+            "choices": bool(self.choices),
+            "dim_of": self.dim_of is not None,
+        }
         allowed = {
             "input": tensor_only,
             "output": tensor_only,
@@ -281,9 +288,13 @@ class Parameter(Frozen):
                 if present:
                     raise ValueError(f"{key!r} does not apply to a parameter with role {self.role!r}")
         if self.role != "input" and (self.meaning is not None or self.forward is not None):
-            raise ValueError(f"'meaning' and 'forward' apply to input tensors, not to a parameter with role {self.role!r}")
+            raise ValueError(
+                f"'meaning' and 'forward' apply to input tensors, not to a parameter with role {self.role!r}"
+            )
         if (self.meaning == "forward_output") != (self.forward is not None):
-            raise ValueError("a forward_output input needs 'forward' (the forward function of x), and only it takes one")
+            raise ValueError(
+                "a forward_output input needs 'forward' (the forward function of x), and only it takes one"
+            )
         if self.is_tensor and not self.dtypes:
             raise ValueError(f"tensor parameter {self.name!r} needs 'dtypes' (per product family)")
         if self.is_scalar and self.scalar_dtype is None:
@@ -431,8 +442,19 @@ class NonContiguous(RuleBase):
 
 
 Rule = Annotated[
-    Union[SameShape, SameDType, Broadcast, BroadcastTo, Promote, Castable, PerChannel, MaxRank, MinRank, EmptyTensors,
-          NonContiguous],
+    Union[
+        SameShape,
+        SameDType,
+        Broadcast,
+        BroadcastTo,
+        Promote,
+        Castable,
+        PerChannel,
+        MaxRank,
+        MinRank,
+        EmptyTensors,
+        NonContiguous,
+    ],
     Field(discriminator="kind"),
 ]
 

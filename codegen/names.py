@@ -37,9 +37,37 @@ REFERENCE_KEYWORDS: tuple[tuple[str, object], ...] = (("out_dtypes", None), ("mo
 # define, import or call, besides the spec's own names. tests/test_reserved_names.py checks this list
 # against every generated module, so a template that starts using a new name (or a builtin) fails it.
 GENERATED_PYTHON = frozenset(
-    {"annotations", "math", "bind", "META", "_CALL", "Reference", "FORMULAS", "_REFERENCE", "boundaries", "reference", "m", "FORWARDS", "forward", "x"}
+    {
+        "annotations",
+        "math",
+        "bind",
+        "META",
+        "_CALL",
+        "Reference",
+        "FORMULAS",
+        "_REFERENCE",
+        "boundaries",
+        "reference",
+        "m",
+        "FORWARDS",
+        "forward",
+        "x",
+    }
     # the binding's type hints (runtime/hints.py and the builtins its signature names)
-    | {"Result", "TensorLike", "HostArray", "DeviceArray", "np", "overload", "bool", "float", "int", "str", "object", "tuple"}
+    | {
+        "Result",
+        "TensorLike",
+        "HostArray",
+        "DeviceArray",
+        "np",
+        "overload",
+        "bool",
+        "float",
+        "int",
+        "str",
+        "object",
+        "tuple",
+    }
 )
 
 # Generated files named after an op that would collide with an index or package file.
@@ -203,4 +231,3 @@ def package_clash(name: str) -> str | None:
     if name in imported_modules() or name in ("numpy", "ml_dtypes", "cffi"):
         return f"generated code imports a module of that name ({', '.join(sorted(imported_modules()))}, numpy, ...)"
     return None
-

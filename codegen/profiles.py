@@ -23,8 +23,19 @@ from .yamlio import read_yaml
 
 class ProfileChange(Frozen):
     action: Literal["drop", "allow", "exclude_params"]
-    rule: Literal["same_shape", "same_dtype", "broadcast", "broadcast_to", "promote", "castable", "per_channel", "max_rank",
-                  "min_rank", "empty", "non_contiguous"]
+    rule: Literal[
+        "same_shape",
+        "same_dtype",
+        "broadcast",
+        "broadcast_to",
+        "promote",
+        "castable",
+        "per_channel",
+        "max_rank",
+        "min_rank",
+        "empty",
+        "non_contiguous",
+    ]
     params: list[CIdentifier] = []
     reason: NonEmptyText
 
@@ -78,18 +89,38 @@ def _check(profile: Profile, path: Path, lines, specs: dict[str, OpSpec]) -> Non
         raise SpecError(Problem(str(path), lines.line_of(("op",)), f"no spec for op {profile.op!r}"))
     if path.stem != spec.snake_name or path.parent.name != profile.cann_version:
         raise SpecError(
-            Problem(str(path), 1, f"a profile of {profile.op} at {profile.cann_version} lives in {profile.cann_version}/{spec.snake_name}.yaml")
+            Problem(
+                str(path),
+                1,
+                f"a profile of {profile.op} at {profile.cann_version} lives in {profile.cann_version}/{spec.snake_name}.yaml",
+            )
         )
     for i, change in enumerate(profile.changes):
         rules = [r for r in spec.rules if r.kind == change.rule]
         if not rules:
-            raise SpecError(Problem(str(path), lines.line_of(("changes", i, "rule")), f"{profile.op} has no {change.rule!r} rule to change"))
+            raise SpecError(
+                Problem(
+                    str(path),
+                    lines.line_of(("changes", i, "rule")),
+                    f"{profile.op} has no {change.rule!r} rule to change",
+                )
+            )
         named = {n for r in rules for _, n in rule_params(r)}
         for j, param in enumerate(change.params):
             if param not in named:
-                raise SpecError(Problem(str(path), lines.line_of(("changes", i, "params", j)), f"no {change.rule!r} rule names {param!r}"))
+                raise SpecError(
+                    Problem(
+                        str(path),
+                        lines.line_of(("changes", i, "params", j)),
+                        f"no {change.rule!r} rule names {param!r}",
+                    )
+                )
         if (change.action == "exclude_params") != bool(change.params):
-            raise SpecError(Problem(str(path), lines.line_of(("changes", i)), "'params' goes with (and only with) action exclude_params"))
+            raise SpecError(
+                Problem(
+                    str(path), lines.line_of(("changes", i)), "'params' goes with (and only with) action exclude_params"
+                )
+            )
     _check_dtypes(profile, path, lines, spec)
 
 
@@ -101,12 +132,24 @@ def _check_dtypes(profile: Profile, path: Path, lines, spec: OpSpec) -> None:
             param = by_name.get(name)
             if param is None or param.role not in ("input", "output"):
                 tensors = ", ".join(p.name for p in spec.parameters if p.role in ("input", "output"))
-                raise SpecError(Problem(str(path), lines.line_of(("dtypes", i, "params", j)),
-                                        f"{profile.op} has no tensor {name!r} to list dtypes for; its tensors are {tensors}"))
+                raise SpecError(
+                    Problem(
+                        str(path),
+                        lines.line_of(("dtypes", i, "params", j)),
+                        f"{profile.op} has no tensor {name!r} to list dtypes for; its tensors are {tensors}",
+                    )
+                )
         for j, family in enumerate(entry.families):
             if family not in families:
-                raise SpecError(Problem(str(path), lines.line_of(("dtypes", i, "families", j)),
-                                        f"{profile.op}'s spec lists {family!r} as no product it supports"))
+                raise SpecError(
+                    Problem(
+                        str(path),
+                        lines.line_of(("dtypes", i, "families", j)),
+                        f"{profile.op}'s spec lists {family!r} as no product it supports",
+                    )
+                )
         for name in entry.when:
             if name not in by_name:
-                raise SpecError(Problem(str(path), lines.line_of(("dtypes", i, "when")), f"{profile.op} has no parameter {name!r}"))
+                raise SpecError(
+                    Problem(str(path), lines.line_of(("dtypes", i, "when")), f"{profile.op} has no parameter {name!r}")
+                )

@@ -21,7 +21,6 @@ from .model import OpSpec, Parameter
 ATTRIBUTE_HINTS = {"bool": "bool", "int64_t": "int", "double": "float", "char*": "str", "aclIntArray*": "Sequence[int]"}
 
 
-
 @dataclass(frozen=True)
 class TensorKind:
     """One overload of a binding: what its tensors are (a name of aclnngen.runtime.hints) and

@@ -52,8 +52,7 @@ def check_release(text: str, specs: Iterable[OpSpec | Mapping[str, Any]], option
     known = set().union(*(described(s) for s in specs))
     if CannVersion(release) not in {CannVersion(v) for v in known}:
         raise GenerateError(
-            f"{option} {text}: no spec describes CANN {text}; "
-            f"releases the specs describe: {_tags(known)}"
+            f"{option} {text}: no spec describes CANN {text}; releases the specs describe: {_tags(known)}"
         )
     return release
 

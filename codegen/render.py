@@ -58,7 +58,9 @@ def docstring(text: str) -> str:
 def comment_text(text: str) -> str:
     """Text that stays inside one line of a Python, C or Markdown comment: only printable ASCII, the
     rest as escapes, and no sequence that ends a C or HTML comment."""
-    out = "".join(ch if 32 <= ord(ch) < 127 and ch != "\\" else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+    out = "".join(
+        ch if 32 <= ord(ch) < 127 and ch != "\\" else ch.encode("unicode_escape").decode("ascii") for ch in str(text)
+    )
     return out.replace("*/", "*\\/").replace("--", "-\\-")
 
 
@@ -71,7 +73,7 @@ def c_string(text: str) -> str:
         elif 32 <= ord(ch) < 127:
             out.append(ch)
         else:
-            out.extend(f"\\x{b:02x}\"\"" for b in ch.encode("utf-8"))
+            out.extend(f'\\x{b:02x}""' for b in ch.encode("utf-8"))
     return '"' + "".join(out) + '"'
 
 
@@ -97,8 +99,13 @@ class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
         from aclnngen.files import FileError, read_regular
 
         try:
-            data = read_regular(self._get_cache_filename(bucket), what="template bytecode", follow_links=False,
-                                judge=foreign, limit=16 * 1024 * 1024)
+            data = read_regular(
+                self._get_cache_filename(bucket),
+                what="template bytecode",
+                follow_links=False,
+                judge=foreign,
+                limit=16 * 1024 * 1024,
+            )
         except FileError:
             return  # absent, a link, not a regular file or not the user's own: compile afresh
         try:
@@ -110,8 +117,13 @@ class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
         from aclnngen.files import write_atomic
 
         try:
-            write_atomic(self._get_cache_filename(bucket), bucket.bytecode_to_string(), what="template bytecode",
-                         mode=0o600, durable=False)
+            write_atomic(
+                self._get_cache_filename(bucket),
+                bucket.bytecode_to_string(),
+                what="template bytecode",
+                mode=0o600,
+                durable=False,
+            )
         except OSError:
             pass
 
@@ -147,7 +159,14 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pyrepr=pyrepr, docstring=docstring, comment_text=comment_text, c_string=c_string, md_cell=md_cell, indent_lines=indent_lines)
+    env.filters.update(
+        pyrepr=pyrepr,
+        docstring=docstring,
+        comment_text=comment_text,
+        c_string=c_string,
+        md_cell=md_cell,
+        indent_lines=indent_lines,
+    )
     return env
 
 

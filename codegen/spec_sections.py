@@ -6,14 +6,29 @@ from __future__ import annotations
 DOC = "docs/spec-language.md"
 
 _TOP = {
-    "source": "source", "products": "products", "prototypes": "prototypes", "page_prototypes": "prototypes",
-    "parameters": "parameters", "rules": "rules", "formula": "formula", "return_codes": "return-codes",
-    "oracle": "oracle", "defects": "defects",
+    "source": "source",
+    "products": "products",
+    "prototypes": "prototypes",
+    "page_prototypes": "prototypes",
+    "parameters": "parameters",
+    "rules": "rules",
+    "formula": "formula",
+    "return_codes": "return-codes",
+    "oracle": "oracle",
+    "defects": "defects",
 }
 _PARAMETER_KEYS = {
-    "role": "roles", "dtypes": "dtypes", "optional": "dtypes", "meaning": "input-meanings", "forward": "input-meanings",
-    "scalar_dtype": "scalars", "scalar_dtypes": "scalars", "default": "scalars", "constraints": "scalar-constraints",
-    "c_type": "attributes", "choices": "attributes",
+    "role": "roles",
+    "dtypes": "dtypes",
+    "optional": "dtypes",
+    "meaning": "input-meanings",
+    "forward": "input-meanings",
+    "scalar_dtype": "scalars",
+    "scalar_dtypes": "scalars",
+    "default": "scalars",
+    "constraints": "scalar-constraints",
+    "c_type": "attributes",
+    "choices": "attributes",
 }
 
 

@@ -62,7 +62,9 @@ def _list(value: Any) -> list:
 
 
 def _c_types(data: dict) -> dict[str, str]:
-    text = (data.get("prototypes") or {}).get("get_workspace_size") if isinstance(data.get("prototypes"), dict) else None
+    text = (
+        (data.get("prototypes") or {}).get("get_workspace_size") if isinstance(data.get("prototypes"), dict) else None
+    )
     try:
         return {p.name: str(p.type) for p in parse_prototype(text).params} if isinstance(text, str) else {}
     except PrototypeError:
@@ -87,7 +89,12 @@ def view(data: dict, release: str | None = None) -> View:
             defaults[name] = p["default"]
         for bound in _list(p.get("constraints")):
             if isinstance(bound, dict) and holds(bound, release):
-                constraints.append(json.dumps({"kind": "value", "param": name, "op": bound.get("op"), "value": bound.get("value")}, sort_keys=True))
+                constraints.append(
+                    json.dumps(
+                        {"kind": "value", "param": name, "op": bound.get("op"), "value": bound.get("value")},
+                        sort_keys=True,
+                    )
+                )
     products = {}
     for entry in _list(data.get("products")):
         if isinstance(entry, dict) and holds(entry, release):
@@ -98,8 +105,11 @@ def view(data: dict, release: str | None = None) -> View:
             rules.add(json.dumps({k: v for k, v in rule.items() if k not in ("since", "until")}, sort_keys=True))
     formula = data.get("formula") if isinstance(data.get("formula"), dict) else {}
     docs = {"summary": str(data.get("summary")), "formula": str(formula.get("latex"))}
-    codes = {(r.get("status"), str(r.get("check"))) for r in _list(data.get("return_codes"))
-             if isinstance(r, dict) and holds(r, release)}
+    codes = {
+        (r.get("status"), str(r.get("check")))
+        for r in _list(data.get("return_codes"))
+        if isinstance(r, dict) and holds(r, release)
+    }
     return View(str(data.get("name")), params, products, dtypes, defaults, rules, docs, codes)
 
 
@@ -125,16 +135,29 @@ def diff(old: View, new: View) -> list[Change]:
         removed = old.dtypes.get(key, frozenset()) - new.dtypes.get(key, frozenset())
         added = new.dtypes.get(key, frozenset()) - old.dtypes.get(key, frozenset())
         if removed:
-            out.append(Change(BREAKING, "dtype", param, f"{param} on {family}: {', '.join(sorted(removed))} removed", family))
+            out.append(
+                Change(BREAKING, "dtype", param, f"{param} on {family}: {', '.join(sorted(removed))} removed", family)
+            )
         if added:
-            out.append(Change(COMPATIBLE, "dtype", param, f"{param} on {family}: {', '.join(sorted(added))} added", family))
+            out.append(
+                Change(COMPATIBLE, "dtype", param, f"{param} on {family}: {', '.join(sorted(added))} added", family)
+            )
     for name in sorted(names):
         if old.defaults.get(name) != new.defaults.get(name):
-            out.append(Change(BREAKING, "default", name, f"{name} default {old.defaults.get(name)!r} -> {new.defaults.get(name)!r}"))
+            out.append(
+                Change(
+                    BREAKING,
+                    "default",
+                    name,
+                    f"{name} default {old.defaults.get(name)!r} -> {new.defaults.get(name)!r}",
+                )
+            )
     for rule in sorted(new.rules - old.rules):
         out.append(Change(_rule_class(rule, old.rules, tightened=True), "rule", "", f"rule added: {rule_text(rule)}"))
     for rule in sorted(old.rules - new.rules):
-        out.append(Change(_rule_class(rule, new.rules, tightened=False), "rule", "", f"rule removed: {rule_text(rule)}"))
+        out.append(
+            Change(_rule_class(rule, new.rules, tightened=False), "rule", "", f"rule removed: {rule_text(rule)}")
+        )
     # a row added is a new way to be rejected; a row gone, one less
     for status, check in sorted(new.return_codes - old.return_codes, key=str):
         out.append(Change(BREAKING, "return_code", check, f"return code {status} for {check} added"))
@@ -151,15 +174,19 @@ def diff_files(old: dict, new: dict) -> list[Change]:
     each release either describes (its own and every since/until boundary), so a fact that appears
     or ends at a release shows, classified as `diff SPEC --at A --at B` classifies it. A change seen
     at only some of those releases names them (`at`); without any release, the facts as written."""
-    releases = sorted(set(known_releases({"cann_version": None, **old})) | set(known_releases({"cann_version": None, **new})))
+    releases = sorted(
+        set(known_releases({"cann_version": None, **old})) | set(known_releases({"cann_version": None, **new}))
+    )
     if not releases:
         return diff(view(old), view(new))
     seen: dict[Change, list[str]] = {}
     for release in releases:
         for change in diff(view(old, release.text), view(new, release.text)):
             seen.setdefault(change, []).append(release.text)
-    return [change if len(at) == len(releases) else replace(change, at=tuple(vendor_tag(r) for r in at))
-            for change, at in seen.items()]
+    return [
+        change if len(at) == len(releases) else replace(change, at=tuple(vendor_tag(r) for r in at))
+        for change, at in seen.items()
+    ]
 
 
 def rule_text(rule: str) -> str:
@@ -169,7 +196,9 @@ def rule_text(rule: str) -> str:
     if kind == "value":
         return f"{data.get('param')} {data.get('op')} {data.get('value')}"
     names = [n for key in ("params", "inputs") for n in data.pop(key, [])]
-    names += [f"{key}={data.pop(key)}" for key in ("param", "target", "weight", "input", "grad", "output") if key in data]
+    names += [
+        f"{key}={data.pop(key)}" for key in ("param", "target", "weight", "input", "grad", "output") if key in data
+    ]
     rest = " ".join(f"{k}={json.dumps(v)}" for k, v in sorted(data.items()))
     return f"{kind}({', '.join(map(str, names))})" + (f" {rest}" if rest else "")
 
@@ -199,7 +228,14 @@ def _param_changes(old: View, new: View) -> list[Change]:
     out += [Change(BREAKING, "parameter", n, f"parameter {n} added") for n in added]
     common = [n for n in old_names if n in new_by]
     if common != [n for n in new_names if n in old_by]:
-        out.append(Change(BREAKING, "parameter", "", f"parameters reordered: {', '.join(common)} -> {', '.join(n for n in new_names if n in old_by)}"))
+        out.append(
+            Change(
+                BREAKING,
+                "parameter",
+                "",
+                f"parameters reordered: {', '.join(common)} -> {', '.join(n for n in new_names if n in old_by)}",
+            )
+        )
     for n in common:
         (_, role_a, type_a), (_, role_b, type_b) = old_by[n], new_by[n]
         if role_a != role_b:

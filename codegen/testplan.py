@@ -64,31 +64,59 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
     # Shape cases run on the home family, and on each family whose rules differ from it (a rule
     # a page states for some products only), so both sides of such a rule are tested.
     shape_cases = [
-        _case(f"{label[family]}-{kind}-{'accepted' if status == 0 else status}", family=family, dtype=home_dtype, kind=kind, status=status)
+        _case(
+            f"{label[family]}-{kind}-{'accepted' if status == 0 else status}",
+            family=family,
+            dtype=home_dtype,
+            kind=kind,
+            status=status,
+        )
         for family in _rule_families(meta, version, families, home)
         for kind, status in planning.applicable_cases(meta, version, family=family)
     ]
     null_cases = [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in planning.null_cases(meta)]
     scalar_cases = [
-        _case(f"{label[home]}-{param}-{_value_id(value)}", family=home, param=param, value=value, status=status, context={})
+        _case(
+            f"{label[home]}-{param}-{_value_id(value)}",
+            family=home,
+            param=param,
+            value=value,
+            status=status,
+            context={},
+        )
         for param, value, status in planning.scalar_violations(meta, version)
     ] + [
-        _case(f"{label[home]}-{param}-{_value_id(value)}-when-{'-'.join(f'{k}-{sweeps.value_id(v)}' for k, v in when.items())}",
-              family=home, param=param, value=value, status=status, context=when)
+        _case(
+            f"{label[home]}-{param}-{_value_id(value)}-when-{'-'.join(f'{k}-{sweeps.value_id(v)}' for k, v in when.items())}",
+            family=home,
+            param=param,
+            value=value,
+            status=status,
+            context=when,
+        )
         for param, value, status, when in planning.conditional_violations(meta, version)
     ]
     home_supported = op.dtypes_of(_first_input(spec), home)
     sweep_dtype = home_dtype if home_dtype in home_supported else sorted(home_supported, key=sort_key)[0]
     sweep_cases = [
-        _case(f"{label[home]}-{param}-{sweeps.value_id(value)}", family=home, dtype=sweep_dtype,
-              overrides=sweeps.overrides_for(meta, version, param, value))
+        _case(
+            f"{label[home]}-{param}-{sweeps.value_id(value)}",
+            family=home,
+            dtype=sweep_dtype,
+            overrides=sweeps.overrides_for(meta, version, param, value),
+        )
         for param, value in sweeps.scalar_points(meta, version)
     ]
     conditional = [
-        _case(f"{label[family]}-{dtype}-when-{'-'.join(f'{k}-{sweeps.value_id(v)}' for k, v in entry.when.items())}",
-              family=family, dtype=dtype, context=dict(entry.when))
+        _case(
+            f"{label[family]}-{dtype}-when-{'-'.join(f'{k}-{sweeps.value_id(v)}' for k, v in entry.when.items())}",
+            family=family,
+            dtype=dtype,
+            context=dict(entry.when),
+        )
         for entry in _conditional_entries(spec, version)
-        for family in entry.families if family in families
+        for family in entry.families
+        if family in families
         for dtype in entry.dtypes
     ]
     return_codes = []
@@ -98,7 +126,14 @@ def build(spec: OpSpec, products: ProductTable) -> dict:
         for param in row.params:
             family = _row_family(meta, version, row.check, param, families, home)
             return_codes.append(
-                _case(f"row{index}-{row.check}-{param}", family=family, row=index, check=row.check, param=param, status=row.status)
+                _case(
+                    f"row{index}-{row.check}-{param}",
+                    family=family,
+                    row=index,
+                    check=row.check,
+                    param=param,
+                    status=row.status,
+                )
             )
     layouts = _Layouts(meta, version)
     binding = [
@@ -127,8 +162,11 @@ def _rules_on(meta: dict, version: str, family: str) -> list[dict]:
 
 def _rule_names(rule: dict) -> list[str]:
     """The tensors a META rule names, whatever fields its kind uses."""
-    return [*rule.get("params", ()), *rule.get("inputs", ()),
-            *(rule[k] for k in ("output", "param", "target", "weight", "input", "grad") if isinstance(rule.get(k), str))]
+    return [
+        *rule.get("params", ()),
+        *rule.get("inputs", ()),
+        *(rule[k] for k in ("output", "param", "target", "weight", "input", "grad") if isinstance(rule.get(k), str)),
+    ]
 
 
 def _rule_families(meta: dict, version: str, families: list[str], home: str) -> list[str]:

@@ -77,7 +77,9 @@ class Manifest:
                 if not all(isinstance(k, str) and isinstance(v, str) and _safe_relative(k) for k, v in entries.items()):
                     raise ValueError("entries must be relative paths inside the folder with a hash each")
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise GenerateError(f"{where}: not a manifest aclnngen can read ({exc}); remove it or use --force") from None
+            raise GenerateError(
+                f"{where}: not a manifest aclnngen can read ({exc}); remove it or use --force"
+            ) from None
         return cls(dict(files), dict(pending) or None)
 
 
@@ -259,7 +261,12 @@ def file_status(st: os.stat_result) -> tuple[int, ...]:
 
 
 def write_owned(
-    root: Path, outputs: dict[str, bytes], manifest_path: str, *, partial: bool = False, force: bool = False,
+    root: Path,
+    outputs: dict[str, bytes],
+    manifest_path: str,
+    *,
+    partial: bool = False,
+    force: bool = False,
     memo: dict | None = None,
 ) -> WriteResult:
     """Write `outputs` (path -> bytes) under `root` by the ownership rules above.
@@ -276,8 +283,16 @@ def write_owned(
         return _write_owned(folder, root, outputs, manifest_path, partial=partial, force=force, memo=memo)
 
 
-def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest_path: str, *, partial: bool, force: bool,
-                 memo: dict | None) -> WriteResult:
+def _write_owned(
+    folder: Folder,
+    root: Path,
+    outputs: dict[str, bytes],
+    manifest_path: str,
+    *,
+    partial: bool,
+    force: bool,
+    memo: dict | None,
+) -> WriteResult:
     old_text = folder.read(manifest_path)
     if old_text is None:
         old = Manifest({})
@@ -298,7 +313,9 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
     to_write: list[str] = []
     existing: set[str] = set()
     known = getattr(outputs, "digest", None)  # a mapping that knows its digests spares the hashing
-    digests = {rel: known(rel) for rel in outputs} if known else {rel: digest(content) for rel, content in outputs.items()}
+    digests = (
+        {rel: known(rel) for rel in outputs} if known else {rel: digest(content) for rel, content in outputs.items()}
+    )
     for rel in sorted(outputs):  # one file's bytes at a time (`outputs` may encode on access)
         if memo is not None and memo.get(rel, [None])[-1] == digests[rel] == old.files.get(rel):
             st = folder.lstat(rel)
@@ -310,7 +327,11 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
         if current is not None:
             existing.add(rel)
         if current is not None and not force and not old.owns(rel, digest(current)):
-            why = "edited since aclnngen wrote it" if rel in old.files else "not written by aclnngen (not in the manifest)"
+            why = (
+                "edited since aclnngen wrote it"
+                if rel in old.files
+                else "not written by aclnngen (not in the manifest)"
+            )
             refused.append(f"{rel} ({why})")
         to_write.append(rel)
 
@@ -326,7 +347,9 @@ def _write_owned(folder: Folder, root: Path, outputs: dict[str, bytes], manifest
 
     if refused:
         listing = "; ".join(refused[:5]) + (f"; and {len(refused) - 5} more" if len(refused) > 5 else "")
-        raise GenerateError(f"{root}: refusing to change {len(refused)} file(s): {listing}; nothing was written; --force overrides")
+        raise GenerateError(
+            f"{root}: refusing to change {len(refused)} file(s): {listing}; nothing was written; --force overrides"
+        )
 
     for parent in sorted({rel.rpartition("/")[0] for rel in outputs}):
         folder.sweep_temporaries(parent)

@@ -61,9 +61,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
                 None, None, f"keys must be strings, found {key!r}", key_node.start_mark
             )
         if key in result:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         result[key] = loader.construct_object(value_node, deep=True)
     return result
 
@@ -81,7 +79,10 @@ def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
     value = yaml.SafeLoader.construct_yaml_int(loader, node)
     if not -(1 << MAX_INT_BITS) < value < (1 << MAX_INT_BITS):
         raise yaml.constructor.ConstructorError(
-            None, None, f"integer {node.value} is out of range; integers are limited to {MAX_INT_BITS} bits", node.start_mark
+            None,
+            None,
+            f"integer {node.value} is out of range; integers are limited to {MAX_INT_BITS} bits",
+            node.start_mark,
         )
     return value
 
@@ -99,11 +100,19 @@ def check_events(text: str, path: str | Path, what: str = "specs") -> None:
             event = loader.get_event()
             line = event.start_mark.line + 1 if event.start_mark is not None else 1
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-                raise SpecError(Problem(str(path), line, f"YAML anchors and aliases (& and *) are not allowed in {what}; write the value out"))
+                raise SpecError(
+                    Problem(
+                        str(path),
+                        line,
+                        f"YAML anchors and aliases (& and *) are not allowed in {what}; write the value out",
+                    )
+                )
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise SpecError(Problem(str(path), line, f"nested more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}"))
+                    raise SpecError(
+                        Problem(str(path), line, f"nested more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}")
+                    )
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
     finally:
@@ -141,7 +150,9 @@ def parse_yaml(text: str, path: str | Path) -> tuple[Any, LineMap]:
         mark = exc.context_mark or exc.problem_mark
         line = mark.line + 1 if mark is not None else 1
         if "maximum nesting depth" in (exc.problem or ""):  # PyYAML >= 6.0.4 stops deep nesting itself
-            raise SpecError(Problem(str(path), line, f"nested more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}")) from None
+            raise SpecError(
+                Problem(str(path), line, f"nested more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}")
+            ) from None
         what = exc.problem or exc.context or "invalid YAML"
         if exc.context and exc.problem_mark is not None and exc.context_mark is not None:
             what = f"{what} at line {exc.problem_mark.line + 1} ({exc.context} that starts here)"
@@ -169,20 +180,28 @@ def read_text(path: str | Path) -> str:
         if stat.S_ISDIR(info.st_mode):
             raise SpecError(Problem(str(path), 0, "a folder; a spec is a regular file"))
         if not stat.S_ISREG(info.st_mode):
-            raise SpecError(Problem(str(path), 0, "not a regular file (a FIFO, device or socket); a spec is a regular file"))
-        raise SpecError(Problem(str(path), 0, f"{info.st_size} bytes; spec files are limited to {MAX_BYTES} bytes (1 MiB)"))
+            raise SpecError(
+                Problem(str(path), 0, "not a regular file (a FIFO, device or socket); a spec is a regular file")
+            )
+        raise SpecError(
+            Problem(str(path), 0, f"{info.st_size} bytes; spec files are limited to {MAX_BYTES} bytes (1 MiB)")
+        )
     with os.fdopen(fd, "rb") as f:
         try:
             data = f.read(MAX_BYTES + 1)
         except OSError as exc:
             raise SpecError(Problem(str(path), 0, f"cannot read the file: {exc.strerror}")) from None
     if len(data) > MAX_BYTES:
-        raise SpecError(Problem(str(path), 0, f"more than {MAX_BYTES} bytes; spec files are limited to {MAX_BYTES} bytes (1 MiB)"))
+        raise SpecError(
+            Problem(str(path), 0, f"more than {MAX_BYTES} bytes; spec files are limited to {MAX_BYTES} bytes (1 MiB)")
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise SpecError(Problem(str(path), line, f"not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {exc.start}")) from None
+        raise SpecError(
+            Problem(str(path), line, f"not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {exc.start}")
+        ) from None
 
 
 def read_yaml(path: str | Path) -> tuple[Any, LineMap]:

@@ -169,7 +169,9 @@ class DeviceBuffer:
         if self.nbytes < 0:
             raise ValueError(f"a device buffer cannot have {nbytes} bytes")
         if self.nbytes > MAX_BYTES:
-            raise ArrayError(f"a device buffer cannot have {nbytes} bytes: aclrtMalloc takes at most 2**64 - 1 (size_t)")
+            raise ArrayError(
+                f"a device buffer cannot have {nbytes} bytes: aclrtMalloc takes at most 2**64 - 1 (size_t)"
+            )
         if self.nbytes == 0:
             return
         backend.ensure_thread()
@@ -287,7 +289,9 @@ class DeviceArray:
             )
 
     @classmethod
-    def _of(cls, buffer: DeviceBuffer, shape: tuple, dtype: np.dtype, strides: tuple, offset: int, storage_size: int) -> "DeviceArray":
+    def _of(
+        cls, buffer: DeviceBuffer, shape: tuple, dtype: np.dtype, strides: tuple, offset: int, storage_size: int
+    ) -> "DeviceArray":
         """A view whose layout this module computed itself (host_layout, empty): the checks of
         __init__ hold by construction, so they are not run again on every call."""
         self = cls.__new__(cls)
@@ -380,7 +384,9 @@ class DeviceArray:
             try:
                 array = np.broadcast_to(array, self.shape)
             except ValueError:
-                raise ArrayError(f"cannot copy an array of shape {array.shape} into a device array of shape {self.shape}") from None
+                raise ArrayError(
+                    f"cannot copy an array of shape {array.shape} into a device array of shape {self.shape}"
+                ) from None
         if array.dtype != self.dtype:
             array = array.astype(self.dtype)
         if self.size == 0:

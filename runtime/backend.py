@@ -71,7 +71,7 @@ _generations = itertools.count(1)
 
 
 def select_backend_name(name: str | None = None) -> str | None:
-    """"cann", "sim", or None (= auto: CANN when found, else the simulator)."""
+    """ "cann", "sim", or None (= auto: CANN when found, else the simulator)."""
     chosen = name if name is not None else os.environ.get(BACKEND_ENV, "").strip() or None
     if chosen is None or chosen == "auto":
         return None

@@ -60,7 +60,15 @@ from .arrays import (
     upload,
 )
 from .dlpack import bfloat16_from_dlpack, unreadable_reason
-from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnStatusError, AclnnValidationError, BackendError, CallOrderError, UnknownSocError
+from .errors import (
+    TENSOR_TYPES,
+    AclnnArgumentTypeError,
+    AclnnStatusError,
+    AclnnValidationError,
+    BackendError,
+    CallOrderError,
+    UnknownSocError,
+)
 from aclnngen.core.releases import as_release, known_releases
 
 from .releases import check_release
@@ -142,12 +150,30 @@ def _param(index: int, p: Mapping) -> _Param:
         dtype_name = p.get("scalar_dtype") or DEFAULT_SCALAR_DTYPE
         np_dtype = NUMPY_DTYPES.get(dtype_name) or np.dtype(dtype_name)
         return _Param(
-            index, p["name"], p["py"], role, "scalar", role == "optional_scalar", False,
-            scalar_acl=acl_dtype(np_dtype), scalar_np=np_dtype, default=p.get("default"),
+            index,
+            p["name"],
+            p["py"],
+            role,
+            "scalar",
+            role == "optional_scalar",
+            False,
+            scalar_acl=acl_dtype(np_dtype),
+            scalar_np=np_dtype,
+            default=p.get("default"),
             scalar_dtype=dtype_name,
         )
     if role == "attribute":
-        return _Param(index, p["name"], p["py"], role, "attribute", False, False, attr_type=p.get("attr_type"), default=p.get("default"))
+        return _Param(
+            index,
+            p["name"],
+            p["py"],
+            role,
+            "attribute",
+            False,
+            False,
+            attr_type=p.get("attr_type"),
+            default=p.get("default"),
+        )
     raise ValueError(f"{p['name']}: unknown parameter role {role!r}")
 
 
@@ -222,7 +248,9 @@ class BoundOp:
         elif isinstance(out, tuple) and len(out) == len(names):
             given = list(out)
         else:
-            raise TypeError(f"{self.symbol}: out must be a tuple of {len(names)} arrays ({', '.join(names)}), None for any to allocate; got {type(out).__name__}")
+            raise TypeError(
+                f"{self.symbol}: out must be a tuple of {len(names)} arrays ({', '.join(names)}), None for any to allocate; got {type(out).__name__}"
+            )
         for index, name in enumerate(names):
             alias = by_name.get(name)
             if alias is not None:
@@ -506,8 +534,14 @@ class Prepared:
         except Exception:  # noqa: BLE001 - the SoC is the library's to report; the type is ours
             family = None
         return AclnnArgumentTypeError(
-            status=ACLNN_ERR_PARAM_INVALID, op=self.op.name, param=p.name, family=family,
-            detail=detail, found=type(value).__name__, allowed=TENSOR_TYPES, check="tensor",
+            status=ACLNN_ERR_PARAM_INVALID,
+            op=self.op.name,
+            param=p.name,
+            family=family,
+            detail=detail,
+            found=type(value).__name__,
+            allowed=TENSOR_TYPES,
+            check="tensor",
             version=self.op.validation_version(version_of.version()),
         )
 
@@ -548,7 +582,9 @@ class Prepared:
             try:
                 dev = DeviceArray.empty(value.shape, value.dtype, backend=b)
             except ArrayError as exc:  # e.g. more bytes than any device has: say which output
-                raise ArrayError(f"{self.op.symbol}: output {p.py} of shape {value.shape} ({value.dtype}): {exc}") from None
+                raise ArrayError(
+                    f"{self.op.symbol}: output {p.py} of shape {value.shape} ({value.dtype}): {exc}"
+                ) from None
             (self._fresh if self.device_mode else self._temps).append(dev.buffer)
             self._host_targets.append((p, None, dev))
         elif isinstance(value, DeviceArray):
@@ -570,7 +606,9 @@ class Prepared:
                 dev = upload(b, value)
             self._temps.append(dev.buffer)
         else:
-            raise ArrayTypeError(f"{self.op.symbol}: {p.py} must be a tensor: {TENSOR_TYPES}; got {type(value).__name__}")
+            raise ArrayTypeError(
+                f"{self.op.symbol}: {p.py} must be a tensor: {TENSOR_TYPES}; got {type(value).__name__}"
+            )
         self._device[p.index] = dev
         return self._create_tensor(dev, p)
 
@@ -591,15 +629,23 @@ class Prepared:
             # refused even with validate=False: the value cannot be written into the aclScalar,
             # so no check of the library could ever see it (it would silently become inf)
             raise AclnnValidationError(
-                status=ACLNN_ERR_PARAM_INVALID, op=self.op.name, param=p.name, family=None,
-                check="scalar_dtype", detail=f"{p.name} {misfit}", found=value, allowed=p.scalar_dtype,
+                status=ACLNN_ERR_PARAM_INVALID,
+                op=self.op.name,
+                param=p.name,
+                family=None,
+                check="scalar_dtype",
+                detail=f"{p.name} {misfit}",
+                found=value,
+                allowed=p.scalar_dtype,
             )
         raw = np.asarray(value).astype(p.scalar_np)
         buf = ffi.new("uint8_t[]", raw.tobytes())
         handle = b.api.aclCreateScalar(buf, p.scalar_acl)
         if handle == ffi.NULL:
             raise AclnnStatusError(
-                status=ACLNN_ERR_INNER_NULLPTR, op=self.op.name, function="aclCreateScalar",
+                status=ACLNN_ERR_INNER_NULLPTR,
+                op=self.op.name,
+                function="aclCreateScalar",
                 recent_message=b.recent_error() or f"aclCreateScalar returned NULL for {p.name}",
             )
         self._handles.append((b.api.aclDestroyScalar, handle))
@@ -623,7 +669,9 @@ class Prepared:
             handle = b.api.aclCreateIntArray(arr, len(items))
             if handle == ffi.NULL:
                 raise AclnnStatusError(
-                    status=ACLNN_ERR_INNER_NULLPTR, op=self.op.name, function="aclCreateIntArray",
+                    status=ACLNN_ERR_INNER_NULLPTR,
+                    op=self.op.name,
+                    function="aclCreateIntArray",
                     recent_message=b.recent_error() or None,
                 )
             self._handles.append((b.api.aclDestroyIntArray, handle))
@@ -648,12 +696,16 @@ class Prepared:
         guard = b.kind != "sim"  # real CANN is not known to check these: refuse them here
         if guard and self.launches:
             raise AclnnStatusError(
-                status=ACLNN_ERR_PARAM_INVALID, op=self.op.name, function=self.op.symbol,
+                status=ACLNN_ERR_PARAM_INVALID,
+                op=self.op.name,
+                function=self.op.symbol,
                 recent_message="the executor was already launched (refused by aclnngen before reaching the library)",
             )
         if guard and size < self.workspace_size:
             raise AclnnStatusError(
-                status=ACLNN_ERR_PARAM_INVALID, op=self.op.name, function=self.op.symbol,
+                status=ACLNN_ERR_PARAM_INVALID,
+                op=self.op.name,
+                function=self.op.symbol,
                 recent_message=(
                     f"workspaceSize {size} is smaller than the {self.workspace_size} bytes announced "
                     "(refused by aclnngen before reaching the library)"
@@ -661,7 +713,9 @@ class Prepared:
             )
         if guard and self.workspace_size > 0 and workspace is not None and not _address_of(workspace):
             raise AclnnStatusError(
-                status=ACLNN_ERR_PARAM_NULLPTR, op=self.op.name, function=self.op.symbol,
+                status=ACLNN_ERR_PARAM_NULLPTR,
+                op=self.op.name,
+                function=self.op.symbol,
                 recent_message=(
                     f"workspace is NULL but {self.workspace_size} bytes were announced "
                     "(refused by aclnngen before reaching the library)"
@@ -683,7 +737,9 @@ class Prepared:
         finally:
             self._destroy_descriptors()
         if rc != 0:
-            raise AclnnStatusError(status=rc, op=self.op.name, function=self.op.symbol, recent_message=b.recent_error() or None)
+            raise AclnnStatusError(
+                status=rc, op=self.op.name, function=self.op.symbol, recent_message=b.recent_error() or None
+            )
         self.launched = self._owned.launched = True  # a launched executor is the library's
 
     def _destroy_descriptors(self) -> None:
@@ -825,7 +881,9 @@ def tensor_descriptor(backend, dev: DeviceArray, *, param: str | None = None, op
     handle = backend.api.aclCreateTensor(dims, len(shape), dtype, strides, dev.offset, ACL_FORMAT_ND, storage, 1, data)
     if handle == ffi.NULL:
         raise AclnnStatusError(
-            status=ACLNN_ERR_INNER_NULLPTR, op=op, function="aclCreateTensor",
+            status=ACLNN_ERR_INNER_NULLPTR,
+            op=op,
+            function="aclCreateTensor",
             recent_message=backend.recent_error() or f"aclCreateTensor returned NULL for {param}",
         )
     return handle

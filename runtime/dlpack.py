@@ -31,8 +31,13 @@ class _DType(ctypes.Structure):
 
 class _Tensor(ctypes.Structure):
     _fields_ = [
-        ("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32), ("dtype", _DType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64),
+        ("data", ctypes.c_void_p),
+        ("device", _Device),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
     ]
 
 
@@ -69,7 +74,13 @@ def bfloat16_from_dlpack(obj) -> np.ndarray | None:
     if t.device.device_type != KDL_CPU:
         raise DLPackError("a bfloat16 tensor on a device other than the CPU; copy it to the CPU first")
     shape = tuple(t.shape[i] for i in range(t.ndim))
-    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else tuple(int(s) for s in np.cumprod((1,) + shape[:0:-1])[::-1]) if shape else ()
+    strides = (
+        tuple(t.strides[i] for i in range(t.ndim))
+        if t.strides
+        else tuple(int(s) for s in np.cumprod((1,) + shape[:0:-1])[::-1])
+        if shape
+        else ()
+    )
     count = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
     if count:
         flat = np.frombuffer((ctypes.c_uint16 * count).from_address(t.data + t.byte_offset), dtype=np.uint16)

@@ -96,9 +96,19 @@ def _replace_dtypes(param: dict, listed: dict) -> None:
     of earlier profile entries (marked `replaced`) stay."""
     kept = []
     for old in param.get("dtypes") or []:
-        families = old["families"] if old.get("replaced") else [f for f in old["families"] if f not in listed["families"]]
+        families = (
+            old["families"] if old.get("replaced") else [f for f in old["families"] if f not in listed["families"]]
+        )
         if families:
             kept.append({**old, "families": families})
-    kept.append({"families": list(listed["families"]), "dtypes": list(listed["dtypes"]), "since": None, "until": None,
-                 "when": dict(listed.get("when") or {}), "replaced": True})
+    kept.append(
+        {
+            "families": list(listed["families"]),
+            "dtypes": list(listed["dtypes"]),
+            "since": None,
+            "until": None,
+            "when": dict(listed.get("when") or {}),
+            "replaced": True,
+        }
+    )
     param["dtypes"] = kept

@@ -155,7 +155,11 @@ def is_contiguous(x: Any) -> bool:
 
 
 def infer_outputs(
-    meta: Mapping, values: Mapping[str, Any], version: str | CannVersion, *, strict: bool = False,
+    meta: Mapping,
+    values: Mapping[str, Any],
+    version: str | CannVersion,
+    *,
+    strict: bool = False,
     family: str | None = None,
 ) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """Shape and dtype of every output tensor, from the rules that hold at `version` (on `family`,

@@ -129,10 +129,13 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
     families = families_at(meta, version)
     allowed = {p["name"]: dtypes_at(p, family, version) for p in params if p["role"] in ("input", "output")}
     conditional_dtypes = {
-        p["name"]: tuple((tuple((k, v, _default_of(params, k)) for k, v in e["when"].items()), tuple(e["dtypes"]))
-                         for e in p.get("dtypes") or ()
-                         if e.get("when") and family in e["families"] and holds(e, version))
-        for p in params if p["role"] in ("input", "output")
+        p["name"]: tuple(
+            (tuple((k, v, _default_of(params, k)) for k, v in e["when"].items()), tuple(e["dtypes"]))
+            for e in p.get("dtypes") or ()
+            if e.get("when") and family in e["families"] and holds(e, version)
+        )
+        for p in params
+        if p["role"] in ("input", "output")
     }
     rules = rules_at(meta, version, family)
     promotes = tuple((tuple(r["inputs"]), r["output"], r["status"]) for r in rules if r["kind"] == "promote")
@@ -157,15 +160,27 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             if p["role"] in ("scalar", "optional_scalar")
         ),
         constraints=tuple(
-            (p["name"], c["op"], c["value"], c["status"], _COMPARE[c["op"]],
-             tuple((k, v, _default_of(params, k)) for k, v in (c.get("when") or {}).items()))
+            (
+                p["name"],
+                c["op"],
+                c["value"],
+                c["status"],
+                _COMPARE[c["op"]],
+                tuple((k, v, _default_of(params, k)) for k, v in (c.get("when") or {}).items()),
+            )
             for p in params
             if p["role"] in ("scalar", "optional_scalar")
             for c in p.get("constraints") or ()
             if holds(c, version)
         ),
         attributes=tuple(
-            (p["name"], p.get("attr_type"), tuple(p.get("choices") or ()), p.get("default") is not None, p.get("dim_of"))
+            (
+                p["name"],
+                p.get("attr_type"),
+                tuple(p.get("choices") or ()),
+                p.get("default") is not None,
+                p.get("dim_of"),
+            )
             for p in params
             if p["role"] == "attribute"
         ),
@@ -214,10 +229,13 @@ def _same(field: int, noun: str, show):
                     ref = (name, entry[field])
                 elif entry[field] != ref[1]:
                     plan.fail(
-                        status, name, kind,
+                        status,
+                        name,
+                        kind,
                         f"{name} has {noun} {show(entry[field])} but {ref[0]} has {noun} {show(ref[1])}; "
                         f"{_names(params)} must have the same {noun}",
-                        found=entry[field], allowed=ref[1],
+                        found=entry[field],
+                        allowed=ref[1],
                     )
 
         return check
@@ -248,18 +266,24 @@ def _broadcast(plan: _Plan, rule: Mapping):
                 except BroadcastError:
                     before = _names(n for n, _ in present[:index])
                     plan.fail(
-                        status, name, "broadcast",
+                        status,
+                        name,
+                        "broadcast",
                         f"{name} has shape {_fmt(s)}, which does not broadcast with {before} (shape {_fmt(acc)})",
-                        found=s, allowed=f"a shape that broadcasts with {_fmt(acc)}",
+                        found=s,
+                        allowed=f"a shape that broadcasts with {_fmt(acc)}",
                     )
             raise  # pragma: no cover - broadcast_shapes is pairwise-consistent
         out = info.get(output)
         if out is not None and out[0] != shape:
             plan.fail(
-                status, output, "broadcast",
+                status,
+                output,
+                "broadcast",
                 f"{output} has shape {_fmt(out[0])}, not the broadcast shape {_fmt(shape)} of "
                 f"{_names(n for n, _ in present)}",
-                found=out[0], allowed=shape,
+                found=out[0],
+                allowed=shape,
             )
 
     return check
@@ -279,10 +303,13 @@ def _broadcast_to(plan: _Plan, rule: Mapping):
         if result != t[0]:
             how = "does not broadcast with it" if result is None else f"broadcasts to {_fmt(result)}"
             plan.fail(
-                status, param, "broadcast_to",
+                status,
+                param,
+                "broadcast_to",
                 f"{param} has shape {_fmt(p[0])}, which does not broadcast to exactly {target}'s shape "
                 f"{_fmt(t[0])} ({how})",
-                found=p[0], allowed=f"a shape that broadcasts to {_fmt(t[0])}",
+                found=p[0],
+                allowed=f"a shape that broadcasts to {_fmt(t[0])}",
             )
 
     return check
@@ -305,16 +332,22 @@ def _check_promotion(plan: _Plan, info, inputs, output, status) -> str | None:
     described = _names(f"{n} ({d})" for n, d in present)
     if promoted is None:
         plan.fail(
-            status, present[-1][0], "promote",
+            status,
+            present[-1][0],
+            "promote",
             f"{described} have no common dtype to promote to",
-            found=tuple(d for _, d in present), allowed="dtypes with a common promoted dtype",
+            found=tuple(d for _, d in present),
+            allowed="dtypes with a common promoted dtype",
         )
     out = info.get(output)
     if out is not None and out[1] != promoted:
         plan.fail(
-            status, output, "promote",
+            status,
+            output,
+            "promote",
             f"{output} has dtype {out[1]}; it must have the promoted dtype {promoted} of {described}",
-            found=out[1], allowed=promoted,
+            found=out[1],
+            allowed=promoted,
         )
     return promoted
 
@@ -344,15 +377,21 @@ def _castable(plan: _Plan, rule: Mapping):
         described = _names(f"{n} ({d})" for n, d in present)
         if source is None:
             plan.fail(
-                status, present[-1][0], "castable",
+                status,
+                present[-1][0],
+                "castable",
                 f"{described} have no common dtype to cast to {output}",
-                found=tuple(d for _, d in present), allowed="dtypes with a common promoted dtype",
+                found=tuple(d for _, d in present),
+                allowed="dtypes with a common promoted dtype",
             )
         if source in CATEGORY and out[1] in CATEGORY and not can_cast(source, out[1]):
             plan.fail(
-                status, output, "castable",
+                status,
+                output,
+                "castable",
                 f"{output} has dtype {out[1]}, which {described} (dtype {source}) cannot be cast to",
-                found=out[1], allowed=f"a dtype {source} can be cast to",
+                found=out[1],
+                allowed=f"a dtype {source} can be cast to",
             )
 
     return check
@@ -366,9 +405,12 @@ def _min_rank(plan: _Plan, rule: Mapping):
             entry = info.get(name)
             if entry is not None and len(entry[0]) < rank:
                 plan.fail(
-                    status, name, "min_rank",
+                    status,
+                    name,
+                    "min_rank",
                     f"{name} has {len(entry[0])} dims (shape {_fmt(entry[0])}); at least {rank} are required",
-                    found=entry[0], allowed=f"at least {rank} dims",
+                    found=entry[0],
+                    allowed=f"at least {rank} dims",
                 )
 
     return check
@@ -391,10 +433,13 @@ def _per_channel(plan: _Plan, rule: Mapping):
             else:
                 why = f"{source} has shape {_fmt(x[0])}, so C = {c}"
             plan.fail(
-                status, weight, "per_channel",
+                status,
+                weight,
+                "per_channel",
                 f"{weight} has {n} elements (shape {_fmt(w[0])}); it must have 1 or one per channel "
                 f"of {source} ({why})",
-                found=w[0], allowed=f"1 or {c} elements",
+                found=w[0],
+                allowed=f"1 or {c} elements",
             )
         if grad is None:
             return
@@ -404,10 +449,13 @@ def _per_channel(plan: _Plan, rule: Mapping):
         expected = w[0] if n == 1 else (c,)
         if g[0] != expected:
             plan.fail(
-                status, grad, "per_channel",
+                status,
+                grad,
+                "per_channel",
                 f"{grad} has shape {_fmt(g[0])}; with {weight} of shape {_fmt(w[0])} it must have shape "
                 f"{_fmt(expected)}",
-                found=g[0], allowed=expected,
+                found=g[0],
+                allowed=expected,
             )
 
     return check
@@ -421,9 +469,12 @@ def _max_rank(plan: _Plan, rule: Mapping):
             entry = info.get(name)
             if entry is not None and len(entry[0]) > rank:
                 plan.fail(
-                    status, name, "max_rank",
+                    status,
+                    name,
+                    "max_rank",
                     f"{name} has {len(entry[0])} dims (shape {_fmt(entry[0])}); at most {rank} are allowed",
-                    found=entry[0], allowed=f"at most {rank} dims",
+                    found=entry[0],
+                    allowed=f"at most {rank} dims",
                 )
 
     return check
@@ -439,9 +490,12 @@ def _empty(plan: _Plan, rule: Mapping):
             entry = info.get(name)
             if entry is not None and 0 in entry[0]:
                 plan.fail(
-                    status, name, "empty",
+                    status,
+                    name,
+                    "empty",
                     f"{name} is empty (shape {_fmt(entry[0])}); empty tensors are not allowed",
-                    found=entry[0], allowed="tensors without a zero-sized dim",
+                    found=entry[0],
+                    allowed="tensors without a zero-sized dim",
                 )
 
     return check
@@ -463,9 +517,12 @@ def _non_contiguous(plan: _Plan, rule: Mapping):
                 contiguous = False
             if not contiguous:
                 plan.fail(
-                    status, name, "non_contiguous",
+                    status,
+                    name,
+                    "non_contiguous",
                     f"{name} (shape {_fmt(entry[0])}) is not contiguous; non-contiguous tensors are not allowed",
-                    found="non-contiguous", allowed="contiguous tensors",
+                    found="non-contiguous",
+                    allowed="contiguous tensors",
                 )
 
     return check
@@ -495,9 +552,13 @@ def _tensor_info(plan: _Plan, name: str, value: Any):
         dtype = dtype_name(value)
     except Exception:
         plan.fail(
-            161002, name, "tensor",
+            161002,
+            name,
+            "tensor",
             f"{name} must be a tensor: {TENSOR_TYPES}; got {type(value).__name__} {_short(value)}",
-            found=type(value).__name__, allowed=TENSOR_TYPES, error=AclnnArgumentTypeError,
+            found=type(value).__name__,
+            allowed=TENSOR_TYPES,
+            error=AclnnArgumentTypeError,
         )
     return (shape, dtype, value)
 
@@ -562,13 +623,21 @@ def _check_attribute(plan: _Plan, name: str, c_type: str | None, choices: tuple[
         )
     if not ok:
         plan.fail(
-            161002, name, "attribute",
-            f"{name} = {value!r} is not a valid {c_type}", found=value, allowed=c_type,
+            161002,
+            name,
+            "attribute",
+            f"{name} = {value!r} is not a valid {c_type}",
+            found=value,
+            allowed=c_type,
         )
     if choices and value not in choices:
         plan.fail(
-            161002, name, "attribute",
-            f"{name} = {value!r} is not one of {', '.join(map(repr, choices))}", found=value, allowed=choices,
+            161002,
+            name,
+            "attribute",
+            f"{name} = {value!r} is not one of {', '.join(map(repr, choices))}",
+            found=value,
+            allowed=choices,
         )
 
 
@@ -580,9 +649,12 @@ def _check_dim(plan: _Plan, name: str, value: Any, tensor: str, array: Any):
     span = max(rank, 1)
     if not -span <= value < span:
         plan.fail(
-            161002, name, "attribute",
+            161002,
+            name,
+            "attribute",
             f"{name} = {value!r} is not a dim of {tensor} (rank {rank}); allowed {-span}..{span - 1}",
-            found=value, allowed=f"{-span}..{span - 1}",
+            found=value,
+            allowed=f"{-span}..{span - 1}",
         )
 
 
@@ -605,9 +677,12 @@ def _check_null_pointers(plan: _Plan, get: Callable[[str], Any]) -> None:
     for name, what in plan.required:
         if get(name) is None:
             plan.fail(
-                plan.null_status, name, "null_pointer",
+                plan.null_status,
+                name,
+                "null_pointer",
                 f"{name} is None (a NULL {what}); it is required",
-                found=None, allowed=f"a {what}",
+                found=None,
+                allowed=f"a {what}",
             )
 
 
@@ -616,10 +691,13 @@ def _check_family(plan: _Plan) -> None:
     if not plan.supported:
         supported = ", ".join(plan.families) if plan.families else "none"
         plan.fail(
-            161002, None, "product",
+            161002,
+            None,
+            "product",
             f"the op is not supported on product family {plan.family!r} at CANN {plan.version}; "
             f"supported families: {supported}",
-            found=plan.family, allowed=plan.families,
+            found=plan.family,
+            allowed=plan.families,
         )
 
 
@@ -638,19 +716,25 @@ def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
         promoted = promote_names(d for _, d in present)
         if promoted is None:
             plan.fail(
-                status, present[-1][0], "promote",
+                status,
+                present[-1][0],
+                "promote",
                 f"{_names(f'{n} ({d})' for n, d in present)} have no common dtype to promote to",
-                found=tuple(d for _, d in present), allowed="dtypes with a common promoted dtype",
+                found=tuple(d for _, d in present),
+                allowed="dtypes with a common promoted dtype",
             )
         for name, found in present:
             allowed = _allowed(plan, name, get)
             if promoted not in allowed:
                 what = f"dtype {found}" if promoted == found else f"dtype {found}, promoted to {promoted},"
                 plan.fail(
-                    plan.dtype_status, name, "dtype",
+                    plan.dtype_status,
+                    name,
+                    "dtype",
                     f"{name} has {what} which is not supported on family {plan.family!r}; "
                     f"allowed: {', '.join(allowed) or 'none'}",
-                    found=found, allowed=allowed,
+                    found=found,
+                    allowed=allowed,
                 )
     for name in plan.plain_dtype_params:
         entry = info.get(name)
@@ -659,10 +743,13 @@ def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
         allowed = _allowed(plan, name, get)
         if entry[1] not in allowed:
             plan.fail(
-                plan.dtype_status, name, "dtype",
+                plan.dtype_status,
+                name,
+                "dtype",
                 f"{name} has dtype {entry[1]}, which is not supported on family {plan.family!r}; "
                 f"allowed: {', '.join(allowed) or 'none'}",
-                found=entry[1], allowed=allowed,
+                found=entry[1],
+                allowed=allowed,
             )
     for inputs, output, status in plan.promotes:
         _check_promotion(plan, info, inputs, output, status)
@@ -686,8 +773,12 @@ def _check_scalars(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:
         value = get(name)
         if value is not None and not _is_real(value):
             plan.fail(
-                161002, name, "scalar",
-                f"{name} = {value!r} is not a real number", found=value, allowed="a real number",
+                161002,
+                name,
+                "scalar",
+                f"{name} = {value!r} is not a real number",
+                found=value,
+                allowed="a real number",
             )
         misfit = None if value is None else scalar_misfit(value, dtype)
         if misfit is not None:
@@ -695,9 +786,12 @@ def _check_scalars(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:
         if value is not None and integer_only and not math.isfinite(complex(value).real):
             # the op computes in an integer dtype, which has no NaN or inf (torch refuses it too)
             plan.fail(
-                161002, name, "scalar_dtype",
+                161002,
+                name,
+                "scalar_dtype",
                 f"{name} = {value!r} cannot take part in a computation on {_names(sorted(tensor_dtypes))} tensors",
-                found=value, allowed="a finite number",
+                found=value,
+                allowed="a finite number",
             )
 
 
@@ -711,15 +805,21 @@ def _check_scalar_ranges(plan: _Plan, get: Callable[[str], Any]) -> None:
             continue  # a conditional bound whose condition does not hold
         if value != value:  # NaN satisfies no bound
             plan.fail(
-                status, name, "scalar_range",
+                status,
+                name,
+                "scalar_range",
                 f"{name} is NaN, which satisfies no bound; it must be {op} {bound}",
-                found=value, allowed=f"{op} {bound}",
+                found=value,
+                allowed=f"{op} {bound}",
             )
         if not compare(value, bound):
             plan.fail(
-                status, name, "scalar_range",
+                status,
+                name,
+                "scalar_range",
                 f"{name} = {value!r} is out of range; it must be {op} {bound}",
-                found=value, allowed=f"{op} {bound}",
+                found=value,
+                allowed=f"{op} {bound}",
             )
 
 
@@ -732,8 +832,12 @@ def _check_attributes(plan: _Plan, get: Callable[[str], Any]) -> None:
             if has_default or c_type in _POINTER_ATTRIBUTES:
                 continue  # the binding supplies the default (pointer attributes were checked above)
             plan.fail(
-                161002, name, "attribute",
-                f"{name} is None and has no default; a {c_type} is required", found=None, allowed=c_type,
+                161002,
+                name,
+                "attribute",
+                f"{name} is None and has no default; a {c_type} is required",
+                found=None,
+                allowed=c_type,
             )
         _check_attribute(plan, name, c_type, choices, value)
         if dim_of is not None:

@@ -18,7 +18,11 @@ REQUIRE_ENV = "ACLNNGEN_REQUIRE_EXTERNAL"
 
 # name -> (environment variable, default beside the checkout, what it is)
 MATERIAL = {
-    "reference": ("ACLNNGEN_REFERENCE", REPO.parent / "shared" / "reference", "the folder of reference fact sheets (cann-abi.md, ...)"),
+    "reference": (
+        "ACLNNGEN_REFERENCE",
+        REPO.parent / "shared" / "reference",
+        "the folder of reference fact sheets (cann-abi.md, ...)",
+    ),
     "seeds": ("ACLNNGEN_SEEDS", REPO.parent / "shared" / "seeds", "the folder of the vendor's seed pages"),
 }
 

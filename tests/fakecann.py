@@ -62,7 +62,11 @@ LAYOUTS: dict[str, dict[str, str]] = {
     # an op library that predates SwishBackward
     "missing-op": {"libascendcl.so": "core", "libnnopbase.so": "core", "libopapi.so": "ops-without-swish"},
     # a release without aclsysGetVersionStr/Num
-    "no-version-api": {"libascendcl.so": "core-no-version", "libnnopbase.so": "core-no-version", "libopapi.so": "ops-on-no-version"},
+    "no-version-api": {
+        "libascendcl.so": "core-no-version",
+        "libnnopbase.so": "core-no-version",
+        "libopapi.so": "ops-on-no-version",
+    },
 }
 
 
@@ -137,8 +141,16 @@ def make_installs(root: Path) -> dict[str, Path]:
 # --- scenarios in a fresh process -----------------------------------------------------------------
 
 #: Names removed from the environment of every scenario (the scenario sets what it needs).
-_SCRUBBED = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_CUSTOM_OPP_PATH", "ASCEND_OPP_PATH",
-             "LD_LIBRARY_PATH", "ACLNNGEN_BACKEND", "ACLNNGEN_SIM_SOC", "ACLNNGEN_DEVICE")
+_SCRUBBED = (
+    "ASCEND_HOME_PATH",
+    "ASCEND_TOOLKIT_HOME",
+    "ASCEND_CUSTOM_OPP_PATH",
+    "ASCEND_OPP_PATH",
+    "LD_LIBRARY_PATH",
+    "ACLNNGEN_BACKEND",
+    "ACLNNGEN_SIM_SOC",
+    "ACLNNGEN_DEVICE",
+)
 
 PRELUDE = '''
 import importlib, json, sys
@@ -198,7 +210,7 @@ def run_scenario(code: str, env: dict[str, str], *, timeout: float = 300) -> dic
         raise AssertionError(
             f"scenario failed (exit {proc.returncode})\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
         )
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def run_cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:

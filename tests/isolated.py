@@ -21,9 +21,18 @@ REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 1800
 
 # Variables of the developer's shell that would point a fresh copy back at this checkout's material.
-LEAKY_ENV = ("ACLNNGEN_REFERENCE", "ACLNNGEN_SEEDS", "ACLNNGEN_DIRECTIVES", "ACLNNGEN_REQUIRE_EXTERNAL",
-             "ACLNNGEN_BACKEND", "ACLNNGEN_SIM_SOC", "PYTHONPATH", "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS",
-             "VIRTUAL_ENV")
+LEAKY_ENV = (
+    "ACLNNGEN_REFERENCE",
+    "ACLNNGEN_SEEDS",
+    "ACLNNGEN_DIRECTIVES",
+    "ACLNNGEN_REQUIRE_EXTERNAL",
+    "ACLNNGEN_BACKEND",
+    "ACLNNGEN_SIM_SOC",
+    "PYTHONPATH",
+    "PYTEST_XDIST_WORKER",
+    "PYTEST_ADDOPTS",
+    "VIRTUAL_ENV",
+)
 
 
 def run(args, **kwargs) -> subprocess.CompletedProcess:
@@ -70,7 +79,9 @@ def fresh_venv(where: Path) -> Path:
     purelib = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     assert purelib.returncode == 0, purelib.stderr
     # plain paths, appended after the venv's own site-packages: what pip installs there wins
-    (Path(purelib.stdout.strip()) / "_aclnngen_test_dependencies.pth").write_text("\n".join(dependency_folders()) + "\n", encoding="utf-8")
+    (Path(purelib.stdout.strip()) / "_aclnngen_test_dependencies.pth").write_text(
+        "\n".join(dependency_folders()) + "\n", encoding="utf-8"
+    )
     return python
 
 
@@ -83,7 +94,9 @@ def pip_install(python: Path, *args) -> None:
 def venv_env(python: Path, **extra: str) -> dict:
     """The environment of a shell with the venv activated."""
     bin_dir = str(python.parent)
-    return clean_env(VIRTUAL_ENV=str(python.parent.parent), PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), **extra)
+    return clean_env(
+        VIRTUAL_ENV=str(python.parent.parent), PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), **extra
+    )
 
 
 # a value of each hint a binding's required parameter may carry, by the hint's text
@@ -98,8 +111,12 @@ def typing_script() -> str:
 
     from aclnngen.generated import ops
 
-    lines = ["import numpy as np", "from aclnngen.runtime.arrays import DeviceArray",
-             "x = np.ones((2, 3), np.float32)", "d = DeviceArray.empty((2, 3), np.float32)"]
+    lines = [
+        "import numpy as np",
+        "from aclnngen.runtime.arrays import DeviceArray",
+        "x = np.ones((2, 3), np.float32)",
+        "d = DeviceArray.empty((2, 3), np.float32)",
+    ]
     for module in sorted(ops.__all__):
         binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{module}"), module)
         signature = inspect.signature(binding)
@@ -111,7 +128,10 @@ def typing_script() -> str:
                     continue
                 args.append(tensor if "TensorLike" in str(p.annotation) else _HINT_VALUES[str(p.annotation)])
             hint = f"tuple[{result}, ...]" if several else result
-            lines += [f"from aclnngen.generated.ops.{module} import {module}", f"{module}_{tensor}: {hint} = {module}({', '.join(args)})"]
+            lines += [
+                f"from aclnngen.generated.ops.{module} import {module}",
+                f"{module}_{tensor}: {hint} = {module}({', '.join(args)})",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -119,4 +139,8 @@ def type_check(python: Path, where: Path, **env: str) -> subprocess.CompletedPro
     """mypy, run by `python`, on typing_script() written into `where`."""
     script = where / "use_bindings.py"
     script.write_text(typing_script(), encoding="utf-8")
-    return run([python, "-m", "mypy", "--cache-dir", where / ".mypy_cache", "--no-error-summary", script], cwd=where, env=venv_env(python, **env))
+    return run(
+        [python, "-m", "mypy", "--cache-dir", where / ".mypy_cache", "--no-error-summary", script],
+        cwd=where,
+        env=venv_env(python, **env),
+    )

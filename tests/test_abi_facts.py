@@ -139,7 +139,10 @@ def test_extraction_finds_what_the_sheet_lists(sheet: str) -> None:
         by_section[number] = by_section.get(number, 0) + 1
     assert by_section == {"1.2": 13, "2.2": 23, "9": 8}
     assert set(sheet_enums(sheet)) == {
-        "aclrtMemMallocPolicy", "aclrtMemcpyKind", "aclDataType", "aclFormat",
+        "aclrtMemMallocPolicy",
+        "aclrtMemcpyKind",
+        "aclDataType",
+        "aclFormat",
     }
     codes = sheet_status_codes(sheet)
     assert sum(name.startswith("ACLNN_") for name in codes) == 28
@@ -203,9 +206,7 @@ def test_typedefs_agree_exactly(sheet: str, abi: Abi) -> None:
 
 
 def test_functions_agree_exactly(sheet: str, abi: Abi) -> None:
-    expected = {
-        name: value for name, value in sheet_functions(sheet).items() if name not in SKIPPED_FUNCTIONS
-    }
+    expected = {name: value for name, value in sheet_functions(sheet).items() if name not in SKIPPED_FUNCTIONS}
     assert set(abi.functions) == set(expected)
     for name, (prototype, number) in expected.items():
         function = abi.functions[name]
@@ -225,9 +226,7 @@ def test_empty_parameter_lists_are_void(sheet: str, abi: Abi) -> None:
 
 
 def test_function_headers_follow_the_sheet(sheet: str, abi: Abi) -> None:
-    rows = re.findall(
-        r"^\| (\w+) \| `[^`]*` \| (?:\*\*)?([\w.]+?)(?:\*\*)?:\d+", section(sheet, "1.2"), re.M
-    )
+    rows = re.findall(r"^\| (\w+) \| `[^`]*` \| (?:\*\*)?([\w.]+?)(?:\*\*)?:\d+", section(sheet, "1.2"), re.M)
     assert len(rows) == 13
     for name, header in rows:
         assert abi.functions[name].header == f"acl/{header}", name
@@ -245,9 +244,7 @@ def test_libraries_follow_the_sheet(sheet: str, abi: Abi) -> None:
     for lib in re.findall(r"`(?:[^`]*/)?(lib[\w*]+\.so)`", lookup.group(0)):
         if lib not in order:
             order.append(lib)
-    order += [
-        lib for lib in re.findall(r"(libaclnn_\w+\.so)", lookup.group(0)) if lib not in order
-    ]
+    order += [lib for lib in re.findall(r"(libaclnn_\w+\.so)", lookup.group(0)) if lib not in order]
     assert abi.libraries["opapi"].search == tuple(order)
     assert order[:3] == ["libcust_opapi.so", "libopapi_*.so", "libopapi.so"]
     assert abi.library_for("runtime") == "ascendcl"
@@ -255,8 +252,12 @@ def test_libraries_follow_the_sheet(sheet: str, abi: Abi) -> None:
     assert abi.library_for("ops") == "opapi"
     assert [f.name for f in abi.functions_by_library("opapi")] == []
     assert {f.name for f in abi.functions_by_library("ascendcl")} >= {
-        "aclrtGetSocName", "aclGetRecentErrMsg", "aclrtGetVersion", "aclsysGetVersionStr",
-        "aclsysGetVersionNum", "aclrtCreateContext",
+        "aclrtGetSocName",
+        "aclGetRecentErrMsg",
+        "aclrtGetVersion",
+        "aclsysGetVersionStr",
+        "aclsysGetVersionNum",
+        "aclrtCreateContext",
     }
     assert "aclsysGetCANNVersion" not in abi.functions
 
@@ -266,10 +267,21 @@ def test_dtype_table(abi: Abi) -> None:
     import numpy as np
 
     expected = {
-        "ACL_FLOAT": "float32", "ACL_FLOAT16": "float16", "ACL_INT8": "int8", "ACL_INT32": "int32",
-        "ACL_UINT8": "uint8", "ACL_INT16": "int16", "ACL_UINT16": "uint16", "ACL_UINT32": "uint32",
-        "ACL_INT64": "int64", "ACL_UINT64": "uint64", "ACL_DOUBLE": "float64", "ACL_BOOL": "bool",
-        "ACL_COMPLEX64": "complex64", "ACL_COMPLEX128": "complex128", "ACL_BF16": "bfloat16",
+        "ACL_FLOAT": "float32",
+        "ACL_FLOAT16": "float16",
+        "ACL_INT8": "int8",
+        "ACL_INT32": "int32",
+        "ACL_UINT8": "uint8",
+        "ACL_INT16": "int16",
+        "ACL_UINT16": "uint16",
+        "ACL_UINT32": "uint32",
+        "ACL_INT64": "int64",
+        "ACL_UINT64": "uint64",
+        "ACL_DOUBLE": "float64",
+        "ACL_BOOL": "bool",
+        "ACL_COMPLEX64": "complex64",
+        "ACL_COMPLEX128": "complex128",
+        "ACL_BF16": "bfloat16",
     }
     assert {name: d.numpy for name, d in abi.dtypes.items()} == expected
     for acl_name, numpy_name in expected.items():
@@ -396,7 +408,9 @@ def test_duplicate_enum_value_is_rejected(tmp_path: Path) -> None:
 
 
 def test_enum_value_out_of_int_range_is_rejected(tmp_path: Path) -> None:
-    text = _edit(ORIGINAL, "ACL_MEM_ACCESS_USER_SPACE_READONLY: 0x100000", "ACL_MEM_ACCESS_USER_SPACE_READONLY: 0x100000000")
+    text = _edit(
+        ORIGINAL, "ACL_MEM_ACCESS_USER_SPACE_READONLY: 0x100000", "ACL_MEM_ACCESS_USER_SPACE_READONLY: 0x100000000"
+    )
     error = _reject(_write(tmp_path, text))
     assert error.problems[0].line == _line_of(text, "0x100000000")
     assert "does not fit a C int" in str(error)
@@ -444,12 +458,10 @@ def test_duplicate_status_code_and_name_are_rejected(tmp_path: Path) -> None:
     text = _edit(text, "aliases: [ACLNN_ERR_INNER_KEY_CONFILICT]", "aliases: [ACLNN_ERR_INNER]")
     error = _reject(_write(tmp_path, text))
     messages = {p.line: p.message for p in error.problems}
-    assert "code 561101 is already ACLNN_ERR_INNER_CREATE_EXECUTOR" in messages[
-        _line_of(text, "ACLNN_ERR_INNER_NULLPTR:")
-    ]
-    assert "status name ACLNN_ERR_INNER is declared twice" in messages[
-        _line_of(text, "aliases: [ACLNN_ERR_INNER]")
-    ]
+    assert (
+        "code 561101 is already ACLNN_ERR_INNER_CREATE_EXECUTOR" in messages[_line_of(text, "ACLNN_ERR_INNER_NULLPTR:")]
+    )
+    assert "status name ACLNN_ERR_INNER is declared twice" in messages[_line_of(text, "aliases: [ACLNN_ERR_INNER]")]
 
 
 def test_bad_typedef_and_dtype_entries_are_rejected(tmp_path: Path) -> None:

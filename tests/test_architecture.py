@@ -16,18 +16,41 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-ROOTS = {"aclnngen/core": "aclnngen.core", "codegen": "aclnngen.codegen", "runtime": "aclnngen.runtime", "verify": "aclnngen.verify",
-         "generated": "aclnngen.generated", "audit": "aclnngen.audit"}
+ROOTS = {
+    "aclnngen/core": "aclnngen.core",
+    "codegen": "aclnngen.codegen",
+    "runtime": "aclnngen.runtime",
+    "verify": "aclnngen.verify",
+    "generated": "aclnngen.generated",
+    "audit": "aclnngen.audit",
+}
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 #: packages whose imports inside functions must say why they are deferred
 MARKED_PACKAGES = ("aclnngen.core", "aclnngen.runtime", "aclnngen.verify")
 #: the generator proper: codegen/ but the command line, which runs things
 GENERATOR, COMMAND_LINE = "aclnngen.codegen", ("aclnngen.codegen.cli", "aclnngen.codegen.commands")
 #: what the ground floor must not import, at the top of a module or inside a function
-CORE_FORBIDDEN_PROJECT = ("aclnngen.codegen", "aclnngen.runtime", "aclnngen.verify", "aclnngen.audit",
-                          "aclnngen.generated")
-CORE_HEAVY = ("numpy", "ml_dtypes", "pydantic", "cffi", "jinja2", "torch", "scipy", "yaml", "ruamel",
-              "matplotlib", "pytest", "hypothesis")
+CORE_FORBIDDEN_PROJECT = (
+    "aclnngen.codegen",
+    "aclnngen.runtime",
+    "aclnngen.verify",
+    "aclnngen.audit",
+    "aclnngen.generated",
+)
+CORE_HEAVY = (
+    "numpy",
+    "ml_dtypes",
+    "pydantic",
+    "cffi",
+    "jinja2",
+    "torch",
+    "scipy",
+    "yaml",
+    "ruamel",
+    "matplotlib",
+    "pytest",
+    "hypothesis",
+)
 DEFERRED = re.compile(r"#\s*deferred:\s*\S")
 
 
@@ -83,7 +106,7 @@ def _imports(tree: ast.AST):
 
 def _marked(lines: list[str], node: ast.stmt) -> bool:
     """A `# deferred:` comment on the statement's lines or in the comment lines just above it."""
-    for text in lines[node.lineno - 1: node.end_lineno]:
+    for text in lines[node.lineno - 1 : node.end_lineno]:
         if DEFERRED.search(text):
             return True
     k = node.lineno - 2
@@ -119,13 +142,16 @@ def import_edges(modules: dict[str, Path], repo: Path = REPO) -> list[Edge]:
                 while target and target not in modules and "." in target:
                     target = target.rpartition(".")[0]  # `import a.b.c` of a non-module name
                 if target in modules and target != name:
-                    edges.append(Edge(name, target, str(path.relative_to(repo)), node.lineno, in_function,
-                                      _marked(lines, node)))
+                    edges.append(
+                        Edge(name, target, str(path.relative_to(repo)), node.lineno, in_function, _marked(lines, node))
+                    )
     return edges
 
 
 def _within(module: str, prefixes) -> bool:
-    return any(module == p or module.startswith(p + ".") for p in ((prefixes,) if isinstance(prefixes, str) else prefixes))
+    return any(
+        module == p or module.startswith(p + ".") for p in ((prefixes,) if isinstance(prefixes, str) else prefixes)
+    )
 
 
 def generator_problems(edges: list[Edge]) -> list[str]:
@@ -133,8 +159,11 @@ def generator_problems(edges: list[Edge]) -> list[str]:
     or the verdict (it stands beside them, not above)."""
     problems = []
     for e in edges:
-        if _within(e.source, GENERATOR) and not _within(e.source, COMMAND_LINE) and \
-                _within(e.target, ("aclnngen.runtime", "aclnngen.verify")):
+        if (
+            _within(e.source, GENERATOR)
+            and not _within(e.source, COMMAND_LINE)
+            and _within(e.target, ("aclnngen.runtime", "aclnngen.verify"))
+        ):
             problems.append(f"{e.file}:{e.line}: the generator module {e.source} imports {e.target}")
     return problems
 
@@ -155,11 +184,17 @@ def external_imports(modules: dict[str, Path], repo: Path = REPO):
 def core_problems(modules: dict[str, Path], edges: list[Edge], repo: Path = REPO) -> list[str]:
     """The ground floor imports nothing of the packages above it and nothing heavy (function-level
     imports included)."""
-    problems = [f"{e.file}:{e.line}: {e.source} (core) imports {e.target}"
-                for e in edges if _within(e.source, "aclnngen.core") and _within(e.target, CORE_FORBIDDEN_PROJECT)]
+    problems = [
+        f"{e.file}:{e.line}: {e.source} (core) imports {e.target}"
+        for e in edges
+        if _within(e.source, "aclnngen.core") and _within(e.target, CORE_FORBIDDEN_PROJECT)
+    ]
     core = {m: p for m, p in modules.items() if _within(m, "aclnngen.core")}
-    problems += [f"{file}:{line}: {name} (core) imports {top}, which the ground floor must not need"
-                 for name, file, line, top in external_imports(core, repo) if top in CORE_HEAVY]
+    problems += [
+        f"{file}:{line}: {name} (core) imports {top}, which the ground floor must not need"
+        for name, file, line, top in external_imports(core, repo)
+        if top in CORE_HEAVY
+    ]
     return problems
 
 
@@ -243,8 +278,10 @@ def violations(edges: list[Edge], layers: Layers) -> list[str]:
         if source is None:
             problems.append(f"{e.file}:{e.line}: {e.source} belongs to no package of the table")
         elif target is None or target not in layers.allowed[source]:
-            problems.append(f"{e.file}:{e.line}: {e.source} ({source}) imports {e.target} ({target}), "
-                            "which docs/architecture.md does not allow")
+            problems.append(
+                f"{e.file}:{e.line}: {e.source} ({source}) imports {e.target} ({target}), "
+                "which docs/architecture.md does not allow"
+            )
     return problems
 
 
@@ -268,8 +305,15 @@ def layers():
 
 def test_the_walk_sees_every_package_and_function_level_imports(edges):
     sources = {e.source for e in edges}
-    for package in ("aclnngen.codegen", "aclnngen.runtime", "aclnngen.runtime.sim", "aclnngen.verify",
-                    "aclnngen.generated.ops", "aclnngen.generated.reference", "aclnngen.audit"):
+    for package in (
+        "aclnngen.codegen",
+        "aclnngen.runtime",
+        "aclnngen.runtime.sim",
+        "aclnngen.verify",
+        "aclnngen.generated.ops",
+        "aclnngen.generated.reference",
+        "aclnngen.audit",
+    ):
         assert any(s.startswith(package + ".") for s in sources), package
     assert any(e.deferred for e in edges), "no import inside a function was seen"
 
@@ -278,8 +322,12 @@ def test_the_generator_imports_core_and_never_the_runtime_or_the_verdict(edges):
     assert generator_problems(edges) == []
     # it stands on the ground floor: the model, the planner, the docs and the release logic use it
     users = {e.source for e in edges if _within(e.target, "aclnngen.core") and _within(e.source, GENERATOR)}
-    assert {"aclnngen.codegen.model", "aclnngen.codegen.testplan", "aclnngen.codegen.docs",
-            "aclnngen.codegen.releases"} <= users, users
+    assert {
+        "aclnngen.codegen.model",
+        "aclnngen.codegen.testplan",
+        "aclnngen.codegen.docs",
+        "aclnngen.codegen.releases",
+    } <= users, users
 
 
 def test_core_imports_nothing_above_it_and_nothing_heavy(edges):
@@ -320,39 +368,48 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> list[Edge]:
 
 
 def test_a_circle_through_a_function_level_import_is_found(tmp_path):
-    edges = _tree(tmp_path, {
-        "runtime/__init__.py": "",
-        "runtime/arrays.py": "from . import session\n",
-        "runtime/session.py": "def f():\n    from .arrays import DeviceArray  # deferred: no good reason\n",
-    })
+    edges = _tree(
+        tmp_path,
+        {
+            "runtime/__init__.py": "",
+            "runtime/arrays.py": "from . import session\n",
+            "runtime/session.py": "def f():\n    from .arrays import DeviceArray  # deferred: no good reason\n",
+        },
+    )
     assert circles(edges) == [["aclnngen.runtime.arrays", "aclnngen.runtime.session"]]
 
 
 def test_type_checking_imports_are_not_edges(tmp_path):
-    edges = _tree(tmp_path, {
-        "codegen/__init__.py": "",
-        "codegen/model.py": "from .consistency import check\n",
-        "codegen/consistency.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .model import OpSpec\n",
-    })
+    edges = _tree(
+        tmp_path,
+        {
+            "codegen/__init__.py": "",
+            "codegen/model.py": "from .consistency import check\n",
+            "codegen/consistency.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .model import OpSpec\n",
+        },
+    )
     assert circles(edges) == []
     assert [(e.source, e.target) for e in edges] == [("aclnngen.codegen.model", "aclnngen.codegen.consistency")]
 
 
 def test_the_call_path_importing_the_simulator_or_the_verdict_is_refused(tmp_path, layers):
-    edges = _tree(tmp_path, {
-        "runtime/__init__.py": "",
-        "runtime/call.py": "from .sim import kernels\n",
-        "runtime/session.py": "def f():\n    from aclnngen.verify import opcheck  # deferred: weight\n",
-        "runtime/sim/__init__.py": "",
-        "runtime/sim/kernels.py": "",
-        "verify/__init__.py": "",
-        "verify/opcheck.py": "from aclnngen.runtime import call\n",
-        "codegen/__init__.py": "",
-        "codegen/x.py": "from aclnngen.generated.ops import y\n",
-        "generated/__init__.py": "",
-        "generated/ops/__init__.py": "",
-        "generated/ops/y.py": "",
-    })
+    edges = _tree(
+        tmp_path,
+        {
+            "runtime/__init__.py": "",
+            "runtime/call.py": "from .sim import kernels\n",
+            "runtime/session.py": "def f():\n    from aclnngen.verify import opcheck  # deferred: weight\n",
+            "runtime/sim/__init__.py": "",
+            "runtime/sim/kernels.py": "",
+            "verify/__init__.py": "",
+            "verify/opcheck.py": "from aclnngen.runtime import call\n",
+            "codegen/__init__.py": "",
+            "codegen/x.py": "from aclnngen.generated.ops import y\n",
+            "generated/__init__.py": "",
+            "generated/ops/__init__.py": "",
+            "generated/ops/y.py": "",
+        },
+    )
     found = violations(edges, layers)
     assert len(found) == 3, found
     assert any("runtime/call.py:1" in p and "aclnngen.runtime.sim.kernels" in p for p in found)
@@ -361,21 +418,24 @@ def test_the_call_path_importing_the_simulator_or_the_verdict_is_refused(tmp_pat
 
 
 def test_a_generator_module_importing_the_runtime_in_a_function_is_refused(tmp_path):
-    edges = _tree(tmp_path, {
-        "codegen/__init__.py": "",
-        "codegen/docs.py": "from aclnngen.core import rules\n"
-                           "def f():\n    from aclnngen.runtime.validation import supported_dtypes\n",
-        "codegen/formula.py": "def g():\n    from aclnngen.verify import numerics\n",
-        "codegen/commands/__init__.py": "",
-        "codegen/commands/run.py": "from aclnngen.verify import cases\n",  # the command line may
-        "aclnngen/core/__init__.py": "",
-        "aclnngen/core/rules.py": "",
-        "runtime/__init__.py": "",
-        "runtime/validation.py": "",
-        "verify/__init__.py": "",
-        "verify/numerics.py": "",
-        "verify/cases.py": "",
-    })
+    edges = _tree(
+        tmp_path,
+        {
+            "codegen/__init__.py": "",
+            "codegen/docs.py": "from aclnngen.core import rules\n"
+            "def f():\n    from aclnngen.runtime.validation import supported_dtypes\n",
+            "codegen/formula.py": "def g():\n    from aclnngen.verify import numerics\n",
+            "codegen/commands/__init__.py": "",
+            "codegen/commands/run.py": "from aclnngen.verify import cases\n",  # the command line may
+            "aclnngen/core/__init__.py": "",
+            "aclnngen/core/rules.py": "",
+            "runtime/__init__.py": "",
+            "runtime/validation.py": "",
+            "verify/__init__.py": "",
+            "verify/numerics.py": "",
+            "verify/cases.py": "",
+        },
+    )
     assert generator_problems(edges) == [
         "codegen/docs.py:3: the generator module aclnngen.codegen.docs imports aclnngen.runtime.validation",
         "codegen/formula.py:2: the generator module aclnngen.codegen.formula imports aclnngen.verify.numerics",
@@ -386,7 +446,7 @@ def test_core_importing_upwards_or_something_heavy_is_refused(tmp_path, layers):
     files = {
         "aclnngen/core/__init__.py": "",
         "aclnngen/core/rules.py": "import math\nfrom . import dtypes\n"
-                                  "def f():\n    import numpy as np  # deferred: lazily\n",
+        "def f():\n    import numpy as np  # deferred: lazily\n",
         "aclnngen/core/dtypes.py": "def g():\n    from aclnngen.runtime.shapes import NUMPY_DTYPES\n",
         "aclnngen/core/planning.py": "from pydantic import BaseModel\n",
         "runtime/__init__.py": "",
@@ -402,17 +462,22 @@ def test_core_importing_upwards_or_something_heavy_is_refused(tmp_path, layers):
     # and the table says the same about the upward edge
     assert [p for p in violations(edges, layers) if "core" in p] == [
         "aclnngen/core/dtypes.py:2: aclnngen.core.dtypes (ground floor) imports aclnngen.runtime.shapes "
-        "(call path), which docs/architecture.md does not allow"]
+        "(call path), which docs/architecture.md does not allow"
+    ]
 
 
 def test_an_unexplained_function_level_import_is_reported(tmp_path):
-    edges = _tree(tmp_path, {
-        "runtime/__init__.py": "",
-        "runtime/a.py": "def f():\n    from . import b\n",
-        "runtime/b.py": "def g():\n    # deferred: keeps torch off the import path\n    from . import a\n",
-    })
-    assert unmarked(edges) == ["runtime/a.py:2: aclnngen.runtime.a imports aclnngen.runtime.b inside a function "
-                               "without a '# deferred:' reason"]
+    edges = _tree(
+        tmp_path,
+        {
+            "runtime/__init__.py": "",
+            "runtime/a.py": "def f():\n    from . import b\n",
+            "runtime/b.py": "def g():\n    # deferred: keeps torch off the import path\n    from . import a\n",
+        },
+    )
+    assert unmarked(edges) == [
+        "runtime/a.py:2: aclnngen.runtime.a imports aclnngen.runtime.b inside a function without a '# deferred:' reason"
+    ]
 
 
 # --- the call path needs no test, oracle or plotting libraries ---------------------------------------
@@ -452,12 +517,18 @@ def _import_with_blocked(modules: list[str], blocked: tuple[str, ...]):
 
 
 def _modules_under(prefix: str, but_not: str | None = None) -> list[str]:
-    return [m for m in project_modules() if (m == prefix or m.startswith(prefix + "."))
-            and not (but_not and (m == but_not or m.startswith(but_not + ".")))]
+    return [
+        m
+        for m in project_modules()
+        if (m == prefix or m.startswith(prefix + "."))
+        and not (but_not and (m == but_not or m.startswith(but_not + ".")))
+    ]
 
 
 def test_the_call_path_and_the_bindings_import_without_test_or_oracle_libraries():
-    modules = _modules_under("aclnngen.runtime", but_not="aclnngen.runtime.sim") + _modules_under("aclnngen.generated.ops")
+    modules = _modules_under("aclnngen.runtime", but_not="aclnngen.runtime.sim") + _modules_under(
+        "aclnngen.generated.ops"
+    )
     assert "aclnngen.runtime.call" in modules and len(_modules_under("aclnngen.generated.ops")) > 1
     proc = _import_with_blocked(modules, HEAVY + ("scipy",))
     assert proc.returncode == 0, proc.stderr
@@ -491,8 +562,23 @@ _C_TOKEN = re.compile(
     r"|^[ \t]*\#(?:\\\n|[^\n])*|[A-Za-z_]\w*|->|[{}();=.]|\S",
     re.S | re.M,
 )
-_C_KEYWORDS = frozenset({"if", "while", "for", "switch", "return", "sizeof", "do", "else", "case",
-                         "__attribute__", "_Alignof", "_Static_assert", "defined"})
+_C_KEYWORDS = frozenset(
+    {
+        "if",
+        "while",
+        "for",
+        "switch",
+        "return",
+        "sizeof",
+        "do",
+        "else",
+        "case",
+        "__attribute__",
+        "_Alignof",
+        "_Static_assert",
+        "defined",
+    }
+)
 _NOT_A_FUNCTION_AFTER = frozenset({"struct", "union", "enum", ".", "->"})
 
 
@@ -576,8 +662,10 @@ def _circle_edges(uses: list[CUse], found: list[list[str]]) -> list[str]:
     for u in uses:
         if any(u.source in c and u.target in c for c in found):
             by_edge.setdefault((u.source, u.target), []).append(u)
-    return [f"{a} -> {b}: " + ", ".join(sorted({f"{u.caller} uses {u.name} (line {u.line})" for u in us})[:3])
-            for (a, b), us in sorted(by_edge.items())]
+    return [
+        f"{a} -> {b}: " + ", ".join(sorted({f"{u.caller} uses {u.name} (line {u.line})" for u in us})[:3])
+        for (a, b), us in sorted(by_edge.items())
+    ]
 
 
 def test_calls_between_the_simulators_c_files_go_one_way():
@@ -593,8 +681,14 @@ def test_the_c_scan_sees_definitions_and_uses_across_files():
     assert {"sim_state.c", "sim_meta.c", "sim_op.c", "sim_runtime.c", "sim_ops.c"} <= {p.name for p in files}
     edges = {(u.source, u.target) for u in c_uses(files)}
     # each layer above the bottom is seen calling down, and the op entry points call the protocol
-    assert {("sim_meta.c", "sim_state.c"), ("sim_op.c", "sim_state.c"), ("sim_runtime.c", "sim_state.c"),
-            ("sim_runtime.c", "sim_op.c"), ("sim_runtime.c", "sim_meta.c"), ("sim_ops.c", "sim_op.c")} <= edges
+    assert {
+        ("sim_meta.c", "sim_state.c"),
+        ("sim_op.c", "sim_state.c"),
+        ("sim_runtime.c", "sim_state.c"),
+        ("sim_runtime.c", "sim_op.c"),
+        ("sim_runtime.c", "sim_meta.c"),
+        ("sim_ops.c", "sim_op.c"),
+    } <= edges
     definitions, _ = scan_c((REPO / "runtime" / "sim" / "sim_op.c").read_text(encoding="utf-8"))
     assert {"sim_prepare", "sim_launch", "sim_drain_locked", "sim_executor_free_locked"} <= set(definitions)
 

@@ -17,8 +17,10 @@ BASE = (HERE / "data" / "custom_specs" / "ops" / "sloped_step_backward.yaml").re
 BOOL_ATTR = "    c_type: bool\n    default: false\n"
 ENUM_ATTR = "    c_type: char*\n    choices: [plain, result]\n"
 ROWS = "return_codes:\n"
-VALUE_ROW = ("return_codes:\n  - status: 161002\n    check: attribute_value\n    params: [selfIsResult]\n"
-             "    condition: selfIsResult is not one of its values.\n")
+VALUE_ROW = (
+    "return_codes:\n  - status: 161002\n    check: attribute_value\n    params: [selfIsResult]\n"
+    "    condition: selfIsResult is not one of its values.\n"
+)
 
 
 def _spec(tmp_path: Path, text: str):
@@ -33,13 +35,19 @@ def _enum(text: str = BASE) -> str:
 
 
 def test_a_pointer_attribute_without_default_may_be_in_a_null_row(tmp_path):
-    text = _enum().replace("params: [gradOutput, self, negativeSlope, gradInput]", "params: [gradOutput, self, negativeSlope, selfIsResult, gradInput]")
+    text = _enum().replace(
+        "params: [gradOutput, self, negativeSlope, gradInput]",
+        "params: [gradOutput, self, negativeSlope, selfIsResult, gradInput]",
+    )
     spec = _spec(tmp_path, text)
     assert "selfIsResult" in spec.return_codes[0].params
 
 
 def test_a_bool_attribute_may_not_be_in_a_null_row(tmp_path):
-    text = BASE.replace("params: [gradOutput, self, negativeSlope, gradInput]", "params: [gradOutput, self, negativeSlope, selfIsResult, gradInput]")
+    text = BASE.replace(
+        "params: [gradOutput, self, negativeSlope, gradInput]",
+        "params: [gradOutput, self, negativeSlope, selfIsResult, gradInput]",
+    )
     with pytest.raises(SpecError, match="may be NULL"):
         _spec(tmp_path, text)
 

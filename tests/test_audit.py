@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from aclnngen.audit import baseline, checks, probe, report
@@ -61,8 +60,13 @@ def test_an_extra_and_a_missing_dtype_are_found(snake):
                 entry["dtypes"] = [d for d in entry["dtypes"] if d != missing] + [extra]
     result = _audit(snake, meta, "sim", family=family)
     found = {f.subject: f for f in result.findings if f.check == "dtype"}
-    assert found[f"{extra} on {family}"].group == "mismatch" and found[f"{extra} on {family}"].observed.startswith("rejected")
-    assert found[f"{missing} on {family}"].group == "undocumented" and found[f"{missing} on {family}"].observed == "accepted"
+    assert found[f"{extra} on {family}"].group == "mismatch" and found[f"{extra} on {family}"].observed.startswith(
+        "rejected"
+    )
+    assert (
+        found[f"{missing} on {family}"].group == "undocumented"
+        and found[f"{missing} on {family}"].observed == "accepted"
+    )
     assert result.matrix[family][missing] == "not claimed, works"
     out = _run_snippet(found[f"{extra} on {family}"].repro)
     assert "status 161002" in out
@@ -71,8 +75,10 @@ def test_an_extra_and_a_missing_dtype_are_found(snake):
 def _has_shape_relation(snake: str) -> bool:
     meta = checks._op(snake).meta
     inputs = {p["name"] for p in meta["params"] if p["role"] == "input"}
-    return any(r["kind"] == "broadcast" or (r["kind"] == "same_shape" and len(set(r["params"]) & inputs) >= 2)
-               for r in meta["rules"])
+    return any(
+        r["kind"] == "broadcast" or (r["kind"] == "same_shape" and len(set(r["params"]) & inputs) >= 2)
+        for r in meta["rules"]
+    )
 
 
 @pytest.mark.parametrize("snake", [s for s in OPS if _has_shape_relation(s)])
@@ -83,12 +89,27 @@ def test_a_wrong_shape_rule_is_found(snake):
     kinds = {r["kind"] for r in meta["rules"]}
     if "broadcast" in kinds:  # plant: the page says the shapes must match
         meta["rules"] = [r for r in meta["rules"] if r["kind"] != "broadcast"] + [
-            {"kind": "same_shape", "status": 161002, "params": inputs[:2] + meta["outputs"][:1], "since": None, "until": None}]
+            {
+                "kind": "same_shape",
+                "status": 161002,
+                "params": inputs[:2] + meta["outputs"][:1],
+                "since": None,
+                "until": None,
+            }
+        ]
         want = ("broadcast-rejected", "undocumented")
     elif any(r["kind"] == "same_shape" and len(set(r["params"]) & set(inputs)) >= 2 for r in meta["rules"]):
         # plant: the page says the inputs broadcast
         meta["rules"] = [r for r in meta["rules"] if r["kind"] != "same_shape"] + [
-            {"kind": "broadcast", "status": 161002, "inputs": inputs[:2], "output": meta["outputs"][0], "since": None, "until": None}]
+            {
+                "kind": "broadcast",
+                "status": 161002,
+                "inputs": inputs[:2],
+                "output": meta["outputs"][0],
+                "since": None,
+                "until": None,
+            }
+        ]
         want = ("broadcast", "mismatch")
     else:
         raise AssertionError(f"{meta['name']} has no shape relation to plant a wrong one for")
@@ -116,7 +137,9 @@ def test_a_wrong_formula_is_found_by_torch(monkeypatch):
     snake = OPS[0]
     op = checks._op(snake)
     right = op.reference.FORMULAS["spec"]
-    monkeypatch.setitem(op.reference._REFERENCE.formulas, "spec", lambda m, *a, **k: tuple(o * m.lit(2) for o in right(m, *a, **k)))
+    monkeypatch.setitem(
+        op.reference._REFERENCE.formulas, "spec", lambda m, *a, **k: tuple(o * m.lit(2) for o in right(m, *a, **k))
+    )
     result = checks.audit(op, probe.bound_op(snake), "torch")
     wrong = [f for f in result.findings if f.check == "numerics"]
     assert wrong and all(f.group == "mismatch" and f.source == "torch" for f in wrong)
@@ -139,8 +162,11 @@ def test_ids_are_stable_and_the_baseline_gates(tmp_path):
     assert [f.id for f in first.findings] == [f.id for f in again.findings]
     ids = ["a", "b", "c"]
     file = tmp_path / "baseline.yaml"
-    file.write_text("- {id: a, reason: known, expires: 2999-01-01}\n- {id: b, reason: old, expires: 2000-01-01}\n"
-                    "- {id: gone, reason: fixed, expires: 2999-01-01}\n", encoding="utf-8")
+    file.write_text(
+        "- {id: a, reason: known, expires: 2999-01-01}\n- {id: b, reason: old, expires: 2000-01-01}\n"
+        "- {id: gone, reason: fixed, expires: 2999-01-01}\n",
+        encoding="utf-8",
+    )
     judged = baseline.judge(ids, baseline.load(file), datetime.date(2026, 11, 24))
     assert judged.new == ["c"] and judged.expired == ["b"] and judged.accepted == ["a"] and judged.stale == ["gone"]
     assert judged.gates == ["c", "b"] and judged.status("b") == "expired"
@@ -151,7 +177,19 @@ def test_ids_are_stable_and_the_baseline_gates(tmp_path):
 
 def test_the_command_writes_the_report_and_gates(tmp_path):
     out = tmp_path / "report"
-    cmd = [sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--source", "sim", "--ops", OPS[0], OPS[-1], "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "aclnngen.codegen.cli",
+        "audit",
+        "--source",
+        "sim",
+        "--ops",
+        OPS[0],
+        OPS[-1],
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     data = json.loads((out / "audit.json").read_text())
     assert data["schema"] == "aclnngen-audit/2" and data["run"]["source"] == "sim"
@@ -161,13 +199,19 @@ def test_the_command_writes_the_report_and_gates(tmp_path):
     assert done.returncode == (1 if data["new"] or data["expired"] else 0)
     assert any(out.glob("*-support.png"))  # matplotlib is in the test extra
     # accept every finding: the gate opens
-    (tmp_path / "b.yaml").write_text("".join(f"- {{id: {i}, reason: test, expires: 2999-01-01}}\n" for i in data["new"]))
+    (tmp_path / "b.yaml").write_text(
+        "".join(f"- {{id: {i}, reason: test, expires: 2999-01-01}}\n" for i in data["new"])
+    )
     again = subprocess.run(cmd + ["--baseline", str(tmp_path / "b.yaml")], capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     finding = next((f for op in data["ops"] for f in op["findings"] if f["repro"]), None)
     if finding:
-        shown = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--out", str(out), "--repro", finding["id"]],
-                               capture_output=True, text=True, timeout=120)
+        shown = subprocess.run(
+            [sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--out", str(out), "--repro", finding["id"]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert shown.returncode == 0 and shown.stdout == finding["repro"]
 
 
@@ -198,13 +242,33 @@ def test_jobs_give_the_same_report_as_one_process(tmp_path):
     reports = []
     for jobs in ("1", "2"):
         out = tmp_path / f"jobs{jobs}"
-        done = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--source", "sim", "--ops", *OPS[:3],
-                               "--jobs", jobs, "--out", str(out), "--no-pictures"], capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "aclnngen.codegen.cli",
+                "audit",
+                "--source",
+                "sim",
+                "--ops",
+                *OPS[:3],
+                "--jobs",
+                jobs,
+                "--out",
+                str(out),
+                "--no-pictures",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode in (0, 1), done.stderr
         data = json.loads((out / "audit.json").read_text())
         reports.append(([o["op"] for o in data["ops"]], sorted(f["id"] for o in data["ops"] for f in o["findings"])))
     assert reports[0] == reports[1]
-    bad = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--jobs", "0"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--jobs", "0"], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "--jobs takes 1 to 64" in bad.stderr
 
 
@@ -229,7 +293,9 @@ def test_a_conditional_dtype_claim_is_probed_with_its_condition():
     # plant: the page also claims int64 on a2 under that condition; the library rejects it there
     for p in meta["params"]:
         if p["role"] in ("input", "output"):
-            p["dtypes"].append({"families": ["a2"], "dtypes": ["int64"], "since": None, "until": None, "when": {"threshold": 0}})
+            p["dtypes"].append(
+                {"families": ["a2"], "dtypes": ["int64"], "since": None, "until": None, "when": {"threshold": 0}}
+            )
     result = _audit("threshold_backward", meta, "sim", family="a2")
     (found,) = [f for f in result.findings if f.subject == "int64 on a2 when threshold=0"]
     assert found.group == "mismatch" and found.observed.startswith("rejected")

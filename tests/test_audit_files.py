@@ -70,7 +70,7 @@ BAD_BASELINES = {
     "impossible date": "- id: x\n  reason: r\n  expires: 2030-02-30\n",
     "time of day": "- id: x\n  reason: r\n  expires: 2030-01-01 10:00:00\n",
     "alias bomb": "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
-                  + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)),
+    + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)),
     "not a list": "id: x\n",
 }
 

@@ -22,8 +22,14 @@ OP = "hardtanh_backward"  # the vendor profile shows four causes its spec's defe
 
 
 def _cli(*argv, env=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", *argv], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, **(env or {})}, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "aclnngen.codegen.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
 
 
 def _audit(capsys, *argv) -> tuple[int, str, str]:
@@ -61,13 +67,34 @@ def test_a_clean_checkout_passes_with_the_recorded_defects(tmp_path):
 
 def test_findings_of_one_cause_on_several_families_are_one():
     def seen(family, observed="accepted", subject="rank9"):
-        return findings.Finding("Op", "shape", f"{subject} on {family}", "undocumented", "sim", family,
-                                "rejected with 161002", observed, f"repro {family}", checks=("max_rank",))
+        return findings.Finding(
+            "Op",
+            "shape",
+            f"{subject} on {family}",
+            "undocumented",
+            "sim",
+            family,
+            "rejected with 161002",
+            observed,
+            f"repro {family}",
+            checks=("max_rank",),
+        )
 
-    merged = findings.by_cause([seen("a2"), seen("a3"), seen("a2", subject="empty"), seen("training", "rejected with 161001"),
-                                findings.Finding("Op", "defect", "rule #0", "page_defect", "spec", None, "the page", "note")])
+    merged = findings.by_cause(
+        [
+            seen("a2"),
+            seen("a3"),
+            seen("a2", subject="empty"),
+            seen("training", "rejected with 161001"),
+            findings.Finding("Op", "defect", "rule #0", "page_defect", "spec", None, "the page", "note"),
+        ]
+    )
     assert [(f.subject, f.families) for f in merged] == [
-        ("rank9 on a2, a3", ("a2", "a3")), ("empty", ("a2",)), ("rank9 on training", ("training",)), ("rule #0", ())]
+        ("rank9 on a2, a3", ("a2", "a3")),
+        ("empty", ("a2",)),
+        ("rank9 on training", ("training",)),
+        ("rule #0", ()),
+    ]
     assert merged[0].repro == "repro a2" and merged[0].checks == ("max_rank",)
     # the id of a cause does not change with the families audited
     assert findings.by_cause([seen("a2")])[0].id == findings.by_cause([seen("a3"), seen("a2")])[0].id
@@ -106,7 +133,10 @@ def test_write_baseline_then_fill_it_in_then_let_it_expire(capsys, tmp_path, no_
     data = json.loads((tmp_path / "r" / "audit.json").read_text())
     assert code == 1 and data["expired"] == [first] and data["new"] == [] and f"{first} expired on {yesterday}" in err
     (mine,) = [f for f in data["ops"][0]["findings"] if f["id"] == first]
-    assert mine["status"] == "expired" and mine["baseline"] == {"reason": "known vendor behaviour", "expires": yesterday}
+    assert mine["status"] == "expired" and mine["baseline"] == {
+        "reason": "known vendor behaviour",
+        "expires": yesterday,
+    }
     markdown = (tmp_path / "r" / "audit.md").read_text()
     assert f"expired: expired on {yesterday}" in markdown and "## Expired baseline entries" in markdown
 

@@ -36,7 +36,11 @@ def _header_text(prototypes: list[str]) -> str:
     each declaration broken over lines."""
     body = "\n".join(
         "/**\n * @brief first phase; @domain aclnn_ops_train\n */\n"
-        + "ACLNN_API " + p.replace(", ", ",\n    ", 2) + ";" for p in prototypes)
+        + "ACLNN_API "
+        + p.replace(", ", ",\n    ", 2)
+        + ";"
+        for p in prototypes
+    )
     return f'#ifndef X_H_\n#define X_H_\n#include "aclnn/aclnn_base.h"\n#ifdef __cplusplus\nextern "C" {{\n#endif\n\n{body}\n\n#ifdef __cplusplus\n}}\n#endif\n#endif\n'
 
 
@@ -104,8 +108,26 @@ def test_the_command_reports_a_corrupted_header(tmp_path):
     first, launch = _prototypes(snake).values()
     include = _include(tmp_path, {snake: [first.replace("const aclTensor*", "aclTensor*", 1), launch]})
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--source", "torch", "--ops", snake,
-                           "--headers", str(include), "--out", str(out), "--no-pictures"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aclnngen.codegen.cli",
+            "audit",
+            "--source",
+            "torch",
+            "--ops",
+            snake,
+            "--headers",
+            str(include),
+            "--out",
+            str(out),
+            "--no-pictures",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 1, done.stderr
     data = json.loads((out / "audit.json").read_text())
     assert any(f["check"] == "header" and "const" in f["subject"] for op in data["ops"] for f in op["findings"])

@@ -18,7 +18,9 @@ from aclnngen.codegen.yamlio import read_yaml
 from external import external
 
 PRODUCTS = load_products()
-SEEDED = [p for p in sorted((DEFAULT_SPECS_DIR / "ops").glob("*.yaml")) if (read_yaml(p)[0].get("source") or {}).get("seed")]
+SEEDED = [
+    p for p in sorted((DEFAULT_SPECS_DIR / "ops").glob("*.yaml")) if (read_yaml(p)[0].get("source") or {}).get("seed")
+]
 
 
 def _spec(path):
@@ -42,7 +44,9 @@ def test_a_planted_dtype_claim_is_a_mismatch(path):
     entry["dtypes"] = entry["dtypes"][1:] or ["complex128"]
     found, _ = page_findings(external("seeds", spec["source"]["seed"]), spec, spec["cann_version"], PRODUCTS)
     mismatches = [f for f in found if f.group == "mismatch"]
-    assert any(first["name"] in f.subject and dropped in f.observed for f in mismatches), [f.subject for f in mismatches]
+    assert any(first["name"] in f.subject and dropped in f.observed for f in mismatches), [
+        f.subject for f in mismatches
+    ]
 
 
 def test_the_command_takes_a_page(tmp_path):
@@ -58,13 +62,49 @@ def test_the_command_takes_a_page(tmp_path):
     assert chosen, "no seed page shows any difference from its spec"
     path, spec, page, ids = chosen
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--source", "torch", "--ops", path.stem,
-                           "--page", str(page), "--release", spec["cann_version"], "--out", str(out), "--no-pictures"],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aclnngen.codegen.cli",
+            "audit",
+            "--source",
+            "torch",
+            "--ops",
+            path.stem,
+            "--page",
+            str(page),
+            "--release",
+            spec["cann_version"],
+            "--out",
+            str(out),
+            "--no-pictures",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode in (0, 1), done.stderr
     data = json.loads((out / "audit.json").read_text())
     assert ids <= {f["id"] for op in data["ops"] for f in op["findings"]}
     other = next(p for p in SEEDED if _spec(p)["name"] != spec["name"])
-    wrong = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--source", "torch", "--ops", other.stem,
-                            "--page", str(page), "--out", str(out)], capture_output=True, text=True, timeout=600)
+    wrong = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aclnngen.codegen.cli",
+            "audit",
+            "--source",
+            "torch",
+            "--ops",
+            other.stem,
+            "--page",
+            str(page),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert wrong.returncode == 2 and "not among the audited ops" in wrong.stderr

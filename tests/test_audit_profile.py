@@ -28,20 +28,38 @@ def _specs():
 
 def _library_view(result):
     """What a profile decides: the dtype matrix and the shape and return-code findings."""
-    return result.matrix, sorted((f.check, f.subject, f.observed) for f in result.findings if f.check in ("dtype", "shape", "return_code"))
+    return result.matrix, sorted(
+        (f.check, f.subject, f.observed) for f in result.findings if f.check in ("dtype", "shape", "return_code")
+    )
 
 
 def test_a_profile_dtype_list_replaces_the_page_list_on_its_families():
     meta = checks._op("hardtanh_backward").meta
-    entry = {"op": meta["name"], "cann_version": V, "evidence": "test", "null_out_pointers": "checked", "changes": [],
-             "dtypes": [{"params": ["gradOutput", "self", "out"], "families": ["a2"], "dtypes": ["float32"], "when": {}, "reason": "t"}]}
+    entry = {
+        "op": meta["name"],
+        "cann_version": V,
+        "evidence": "test",
+        "null_out_pointers": "checked",
+        "changes": [],
+        "dtypes": [
+            {
+                "params": ["gradOutput", "self", "out"],
+                "families": ["a2"],
+                "dtypes": ["float32"],
+                "when": {},
+                "reason": "t",
+            }
+        ],
+    }
     table = {"narrow": {meta["name"]: {V: entry}}}
     original = generated_profiles.PROFILES
     generated_profiles.PROFILES = table
     try:
         narrowed = profiles.apply(meta, "narrow", "9.1.0")
         assert supported_dtypes(narrowed, "self", "a2", "9.1.0") == ("float32",)
-        assert supported_dtypes(narrowed, "self", "training", "9.1.0") == supported_dtypes(meta, "self", "training", "9.1.0")
+        assert supported_dtypes(narrowed, "self", "training", "9.1.0") == supported_dtypes(
+            meta, "self", "training", "9.1.0"
+        )
         op = checks._op("hardtanh_backward")
         result = checks.audit(op, probe.bound_op("hardtanh_backward"), "sim", profile="narrow", family="a2")
     finally:
@@ -55,7 +73,9 @@ def test_a_profile_dtype_list_replaces_the_page_list_on_its_families():
 def test_every_vendor_profile_lists_the_code_dtypes_per_family():
     """Each op's vendor profile carries the implementation's dtype lists for every family the op
     supports, with the code (path and tag) as evidence."""
-    profiled = [s for s in OPS if profiles.select("vendor", checks._op(s).meta["name"], checks._newest(checks._op(s).meta))]
+    profiled = [
+        s for s in OPS if profiles.select("vendor", checks._op(s).meta["name"], checks._newest(checks._op(s).meta))
+    ]
     assert profiled, "no op has a vendor profile"
     for snake in profiled:
         meta = checks._op(snake).meta
@@ -92,7 +112,10 @@ def test_a_saved_profile_reproduces_what_was_observed(snake, tmp_path):
     loaded = [p for name, p in load_profiles(tmp_path, _specs()) if name == "observed"]
     assert [p.op for p in loaded] == [op.meta["name"]] and path.read_text().startswith(observed.MARK)
     original = generated_profiles.PROFILES
-    generated_profiles.PROFILES = {**original, "observed": {op.meta["name"]: {release: loaded[0].model_dump(mode="python")}}}
+    generated_profiles.PROFILES = {
+        **original,
+        "observed": {op.meta["name"]: {release: loaded[0].model_dump(mode="python")}},
+    }
     try:
         again = checks.audit(checks._op(snake), probe.bound_op(snake), "sim", profile="observed")
     finally:
@@ -115,8 +138,13 @@ def test_saving_merges_families_and_never_overwrites_a_persons_profile(tmp_path)
     hand = tmp_path / "npu" / release / "gelu_backward.yaml"
     hand.write_text("op: GeluBackward\n")
     gelu = checks._op("gelu_backward")
-    data = observed.observed(checks.audit(gelu, probe.bound_op("gelu_backward"), "sim", profile="vendor", family="a2"),
-                             gelu.meta, release, source="cann", null_out_pointers="checked")
+    data = observed.observed(
+        checks.audit(gelu, probe.bound_op("gelu_backward"), "sim", profile="vendor", family="a2"),
+        gelu.meta,
+        release,
+        source="cann",
+        null_out_pointers="checked",
+    )
     with pytest.raises(observed.SaveProfileError, match="not written by --save-profile"):
         observed.write(data, tmp_path, "npu", "gelu_backward", source="cann")
     assert hand.read_text() == "op: GeluBackward\n" and path.exists()
@@ -134,15 +162,49 @@ def _as_specs(profiles_dir):
 
 def test_save_profile_from_the_command_line(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--source", "sim", "--ops", "swish_backward", "--no-pictures",
-         "--out", str(tmp_path / "report"), "--save-profile", "observed", "--profiles-dir", str(tmp_path / "profiles")],
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "aclnngen.codegen.cli",
+            "audit",
+            "--source",
+            "sim",
+            "--ops",
+            "swish_backward",
+            "--no-pictures",
+            "--out",
+            str(tmp_path / "report"),
+            "--save-profile",
+            "observed",
+            "--profiles-dir",
+            str(tmp_path / "profiles"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode in (0, 1), out.stderr
     saved = list((tmp_path / "profiles" / "observed").glob("*/swish_backward.yaml"))
     assert len(saved) == 1 and "drop" in saved[0].read_text() and "max_rank" in saved[0].read_text()
     refused = subprocess.run(
-        [sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--source", "torch", "--ops", "swish_backward",
-         "--save-profile", "x", "--out", str(tmp_path / "r2")], capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "aclnngen.codegen.cli",
+            "audit",
+            "--source",
+            "torch",
+            "--ops",
+            "swish_backward",
+            "--save-profile",
+            "x",
+            "--out",
+            str(tmp_path / "r2"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert refused.returncode == 2 and "--save-profile" in refused.stderr and "Traceback" not in refused.stderr
 
 

@@ -224,7 +224,19 @@ NOT_ARRAYS = {
     "str": "x",
     "object": object(),
     # an object whose array interface describes 2**64 elements: NumPy cannot read it
-    "too big": type("TooBig", (), {"__array_interface__": {"shape": (2**32, 2**32), "typestr": "<f4", "data": (0, True), "strides": (0, 0), "version": 3}})(),
+    "too big": type(
+        "TooBig",
+        (),
+        {
+            "__array_interface__": {
+                "shape": (2**32, 2**32),
+                "typestr": "<f4",
+                "data": (0, True),
+                "strides": (0, 0),
+                "version": 3,
+            }
+        },
+    )(),
 }
 
 
@@ -479,8 +491,12 @@ def test_launch_on_a_destroyed_stream():
 
 def test_missing_op_symbol_and_the_others_keep_working():
     meta, gelu = _op("gelu_backward")
-    bogus = dict(meta, name="NoSuchBackward", symbol="aclnnNoSuchBackward",
-                 cdef=meta["cdef"].replace("aclnnGeluBackward", "aclnnNoSuchBackward"))
+    bogus = dict(
+        meta,
+        name="NoSuchBackward",
+        symbol="aclnnNoSuchBackward",
+        cdef=meta["cdef"].replace("aclnnGeluBackward", "aclnnNoSuchBackward"),
+    )
     x = np.ones(4, np.float32)
     simkernels.clear_recorded()
     for _ in range(2):  # the lookup failure is remembered and raised again
@@ -509,7 +525,9 @@ def test_forced_cann_without_cann():
     """
     env = dict(os.environ, ACLNNGEN_BACKEND="cann", ASCEND_HOME_PATH="/opt/no/cann")
     env.pop("ASCEND_TOOLKIT_HOME", None)
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "BackendError: CANN was not found" in out
@@ -582,6 +600,8 @@ def test_profiles_decide_what_the_library_checks():
 def test_errors_cross_process_boundaries():
     import pickle
 
-    error = AclnnStatusError(status=161002, op="GeluBackward", function="aclnnGeluBackwardGetWorkspaceSize", recent_message="m")
+    error = AclnnStatusError(
+        status=161002, op="GeluBackward", function="aclnnGeluBackwardGetWorkspaceSize", recent_message="m"
+    )
     again = pickle.loads(pickle.dumps(error))
     assert again.status == 161002 and str(again) == str(error)

@@ -116,19 +116,28 @@ def test_made_folders_are_private(tmp_path):
 # --- the generator's records ----------------------------------------------------------------------
 
 
-def _generate(tmp_path, cache: Path, *extra, out: Path | None = None, command: str = "generate") -> subprocess.CompletedProcess:
+def _generate(
+    tmp_path, cache: Path, *extra, out: Path | None = None, command: str = "generate"
+) -> subprocess.CompletedProcess:
     specs = tmp_path / "specs"
     if not specs.exists():
         shutil.copytree(DEFAULT_SPECS_DIR / "ops", specs / "ops")
     out = out or tmp_path / "out" / "my_ops"
     env = {**os.environ, "ACLNNGEN_CACHE_DIR": str(cache)}
     env.pop("ACLNNGEN_GENERATE_CACHE", None)
-    return subprocess.run([*CLI, command, "--specs", str(specs), "--out", str(out), *extra],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [*CLI, command, "--specs", str(specs), "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def _records(cache: Path) -> list[Path]:
-    return sorted(p for p in cache.rglob("*") if p.is_file() and p.parent.name != "jinja" and p.suffix in (".json", ".pickle"))
+    return sorted(
+        p for p in cache.rglob("*") if p.is_file() and p.parent.name != "jinja" and p.suffix in (".json", ".pickle")
+    )
 
 
 def _plant_pickles(cache: Path, marker: Path) -> int:
@@ -268,14 +277,16 @@ def _tiny_core(folder: Path, value: int = 1) -> Path:
 
 def _payload_library(tmp_path: Path, marker: Path) -> bytes:
     src = tmp_path / "payload.c"
-    src.write_text(textwrap.dedent(f"""\
+    src.write_text(
+        textwrap.dedent(f"""\
         #include <stdio.h>
         __attribute__((constructor)) static void planted(void) {{
             FILE *f = fopen("{marker}", "w");
             if (f) fclose(f);
         }}
         int aclsim_probe(void) {{ return 666; }}
-    """))
+    """)
+    )
     out = tmp_path / "payload.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True, timeout=120)
     return out.read_bytes()
@@ -309,7 +320,9 @@ def test_a_planted_library_is_never_loaded(tmp_path, how):
         os.chown(built.parent / REAL_NAME, OTHER_UID, -1)
     else:
         reason = _untrust(cache, how)
-    run = subprocess.run([sys.executable, "-c", _LOAD, str(core), str(cache)], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", _LOAD, str(core), str(cache)], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     path, value = run.stdout.split()
     assert not marker.exists() and value == "1"
@@ -385,18 +398,25 @@ def _alive(pid: int) -> bool:
 def test_a_killed_build_leaves_no_compiler_and_no_temporary(tmp_path, sig):
     pids = tmp_path / "pids"
     cc = tmp_path / "slowcc"
-    cc.write_text(textwrap.dedent(f"""\
+    cc.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         if [ "$1" = "--version" ]; then echo "slowcc 1.0"; exit 0; fi
         sleep 120 &
         echo "$$ $!" > {pids}.part && mv {pids}.part {pids}
         wait
-    """))
+    """)
+    )
     cc.chmod(0o755)
     cache = tmp_path / "cache"
     core = _tiny_core(tmp_path / "core")
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(core), str(cache)], env={**os.environ, "CC": str(cc)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_BUILD, str(core), str(cache)],
+        env={**os.environ, "CC": str(cc)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not pids.exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -46,17 +46,38 @@ CASE_CHECKS = {
 }
 
 # Written out from the specs (rules and their `since`), not computed.
-_COMMON = {"contiguous": 0, "rank0": 0, "rank8": 0, "rank9": REJECTED, "empty": 0, "non-contiguous": 0, "offset": 0,
-           "broadcast-rejected": REJECTED, "shape-mismatch": REJECTED}
+_COMMON = {
+    "contiguous": 0,
+    "rank0": 0,
+    "rank8": 0,
+    "rank9": REJECTED,
+    "empty": 0,
+    "non-contiguous": 0,
+    "offset": 0,
+    "broadcast-rejected": REJECTED,
+    "shape-mismatch": REJECTED,
+}
 EXPECTED = {
     ("GeluBackward", "8.0.0"): {**_COMMON, "broadcast": 0, "mixed-dtype": 0},
     ("GeluBackward", "8.5.0"): {**_COMMON, "broadcast": 0, "mixed-dtype": 0},
     ("HardtanhBackward", "8.0.0"): {**_COMMON, "mixed-dtype": REJECTED},
     ("HardtanhBackward", "8.5.0"): {**_COMMON, "empty": REJECTED, "mixed-dtype": REJECTED},
-    ("PreluBackward", "8.0.0"): {**_COMMON, "broadcast": 0, "mixed-dtype": REJECTED, "per-channel-single": 0,
-                                 "per-channel-rejected": REJECTED, "grad-shape-rejected": REJECTED},
-    ("PreluBackward", "8.5.0"): {**_COMMON, "broadcast": 0, "mixed-dtype": REJECTED, "per-channel-single": 0,
-                                 "per-channel-rejected": REJECTED, "grad-shape-rejected": REJECTED},
+    ("PreluBackward", "8.0.0"): {
+        **_COMMON,
+        "broadcast": 0,
+        "mixed-dtype": REJECTED,
+        "per-channel-single": 0,
+        "per-channel-rejected": REJECTED,
+        "grad-shape-rejected": REJECTED,
+    },
+    ("PreluBackward", "8.5.0"): {
+        **_COMMON,
+        "broadcast": 0,
+        "mixed-dtype": REJECTED,
+        "per-channel-single": 0,
+        "per-channel-rejected": REJECTED,
+        "grad-shape-rejected": REJECTED,
+    },
     # the 8.0 page has no rank limit and no same-dtype rule; 8.5 adds both
     ("SoftshrinkBackward", "8.0.0"): {**_COMMON, "broadcast": 0, "rank9": 0, "mixed-dtype": 0},
     ("SoftshrinkBackward", "8.5.0"): {**_COMMON, "broadcast": 0, "mixed-dtype": REJECTED},
@@ -204,7 +225,10 @@ def test_mixed_dtype_promotes_for_gelu_and_pairs_float16_with_float32():
     meta = METAS["GeluBackward"]
     values = make_values(meta, "mixed-dtype", "float16", version="8.0.0")
     assert (values["gradOutput"].dtype, values["self"].dtype, values["gradInput"].dtype) == (
-        np.float16, np.float32, np.float32)
+        np.float16,
+        np.float32,
+        np.float32,
+    )
     values = make_values(meta, "mixed-dtype", "float32", version="8.0.0")
     assert values["self"].dtype == np.float16 and values["gradInput"].dtype == np.float32
 

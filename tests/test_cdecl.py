@@ -36,10 +36,8 @@ PROTOTYPES: list[tuple[str, str]] = [
     ),
     ("aclError aclrtFree(void* devPtr)", "aclError aclrtFree(void *devPtr);"),
     (
-        "aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, "
-        "aclrtMemcpyKind kind)",
-        "aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, "
-        "aclrtMemcpyKind kind);",
+        "aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind)",
+        "aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind);",
     ),
     (
         "aclError aclrtCreateStream(aclrtStream* stream)",
@@ -112,16 +110,12 @@ PROTOTYPES: list[tuple[str, str]] = [
         "aclnnStatus aclGetViewShape(const aclTensor* tensor, int64_t** viewDims, uint64_t* viewDimsNum);",
     ),
     (
-        "aclnnStatus aclGetStorageShape(const aclTensor* tensor, int64_t** storageDims, "
-        "uint64_t* storageDimsNum)",
-        "aclnnStatus aclGetStorageShape(const aclTensor* tensor, int64_t** storageDims, "
-        "uint64_t* storageDimsNum);",
+        "aclnnStatus aclGetStorageShape(const aclTensor* tensor, int64_t** storageDims, uint64_t* storageDimsNum)",
+        "aclnnStatus aclGetStorageShape(const aclTensor* tensor, int64_t** storageDims, uint64_t* storageDimsNum);",
     ),
     (
-        "aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue, "
-        "uint64_t* stridesNum)",
-        "aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue, "
-        "uint64_t* stridesNum);",
+        "aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue, uint64_t* stridesNum)",
+        "aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue, uint64_t* stridesNum);",
     ),
     (
         "aclnnStatus aclGetViewOffset(const aclTensor* tensor, int64_t* offset)",
@@ -476,10 +470,7 @@ DIFFS: list[tuple[str, str, str, list[str]]] = [
         "aclnnStatus aclnnGeluBackwardGetWorkspaceSize(const aclTensor *gradOutput, "
         "const aclTensor *self, aclTensor *gradInput, uint64_t *workspaceSize, "
         "aclOpExecutor **executor)",
-        [
-            "parameter 3 'gradInput': page drops const on the pointee: header 'const aclTensor*', "
-            "page 'aclTensor*'"
-        ],
+        ["parameter 3 'gradInput': page drops const on the pointee: header 'const aclTensor*', page 'aclTensor*'"],
     ),
     (
         "gelu second phase",
@@ -541,12 +532,8 @@ def test_diff_prototypes_structural_differences() -> None:
         "parameter 2 'aclTensor* out' is missing on the page",
     ]
     assert diff_prototypes(page, header)[-1] == "parameter 2 'aclTensor* out' is only on the page"
-    typed = diff_prototypes(
-        parse_prototype("int f(const aclTensor* x)"), parse_prototype("int f(const aclScalar* x)")
-    )
-    assert typed == [
-        "parameter 1 'x': type differs: header 'const aclTensor*', page 'const aclScalar*'"
-    ]
+    typed = diff_prototypes(parse_prototype("int f(const aclTensor* x)"), parse_prototype("int f(const aclScalar* x)"))
+    assert typed == ["parameter 1 'x': type differs: header 'const aclTensor*', page 'const aclScalar*'"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -595,9 +582,35 @@ def test_random_spelling_normalises_to_canonical(case: tuple[str, str]) -> None:
 
 _JUNK_TOKENS = st.sampled_from(
     [
-        "int", "void", "const", "aclTensor", "x", "f", "unsigned", "long", "return", "2x",
-        "*", "**", "(", ")", ",", ";", "[", "]", "=", "0", "...", "&", "<", "struct", " ",
-        "\n", "volatile", "é", "lambda",
+        "int",
+        "void",
+        "const",
+        "aclTensor",
+        "x",
+        "f",
+        "unsigned",
+        "long",
+        "return",
+        "2x",
+        "*",
+        "**",
+        "(",
+        ")",
+        ",",
+        ";",
+        "[",
+        "]",
+        "=",
+        "0",
+        "...",
+        "&",
+        "<",
+        "struct",
+        " ",
+        "\n",
+        "volatile",
+        "é",
+        "lambda",
     ]
 )
 

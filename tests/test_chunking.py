@@ -16,9 +16,12 @@ from aclnngen.verify.opcheck import OpUnderTest
 
 def _op(snake):
     meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
-    return OpUnderTest(meta, reference=importlib.import_module(f"aclnngen.generated.reference.{snake}"),
-                       binding=getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake),
-                       version=meta["cann_version"])
+    return OpUnderTest(
+        meta,
+        reference=importlib.import_module(f"aclnngen.generated.reference.{snake}"),
+        binding=getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake),
+        version=meta["cann_version"],
+    )
 
 
 def _as_tuple(r):

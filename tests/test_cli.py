@@ -36,7 +36,9 @@ def test_version_is_the_package_metadata(capsys):
 def test_every_command_takes_json_and_the_doc_describes_it():
     doc = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     for name in COMMANDS:
-        helped = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", name, "--help"], capture_output=True, text=True)
+        helped = subprocess.run(
+            [sys.executable, "-m", "aclnngen.codegen.cli", name, "--help"], capture_output=True, text=True
+        )
         assert "--json" in helped.stdout, name
         assert f"### `aclnngen {name} --json`" in doc, f"docs/cli.md does not describe {name} --json"
 
@@ -48,12 +50,22 @@ def test_validate_json_verdicts(capsys, tmp_path):
     bad.parent.mkdir()
     bad.write_text("name: [\n", encoding="utf-8")
     status, data = _json(capsys, "validate", "--json", str(bad))
-    assert status == 1 and data["ok"] is False and data["problems"][0]["path"] == str(bad) and data["problems"][0]["line"] >= 1
+    assert (
+        status == 1
+        and data["ok"] is False
+        and data["problems"][0]["path"] == str(bad)
+        and data["problems"][0]["line"] >= 1
+    )
 
 
 def test_check_generate_and_info_json(capsys):
     status, data = _json(capsys, "check", "--json")
-    assert status == 0 and data["ok"] is True and data["files"] > 0 and data["stale"] == data["missing"] == data["orphaned"] == []
+    assert (
+        status == 0
+        and data["ok"] is True
+        and data["files"] > 0
+        and data["stale"] == data["missing"] == data["orphaned"] == []
+    )
     status, data = _json(capsys, "info", "--json")
     assert status == 0 and {"backend", "soc", "product_family", "cann_version"} <= set(data)
 
@@ -88,7 +100,7 @@ def test_specs_and_the_support_matrix_show_the_same_release_and_dtypes(capsys):
     status, data = _json(capsys, "specs", "--json")
     assert status == 0 and data["release"] == "newest"
     index = (REPO / "docs" / "ops" / "index.md").read_text(encoding="utf-8")
-    matrix = index[index.index("## Support matrix"):]
+    matrix = index[index.index("## Support matrix") :]
     header = next(line for line in matrix.splitlines() if line.startswith("| op | CANN |"))
     labels = [c.strip() for c in header.strip("|").split("|")][2:]
     shown = {}

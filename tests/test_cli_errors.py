@@ -51,7 +51,9 @@ def test_generate_with_bad_specs_reports_every_one_and_writes_nothing(tmp_path):
     garbled = specs / "ops" / "garbled_op.yaml"
     garbled.write_text("name: GarbledOp\nsummary: [\n")
     out = tmp_path / "pkg"
-    result = subprocess.run([*CLI, "generate", "--specs", str(specs), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [*CLI, "generate", "--specs", str(specs), "--out", str(out)], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     lines = result.stderr.strip().splitlines()
     for path in (bad, deep, garbled):

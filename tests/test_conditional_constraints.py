@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from aclnngen.codegen import metadata
@@ -24,8 +23,11 @@ ANCHOR = "    scalar_dtype: float32\n    default: 0.01\n"
 
 def _spec(tmp_path: Path, when: str, default: str = "-0.5"):
     assert ANCHOR in BASE
-    text = BASE.replace(ANCHOR, f"    scalar_dtype: float32\n    default: {default}\n"
-                                f"    constraints:\n      - {{op: '>=', value: 0, when: {when}}}\n")
+    text = BASE.replace(
+        ANCHOR,
+        f"    scalar_dtype: float32\n    default: {default}\n"
+        f"    constraints:\n      - {{op: '>=', value: 0, when: {when}}}\n",
+    )
     path = tmp_path / "sloped_step_backward.yaml"
     path.write_text(text, encoding="utf-8")
     return load_spec(path, load_products()).spec
@@ -59,11 +61,14 @@ def test_cases_and_sweeps_respect_the_condition(tmp_path):
     assert any(n == "negativeSlope" and v < 0 for n, v in sweeps.scalar_points(meta, "8.5.0"))
 
 
-@pytest.mark.parametrize("when, pattern", [
-    ("{selfIsResul: true}", r"unknown scalar or attribute 'selfIsResul'"),
-    ("{selfIsResult: 1}", r"bool attribute"),
-    ("{negativeSlope: 1.0}", r"unknown scalar or attribute 'negativeSlope'"),  # not itself
-])
+@pytest.mark.parametrize(
+    "when, pattern",
+    [
+        ("{selfIsResul: true}", r"unknown scalar or attribute 'selfIsResul'"),
+        ("{selfIsResult: 1}", r"bool attribute"),
+        ("{negativeSlope: 1.0}", r"unknown scalar or attribute 'negativeSlope'"),  # not itself
+    ],
+)
 def test_a_condition_naming_nothing_real_is_an_error(tmp_path, when, pattern):
     with pytest.raises(SpecError, match=pattern) as info:
         _spec(tmp_path, when)

@@ -46,7 +46,7 @@ def test_a_swept_value_is_rounded_as_numpy_rounds_to_the_scalar_dtype(value, dty
     assert got == expected and math.copysign(1, got) == math.copysign(1, expected), (value, dtype, got, expected)
 
 
-@pytest.mark.parametrize("value", [65504.0, 65519.99, 65520.0, -70000.0, 3.5e38, -1e39, 6e-8, 2.0 ** -25])
+@pytest.mark.parametrize("value", [65504.0, 65519.99, 65520.0, -70000.0, 3.5e38, -1e39, 6e-8, 2.0**-25])
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_rounding_at_the_ends_of_the_range(value, dtype):
     with np.errstate(over="ignore"):
@@ -82,10 +82,15 @@ def test_case_shapes_refuses_an_unknown_or_inapplicable_case():
 
 
 def test_output_inference_over_names_needs_no_arrays():
-    meta = {"name": "Synthetic", "rules": [{"kind": "broadcast", "inputs": ["a", "b"], "output": "out", "status": 161002},
-                                           {"kind": "promote", "inputs": ["a", "b"], "output": "out", "status": 161002}],
-            "params": [{"name": "a", "role": "input"}, {"name": "b", "role": "input"}, {"name": "out", "role": "output"}],
-            "outputs": ["out"]}
+    meta = {
+        "name": "Synthetic",
+        "rules": [
+            {"kind": "broadcast", "inputs": ["a", "b"], "output": "out", "status": 161002},
+            {"kind": "promote", "inputs": ["a", "b"], "output": "out", "status": 161002},
+        ],
+        "params": [{"name": "a", "role": "input"}, {"name": "b", "role": "input"}, {"name": "out", "role": "output"}],
+        "outputs": ["out"],
+    }
     got = infer_output_names(meta, {"a": (2, 3, 4), "b": (3, 1)}, {"a": "float16", "b": "bfloat16"}, "8.5.0")
     assert got == {"out": ((2, 3, 4), "float32")}
 

@@ -40,15 +40,31 @@ def package(tmp_path_factory):
 
 
 def _pytest(package: Path, mutation: str = "", *extra):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(HERE / "data")]), ACLNNGEN_MUTATION=mutation)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(HERE / "data")]), ACLNNGEN_MUTATION=mutation
+    )
     env.pop("PYTEST_XDIST_WORKER", None)
-    args = [sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-p", "mutations",
-            "-o", "addopts=", *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(package / "tests"),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "mutations",
+        "-o",
+        "addopts=",
+        *extra,
+    ]
     return _run(args, env=env, cwd=package.parent)
 
 
 def test_only_generated_files_besides_the_specs(package):
-    files = sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files = sorted(
+        p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
     for op in ("sloped_step_backward", "scaled_exp_backward", "log_normalise_backward"):
         for expected in (f"meta/{op}.py", f"ops/{op}.py", f"reference/{op}.py", f"tests/test_{op}.py", f"docs/{op}.md"):
             assert expected in files
@@ -65,10 +81,16 @@ def test_check_sees_the_package_fresh_then_stale(package):
     original = victim.read_text(encoding="utf-8")
     victim.write_text(original + "\n# edited\n", encoding="utf-8")
     try:
-        stale = _run([sys.executable, "-m", "aclnngen.codegen.cli", "check", "--specs", str(specs), "--out", str(package)])
+        stale = _run(
+            [sys.executable, "-m", "aclnngen.codegen.cli", "check", "--specs", str(specs), "--out", str(package)]
+        )
     finally:
         victim.write_text(original, encoding="utf-8")
-    assert stale.returncode == 1 and "stale: reference/scaled_exp_backward.py" in stale.stdout and "aclnngen generate --specs" in stale.stdout
+    assert (
+        stale.returncode == 1
+        and "stale: reference/scaled_exp_backward.py" in stale.stdout
+        and "aclnngen generate --specs" in stale.stdout
+    )
 
 
 def _outcome(result) -> tuple[int, int]:
@@ -82,8 +104,15 @@ def test_generated_reference_and_validator_tests_pass(package):
     passed, failed = _outcome(result)
     assert result.returncode == 0 and failed == 0 and passed > 300, result.stdout[-3000:]
     collected = _pytest(package, "", "--collect-only").stdout  # once, not once per kind
-    for kind in ("test_reference_matches_oracle", "test_validator_dtype", "test_validator_shape", "test_null_pointer",
-                 "test_return_code", "test_binding_on_simulator", "test_sweep"):
+    for kind in (
+        "test_reference_matches_oracle",
+        "test_validator_dtype",
+        "test_validator_shape",
+        "test_null_pointer",
+        "test_return_code",
+        "test_binding_on_simulator",
+        "test_sweep",
+    ):
         assert kind in collected
 
 
@@ -102,16 +131,26 @@ def test_generated_tests_fail_when_a_piece_is_broken(package, mutation, must_fai
     result = _pytest(package, mutation, "-rf", "-k", " or ".join(must_fail))
     assert result.returncode == 1, result.stdout[-2000:]
     for kind in must_fail:
-        assert re.search(rf"FAILED \S+::{kind}\[", result.stdout), f"{mutation} broke nothing in {kind}:\n{result.stdout[-2000:]}"
+        assert re.search(rf"FAILED \S+::{kind}\[", result.stdout), (
+            f"{mutation} broke nothing in {kind}:\n{result.stdout[-2000:]}"
+        )
 
 
 def test_a_wrong_formula_in_the_spec_fails_the_oracle_tests(tmp_path):
     specs = tmp_path / "specs"
     shutil.copytree(SPECS, specs)
     spec = specs / "ops" / "sloped_step_backward.yaml"
-    spec.write_text(spec.read_text(encoding="utf-8").replace("grad_output * negative_slope)", "grad_output * negative_slope * 2)"), encoding="utf-8")
+    spec.write_text(
+        spec.read_text(encoding="utf-8").replace("grad_output * negative_slope)", "grad_output * negative_slope * 2)"),
+        encoding="utf-8",
+    )
     out = tmp_path / "pkg" / "broken_ops"
-    assert _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)]).returncode == 0
+    assert (
+        _run(
+            [sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)]
+        ).returncode
+        == 0
+    )
     result = _pytest(out, "", "-rf", "-k", "sloped and reference")
     assert result.returncode == 1 and "FAILED" in result.stdout, result.stdout[-2000:]
 
@@ -128,7 +167,9 @@ def test_directives_mark_expected_failures_and_report_those_that_start_passing(p
     env_extra = {"ACLNNGEN_DIRECTIVES": str(directives)}
     result = _pytest_env(package, env_extra, "-rfX", "-k", "sloped and validator_dtype and A2-float16")
     # The case passes, so the strict expected failure is reported as a failure that names the reason.
-    assert result.returncode == 1 and "XPASS(strict)" in result.stdout and "pretend float16 is broken" in result.stdout, result.stdout[-2000:]
+    assert (
+        result.returncode == 1 and "XPASS(strict)" in result.stdout and "pretend float16 is broken" in result.stdout
+    ), result.stdout[-2000:]
 
 
 def test_a_tolerance_override_replaces_the_policy(package, tmp_path):
@@ -140,7 +181,13 @@ def test_a_tolerance_override_replaces_the_policy(package, tmp_path):
         "     reason: 'demand bit-exact float32 to show the override applies'}\n",
         encoding="utf-8",
     )
-    result = _pytest_env(package, {"ACLNNGEN_DIRECTIVES": str(directives)}, "-rf", "-k", "scaled_exp and reference and float32-adversarial")
+    result = _pytest_env(
+        package,
+        {"ACLNNGEN_DIRECTIVES": str(directives)},
+        "-rf",
+        "-k",
+        "scaled_exp and reference and float32-adversarial",
+    )
     # The transcendental exp branch differs from torch by an ULP somewhere: a zero tolerance must fail it,
     # while the default policy passes it (test_generated_reference_and_validator_tests_pass).
     assert result.returncode == 1 and "outside rtol=0, atol=0" in result.stdout, result.stdout[-2000:]
@@ -148,7 +195,18 @@ def test_a_tolerance_override_replaces_the_policy(package, tmp_path):
 
 def _pytest_env(package: Path, env_extra: dict, *extra):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(HERE / "data")]), **env_extra)
-    args = [sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-o", "addopts=", *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(package / "tests"),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        *extra,
+    ]
     return _run(args, env=env, cwd=package.parent)
 
 
@@ -164,11 +222,30 @@ def test_a_custom_package_reads_the_directives_in_its_own_folder(package):
     specs = package.parent.parent / "specs"
     try:
         for command in ("generate", "check"):  # the generator neither removes nor flags it
-            done = _run([sys.executable, "-m", "aclnngen.codegen.cli", command, "--specs", str(specs), "--out", str(package)])
+            done = _run(
+                [sys.executable, "-m", "aclnngen.codegen.cli", command, "--specs", str(specs), "--out", str(package)]
+            )
             assert done.returncode == 0 and own.is_file(), done.stdout + done.stderr
-        result = _run([sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-                       "-rfX", "-k", "sloped and validator_dtype and A2-float16"],
-                      env=dict(env, PYTHONPATH=str(package.parent)), cwd=package.parent)
+        result = _run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                str(package / "tests"),
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-o",
+                "addopts=",
+                "-rfX",
+                "-k",
+                "sloped and validator_dtype and A2-float16",
+            ],
+            env=dict(env, PYTHONPATH=str(package.parent)),
+            cwd=package.parent,
+        )
     finally:
         own.unlink()
-    assert result.returncode == 1 and "XPASS(strict)" in result.stdout and "package own directives" in result.stdout, result.stdout[-2000:]
+    assert result.returncode == 1 and "XPASS(strict)" in result.stdout and "package own directives" in result.stdout, (
+        result.stdout[-2000:]
+    )

@@ -28,11 +28,17 @@ BASE = {
     "summary": "s",
     "cann_version": "8.0.0",
     "products": [{"family": "a2"}, {"family": "training"}],
-    "prototypes": {"get_workspace_size": "aclnnStatus aclnnDemoOpGetWorkspaceSize(const aclTensor* x, const aclScalar* alpha, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)"},
+    "prototypes": {
+        "get_workspace_size": "aclnnStatus aclnnDemoOpGetWorkspaceSize(const aclTensor* x, const aclScalar* alpha, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)"
+    },
     "parameters": [
         {"name": "x", "role": "input", "dtypes": [{"families": ["a2", "training"], "dtypes": ["float32", "float16"]}]},
         {"name": "alpha", "role": "optional_scalar", "default": 1.0},
-        {"name": "out", "role": "output", "dtypes": [{"families": ["a2", "training"], "dtypes": ["float32", "float16"]}]},
+        {
+            "name": "out",
+            "role": "output",
+            "dtypes": [{"families": ["a2", "training"], "dtypes": ["float32", "float16"]}],
+        },
     ],
     "rules": [{"kind": "max_rank", "params": ["x"], "rank": 8}],
 }
@@ -57,8 +63,14 @@ def test_an_unchanged_spec_has_no_changes():
     [
         (lambda s: s["products"].append({"family": "a3"}), [(COMPATIBLE, "product")]),
         (lambda s: s["products"].pop(), [(BREAKING, "product")]),
-        (lambda s: s["parameters"][0]["dtypes"][0]["dtypes"].append("bfloat16"), [(COMPATIBLE, "dtype"), (COMPATIBLE, "dtype")]),
-        (lambda s: s["parameters"][0]["dtypes"][0]["dtypes"].remove("float16"), [(BREAKING, "dtype"), (BREAKING, "dtype")]),
+        (
+            lambda s: s["parameters"][0]["dtypes"][0]["dtypes"].append("bfloat16"),
+            [(COMPATIBLE, "dtype"), (COMPATIBLE, "dtype")],
+        ),
+        (
+            lambda s: s["parameters"][0]["dtypes"][0]["dtypes"].remove("float16"),
+            [(BREAKING, "dtype"), (BREAKING, "dtype")],
+        ),
         (lambda s: s["parameters"][1].update(default=2.0), [(BREAKING, "default")]),
         (lambda s: s["rules"].append({"kind": "same_shape", "params": ["x", "out"]}), [(BREAKING, "rule")]),
         (lambda s: s["rules"].clear(), [(COMPATIBLE, "rule")]),
@@ -78,7 +90,9 @@ def test_parameter_renames_retypes_reorders_additions_and_removals_are_breaking(
     assert [c.message for c in changed(rename)] == ["parameter renamed alpha -> beta"]
 
     def retype(s):
-        s["prototypes"]["get_workspace_size"] = s["prototypes"]["get_workspace_size"].replace("const aclScalar* alpha", "double alpha")
+        s["prototypes"]["get_workspace_size"] = s["prototypes"]["get_workspace_size"].replace(
+            "const aclScalar* alpha", "double alpha"
+        )
 
     assert kinds(changed(retype)) == [(BREAKING, "parameter")]
 
@@ -110,25 +124,43 @@ def test_diff_command_exit_status_json_and_allow_list(tmp_path):
     assert same.returncode == 0 and "0 change(s), 0 breaking" in same.stdout
     broke = subprocess.run([*CLI, "diff", str(old), str(new), "--json"], capture_output=True, text=True, timeout=120)
     report = json.loads(broke.stdout)
-    assert broke.returncode == 1 and report["breaking"] == 1 and report["changes"][0]["message"] == "training no longer supported"
+    assert (
+        broke.returncode == 1
+        and report["breaking"] == 1
+        and report["changes"][0]["message"] == "training no longer supported"
+    )
     tomorrow = (datetime.date.today() + datetime.timedelta(days=1)).isoformat()
     allow = tmp_path / "allow.yaml"
-    allow.write_text(f"- {{op: DemoOp, match: training no longer supported, reason: withdrawn by the vendor, expires: {tomorrow}}}\n")
-    allowed = subprocess.run([*CLI, "diff", str(old), str(new), "--allow", str(allow)], capture_output=True, text=True, timeout=120)
+    allow.write_text(
+        f"- {{op: DemoOp, match: training no longer supported, reason: withdrawn by the vendor, expires: {tomorrow}}}\n"
+    )
+    allowed = subprocess.run(
+        [*CLI, "diff", str(old), str(new), "--allow", str(allow)], capture_output=True, text=True, timeout=120
+    )
     assert allowed.returncode == 0 and "allowed" in allowed.stdout
     allow.write_text("- {op: DemoOp, match: training no longer supported, reason: old, expires: 2020-01-01}\n")
-    expired = subprocess.run([*CLI, "diff", str(old), str(new), "--allow", str(allow)], capture_output=True, text=True, timeout=120)
+    expired = subprocess.run(
+        [*CLI, "diff", str(old), str(new), "--allow", str(allow)], capture_output=True, text=True, timeout=120
+    )
     assert expired.returncode == 1
     allow.write_text("- {match: x}\n")
-    bad = subprocess.run([*CLI, "diff", str(old), str(new), "--allow", str(allow)], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 1 and f"{allow}:1: each allow-list entry needs" in bad.stderr and "Traceback" not in bad.stderr
+    bad = subprocess.run(
+        [*CLI, "diff", str(old), str(new), "--allow", str(allow)], capture_output=True, text=True, timeout=120
+    )
+    assert (
+        bad.returncode == 1
+        and f"{allow}:1: each allow-list entry needs" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )
 
 
 def test_diff_of_one_spec_at_two_releases(tmp_path):
     spec = json.loads(json.dumps(BASE))
     spec["products"].append({"family": "a3", "since": "8.5.0"})
     path = _write(tmp_path / "demo_op.yaml", spec)
-    result = subprocess.run([*CLI, "diff", str(path), "--at", "8.0.0", "--at", "v8.5.0"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*CLI, "diff", str(path), "--at", "8.0.0", "--at", "v8.5.0"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0 and "compatible product   a3 supported" in result.stdout
 
 
@@ -156,10 +188,16 @@ def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
     older["return_codes"] = [r for r in older["return_codes"] if r["status"] != 161001]  # an older table without it
     text = "# written by a person\n" + yaml.safe_dump(older, sort_keys=False)
     spec.write_text(text)
-    result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     # the page adds a parameter, which no versioned fact can say: a TODO the merged spec fails on
-    assert result.returncode == 1 and "TODO parameters: at 9.2.RC1.alpha001: parameter keepSign" in result.stdout, result.stdout
+    assert result.returncode == 1 and "TODO parameters: at 9.2.RC1.alpha001: parameter keepSign" in result.stdout, (
+        result.stdout
+    )
     merged_text = spec.read_text()
     assert merged_text.startswith("# written by a person\n")
     merged = yaml.safe_load(merged_text)
@@ -167,8 +205,16 @@ def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
     assert "atlas_200i_500_a2" not in [p["family"] for p in merged["products"]]
     groups = next(p for p in merged["parameters"] if p["name"] == "gradOutput")["dtypes"]
     # 950 gains int32 at the new release; its old facts end there
-    assert {"families": ["ascend950"], "dtypes": ["float32", "float16", "bfloat16", "int32"], "since": "9.2.RC1.alpha001"} in groups
-    assert {"families": ["ascend950"], "dtypes": ["float32", "float16", "bfloat16"], "until": "9.2.RC1.alpha001"} in groups
+    assert {
+        "families": ["ascend950"],
+        "dtypes": ["float32", "float16", "bfloat16", "int32"],
+        "since": "9.2.RC1.alpha001",
+    } in groups
+    assert {
+        "families": ["ascend950"],
+        "dtypes": ["float32", "float16", "bfloat16"],
+        "until": "9.2.RC1.alpha001",
+    } in groups
     assert view(merged, "8.5.0").dtypes == view(yaml.safe_load(text), "8.5.0").dtypes  # history unchanged
     # the new parameter is reported for a person, not merged
     assert "keepSign is only on the page" in result.stdout and "+++" in result.stdout
@@ -190,9 +236,15 @@ def test_merge_versions_changed_facts_and_keeps_comments(tmp_path):
     broken = tmp_path / "broken" / "demo_backward.yaml"
     broken.parent.mkdir()
     broken.write_text(text.replace("summary: A demo op.", "summary: ''"))
-    again = subprocess.run([*CLI, "import", "--into", str(broken), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
-                           capture_output=True, text=True, timeout=120)
-    assert again.returncode == 1 and "the merged spec does not validate" in again.stdout and f"{broken}:" in again.stdout
+    again = subprocess.run(
+        [*CLI, "import", "--into", str(broken), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        again.returncode == 1 and "the merged spec does not validate" in again.stdout and f"{broken}:" in again.stdout
+    )
 
 
 def _product_gains():
@@ -201,7 +253,6 @@ def _product_gains():
 
     out = []
     for ls in load_all():
-        data = yaml.safe_load(ls.path.read_text())
         points = sorted({ls.spec.cann_version} | {p.since for p in ls.spec.products if p.since}, key=CannVersion)
         for fact in ls.spec.products:
             if fact.supported and fact.since and points.index(fact.since) > 0:
@@ -211,7 +262,9 @@ def _product_gains():
 
 @pytest.mark.parametrize("path,symbol,family,before,since", _product_gains(), ids=lambda v: str(v))
 def test_every_product_gained_shows_in_diff_and_in_the_change_log(path, symbol, family, before, since):
-    result = subprocess.run([*CLI, "diff", str(path), "--at", before, "--at", since], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*CLI, "diff", str(path), "--at", before, "--at", since], capture_output=True, text=True, timeout=120
+    )
     assert f"compatible product   {family} supported" in result.stdout, result.stdout
     log = (DEFAULT_SPECS_DIR.parent / "docs" / "changes.md").read_text()
     section = log.split(f"\n## {vendor_tag(since)}\n", 1)[1].split("\n## ", 1)[0]
@@ -223,13 +276,20 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
     out = tmp_path / "aclnn_at"
     gains = _product_gains()
     path, symbol, family, before, since = gains[-1]
-    result = subprocess.run([*CLI, "generate", "--cann", before, "--out", str(out)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [*CLI, "generate", "--cann", before, "--out", str(out)], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     meta_text = (out / "meta" / f"{Path(path).stem}.py").read_text()
     assert f"'cann_version': '{before}'" in meta_text and f"'family': '{family}'" not in meta_text
     assert "'since': '" not in meta_text  # no versioned facts are left
     later = tmp_path / "aclnn_later"
-    assert subprocess.run([*CLI, "generate", "--cann", since, "--out", str(later)], capture_output=True, text=True, timeout=300).returncode == 0
+    assert (
+        subprocess.run(
+            [*CLI, "generate", "--cann", since, "--out", str(later)], capture_output=True, text=True, timeout=300
+        ).returncode
+        == 0
+    )
     assert f"'family': '{family}'" in (later / "meta" / f"{Path(path).stem}.py").read_text()
     # the package of the later release runs the op on that family on the simulator; the earlier one refuses
     script = (
@@ -252,18 +312,29 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(tmp_path):
     )
     runs = {}
     for folder, release in ((out, before), (later, since)):
-        done = subprocess.run([sys.executable, "-c", script, folder.name, Path(path).stem, family, release],
-                              capture_output=True, text=True, timeout=300, cwd=folder.parent)
+        done = subprocess.run(
+            [sys.executable, "-c", script, folder.name, Path(path).stem, family, release],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=folder.parent,
+        )
         runs[release] = done.stdout.strip() or done.stderr[-500:]
     assert runs == {before: "refused product", since: "ran"}, runs
 
 
 def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(tmp_path):
     draft = _finished("table_variant.md", "8.5.0")
-    draft["defects"] = [{"kind": "dtype", "note": "the page's int32 on ascend950 is wrong", "since": "9.2.RC1.alpha001"}]
+    draft["defects"] = [
+        {"kind": "dtype", "note": "the page's int32 on ascend950 is wrong", "since": "9.2.RC1.alpha001"}
+    ]
     spec = _write(tmp_path / "demo_backward.yaml", draft)
-    result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1 and "TODO" in result.stdout, result.stdout  # the added parameter (above)
     merged = yaml.safe_load(spec.read_text())
     groups = next(p for p in merged["parameters"] if p["name"] == "gradOutput")["dtypes"]
@@ -272,7 +343,9 @@ def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(tmp_path):
 
 
 def test_a_one_key_mapping_inside_a_flow_list_keeps_its_braces(tmp_path):
-    text = "oracle:\n  args: [grad_output, {dtype_of: grad_output}, {const: 0.0}]\n  kwargs: {approximate: {param: a}}\n"
+    text = (
+        "oracle:\n  args: [grad_output, {dtype_of: grad_output}, {const: 0.0}]\n  kwargs: {approximate: {param: a}}\n"
+    )
     path = tmp_path / "x.yaml"
     path.write_text(text, encoding="utf-8")
     assert dump_round_trip(load_round_trip(path)) == text
@@ -282,7 +355,11 @@ def test_a_rule_the_new_page_hints_at_is_a_note_never_a_merged_rule(tmp_path):
     draft = _finished("table_variant.md", "8.5.0")
     draft["rules"] = [r for r in draft["rules"] if r["kind"] != "max_rank"]
     spec = _write(tmp_path / "demo_backward.yaml", draft)
-    result = subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*CLI, "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "the page hints at a max_rank rule the spec does not have" in result.stdout, result.stdout
     assert "max_rank" not in {r["kind"] for r in yaml.safe_load(spec.read_text())["rules"]}

@@ -75,8 +75,11 @@ def test_the_validator_accepts_every_dim_of_the_rank_and_nothing_else(meta):
         for dim in range(-span, span):
             validate(meta, _values(meta, shape, dim), family="a2", version="8.5.0")
         for dim in (-span - 1, span):
-            with pytest.raises(AclnnValidationError, match=rf"dim = {dim} is not a dim of gradOutput \(rank {rank}\); "
-                                                           rf"allowed {-span}..{span - 1}") as info:
+            with pytest.raises(
+                AclnnValidationError,
+                match=rf"dim = {dim} is not a dim of gradOutput \(rank {rank}\); "
+                rf"allowed {-span}..{span - 1}",
+            ) as info:
                 validate(meta, _values(meta, shape, dim), family="a2", version="8.5.0")
             assert info.value.status == 161002
 
@@ -102,8 +105,12 @@ def test_the_return_code_row_is_provoked_with_dim_equal_to_the_rank(meta):
         (lambda t: t.replace("dim_of: gradOutput", "dim_of: weight"), "unknown tensor parameter 'weight'"),
         (lambda t: t.replace("dim_of: gradOutput", "dim_of: dim"), "unknown tensor parameter 'dim'"),
         (lambda t: t.replace(DIM, DIM + "    default: 2\n"), "is not a dim of every rank"),
-        (lambda t: t.replace(DIM, "    c_type: double\n    dim_of: gradOutput\n").replace("int64_t dim", "double dim"),
-         "'dim_of' applies to an int64_t attribute"),
+        (
+            lambda t: t.replace(DIM, "    c_type: double\n    dim_of: gradOutput\n").replace(
+                "int64_t dim", "double dim"
+            ),
+            "'dim_of' applies to an int64_t attribute",
+        ),
         (lambda t: t.replace(DIM, "    c_type: int64_t\n"), "no 'choices' or 'dim_of'"),
     ],
 )

@@ -67,8 +67,14 @@ def _collect(directives_text: str, tmp_path: Path, *args: str):
     env = dict(os.environ, ACLNNGEN_DIRECTIVES=str(path))
     env.pop("PYTEST_XDIST_WORKER", None)
     target = REPO / "tests" / "generated" / f"test_{OPS[0]}.py"
-    return subprocess.run([sys.executable, "-m", "pytest", str(target), "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", str(target), "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+    )
 
 
 def _name(snake: str) -> str:
@@ -76,19 +82,27 @@ def _name(snake: str) -> str:
 
 
 def test_an_unknown_op_stops_the_run(tmp_path):
-    result = _collect(f"expected_failures:\n  - {{op: {_name(OPS[0])}x, reason: misspelt}}\n", tmp_path, "--collect-only")
-    assert result.returncode == 4 and f"unknown op '{_name(OPS[0])}x'" in result.stderr, result.stdout[-1500:] + result.stderr
+    result = _collect(
+        f"expected_failures:\n  - {{op: {_name(OPS[0])}x, reason: misspelt}}\n", tmp_path, "--collect-only"
+    )
+    assert result.returncode == 4 and f"unknown op '{_name(OPS[0])}x'" in result.stderr, (
+        result.stdout[-1500:] + result.stderr
+    )
 
 
 def test_an_expected_failure_that_matches_nothing_stops_the_run(tmp_path):
     text = f"expected_failures:\n  - {{op: {_name(OPS[0])}, test: reference, case: no-such-case, reason: r}}\n"
     result = _collect(text, tmp_path, "--collect-only")
-    assert result.returncode == 4 and "matches no collected test" in result.stderr, result.stdout[-1500:] + result.stderr
+    assert result.returncode == 4 and "matches no collected test" in result.stderr, (
+        result.stdout[-1500:] + result.stderr
+    )
 
 
 def test_one_entry_with_a_case_list_marks_every_listed_case(tmp_path):
-    text = (f"expected_failures:\n  - {{op: {_name(OPS[0])}, test: validator_dtype, case: [-float16-, -float32-], "
-            "reason: pretend these are broken}\n")
+    text = (
+        f"expected_failures:\n  - {{op: {_name(OPS[0])}, test: validator_dtype, case: [-float16-, -float32-], "
+        "reason: pretend these are broken}\n"
+    )
     result = _collect(text, tmp_path, "-rf", "-k", "validator_dtype")
     # the cases pass, so each strict expected failure is reported as a failure (XPASS(strict))
     marked = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
@@ -119,7 +133,9 @@ def test_a_tolerance_applies_to_an_output_judged_bit_exact_and_the_mismatch_is_e
     with pytest.raises(AssertionError) as err:
         opcheck.compare_within_policy(op, values, py, "selection", "float32", ours, want, None)
     text = str(err.value)
-    assert f"0x{int(flat[0:1].view(np.uint32)[0]):08x}" in text and "1 ulp apart" in text and repr(float(flat[0])) in text
+    assert (
+        f"0x{int(flat[0:1].view(np.uint32)[0]):08x}" in text and "1 ulp apart" in text and repr(float(flat[0])) in text
+    )
     loose = directives.Directive(scope=(meta["name"], "reference", None, "float32"), reason="r", atol=1e-3, rtol=0.0)
     opcheck.compare_within_policy(op, values, py, "selection", "float32", ours, want, loose)  # applies: passes
     tight = directives.Directive(scope=(meta["name"], "reference", None, "float32"), reason="r", atol=0.0, rtol=0.0)

@@ -40,7 +40,12 @@ def test_every_dtype_has_one_category_and_a_place():
     assert set(dtypes.CATEGORY) == set(ALL_DTYPES)
     assert set(dtypes.CATEGORY.values()) == set(dtypes.CATEGORIES)
     assert sorted(["complex64", "bool", "int8", "float32", "float16"], key=dtypes.sort_key) == [
-        "float16", "float32", "int8", "bool", "complex64"]
+        "float16",
+        "float32",
+        "int8",
+        "bool",
+        "complex64",
+    ]
     with pytest.raises(KeyError, match="float8"):
         dtypes.category("float8")
 
@@ -55,8 +60,19 @@ def test_generated_cases_cover_every_category(package):
 def test_generated_tests_pass_on_every_category(package):
     env = dict(os.environ, PYTHONPATH=str(package.parent))
     env.pop("PYTEST_XDIST_WORKER", None)
-    args = [sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-            "-W", "error::numpy.exceptions.ComplexWarning"]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(package / "tests"),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "-W",
+        "error::numpy.exceptions.ComplexWarning",
+    ]
     result = _run(args, env=env, cwd=package.parent)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     passed = re.search(r"(\d+) passed", result.stdout)

@@ -77,10 +77,18 @@ def test_op_library_is_a_separate_object_that_needs_the_core():
 
 def test_an_op_library_needing_what_the_core_lacks_fails_at_build_time(tmp_path):
     src = tmp_path / "bad_ops.c"
-    src.write_text('#include "aclsim_core.h"\nint sim_no_such_function(void);\nint f(void) { return sim_no_such_function(); }\n')
+    src.write_text(
+        '#include "aclsim_core.h"\nint sim_no_such_function(void);\nint f(void) { return sim_no_such_function(); }\n'
+    )
     core = fakecann.build_core()
     with pytest.raises(SimulatorBuildError, match="sim_no_such_function"):
-        build_simulator([src], abi_header=ffimod.runtime_cdef_path(), lib_names=("libopapi.so",), link_core=core, cache_dir=tmp_path / "cache")
+        build_simulator(
+            [src],
+            abi_header=ffimod.runtime_cdef_path(),
+            lib_names=("libopapi.so",),
+            link_core=core,
+            cache_dir=tmp_path / "cache",
+        )
     with pytest.raises(SimulatorBuildError, match="needs extra sources"):
         build_simulator((), lib_names=("libopapi.so",), link_core=core, cache_dir=tmp_path / "cache")
 
@@ -110,7 +118,10 @@ def test_discovery_and_every_op_bit_for_bit(fake_cann_homes, how):
         env = fakecann.scenario_env(**{how: str(home)}, ACLNNGEN_BACKEND="cann")
     got = fakecann.run_scenario(_RUN_ALL, env)
     assert got["kind"] == "cann"
-    assert got["libraries"] == {"ascendcl": str(_lib64(home) / "libascendcl.so"), "nnopbase": str(_lib64(home) / "libnnopbase.so")}
+    assert got["libraries"] == {
+        "ascendcl": str(_lib64(home) / "libascendcl.so"),
+        "nnopbase": str(_lib64(home) / "libnnopbase.so"),
+    }
     assert got["home"] == (None if how == "LD_LIBRARY_PATH" else str(home))
     assert got["ops"] == {s: True for s in ALL_OPS}, "every op equals its reference bit for bit"
     assert set(got["op_library"].values()) == {str(_lib64(home) / "libopapi.so")}
@@ -144,7 +155,7 @@ def test_op_library_loaded_before_the_runtime_shares_its_core(fake_cann_homes):
     home = fake_cann_homes["standard"]
     got = fakecann.run_scenario(
         f"""
-        first = ffimod.dlopen(ffimod.runtime_ffi(), {str(_lib64(home) / 'libopapi.so')!r})
+        first = ffimod.dlopen(ffimod.runtime_ffi(), {str(_lib64(home) / "libopapi.so")!r})
         b = session.backend()
         install_kernels(b)
         emit({{"kind": b.kind, "ok": [check_op(s) for s in {ALL_OPS!r}]}})
@@ -198,7 +209,9 @@ def test_missing_op_names_op_version_and_libraries_and_the_others_keep_working(f
     assert "aclnnSwishBackward" in text and f"CANN version: {fakecann.LIBRARY_VERSION}" in text and opapi in text
     assert "Additionally, ctypes" not in text, "the loader's messages are kept short"
     assert got["leak"] is False, "the refused call allocated nothing"
-    assert got["others"] == {s: True for s in ("gelu_backward", "hardtanh_backward", "prelu_backward", "softshrink_backward")}
+    assert got["others"] == {
+        s: True for s in ("gelu_backward", "hardtanh_backward", "prelu_backward", "softshrink_backward")
+    }
 
 
 # --- versions --------------------------------------------------------------------------------------
@@ -253,7 +266,9 @@ def test_default_selection_picks_the_cann_it_finds(fake_cann_homes):
     code = 'b = session.backend()\nemit({"kind": b.kind})'
     found = fakecann.run_scenario(code, fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"])))
     assert found == {"kind": "cann"}
-    absent = fakecann.run_scenario(code, fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"] / "nowhere")))
+    absent = fakecann.run_scenario(
+        code, fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"] / "nowhere"))
+    )
     assert absent == {"kind": "sim"}
     forced = fakecann.run_scenario(
         code, fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"]), ACLNNGEN_BACKEND="sim")
@@ -321,7 +336,9 @@ emit({"refused": refused, "again": check_op(snake)})
 def test_one_symbol_cannot_serve_two_packages_on_cann(fake_cann_homes):
     """Guard: Backend._claim with libraries of unknown package (CANN's)."""
     home = fake_cann_homes["standard"]
-    got = fakecann.run_scenario(_TWO_PACKAGES, fakecann.scenario_env(ASCEND_HOME_PATH=str(home), ACLNNGEN_BACKEND="cann"))
+    got = fakecann.run_scenario(
+        _TWO_PACKAGES, fakecann.scenario_env(ASCEND_HOME_PATH=str(home), ACLNNGEN_BACKEND="cann")
+    )
     assert got["refused"] is not None, got
     kind, text = got["refused"]
     assert kind == "OpNamespaceError" and "'another_package'" in text and "'aclnngen.generated'" in text

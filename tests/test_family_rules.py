@@ -35,8 +35,13 @@ def spec(tmp_path_factory):
 
 
 def _values(g_shape, x_shape, out_shape):
-    return {"gradOutput": np.ones(g_shape, np.float32), "self": np.ones(x_shape, np.float32),
-            "negativeSlope": 0.5, "selfIsResult": False, "gradInput": np.empty(out_shape, np.float32)}
+    return {
+        "gradOutput": np.ones(g_shape, np.float32),
+        "self": np.ones(x_shape, np.float32),
+        "negativeSlope": 0.5,
+        "selfIsResult": False,
+        "gradInput": np.empty(out_shape, np.float32),
+    }
 
 
 def test_the_validator_applies_a_rule_only_on_its_families(spec):
@@ -83,7 +88,9 @@ RANK_RULE = "  - {kind: max_rank, params: [gradOutput, self, gradInput], rank: 8
 def test_a_rule_may_hold_only_for_an_attribute_value(tmp_path):
     """`when` on a rule: the rule binds only while the named attribute has the value."""
     assert RANK_RULE in BASE
-    text = BASE.replace(RANK_RULE, RANK_RULE + "  - {kind: max_rank, params: [self], rank: 2, when: {selfIsResult: true}}\n")
+    text = BASE.replace(
+        RANK_RULE, RANK_RULE + "  - {kind: max_rank, params: [self], rank: 2, when: {selfIsResult: true}}\n"
+    )
     meta = metadata.build(_spec(tmp_path, text))
     values = _values((2, 3, 4), (2, 3, 4), (2, 3, 4))
     validate(meta, {**values, "selfIsResult": False}, family="a2", version="8.5.0")
@@ -96,9 +103,15 @@ def test_a_rule_may_hold_only_for_an_attribute_value(tmp_path):
 @pytest.mark.parametrize(
     "rule,message",
     [
-        ("  - {kind: max_rank, params: [self], rank: 2, when: {noSuchFlag: true}}\n", "unknown scalar or attribute 'noSuchFlag'"),
+        (
+            "  - {kind: max_rank, params: [self], rank: 2, when: {noSuchFlag: true}}\n",
+            "unknown scalar or attribute 'noSuchFlag'",
+        ),
         ("  - {kind: max_rank, params: [self], rank: 2, when: {selfIsResult: 1}}\n", "needs true or false"),
-        ("  - {kind: promote, inputs: [gradOutput, self], output: gradInput, when: {selfIsResult: true}}\n", "cannot be conditional"),
+        (
+            "  - {kind: promote, inputs: [gradOutput, self], output: gradInput, when: {selfIsResult: true}}\n",
+            "cannot be conditional",
+        ),
     ],
 )
 def test_a_bad_rule_condition_is_refused_at_its_line(tmp_path, rule, message):

@@ -15,13 +15,15 @@ def _ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
 
 def test_erf_float32_is_within_its_stated_ulps_everywhere():
     rng = np.random.default_rng(7)
-    x = np.concatenate([
-        np.linspace(-6, 6, 400_001, dtype=np.float32),
-        (rng.standard_normal(200_000) * 3).astype(np.float32),
-        np.float32(10.0) ** np.linspace(-38, 0.7, 50_000, dtype=np.float32),  # tiny to large, both signs below
-        -(np.float32(10.0) ** np.linspace(-38, 0.7, 50_000, dtype=np.float32)),
-        np.array([0.0, -0.0, np.inf, -np.inf, 3.4e38, -3.4e38], dtype=np.float32),
-    ])
+    x = np.concatenate(
+        [
+            np.linspace(-6, 6, 400_001, dtype=np.float32),
+            (rng.standard_normal(200_000) * 3).astype(np.float32),
+            np.float32(10.0) ** np.linspace(-38, 0.7, 50_000, dtype=np.float32),  # tiny to large, both signs below
+            -(np.float32(10.0) ** np.linspace(-38, 0.7, 50_000, dtype=np.float32)),
+            np.array([0.0, -0.0, np.inf, -np.inf, 3.4e38, -3.4e38], dtype=np.float32),
+        ]
+    )
     got = fastmath.erf_float32(x)
     exact = special.erf(x.astype(np.float64))
     assert got.dtype == np.float32 and got.shape == x.shape
@@ -54,7 +56,11 @@ def test_the_formula_erf_uses_it_for_float32_only(dtype):
     ref = importlib.import_module("aclnngen.generated.reference.gelu_backward")
     x = np.linspace(-3, 3, 1001).astype(dtype)
     g = np.ones_like(x)
-    out = ref.reference(g, x, mode="opmath" if dtype == "float32" else "golden")[0] if isinstance(ref.reference(g, x), tuple) else ref.reference(g, x, mode="opmath" if dtype == "float32" else "golden")
+    out = (
+        ref.reference(g, x, mode="opmath" if dtype == "float32" else "golden")[0]
+        if isinstance(ref.reference(g, x), tuple)
+        else ref.reference(g, x, mode="opmath" if dtype == "float32" else "golden")
+    )
     exact = ref.reference(g.astype(np.float64), x.astype(np.float64), mode="golden")
     exact = exact[0] if isinstance(exact, tuple) else exact
     assert np.max(np.abs(np.asarray(out, dtype=np.float64) - exact)) < (2e-6 if dtype == "float32" else 1e-15)

@@ -98,8 +98,13 @@ def test_every_data_profile_is_a_simulator_profile(monkeypatch):
     # a profile added to the data (as `aclnngen generate` would render it) is usable at once
     from aclnngen.generated import profiles as data
 
-    entry = {"op": "SwishBackward", "cann_version": VERSION, "evidence": "test", "null_out_pointers": "unchecked",
-             "changes": [{"action": "drop", "rule": "same_shape", "params": [], "reason": "test"}]}
+    entry = {
+        "op": "SwishBackward",
+        "cann_version": VERSION,
+        "evidence": "test",
+        "null_out_pointers": "unchecked",
+        "changes": [{"action": "drop", "rule": "same_shape", "params": [], "reason": "test"}],
+    }
     monkeypatch.setitem(data.PROFILES, "audit-test", {"SwishBackward": {VERSION: entry}})
     assert "audit-test" in simkernels.known_profiles()
     _, swish, _ = _op("swish_backward")
@@ -352,6 +357,7 @@ def test_a_launch_from_a_thread_without_a_context_gets_107002():
     v = _values("gelu_backward")
     prepared = bind(meta).prepare(v["gradOutput"], v["self"], None, validate=False)
     try:
+
         def launch():
             b = prepared.backend
             return prepared._launch_fn(b.ffi.NULL, 0, prepared.executor, b.ffi.NULL), b.recent_error()
@@ -444,8 +450,11 @@ def test_eight_threads_on_their_own_streams_run_the_five_ops():
     assert not any(t.is_alive() for t in threads), "a thread hung"
     assert not failures, failures
     assert len(results) == 8 * 3 * len(data) * 2
-    wrong = [(k, snake) for k, snake, want, got in results
-             if len(got) != len(want) or not all(_same_bits(g, w) for g, w in zip(got, want))]
+    wrong = [
+        (k, snake)
+        for k, snake, want, got in results
+        if len(got) != len(want) or not all(_same_bits(g, w) for g, w in zip(got, want))
+    ]
     assert not wrong, wrong
 
 
@@ -501,8 +510,12 @@ def test_descriptors_destroyed_before_the_synchronisation_are_legal():
     v = _values("swish_backward")
     want = _reference("swish_backward", v)[0]
     b = _sim()
-    with session.stream() as s, DeviceArray.from_host(v["gradOutput"]) as dg, DeviceArray.from_host(v["self"]) as dx, \
-            DeviceArray.empty(want.shape, want.dtype) as out:
+    with (
+        session.stream() as s,
+        DeviceArray.from_host(v["gradOutput"]) as dg,
+        DeviceArray.from_host(v["self"]) as dx,
+        DeviceArray.empty(want.shape, want.dtype) as out,
+    ):
         before = _counters()
         prepared = bind(meta).prepare(dg, dx, v["betaOptional"], out)
         assert _counters()["tensors"] == before["tensors"] + 3 and _counters()["scalars"] == before["scalars"] + 1
@@ -580,8 +593,11 @@ def test_destroying_a_stream_runs_its_queued_launches():
     b = _sim()
     handle = b.ffi.new("aclrtStream *")
     assert b.api.aclrtCreateStream(handle) == 0
-    with DeviceArray.from_host(v["gradOutput"]) as dg, DeviceArray.from_host(v["self"]) as dx, \
-            DeviceArray.empty(want.shape, want.dtype) as out:
+    with (
+        DeviceArray.from_host(v["gradOutput"]) as dg,
+        DeviceArray.from_host(v["self"]) as dx,
+        DeviceArray.empty(want.shape, want.dtype) as out,
+    ):
         prepared = bind(meta).prepare(dg, dx, out)
         prepared.launch(handle[0])
         assert _peek(out) == b"\xff" * out.nbytes

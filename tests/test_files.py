@@ -60,14 +60,20 @@ def test_no_write_goes_through_a_link(tmp_path):
     for name in ("dangling.yaml", "live.yaml"):
         with pytest.raises(files.FileError, match="symbolic link"):
             files.write_atomic(folder / name, "payload\n")
-    assert sorted(p.name for p in outside.iterdir()) == ["victim.yaml"] and (outside / "victim.yaml").read_text() == "keep\n"
+    assert (
+        sorted(p.name for p in outside.iterdir()) == ["victim.yaml"]
+        and (outside / "victim.yaml").read_text() == "keep\n"
+    )
 
 
-@pytest.mark.parametrize("make, kind", [
-    (lambda p: os.mkfifo(p), "FIFO"),
-    (lambda p: p.mkdir(), "directory"),
-    (None, "character device"),
-])
+@pytest.mark.parametrize(
+    "make, kind",
+    [
+        (lambda p: os.mkfifo(p), "FIFO"),
+        (lambda p: p.mkdir(), "directory"),
+        (None, "character device"),
+    ],
+)
 def test_special_files_are_refused_by_what_they_are_without_reading(tmp_path, make, kind):
     path = Path("/dev/zero") if make is None else tmp_path / "thing"
     if make is not None:
@@ -112,13 +118,25 @@ def test_a_held_lock_times_out_naming_the_target(tmp_path, monkeypatch):
     target.write_text("x")
     monkeypatch.setenv(files.LOCK_TIMEOUT_ENV, "0.3")
     with files.locked(target, what="spec"):
-        done = subprocess.run([sys.executable, "-c", f"from aclnngen import files\nwith files.locked({str(target)!r}, what='spec'): pass"],
-                              capture_output=True, text=True, timeout=60, env=dict(os.environ))
-    assert done.returncode != 0 and "another aclnngen run has held the spec" in done.stderr and str(target) in done.stderr
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"from aclnngen import files\nwith files.locked({str(target)!r}, what='spec'): pass",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ),
+        )
+    assert (
+        done.returncode != 0 and "another aclnngen run has held the spec" in done.stderr and str(target) in done.stderr
+    )
     assert "waiting for" in done.stderr
 
 
 # -- the importer on it ----------------------------------------------------------------------------
+
 
 def _spec_from(page: str, release: str) -> str:
     """A finished spec (valid) of a test page, as a person would write it."""
@@ -133,8 +151,13 @@ def _spec_from(page: str, release: str) -> str:
 
 
 def _merge(spec: Path, page: str = "table_variant.md", **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "import", "--into", str(spec), "--release", "v8.5.0", str(PAGES / page)],
-                          capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    return subprocess.run(
+        [*CLI, "import", "--into", str(spec), "--release", "v8.5.0", str(PAGES / page)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
 
 
 def test_a_merge_that_changes_nothing_leaves_the_spec_untouched(tmp_path):
@@ -155,13 +178,17 @@ def test_a_merge_waits_for_the_spec_s_lock(tmp_path):
     spec.write_text(text)
     with files.locked(spec, what="spec"):
         result = _merge(spec, **{files.LOCK_TIMEOUT_ENV: "0.5"})
-    assert result.returncode == 1 and "another aclnngen run has held the spec" in result.stderr, result.stdout + result.stderr
+    assert result.returncode == 1 and "another aclnngen run has held the spec" in result.stderr, (
+        result.stdout + result.stderr
+    )
     assert "Traceback" not in result.stderr and spec.read_text() == text
 
 
 def test_an_alias_bomb_in_a_spec_to_merge_into_is_refused_unexpanded(tmp_path):
     spec = tmp_path / "demo_backward.yaml"
-    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)
+    ]
     spec.write_text("\n".join(lines) + "\n")
     size = spec.stat().st_size
     started = time.monotonic()
@@ -175,11 +202,15 @@ def test_a_draft_is_never_written_through_a_link_in_the_output_folder(tmp_path):
     out, outside = tmp_path / "drafts", tmp_path / "outside"
     out.mkdir()
     outside.mkdir()
-    first = subprocess.run([*CLI, "import", str(PAGES / "table_variant.md"), "-o", str(out)], capture_output=True, text=True, timeout=120)
+    first = subprocess.run(
+        [*CLI, "import", str(PAGES / "table_variant.md"), "-o", str(out)], capture_output=True, text=True, timeout=120
+    )
     assert first.returncode == 0, first.stdout + first.stderr
     (written,) = out.iterdir()
     written.unlink()
     written.symlink_to(outside / "escaped.yaml")  # dangling: a write through it lands outside
-    again = subprocess.run([*CLI, "import", str(PAGES / "table_variant.md"), "-o", str(out)], capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [*CLI, "import", str(PAGES / "table_variant.md"), "-o", str(out)], capture_output=True, text=True, timeout=120
+    )
     assert again.returncode != 0 and "symbolic link" in again.stderr, again.stdout + again.stderr
     assert list(outside.iterdir()) == []

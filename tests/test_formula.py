@@ -38,9 +38,16 @@ from aclnngen.verify.numerics import evaluate
 DOC = Path(__file__).resolve().parents[1] / "docs" / "formula-language.md"
 LOC = ("formula", "outputs", "grad_input")
 NAMES = {
-    "grad_output": "input", "self": "input", "weight": "input", "beta": "optional_scalar",
-    "lambd": "scalar", "min": "scalar", "max": "scalar", "approximate": "attribute",
-    "dims": "attribute", "grad_input": "output",
+    "grad_output": "input",
+    "self": "input",
+    "weight": "input",
+    "beta": "optional_scalar",
+    "lambd": "scalar",
+    "min": "scalar",
+    "max": "scalar",
+    "approximate": "attribute",
+    "dims": "attribute",
+    "grad_input": "output",
 }
 
 
@@ -50,13 +57,15 @@ def doc_examples() -> list[dict]:
 
 
 def program_of(example: dict) -> FormulaProgram:
-    return parse_program(example["outputs"], example["parameters"], lets=example.get("lets") or {},
-                         loc=("formula",))
+    return parse_program(example["outputs"], example["parameters"], lets=example.get("lets") or {}, loc=("formula",))
 
 
-EXAMPLES = {name: program_of(doc) for name, doc in zip(
-    ["swish_intro", "hardtanh", "softshrink", "prelu", "gelu", "swish", "gelu_approximate"],
-    doc_examples())}
+EXAMPLES = {
+    name: program_of(doc)
+    for name, doc in zip(
+        ["swish_intro", "hardtanh", "softshrink", "prelu", "gelu", "swish", "gelu_approximate"], doc_examples()
+    )
+}
 
 
 def compile_body(prog: FormulaProgram, names) -> callable:
@@ -75,6 +84,7 @@ def problem(source, names=NAMES, loc=LOC, **kwargs) -> FieldProblem:
 
 
 # --- parsing ---------------------------------------------------------------------------------------
+
 
 def test_doc_has_the_five_examples_and_they_parse():
     assert set(EXAMPLES) >= {"hardtanh", "softshrink", "prelu", "gelu", "swish"}
@@ -108,7 +118,8 @@ def test_lets_and_attributes_and_string_comparisons_parse():
     assert render_python(parse_expression("sum(self, (1,))", NAMES, loc=LOC)) == "m.sum(self, (1,))"
     assert render_python(parse_expression("round_to(lambd, self)", NAMES, loc=LOC)) == "m.round_to(lambd, 'self')"
     assert render_python(parse_expression("round_to(lambd, grad_input)", NAMES, loc=LOC)) == (
-        "m.round_to(lambd, 'grad_input')")
+        "m.round_to(lambd, 'grad_input')"
+    )
     assert render_python(parse_expression("  self\n", NAMES, loc=LOC)) == "self"  # YAML leaves spaces
 
 
@@ -230,8 +241,13 @@ def test_unknown_parameter_kind_is_a_programming_error():
 
 # --- programs --------------------------------------------------------------------------------------
 
-PRELU_NAMES = {"grad_output": "input", "self": "input", "weight": "input", "grad_input": "output",
-               "grad_weight": "output"}
+PRELU_NAMES = {
+    "grad_output": "input",
+    "self": "input",
+    "weight": "input",
+    "grad_input": "output",
+    "grad_weight": "output",
+}
 
 
 def program_problem(outputs, lets=None, names=PRELU_NAMES) -> FieldProblem:
@@ -240,11 +256,19 @@ def program_problem(outputs, lets=None, names=PRELU_NAMES) -> FieldProblem:
     return info.value
 
 
-@pytest.mark.parametrize("let,fragment", [
-    ("self", "shadow the parameter `self`"), ("grad_input", "shadow the parameter"),
-    ("exp", "shadow the function `exp`"), ("pi", "shadow the constant `pi`"),
-    ("m", "reserved for the numerics object"), ("lambda", "Python keyword"),
-    ("a b", "ASCII Python identifier"), ("x'", "ASCII Python identifier")])
+@pytest.mark.parametrize(
+    "let,fragment",
+    [
+        ("self", "shadow the parameter `self`"),
+        ("grad_input", "shadow the parameter"),
+        ("exp", "shadow the function `exp`"),
+        ("pi", "shadow the constant `pi`"),
+        ("m", "reserved for the numerics object"),
+        ("lambda", "Python keyword"),
+        ("a b", "ASCII Python identifier"),
+        ("x'", "ASCII Python identifier"),
+    ],
+)
 def test_let_names_that_shadow_or_are_invalid_are_rejected(let, fragment):
     error = program_problem({"grad_input": "self", "grad_weight": "self"}, lets={let: "self"})
     assert error.loc == ("formula", "lets", let) and fragment in error.message
@@ -273,8 +297,12 @@ def test_outputs_must_be_declared_complete_and_numbers():
 
 
 def test_boolean_lets_are_masks():
-    prog = parse_program({"grad_input": "where(mask, grad_output, 0)", "grad_weight": "self"},
-                         PRELU_NAMES, lets={"mask": "(self > 0) & ~isnan(self)"}, loc=("f",))
+    prog = parse_program(
+        {"grad_input": "where(mask, grad_output, 0)", "grad_weight": "self"},
+        PRELU_NAMES,
+        lets={"mask": "(self > 0) & ~isnan(self)"},
+        loc=("f",),
+    )
     assert render_program(prog)[0] == "mask = (self > m.lit(0)) & ~m.isnan(self)"
     error = program_problem({"grad_input": "mask + 1", "grad_weight": "self"}, lets={"mask": "self > 0"})
     assert "must be a number" in error.message
@@ -284,25 +312,40 @@ def test_render_program_returns_a_tuple_in_declaration_order():
     prog = parse_program({"grad_weight": "self * 2", "grad_input": "grad_output"}, PRELU_NAMES, loc=("f",))
     assert render_program(prog) == ["return (grad_output, self * m.lit(2))"]
     assert render_program(EXAMPLES["hardtanh"]) == [
-        "return (m.where((self > min) & (self < max), grad_output, m.lit(0)),)"]
+        "return (m.where((self > min) & (self < max), grad_output, m.lit(0)),)"
+    ]
     assert render_program(EXAMPLES["swish"]) == [
         "s = m.sigmoid(beta * self)",
-        "return (grad_output * (s + beta * s * (self * (m.lit(1) - s))),)"]
+        "return (grad_output * (s + beta * s * (self * (m.lit(1) - s))),)",
+    ]
 
 
 def test_parameters_that_shadow_builtins_and_functions_work_in_rendered_code():
-    names = {"self": "input", "min": "scalar", "max": "scalar", "sum": "scalar", "exp": "scalar",
-             "abs": "input", "out": "output"}
-    prog = parse_program({"out": "where(self > min, exp(exp) + sum, max) + abs(abs) + sum(self, (0,))"},
-                         names, loc=("f",))
+    names = {
+        "self": "input",
+        "min": "scalar",
+        "max": "scalar",
+        "sum": "scalar",
+        "exp": "scalar",
+        "abs": "input",
+        "out": "output",
+    }
+    prog = parse_program(
+        {"out": "where(self > min, exp(exp) + sum, max) + abs(abs) + sum(self, (0,))"}, names, loc=("f",)
+    )
     body = compile_body(prog, names)
-    (out,) = evaluate(body, inputs={"self": np.array([1.0, -1.0]), "abs": np.array([-2.0, 3.0])},
-                      scalars={"min": 0.0, "max": 10.0, "sum": 0.5, "exp": 0.0}, attributes={},
-                      output_dtypes={"out": np.float64})
+    (out,) = evaluate(
+        body,
+        inputs={"self": np.array([1.0, -1.0]), "abs": np.array([-2.0, 3.0])},
+        scalars={"min": 0.0, "max": 10.0, "sum": 0.5, "exp": 0.0},
+        attributes={},
+        output_dtypes={"out": np.float64},
+    )
     np.testing.assert_array_equal(out, [1.5 + 2.0 + 0.0, 10.0 + 3.0 + 0.0])
 
 
 # --- rendering safety and determinism --------------------------------------------------------------
+
 
 def assert_safe_python(rendered: str, params, strings=()) -> None:
     """The rendered code contains only calls on `m`, known names, operators and re-emitted literals."""
@@ -319,13 +362,36 @@ def assert_safe_python(rendered: str, params, strings=()) -> None:
         elif isinstance(node, ast.Constant):
             assert type(node.value) in (int, float, bool) or node.value in strings or node.value in params, node.value
         else:
-            assert isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Tuple,
-                                     ast.operator, ast.unaryop, ast.cmpop, ast.expr_context)), ast.dump(node)
+            assert isinstance(
+                node,
+                (
+                    ast.Expression,
+                    ast.BinOp,
+                    ast.UnaryOp,
+                    ast.Compare,
+                    ast.Tuple,
+                    ast.operator,
+                    ast.unaryop,
+                    ast.cmpop,
+                    ast.expr_context,
+                ),
+            ), ast.dump(node)
     assert "\n" not in rendered and "#" not in rendered.replace("'#'", "")
 
 
-NASTY_STRINGS = ["it's", 'say "hi"', "back\\slash", "new\nline", "{{ config }}", "{% raw %}",
-                 "__import__('os').system('x')", "\u2028", "é", "'''", "\x00"]
+NASTY_STRINGS = [
+    "it's",
+    'say "hi"',
+    "back\\slash",
+    "new\nline",
+    "{{ config }}",
+    "{% raw %}",
+    "__import__('os').system('x')",
+    "\u2028",
+    "é",
+    "'''",
+    "\x00",
+]
 
 
 @pytest.mark.parametrize("text", NASTY_STRINGS)
@@ -370,8 +436,9 @@ def test_precedence_is_preserved_with_minimal_parentheses():
         expr = parse_expression(source, NAMES, loc=LOC)
         assert render_python(expr) == expected, source
         # Python agrees that the rendering has the same structure as the source
-        assert ast.dump(ast.parse(render_formula(expr), mode="eval")) == ast.dump(
-            ast.parse(source, mode="eval")), source
+        assert ast.dump(ast.parse(render_formula(expr), mode="eval")) == ast.dump(ast.parse(source, mode="eval")), (
+            source
+        )
 
 
 def test_rendering_is_deterministic_across_processes():
@@ -388,8 +455,7 @@ def test_rendering_is_deterministic_across_processes():
     outputs = set()
     for seed in ("1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                                check=True)
+        result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
         outputs.add(result.stdout)
     assert len(outputs) == 1 and "m.where" in outputs.pop()
 
@@ -416,6 +482,7 @@ def _as_inputs(tree):
 
 # --- analysis --------------------------------------------------------------------------------------
 
+
 def test_comparison_boundaries_of_the_examples():
     assert comparison_boundaries(EXAMPLES["hardtanh"]) == [("self", "min"), ("self", "max")]
     assert sorted(comparison_boundaries(EXAMPLES["softshrink"])) == [("self", "-lambd"), ("self", "lambd")]
@@ -431,15 +498,20 @@ def boundaries(output: str, lets=None):
 
 def test_comparison_boundaries_follow_lets_abs_constants_and_skip_tensors():
     assert boundaries("where(abs(self) > round_to(lambd, self), grad_output, 0)") == [
-        ("self", "-lambd"), ("self", "lambd")]
+        ("self", "-lambd"),
+        ("self", "lambd"),
+    ]
     assert boundaries("where(self > t, grad_output, 0)", lets={"t": "round_to(lambd, self)"}) == [("self", "lambd")]
     assert boundaries("where(mask, grad_output, 0)", lets={"mask": "2 * min <= grad_output"}) == [
-        ("grad_output", "2 * min")]
+        ("grad_output", "2 * min")
+    ]
     assert boundaries("where(self > pi / 2, 1, 0)") == [("self", "math.pi / 2")]
     assert boundaries("where(self > grad_output, 1, 0)") == []
     assert boundaries("where(self > exp(beta), 1, 0)") == []  # not plain arithmetic: not reported
     assert boundaries("where((self > min) & (grad_output < -(max - 1.5)), 1, 0)") == [
-        ("self", "min"), ("grad_output", "-(max - 1.5)")]
+        ("self", "min"),
+        ("grad_output", "-(max - 1.5)"),
+    ]
 
 
 def test_classify():
@@ -471,6 +543,7 @@ def test_classify_treats_extern_as_needing_a_tolerance(monkeypatch):
 
 # --- documentation ---------------------------------------------------------------------------------
 
+
 def test_every_function_in_the_table_is_documented():
     text = DOC.read_text()
     for function in FUNCTIONS.values():
@@ -488,28 +561,42 @@ def test_the_documented_gelu_with_an_approximate_attribute_matches_torch():
     rng = np.random.default_rng(0)
     x, g = rng.normal(0, 3, 5000).astype(np.float32), rng.normal(0, 1, 5000).astype(np.float32)
     for approximate in ("none", "tanh"):
-        (ours,) = evaluate(body, inputs={"grad_output": g, "self": x}, scalars={},
-                           attributes={"approximate": approximate}, output_dtypes={"grad_input": np.float32})
+        (ours,) = evaluate(
+            body,
+            inputs={"grad_output": g, "self": x},
+            scalars={},
+            attributes={"approximate": approximate},
+            output_dtypes={"grad_input": np.float32},
+        )
         with torch.backends.mkldnn.flags(enabled=False):
-            theirs = torch.ops.aten.gelu_backward(torch.from_numpy(g), torch.from_numpy(x),
-                                                  approximate=approximate).numpy()
+            theirs = torch.ops.aten.gelu_backward(
+                torch.from_numpy(g), torch.from_numpy(x), approximate=approximate
+            ).numpy()
         np.testing.assert_allclose(ours, theirs, rtol=1.3e-6, atol=1e-5 * np.abs(g).max())
 
 
 # --- properties ------------------------------------------------------------------------------------
 
-PROPERTY_NAMES = {"grad_output": "input", "self": "input", "beta": "scalar", "lambd": "optional_scalar",
-                  "approximate": "attribute", "grad_input": "output"}
+PROPERTY_NAMES = {
+    "grad_output": "input",
+    "self": "input",
+    "beta": "scalar",
+    "lambd": "optional_scalar",
+    "approximate": "attribute",
+    "grad_input": "output",
+}
 NUMBER_LEAVES = st.one_of(
     st.sampled_from(["grad_output", "self", "beta", "lambd", "pi", "inf", "nan"]),
     st.integers(0, 10**6).map(str),
-    st.floats(0, 1e300, allow_nan=False, allow_infinity=False).map(repr))
+    st.floats(0, 1e300, allow_nan=False, allow_infinity=False).map(repr),
+)
 ELEMENTWISE_1 = [f for f, fn in FUNCTIONS.items() if fn.args == (("x", "num"),) and fn.result == "num"]
 
 
 @st.composite
 def expressions(draw, type_="num", depth=0, elementwise_only=False):
     """Random well-typed source text using only whitelisted constructs."""
+
     def sub(t="num"):
         return draw(expressions(t, depth + 1, elementwise_only))
 
@@ -518,8 +605,9 @@ def expressions(draw, type_="num", depth=0, elementwise_only=False):
         if choice == 0:
             return f"({sub()} {draw(st.sampled_from(['<', '<=', '>', '>=', '==', '!=']))} {sub()})"
         if choice == 1:
-            return draw(st.sampled_from(['(approximate == "tanh")', "('none' != approximate)", "True",
-                                         "False", "isnan(self)"]))
+            return draw(
+                st.sampled_from(['(approximate == "tanh")', "('none' != approximate)", "True", "False", "isnan(self)"])
+            )
         if choice in (2, 3):
             return f"({sub('bool')} {draw(st.sampled_from(['&', '|']))} {sub('bool')})"
         if choice == 4:
@@ -540,9 +628,17 @@ def expressions(draw, type_="num", depth=0, elementwise_only=False):
         return f"{draw(st.sampled_from(['minimum', 'maximum']))}({sub()}, {sub()})"
     if elementwise_only:
         return f"round_to({sub()}, {draw(st.sampled_from(['self', 'grad_output']))})"
-    return draw(st.sampled_from([f"round_to({sub()}, self)", f"per_channel({sub()}, self)",
-                                 f"sum_per_channel({sub()}, beta)", f"sum({sub()}, (0, -1))",
-                                 f"sum({sub()}, approximate)"]))
+    return draw(
+        st.sampled_from(
+            [
+                f"round_to({sub()}, self)",
+                f"per_channel({sub()}, self)",
+                f"sum_per_channel({sub()}, beta)",
+                f"sum({sub()}, (0, -1))",
+                f"sum({sub()}, approximate)",
+            ]
+        )
+    )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -562,20 +658,82 @@ def test_whitelisted_expressions_evaluate_to_the_storage_dtype(source, mode):
     prog = parse_program({"grad_input": source}, PROPERTY_NAMES, loc=("f",))
     body = compile_body(prog, PROPERTY_NAMES)
     x = np.array([[-2.0, -0.0, 0.5], [3.0, np.nan, np.inf]], np.float16)
-    (out,) = evaluate(body, inputs={"grad_output": x[::-1], "self": x}, scalars={"beta": 1.5, "lambd": 0.5},
-                      attributes={"approximate": "tanh"}, output_dtypes={"grad_input": np.float16}, mode=mode)
+    (out,) = evaluate(
+        body,
+        inputs={"grad_output": x[::-1], "self": x},
+        scalars={"beta": 1.5, "lambd": 0.5},
+        attributes={"approximate": "tanh"},
+        output_dtypes={"grad_input": np.float16},
+        mode=mode,
+    )
     assert isinstance(out, np.ndarray) and out.shape in ((), (2, 3))
     assert out.dtype == (np.float64 if mode == "golden" else np.float16)
 
 
 JUNK = st.one_of(
     st.text(max_size=60),
-    st.lists(st.sampled_from(["self", "grad_output", "grad_input", "lambda", "(", ")", "[", "]", ",", ":", ".",
-                              "+", "-", "*", "/", "**", "//", "&", "|", "~", "not", "and", "if", "else",
-                              "<", "==", "1", "2.5", "1e999", "'s'", '"tanh"', "f'{x}'", "exp", "where",
-                              "sum", "(0,)", "extern", "round_to", "approximate", "lambd", "__import__",
-                              "\\", "\n", " ", "#", "{{", "}}", "=", ":=", "for", "in", "x", "lambda:", "@"]),
-             max_size=25).map("".join))
+    st.lists(
+        st.sampled_from(
+            [
+                "self",
+                "grad_output",
+                "grad_input",
+                "lambda",
+                "(",
+                ")",
+                "[",
+                "]",
+                ",",
+                ":",
+                ".",
+                "+",
+                "-",
+                "*",
+                "/",
+                "**",
+                "//",
+                "&",
+                "|",
+                "~",
+                "not",
+                "and",
+                "if",
+                "else",
+                "<",
+                "==",
+                "1",
+                "2.5",
+                "1e999",
+                "'s'",
+                '"tanh"',
+                "f'{x}'",
+                "exp",
+                "where",
+                "sum",
+                "(0,)",
+                "extern",
+                "round_to",
+                "approximate",
+                "lambd",
+                "__import__",
+                "\\",
+                "\n",
+                " ",
+                "#",
+                "{{",
+                "}}",
+                "=",
+                ":=",
+                "for",
+                "in",
+                "x",
+                "lambda:",
+                "@",
+            ]
+        ),
+        max_size=25,
+    ).map("".join),
+)
 
 
 @settings(max_examples=1500, deadline=None)
@@ -586,9 +744,12 @@ def test_junk_only_ever_raises_field_problem(source):
     except FieldProblem as error:
         assert error.loc == LOC and error.message
         return
-    assert_safe_python(render_python(expr), PROPERTY_NAMES, strings=[
-        n.value for n in formula._walk(expr.tree) if isinstance(n, formula.Literal) and n.type == "str"]
-        + list(PROPERTY_NAMES))
+    assert_safe_python(
+        render_python(expr),
+        PROPERTY_NAMES,
+        strings=[n.value for n in formula._walk(expr.tree) if isinstance(n, formula.Literal) and n.type == "str"]
+        + list(PROPERTY_NAMES),
+    )
 
 
 def test_a_where_on_attributes_alone_computes_only_the_branch_taken(monkeypatch):
@@ -597,11 +758,14 @@ def test_a_where_on_attributes_alone_computes_only_the_branch_taken(monkeypatch)
     import numpy as np
 
     from aclnngen.codegen import formula as f
-    from aclnngen.verify import numerics
 
     names = {"x": "input", "g": "input", "mode": "attribute", "k": "scalar", "out": "output"}
-    prog = f.parse_program({"out": "g * where(mode == 'fast', fast, slow)"}, names,
-                           lets={"fast": "x * 2", "slow": "erf(x) + k", "mask": "x > 0"}, loc=("formula",))
+    prog = f.parse_program(
+        {"out": "g * where(mode == 'fast', fast, slow)"},
+        names,
+        lets={"fast": "x * 2", "slow": "erf(x) + k", "mask": "x > 0"},
+        loc=("formula",),
+    )
     lines = f.render_program(prog)
     assert "fast = m.lazy(lambda: " in lines[0] and "slow = m.lazy(lambda: " in lines[1]
     assert "(fast() if m.truth(mode == 'fast') else slow())" in lines[-1]
@@ -617,8 +781,13 @@ def test_a_where_on_attributes_alone_computes_only_the_branch_taken(monkeypatch)
 
     def run(mode):
         x = np.linspace(-3, 3, 7, dtype=np.float32)
-        return numerics.evaluate(scope["body"], inputs={"x": x, "g": np.ones_like(x)}, scalars={"k": 1.0},
-                                 attributes={"mode": mode}, output_dtypes={"out": np.dtype(np.float32)})[0]
+        return numerics.evaluate(
+            scope["body"],
+            inputs={"x": x, "g": np.ones_like(x)},
+            scalars={"k": 1.0},
+            attributes={"mode": mode},
+            output_dtypes={"out": np.dtype(np.float32)},
+        )[0]
 
     assert np.array_equal(run("fast"), np.linspace(-3, 3, 7, dtype=np.float32) * 2)  # erf never computed
     with pytest.raises(AssertionError, match="not taken"):

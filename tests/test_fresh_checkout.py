@@ -44,7 +44,9 @@ def clone(tmp_path_factory):
 
 def test_the_clone_resolves_aclnngen_to_itself(clone):
     repo, python = clone
-    where = run([python, "-c", "import aclnngen.codegen.loader as l; print(l.REPO_ROOT)"], cwd="/", env=venv_env(python))
+    where = run(
+        [python, "-c", "import aclnngen.codegen.loader as l; print(l.REPO_ROOT)"], cwd="/", env=venv_env(python)
+    )
     assert where.returncode == 0 and Path(where.stdout.strip()) == repo, where.stdout + where.stderr
 
 
@@ -59,7 +61,9 @@ def test_type_checkers_resolve_the_bindings_of_the_editable_install(clone, tmp_p
 def test_external_material_absent_skips_naming_its_variable(clone):
     repo, python = clone
     tests = _external_tests(repo)
-    result = run([python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *tests], cwd=repo, env=venv_env(python))
+    result = run(
+        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *tests], cwd=repo, env=venv_env(python)
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     assert re.search(r"\d+ skipped", result.stdout) and "failed" not in result.stdout
     assert "set ACLNNGEN_REFERENCE to where it is" in result.stdout, result.stdout[-3000:]
@@ -72,7 +76,9 @@ def test_external_material_absent_fails_when_required(clone):
     result = run([python, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", *tests], cwd=repo, env=env)
     # tests of material CI never has (a vendor repository's mirror) may still skip; none of the
     # material ACLNNGEN_REQUIRE_EXTERNAL covers does
-    assert result.returncode == 1 and not re.search(r"SKIPPED.*external material absent", result.stdout), result.stdout[-3000:]
+    assert result.returncode == 1 and not re.search(r"SKIPPED.*external material absent", result.stdout), result.stdout[
+        -3000:
+    ]
     assert "ACLNNGEN_REQUIRE_EXTERNAL=1 requires it" in result.stdout
 
 
@@ -94,7 +100,9 @@ def test_adding_an_op_is_one_spec_and_the_whole_suite_stays_green(tmp_path):
     repo, python = _clone(tmp_path)
     env = venv_env(python, ACLNNGEN_CACHE_DIR=str(tmp_path / "cache"))
     # any spec that is not one of the repository's
-    spec = next((s for s in sorted(CUSTOM_SPECS.glob("*.yaml")) if not (repo / "specs" / "ops" / s.name).exists()), None)
+    spec = next(
+        (s for s in sorted(CUSTOM_SPECS.glob("*.yaml")) if not (repo / "specs" / "ops" / s.name).exists()), None
+    )
     assert spec is not None, f"every spec of {CUSTOM_SPECS} is also one of the repository's: add another"
     (repo / "specs" / "ops" / spec.name).write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
     for command in (["validate"], ["generate"], ["check"]):
@@ -106,12 +114,16 @@ def test_adding_an_op_is_one_spec_and_the_whole_suite_stays_green(tmp_path):
     # so are the hand-written tests parametrized by another op (the main suite runs those)
     hand_written = [p.relative_to(repo).as_posix() for p in sorted((repo / "tests").glob("test_*.py"))]
     chosen = [t for t in hand_written if t not in NOT_RUN_IN_THE_COPY] + [f"tests/generated/test_{spec.stem}.py"]
-    collected = run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *chosen], cwd=repo, env=env)
+    collected = run(
+        [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *chosen], cwd=repo, env=env
+    )
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
     ids = [line for line in collected.stdout.splitlines() if "::" in line]
     others = _other_ops(repo, spec.stem)
     selected = [i for i in ids if not any(name in i.partition("[")[2] for name in others) or spec.stem in i]
-    assert any(spec.stem in i for i in selected if not i.startswith("tests/generated/")), "no hand-written test took the new op"
+    assert any(spec.stem in i for i in selected if not i.startswith("tests/generated/")), (
+        "no hand-written test took the new op"
+    )
     assert len(selected) < len(ids)
     result = run([python, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", *selected], cwd=repo, env=env)
     tail = result.stdout[-4000:]

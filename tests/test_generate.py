@@ -28,16 +28,22 @@ def _digest(outputs) -> str:
 
 def test_repository_is_fresh():
     drift = compare(plan(DEFAULT_SPECS_DIR), REPO_ROOT, REPO_LAYOUT)
-    assert drift.fresh, f"stale {drift.stale}, missing {drift.missing}, orphaned {drift.orphaned}: run `aclnngen generate`"
+    assert drift.fresh, (
+        f"stale {drift.stale}, missing {drift.missing}, orphaned {drift.orphaned}: run `aclnngen generate`"
+    )
 
 
 def test_output_is_deterministic_across_hash_seeds_and_working_directories(tmp_path):
-    script = "from aclnngen.codegen.generate import plan; from aclnngen.codegen.loader import DEFAULT_SPECS_DIR; import hashlib, json; " \
-             "print(hashlib.sha256(json.dumps([(o.path, o.content) for o in plan(DEFAULT_SPECS_DIR)]).encode()).hexdigest())"
+    script = (
+        "from aclnngen.codegen.generate import plan; from aclnngen.codegen.loader import DEFAULT_SPECS_DIR; import hashlib, json; "
+        "print(hashlib.sha256(json.dumps([(o.path, o.content) for o in plan(DEFAULT_SPECS_DIR)]).encode()).hexdigest())"
+    )
     digests = set()
     for seed, cwd in (("0", REPO_ROOT), ("1", tmp_path), ("12345", "/")):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+        result = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+        )
         assert result.returncode == 0, result.stderr
         digests.add(result.stdout.strip())
     digests.add(_digest(plan(DEFAULT_SPECS_DIR)))
@@ -84,7 +90,9 @@ def test_check_lists_stale_missing_and_orphaned_files(tmp_path):
 
 def test_check_command_reports_and_prints_the_fix(tmp_path):
     env = dict(os.environ)
-    ok = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "check"], capture_output=True, text=True, env=env, timeout=300)
+    ok = subprocess.run(
+        [sys.executable, "-m", "aclnngen.codegen.cli", "check"], capture_output=True, text=True, env=env, timeout=300
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "fresh" in ok.stdout
 
@@ -99,8 +107,31 @@ def test_partial_generation_renders_only_the_named_ops_and_the_shared_files():
 
 ALLOWED_STATEMENTS = {"for", "endfor", "if", "elif", "else", "endif", "import", "macro", "endmacro"}
 # Calls that only read the model (lookups and views), and the header macros.
-ALLOWED_CALLS = {"join", "items", "splitlines", "rstrip", "py", "c", "md", "typedef_decl", "enum_decl", "enum_value", "functions_by_library"}
-ALLOWED_FILTERS = {"pyrepr", "docstring", "comment_text", "c_string", "md_cell", "indent_lines", "join", "length", "list", "string"}
+ALLOWED_CALLS = {
+    "join",
+    "items",
+    "splitlines",
+    "rstrip",
+    "py",
+    "c",
+    "md",
+    "typedef_decl",
+    "enum_decl",
+    "enum_value",
+    "functions_by_library",
+}
+ALLOWED_FILTERS = {
+    "pyrepr",
+    "docstring",
+    "comment_text",
+    "c_string",
+    "md_cell",
+    "indent_lines",
+    "join",
+    "length",
+    "list",
+    "string",
+}
 
 
 @pytest.mark.parametrize("template", sorted(p.name for p in TEMPLATES.glob("*.j2")))
@@ -114,17 +145,23 @@ def test_templates_hold_shape_not_logic(template):
         for used in re.findall(r"\|\s*(\w+)", expression):
             assert used in ALLOWED_FILTERS, f"{template}: filter {used!r}"
         for call in re.findall(r"([\w.]+)\(", expression):
-            assert call.split(".")[-1] in ALLOWED_CALLS, f"{template}: {call}() in {{{{{expression}}}}}: templates only read the model"
+            assert call.split(".")[-1] in ALLOWED_CALLS, (
+                f"{template}: {call}() in {{{{{expression}}}}}: templates only read the model"
+            )
     for statement in re.findall(r"{%-?\s*(?:for|if|elif)\s(.*?)%}", text):
         for call in re.findall(r"([\w.]+)\(", statement):
-            assert call.split(".")[-1] in ALLOWED_CALLS, f"{template}: {call}() in a statement: templates only read the model"
+            assert call.split(".")[-1] in ALLOWED_CALLS, (
+                f"{template}: {call}() in a statement: templates only read the model"
+            )
 
 
 def test_a_generated_binding_reads_at_a_glance():
     for out in plan(DEFAULT_SPECS_DIR):
         if out.path.startswith("generated/ops/") and not out.path.endswith("__init__.py"):
             code = re.sub(r'"""(.|\n)*?"""', "", out.content)
-            code = re.sub(r"@overload\n(.|\n)*?\) -> .*: \.\.\.\n", "", code)  # the typed signatures, one per kind of call
+            code = re.sub(
+                r"@overload\n(.|\n)*?\) -> .*: \.\.\.\n", "", code
+            )  # the typed signatures, one per kind of call
             lines = [line for line in code.splitlines() if line.strip() and not line.lstrip().startswith("#")]
             assert len(lines) <= 30, f"{out.path}: {len(lines)} lines of code besides the docstring and the overloads"
 
@@ -144,7 +181,9 @@ def _hostile_specs(tmp_path: Path) -> Path:
     data["parameters"][0]["summary"] = HOSTILE
     data["return_codes"][0]["condition"] = HOSTILE
     data["defects"][0]["note"] = HOSTILE
-    (specs / "ops" / "hardtanh_backward.yaml").write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    (specs / "ops" / "hardtanh_backward.yaml").write_text(
+        yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8"
+    )
     return specs
 
 
@@ -152,8 +191,12 @@ def test_spec_text_never_becomes_code(tmp_path, monkeypatch):
     specs = _hostile_specs(tmp_path)
     out = tmp_path / "pkg" / "hostile_ops"
     monkeypatch.chdir(tmp_path)
-    result = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "PWNED").exists(), "generation executed spec text"
     monkeypatch.syspath_prepend(str(out.parent))

@@ -32,7 +32,9 @@ def test_cached_and_parallel_renders_equal_a_plain_render(tmp_path, monkeypatch)
     cache = gencache.OpCache("test", tmp_path / "cache")
     monkeypatch.setattr(generate, "PARALLEL_FROM", 2)  # worker processes even for a few ops
     first = _plan(specs, tmp_path, cache)
-    assert cache.misses == len(list((specs / "ops").glob("*.yaml"))) + 1 and cache.hits == 0  # every op, and the shared files
+    assert (
+        cache.misses == len(list((specs / "ops").glob("*.yaml"))) + 1 and cache.hits == 0
+    )  # every op, and the shared files
     second = _plan(specs, tmp_path, cache)
     assert cache.hits == cache.misses  # the second run: every op and the shared files from the cache
     assert first == plain and second == plain
@@ -46,7 +48,9 @@ def test_a_changed_spec_is_rendered_again_and_only_it(tmp_path):
     spec.write_text(spec.read_text().replace("summary: ", "summary: Changed. ", 1))
     cache.hits = cache.misses = 0
     changed = _plan(specs, tmp_path, cache)
-    assert cache.misses == 2 and cache.hits == len(list((specs / "ops").glob("*.yaml"))) - 1  # the op and the shared files
+    assert (
+        cache.misses == 2 and cache.hits == len(list((specs / "ops").glob("*.yaml"))) - 1
+    )  # the op and the shared files
     assert changed == _plan(specs, tmp_path, False)
     assert any("Changed." in o.content for o in changed if o.path.endswith("swish_backward.py"))
 
@@ -84,7 +88,9 @@ def test_an_unchanged_run_writes_nothing_and_a_touched_output_is_seen(tmp_path):
     edited = out / "ops" / "swish_backward.py"
     edited.write_text(edited.read_text() + "# mine\n")
     refused = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert refused.returncode == 1 and "edited since aclnngen wrote it" in refused.stderr, refused.stdout + refused.stderr
+    assert refused.returncode == 1 and "edited since aclnngen wrote it" in refused.stderr, (
+        refused.stdout + refused.stderr
+    )
     # an output deleted: generated again
     edited.unlink()
     restored = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
@@ -94,7 +100,9 @@ def test_an_unchanged_run_writes_nothing_and_a_touched_output_is_seen(tmp_path):
     spec = specs / "ops" / "gelu_backward.yaml"
     spec.write_text(spec.read_text().replace("summary: ", "summary: Changed. ", 1))
     changed = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert changed.returncode == 0 and "gelu_backward" in changed.stdout and " 0 written" not in changed.stdout, changed.stdout
+    assert changed.returncode == 0 and "gelu_backward" in changed.stdout and " 0 written" not in changed.stdout, (
+        changed.stdout
+    )
 
 
 def test_the_cache_can_be_turned_off(tmp_path, monkeypatch):
@@ -136,7 +144,9 @@ def test_a_large_run_keeps_texts_in_the_cache_and_writes_the_same_files(tmp_path
     out_plain, out_streamed = tmp_path / "a" / "my_ops", tmp_path / "b" / "my_ops"
     generate.write(_plan(specs, tmp_path, False), out_plain, generate.package_layout(out_plain))
     monkeypatch.setattr(generate, "STREAM_FROM", 1)  # every run counts as large
-    outputs = generate.plan(specs, generate.package_layout(out_streamed), cache=gencache.OpCache("t", tmp_path / "cache"))
+    outputs = generate.plan(
+        specs, generate.package_layout(out_streamed), cache=gencache.OpCache("t", tmp_path / "cache")
+    )
     assert any(isinstance(o, generate.LazyOutput) for o in outputs)  # texts left in the cache
     generate.write(outputs, out_streamed, generate.package_layout(out_streamed))
     files = sorted(p.relative_to(out_plain) for p in out_plain.rglob("*") if p.is_file())
@@ -151,8 +161,13 @@ def test_a_cache_folder_that_cannot_be_written_is_no_error(tmp_path):
     env = {**os.environ, "ACLNNGEN_CACHE_DIR": str(blocked / "cache")}
     out = tmp_path / "out" / "my_ops"
     for _ in range(2):
-        done = subprocess.run([*CLI, "generate", "--specs", str(specs), "--out", str(out)], capture_output=True, text=True,
-                              env=env, timeout=300)
+        done = subprocess.run(
+            [*CLI, "generate", "--specs", str(specs), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert (out / "ops" / "swish_backward.py").is_file()
 

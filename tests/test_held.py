@@ -39,8 +39,12 @@ def test_a_cache_setting_naming_proc_self_is_one_line():
 
 def test_four_cold_cache_builds_at_once_all_succeed(tmp_path):
     env = {**os.environ, "ACLNNGEN_CACHE_DIR": str(tmp_path / "cache"), "ACLNNGEN_BACKEND": "sim"}
-    runs = [subprocess.Popen([*CLI, "run", "--one-dtype"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            for _ in range(4)]
+    runs = [
+        subprocess.Popen(
+            [*CLI, "run", "--one-dtype"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(4)
+    ]
     results = [(r.wait(600), r.stdout.read(), r.stderr.read()) for r in runs]
     for code, out, err in results:
         assert code == 0 and "0 failed" in out, out[-1500:] + err[-1500:]

@@ -58,7 +58,7 @@ def test_html_grid_fills_row_spans_and_clips_an_overrun():
     html = "<table><tr><td rowspan='5'>A</td><td>1</td></tr><tr><td>2</td></tr></table>"
     [(grid, problems)] = html_tables(html)
     assert grid == [["A", "1"], ["A", "2"]]
-    assert problems and "rowspan=\"5\"" in problems[0]
+    assert problems and 'rowspan="5"' in problems[0]
 
 
 def test_code_fence_lines_are_not_headings_and_prototypes_round_trip():
@@ -86,7 +86,12 @@ def test_marked_products_and_notes_positive_exclusion_and_free_text():
     facts, draft = draft_of("marker_variant.md")
     assert facts.product_format == "markers"
     assert {p["family"]: p.get("supported", True) for p in draft["products"]} == {
-        "ascend950": True, "a3": True, "a2": True, "atlas_200i_500_a2": False, "inference": True, "training": True,
+        "ascend950": True,
+        "a3": True,
+        "a2": True,
+        "atlas_200i_500_a2": False,
+        "inference": True,
+        "training": True,
     }
     got = dtypes(draft, "out")
     assert got["training"] == got["inference"] == ["float16", "float32"]  # positive list
@@ -103,8 +108,11 @@ def test_full_width_c_types_doubled_tr_attributes_and_rank_hints():
     alpha = next(p for p in draft["parameters"] if p["name"] == "alpha")
     # plain and conditional bounds, one stated in another parameter's row; `self < 0` in alpha's
     # description is a comparison of self, not a bound of alpha
-    assert alpha["constraints"] == [{"op": ">=", "value": 0.5}, {"op": "<", "value": 10, "when": {"keepSign": True}},
-                                    {"op": ">=", "value": 0, "when": {"keepSign": False}}]
+    assert alpha["constraints"] == [
+        {"op": ">=", "value": 0.5},
+        {"op": "<", "value": 10, "when": {"keepSign": True}},
+        {"op": ">=", "value": 0, "when": {"keepSign": False}},
+    ]
     assert not any(t["at"] == "parameters.2.constraints" for t in draft["todo"])
     # a per-product note that lists dtypes per parameter: each parameter takes its own sentence's
     assert {"families": ["inference", "training"], "dtypes": ["float32"]} in alpha["scalar_dtypes"]
@@ -144,8 +152,12 @@ def test_saved_page_with_scrape_damage():
 
 
 def test_import_writes_drafts_that_validate_reports_line_by_line(tmp_path):
-    result = subprocess.run([*CLI, "import", str(PAGES / "marker_variant.md"), "-o", str(tmp_path), "--release", "v9.2.0-beta.1"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*CLI, "import", str(PAGES / "marker_variant.md"), "-o", str(tmp_path), "--release", "v9.2.0-beta.1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     draft_path = tmp_path / "demo_backward.yaml"
     assert f"-> {draft_path}" in result.stdout and "TODO:" in result.stdout and "defects: 1" in result.stdout
@@ -156,7 +168,9 @@ def test_import_writes_drafts_that_validate_reports_line_by_line(tmp_path):
     lines = check.stderr.splitlines()
     assert len([line for line in lines if ": TODO " in line]) == len(draft["todo"])
     summary_line = next(line for line in lines if "TODO summary:" in line)
-    assert summary_line.startswith(f"{draft_path}:") and int(summary_line.split(":")[1]) == _line_of(draft_path, "summary:")
+    assert summary_line.startswith(f"{draft_path}:") and int(summary_line.split(":")[1]) == _line_of(
+        draft_path, "summary:"
+    )
 
 
 def _line_of(path: Path, prefix: str) -> int:
@@ -164,13 +178,27 @@ def _line_of(path: Path, prefix: str) -> int:
 
 
 def test_import_of_a_missing_page_or_bad_release_is_one_line(tmp_path):
-    missing = subprocess.run([*CLI, "import", str(tmp_path / "nope.md"), "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 1 and "nope.md: no such doc page" in missing.stderr and "Traceback" not in missing.stderr
-    bad = subprocess.run([*CLI, "import", str(PAGES / "english_variant.md"), "--release", "nine"], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 1 and "--release 'nine' is not a CANN release" in bad.stderr and "v9.2.0-beta.1" in bad.stderr
+    missing = subprocess.run(
+        [*CLI, "import", str(tmp_path / "nope.md"), "-o", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert (
+        missing.returncode == 1 and "nope.md: no such doc page" in missing.stderr and "Traceback" not in missing.stderr
+    )
+    bad = subprocess.run(
+        [*CLI, "import", str(PAGES / "english_variant.md"), "--release", "nine"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        bad.returncode == 1 and "--release 'nine' is not a CANN release" in bad.stderr and "v9.2.0-beta.1" in bad.stderr
+    )
 
 
-@pytest.mark.parametrize("tag,release", [("v8.5.0", "8.5.0"), ("v9.2.0-beta.1", "9.2.RC1.alpha001"), ("v9.0.0-rc.1", "9.0.RC1"), ("8.0.RC1", "8.0.RC1")])
+@pytest.mark.parametrize(
+    "tag,release",
+    [("v8.5.0", "8.5.0"), ("v9.2.0-beta.1", "9.2.RC1.alpha001"), ("v9.0.0-rc.1", "9.0.RC1"), ("8.0.RC1", "8.0.RC1")],
+)
 def test_vendor_tags_become_release_spellings(tag, release):
     from aclnngen.core.releases import release_of
 
@@ -195,15 +223,32 @@ def test_a_non_const_tensor_the_table_calls_an_input_is_an_output_and_a_defect()
 def test_import_never_overwrites_a_finished_spec_and_a_file_is_no_folder(tmp_path):
     spec = tmp_path / "demo_backward.yaml"
     spec.write_text("# a person's spec\nname: DemoBackward\n")
-    refused = subprocess.run([*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(
+        [*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert refused.returncode == 1 and "exists and is not a draft" in refused.stderr and "--into" in refused.stderr
     assert spec.read_text() == "# a person's spec\nname: DemoBackward\n"
     spec.unlink()
     for _ in range(2):  # a draft replaces the previous draft
-        again = subprocess.run([*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
+        again = subprocess.run(
+            [*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert again.returncode == 0, again.stderr
-    blocked = subprocess.run([*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(spec)], capture_output=True, text=True, timeout=120)
-    assert blocked.returncode == 1 and "cannot create the folder" in blocked.stderr and "Traceback" not in blocked.stderr
+    blocked = subprocess.run(
+        [*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        blocked.returncode == 1 and "cannot create the folder" in blocked.stderr and "Traceback" not in blocked.stderr
+    )
 
 
 def test_sameness_hints_come_from_usage_notes_but_not_from_broadcast_sentences():
@@ -223,12 +268,19 @@ def test_sameness_hints_come_from_usage_notes_but_not_from_broadcast_sentences()
 
 from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
-_FIXTURES = {name: (PAGES / name).read_text() for name in ("table_variant.md", "marker_variant.md", "english_variant.md", "saved_variant.txt")}
+_FIXTURES = {
+    name: (PAGES / name).read_text()
+    for name in ("table_variant.md", "marker_variant.md", "english_variant.md", "saved_variant.txt")
+}
 
 
 @settings(max_examples=60, deadline=None)
-@given(name=st.sampled_from(sorted(_FIXTURES)), cut=st.integers(0, 10_000), drop=st.sets(st.integers(0, 200), max_size=30),
-       noise=st.text(max_size=40))
+@given(
+    name=st.sampled_from(sorted(_FIXTURES)),
+    cut=st.integers(0, 10_000),
+    drop=st.sets(st.integers(0, 200), max_size=30),
+    noise=st.text(max_size=40),
+)
 @example(name="english_variant.md", cut=709, drop={1, 2}, noise="<![A:")  # html.parser asserted on this
 def test_damaged_pages_still_give_a_draft_never_an_exception(tmp_path_factory, name, cut, drop, noise):
     """Truncated pages, lost lines and stray text (what scrapes and bad merges do) give a draft with
@@ -269,22 +321,30 @@ def test_a_draft_whose_todos_are_done_is_a_valid_spec(tmp_path):
 
 def test_a_char_pointer_attributes_choices_are_the_quoted_words_of_its_text():
     from aclnngen.codegen.importer.draft import _choices  # deferred: a unit of the draft, only this test needs it
+
     assert _choices('支持"none"和“tanh”两种取值，默认"none"') == ["none", "tanh"]
     assert _choices("a flag with no quoted values") == []  # the draft makes this a TODO
 
 
 @pytest.mark.parametrize(
     "out_note,kind",
-    [("数据类型需要是gradOutput与self推导之后可转换的数据类型。", "castable"),
-     ("数据类型与gradOutput和self推导后的数据类型一致。", "promote")],
+    [
+        ("数据类型需要是gradOutput与self推导之后可转换的数据类型。", "castable"),
+        ("数据类型与gradOutput和self推导后的数据类型一致。", "promote"),
+    ],
 )
 def test_broadcast_promote_castable_and_min_rank_hints(tmp_path, out_note, kind):
     """Usage notes saying the inputs broadcast and promote become draft rules to the one output; the
     output's note decides promote (equal to the promoted dtype) or castable; "1-6" dims a min_rank."""
     text = (PAGES / "marker_variant.md").read_text(encoding="utf-8")
-    text = text.replace("<li>和self的数据类型一致。</li>", "<li>shape需要与self满足broadcast关系。</li><li>数据类型与self满足推导关系。</li>")
-    text = text.replace("<td>演示输入。</td>\n      <td>-</td>",
-                        "<td>演示输入。</td>\n      <td>shape需要与gradOutput满足广播关系。数据类型与gradOutput满足推导关系。</td>")
+    text = text.replace(
+        "<li>和self的数据类型一致。</li>",
+        "<li>shape需要与self满足broadcast关系。</li><li>数据类型与self满足推导关系。</li>",
+    )
+    text = text.replace(
+        "<td>演示输入。</td>\n      <td>-</td>",
+        "<td>演示输入。</td>\n      <td>shape需要与gradOutput满足广播关系。数据类型与gradOutput满足推导关系。</td>",
+    )
     text = text.replace("<td>演示结果。</td>\n      <td>-</td>", f"<td>演示结果。</td>\n      <td>{out_note}</td>")
     assert "broadcast关系" in text and "广播关系" in text and out_note in text  # every edit took
     page = tmp_path / "marker_variant.md"
@@ -322,8 +382,12 @@ def test_attribute_defaults_and_dimension_ranges(tmp_path, c_type, note, row, ex
     assert keep["c_type"] == c_type
     assert {k: keep[k] for k in ("default", "dim_of") if k in keep} == expected
     if "dim_of" in expected:
-        assert {"status": 161002, "check": "attribute_value", "params": ["keepSign"],
-                "condition": "keepSign is outside the values it may take."} in draft["return_codes"]
+        assert {
+            "status": 161002,
+            "check": "attribute_value",
+            "params": ["keepSign"],
+            "condition": "keepSign is outside the values it may take.",
+        } in draft["return_codes"]
         assert any(t["at"] == "parameters.3.dim_of" for t in draft["todo"])
 
 

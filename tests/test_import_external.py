@@ -47,10 +47,16 @@ def test_each_seed_page_imports_and_agrees_with_its_spec(spec_path, tmp_path):
     unexcused, excused = disagreements(spec, draft, spec["cann_version"])
     assert unexcused == [], [str(c) for c in unexcused]
     # `diff SPEC DRAFT` lists what curation corrected: every excused difference is among its lines
-    result = subprocess.run([*CLI, "import", str(page), "-o", str(tmp_path), "--release", spec["cann_version"]],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*CLI, "import", str(page), "-o", str(tmp_path), "--release", spec["cann_version"]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
-    shown = subprocess.run([*CLI, "diff", str(spec_path), str(tmp_path / spec_path.name)], capture_output=True, text=True, timeout=120)
+    shown = subprocess.run(
+        [*CLI, "diff", str(spec_path), str(tmp_path / spec_path.name)], capture_output=True, text=True, timeout=120
+    )
     assert "Traceback" not in shown.stderr and shown.returncode in (0, 1), shown.stderr
     for change in excused:
         assert change.message in shown.stdout, (change.message, shown.stdout)
@@ -64,12 +70,17 @@ def _mirror() -> str:
 
 
 def _vendor_page(git_dir: str, tag: str, op: str, tmp_path: Path) -> Path:
-    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", tag],
-                           capture_output=True, text=True, check=True).stdout.splitlines()
+    names = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", tag], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     found = [n for n in names if n.endswith(f"/docs/aclnn{op}.md") and not n.startswith("experimental/")]
     assert len(found) == 1, found
     page = tmp_path / f"aclnn{op}.md"
-    page.write_bytes(subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{tag}:{found[0]}"], capture_output=True, check=True).stdout)
+    page.write_bytes(
+        subprocess.run(
+            ["git", f"--git-dir={git_dir}", "show", f"{tag}:{found[0]}"], capture_output=True, check=True
+        ).stdout
+    )
     return page
 
 
@@ -92,8 +103,12 @@ def test_merging_the_page_a_spec_agrees_with_changes_no_fact(spec_path, tmp_path
     copy = tmp_path / spec_path.name
     copy.write_text(spec_path.read_text())
     page = _vendor_page(git_dir, "v9.2.0-beta.1", spec["name"], tmp_path)
-    done = subprocess.run([*CLI, "import", "--into", str(copy), "--release", "v9.2.0-beta.1", str(page)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*CLI, "import", "--into", str(copy), "--release", "v9.2.0-beta.1", str(page)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 change(s), 0 breaking" in done.stdout, done.stdout
     assert copy.read_text() == spec_path.read_text()

@@ -22,27 +22,40 @@ DTYPE_IDS = [d.name for d in DTYPES]
 
 OPS = {
     "hardtanh": dict(
-        names={"grad_output": "input", "self": "input", "min": "scalar", "max": "scalar",
-               "grad_input": "output"},
-        outputs={"grad_input": "where((self > min) & (self < max), grad_output, 0)"}),
+        names={"grad_output": "input", "self": "input", "min": "scalar", "max": "scalar", "grad_input": "output"},
+        outputs={"grad_input": "where((self > min) & (self < max), grad_output, 0)"},
+    ),
     "softshrink": dict(
         names={"grad_output": "input", "self": "input", "lambd": "scalar", "grad_input": "output"},
-        outputs={"grad_input": "where((self > round_to(lambd, self)) | (self < -round_to(lambd, self)),"
-                               " grad_output, 0)"}),
+        outputs={
+            "grad_input": "where((self > round_to(lambd, self)) | (self < -round_to(lambd, self)), grad_output, 0)"
+        },
+    ),
     "prelu": dict(
-        names={"grad_output": "input", "self": "input", "weight": "input", "grad_input": "output",
-               "grad_weight": "output"},
-        outputs={"grad_input": "where(self > 0, grad_output, grad_output * per_channel(weight, self))",
-                 "grad_weight": "sum_per_channel(where(self > 0, 0, self * grad_output), weight)"}),
+        names={
+            "grad_output": "input",
+            "self": "input",
+            "weight": "input",
+            "grad_input": "output",
+            "grad_weight": "output",
+        },
+        outputs={
+            "grad_input": "where(self > 0, grad_output, grad_output * per_channel(weight, self))",
+            "grad_weight": "sum_per_channel(where(self > 0, 0, self * grad_output), weight)",
+        },
+    ),
     "gelu": dict(
         names={"grad_output": "input", "self": "input", "grad_input": "output"},
-        outputs={"grad_input": "grad_output * (0.5 * (1 + erf(self / sqrt(2)))"
-                               " + self / sqrt(2 * pi) * exp(-0.5 * self * self))"}),
+        outputs={
+            "grad_input": "grad_output * (0.5 * (1 + erf(self / sqrt(2)))"
+            " + self / sqrt(2 * pi) * exp(-0.5 * self * self))"
+        },
+    ),
     "swish": dict(
-        names={"grad_output": "input", "self": "input", "beta": "optional_scalar",
-               "grad_input": "output"},
+        names={"grad_output": "input", "self": "input", "beta": "optional_scalar", "grad_input": "output"},
         lets={"s": "sigmoid(beta * self)"},
-        outputs={"grad_input": "grad_output * (s + beta * s * (self * (1 - s)))"}),
+        outputs={"grad_input": "grad_output * (s + beta * s * (self * (1 - s)))"},
+    ),
 }
 
 
@@ -66,9 +79,14 @@ def run(op, mode="opmath", **values):
     inputs = by_kind("input")
     dtype = np.asarray(values["self"]).dtype
     outputs = {n: dtype for n, k in names.items() if k == "output"}
-    return evaluate(compile_body(program(op), names), inputs=inputs,
-                    scalars=by_kind("scalar", "optional_scalar"), attributes=by_kind("attribute"),
-                    output_dtypes=outputs, mode=mode)
+    return evaluate(
+        compile_body(program(op), names),
+        inputs=inputs,
+        scalars=by_kind("scalar", "optional_scalar"),
+        attributes=by_kind("attribute"),
+        output_dtypes=outputs,
+        mode=mode,
+    )
 
 
 # --- data ------------------------------------------------------------------------------------------
@@ -90,8 +108,18 @@ def neighbours(value: float, dtype: np.dtype, steps: int = 3) -> np.ndarray:
 def adversarial(rng, dtype, thresholds=(), n=3000) -> np.ndarray:
     """Normal values plus boundaries and their neighbours, ±0, ±inf, NaN, huge and tiny values."""
     info = ml_dtypes.finfo(dtype)
-    special = [0.0, -0.0, np.inf, -np.inf, np.nan, float(info.max), -float(info.max),
-               float(info.tiny), -float(info.tiny), float(info.smallest_subnormal)]
+    special = [
+        0.0,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        float(info.max),
+        -float(info.max),
+        float(info.tiny),
+        -float(info.tiny),
+        float(info.smallest_subnormal),
+    ]
     edges = [neighbours(t, dtype) for t in thresholds] + [neighbours(0.0, dtype)]
     normal = rng.normal(0, 3, n).astype(dtype)
     x = np.concatenate([normal, np.array(special, dtype)] + edges)
@@ -108,11 +136,14 @@ def gradient(rng, n, dtype) -> np.ndarray:
 
 def thresholds(op, **scalars) -> list[float]:
     """The boundaries the formula compares against, evaluated for these scalar values."""
-    return [float(eval(text, {"math": math, "__builtins__": {}}, scalars))  # our threshold text
-            for _, text in comparison_boundaries(program(op))]
+    return [
+        float(eval(text, {"math": math, "__builtins__": {}}, scalars))  # our threshold text
+        for _, text in comparison_boundaries(program(op))
+    ]
 
 
 # --- precision model -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("storage,compute", [(FP16, FP32), (BF16, FP32), (FP32, FP32), (FP64, FP64)])
 def test_opmath_computes_in_float32_or_float64(storage, compute):
@@ -138,8 +169,7 @@ def test_literals_do_not_promote_float32_work():
 def test_fp16_is_computed_in_float32_and_rounded_once():
     body = lambda m, *, a, b: ((a + b) - a,)  # noqa: E731
     a, b = np.array([1.0], FP16), np.array([2**-11 + 2**-20], FP16)
-    (out,) = evaluate(body, inputs={"a": a, "b": b}, scalars={}, attributes={},
-                      output_dtypes={"out": FP16})
+    (out,) = evaluate(body, inputs={"a": a, "b": b}, scalars={}, attributes={}, output_dtypes={"out": FP16})
     assert out.dtype == FP16 and out[0] == b[0]  # per-op fp16 arithmetic would give 2**-10
 
 
@@ -148,16 +178,21 @@ def test_output_rounding_is_round_to_nearest_even(dtype, step):
     body = lambda m, *, a, b: (a + b,)  # noqa: E731
     a = np.array([1.0, 1.0], dtype)
     b = np.array([step / 2, 3 * step / 2], dtype)  # exact ties in float32
-    (out,) = evaluate(body, inputs={"a": a, "b": b}, scalars={}, attributes={},
-                      output_dtypes={"out": dtype})
+    (out,) = evaluate(body, inputs={"a": a, "b": b}, scalars={}, attributes={}, output_dtypes={"out": dtype})
     assert out.dtype == dtype
     assert out.astype(np.float64).tolist() == [1.0, 1.0 + 2 * step]
 
 
 def test_golden_returns_float64_and_computes_in_float64():
     x = np.array([0.1, 3.0], FP16)
-    (out,) = evaluate(lambda m, *, x: (x * m.lit(0.1),), inputs={"x": x}, scalars={},
-                      attributes={}, output_dtypes={"y": FP16}, mode="golden")
+    (out,) = evaluate(
+        lambda m, *, x: (x * m.lit(0.1),),
+        inputs={"x": x},
+        scalars={},
+        attributes={},
+        output_dtypes={"y": FP16},
+        mode="golden",
+    )
     assert out.dtype == FP64
     np.testing.assert_array_equal(out, x.astype(FP64) * 0.1)
 
@@ -169,8 +204,7 @@ def test_scalars_are_cast_to_the_compute_dtype():
         seen["alpha"] = alpha
         return (x * alpha,)
 
-    evaluate(body, inputs={"x": np.ones(2, FP16)}, scalars={"alpha": 0.1}, attributes={},
-             output_dtypes={"y": FP16})
+    evaluate(body, inputs={"x": np.ones(2, FP16)}, scalars={"alpha": 0.1}, attributes={}, output_dtypes={"y": FP16})
     assert type(seen["alpha"]) is np.float32 and seen["alpha"] == np.float32(0.1)
 
 
@@ -186,6 +220,7 @@ def test_dtypes_no_spec_can_name_are_rejected(bad):
 
 # --- dtype categories: integer, bool and complex tensors ----------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8])
 @pytest.mark.parametrize("mode", numerics.MODES)
 def test_integer_formulas_compute_exactly(dtype, mode):
@@ -196,8 +231,14 @@ def test_integer_formulas_compute_exactly(dtype, mode):
     names = {"grad_output": "input", "self": "input", "threshold": "scalar", "grad_input": "output"}
     prog = parse_program({"grad_input": "where(self > threshold, grad_output * self, 0)"}, names, loc=("formula",))
     body = compile_body(prog, names)
-    (got,) = evaluate(body, inputs={"grad_output": g, "self": x}, scalars={"threshold": 0}, attributes={},
-                      output_dtypes={"grad_input": dtype}, mode=mode)
+    (got,) = evaluate(
+        body,
+        inputs={"grad_output": g, "self": x},
+        scalars={"threshold": 0},
+        attributes={},
+        output_dtypes={"grad_input": dtype},
+        mode=mode,
+    )
     exact = np.where(x.astype(object) > 0, g.astype(object) * x.astype(object), 0)
     want = np.array([(int(v) + 2**63) % 2**64 - 2**63 for v in exact], dtype=np.int64)  # two's complement
     if mode == "opmath":
@@ -210,15 +251,17 @@ def test_integer_formulas_compute_exactly(dtype, mode):
 
 def test_large_int64_values_are_not_rounded_through_float():
     big = np.array([2**62 + 1, -(2**62) - 3], dtype=np.int64)
-    (got,) = evaluate(lambda m, *, x: (x + m.lit(1),), inputs={"x": big}, scalars={}, attributes={},
-                      output_dtypes={"y": np.int64})
+    (got,) = evaluate(
+        lambda m, *, x: (x + m.lit(1),), inputs={"x": big}, scalars={}, attributes={}, output_dtypes={"y": np.int64}
+    )
     assert got.tolist() == [2**62 + 2, -(2**62) - 2]
 
 
 def test_bool_tensors_compute_as_integers_and_store_as_bool():
     x = np.array([True, False, True])
-    (got,) = evaluate(lambda m, *, x: (x * m.lit(2),), inputs={"x": x}, scalars={}, attributes={},
-                      output_dtypes={"y": np.bool_})
+    (got,) = evaluate(
+        lambda m, *, x: (x * m.lit(2),), inputs={"x": x}, scalars={}, attributes={}, output_dtypes={"y": np.bool_}
+    )
     assert got.dtype == np.bool_ and got.tolist() == [True, False, True]
 
 
@@ -230,14 +273,19 @@ def test_float_among_integers_decides_the_compute_dtype():
         seen["dtype"] = (g * x).dtype
         return (g * x,)
 
-    (got,) = evaluate(body, inputs={"g": np.ones(3, FP16), "x": np.array([1, 2, 3], np.int32)}, scalars={},
-                      attributes={}, output_dtypes={"y": FP16})
+    (got,) = evaluate(
+        body,
+        inputs={"g": np.ones(3, FP16), "x": np.array([1, 2, 3], np.int32)},
+        scalars={},
+        attributes={},
+        output_dtypes={"y": FP16},
+    )
     assert seen["dtype"] == FP32 and got.dtype == FP16 and got.tolist() == [1, 2, 3]
 
 
 @pytest.mark.parametrize("dtype, opmath", [(np.complex64, np.complex64), (np.complex128, np.complex128)])
 def test_complex_tensors_compute_in_complex(dtype, opmath):
-    x = (np.array([1 + 2j, -0.5 - 1j, 3j]) ).astype(dtype)
+    x = (np.array([1 + 2j, -0.5 - 1j, 3j])).astype(dtype)
     seen = {}
 
     def body(m, *, x, s):
@@ -247,44 +295,69 @@ def test_complex_tensors_compute_in_complex(dtype, opmath):
     (got,) = evaluate(body, inputs={"x": x}, scalars={"s": 2.0}, attributes={}, output_dtypes={"y": dtype})
     assert seen["dtype"] == np.dtype(opmath) and got.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(got, (x.astype(np.complex128) * 2).astype(dtype))
-    (golden,) = evaluate(body, inputs={"x": x}, scalars={"s": 2.0}, attributes={}, output_dtypes={"y": dtype},
-                         mode="golden")
+    (golden,) = evaluate(
+        body, inputs={"x": x}, scalars={"s": 2.0}, attributes={}, output_dtypes={"y": dtype}, mode="golden"
+    )
     assert golden.dtype == np.complex128
 
 
 def test_complex_scalar_into_a_real_formula_is_an_error():
     with pytest.raises(TypeError, match="complex"):
-        evaluate(lambda m, *, x, s: (x * s,), inputs={"x": np.ones(2, FP32)}, scalars={"s": 1 + 1j},
-                 attributes={}, output_dtypes={"y": FP32})
+        evaluate(
+            lambda m, *, x, s: (x * s,),
+            inputs={"x": np.ones(2, FP32)},
+            scalars={"s": 1 + 1j},
+            attributes={},
+            output_dtypes={"y": FP32},
+        )
 
 
-@pytest.mark.parametrize("bound, kept", [(float("nan"), [0, 0, 0]), (float("inf"), [0, 0, 0]), (float("-inf"), [1, 2, 3])])
+@pytest.mark.parametrize(
+    "bound, kept", [(float("nan"), [0, 0, 0]), (float("inf"), [0, 0, 0]), (float("-inf"), [1, 2, 3])]
+)
 def test_a_non_finite_scalar_compares_with_integers_as_a_float(bound, kept):
     """No integer holds NaN or inf: such a scalar stays a float, so a comparison keeps its meaning."""
     body = lambda m, *, x, s: (m.where(x > s, x, m.lit(0)),)  # noqa: E731
-    (got,) = evaluate(body, inputs={"x": np.array([1, 2, 3], np.int32)}, scalars={"s": bound}, attributes={},
-                      output_dtypes={"y": np.int32})
+    (got,) = evaluate(
+        body,
+        inputs={"x": np.array([1, 2, 3], np.int32)},
+        scalars={"s": bound},
+        attributes={},
+        output_dtypes={"y": np.int32},
+    )
     assert got.dtype == np.int32 and got.tolist() == kept
 
 
 def test_missing_optional_scalar_and_bad_mode_are_errors():
     body = lambda m, *, x, beta: (x * beta,)  # noqa: E731
     with pytest.raises(TypeError, match="beta"):
-        evaluate(body, inputs={"x": np.ones(2, FP32)}, scalars={"beta": None}, attributes={},
-                 output_dtypes={"y": FP32})
+        evaluate(body, inputs={"x": np.ones(2, FP32)}, scalars={"beta": None}, attributes={}, output_dtypes={"y": FP32})
     with pytest.raises(ValueError, match="mode"):
-        evaluate(body, inputs={"x": np.ones(2, FP32)}, scalars={"beta": 1.0}, attributes={},
-                 output_dtypes={"y": FP32}, mode="fast")
+        evaluate(
+            body,
+            inputs={"x": np.ones(2, FP32)},
+            scalars={"beta": 1.0},
+            attributes={},
+            output_dtypes={"y": FP32},
+            mode="fast",
+        )
 
 
 def test_output_count_must_match():
     with pytest.raises(ValueError, match="2 output"):
-        evaluate(lambda m, *, x: (x,), inputs={"x": np.ones(2, FP32)}, scalars={}, attributes={},
-                 output_dtypes={"a": FP32, "b": FP32})
+        evaluate(
+            lambda m, *, x: (x,),
+            inputs={"x": np.ones(2, FP32)},
+            scalars={},
+            attributes={},
+            output_dtypes={"a": FP32, "b": FP32},
+        )
 
 
-@pytest.mark.parametrize("shape_g,shape_x,expected", [((), (), ()), ((0, 3), (0, 3), (0, 3)),
-                                                      ((4, 1), (1, 5), (4, 5)), ((3,), (2, 3), (2, 3))])
+@pytest.mark.parametrize(
+    "shape_g,shape_x,expected",
+    [((), (), ()), ((0, 3), (0, 3), (0, 3)), ((4, 1), (1, 5), (4, 5)), ((3,), (2, 3), (2, 3))],
+)
 def test_outputs_keep_their_natural_broadcast_shape(shape_g, shape_x, expected):
     g, x = np.ones(shape_g, FP16), np.full(shape_x, 0.5, FP16)
     (out,) = run("hardtanh", grad_output=g, self=x, min=-1.0, max=1.0)
@@ -296,8 +369,13 @@ def test_floating_point_warnings_are_suppressed():
     body = lambda m, *, x: (m.log(x) + m.lit(1) / x + m.exp(x * m.lit(1e30)),)  # noqa: E731
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        (out,) = evaluate(body, inputs={"x": np.array([0.0, -1.0, 70000.0], FP32)}, scalars={},
-                          attributes={}, output_dtypes={"y": FP16})
+        (out,) = evaluate(
+            body,
+            inputs={"x": np.array([0.0, -1.0, 70000.0], FP32)},
+            scalars={},
+            attributes={},
+            output_dtypes={"y": FP16},
+        )
     assert np.isnan(out[1]) and np.isinf(out[2])
 
 
@@ -348,8 +426,7 @@ def test_sum_per_channel_and_sum():
     assert m.sum_per_channel(e, np.zeros(1, FP32)).shape == (1,)
     assert m.sum_per_channel(e, np.zeros((), FP32)).shape == ()
     assert m.sum_per_channel(e, np.zeros(1, FP32))[0] == e.sum()
-    np.testing.assert_array_equal(m.sum_per_channel(np.zeros((0, 3, 2), FP32), np.zeros(3, FP32)),
-                                  np.zeros(3))
+    np.testing.assert_array_equal(m.sum_per_channel(np.zeros((0, 3, 2), FP32), np.zeros(3, FP32)), np.zeros(3))
     with pytest.raises(ValueError, match="3 channels"):
         m.sum_per_channel(np.zeros((2, 4)), np.zeros(3))
     np.testing.assert_array_equal(m.sum(e, (0, 2)), e.sum(axis=(0, 2)))
@@ -360,8 +437,13 @@ def test_sum_per_channel_and_sum():
 def test_sum_over_attribute_dims_through_a_formula():
     names = {"x": "input", "dims": "attribute", "y": "output"}
     prog = parse_program({"y": "sum(x * 2, dims)"}, names, loc=("f",))
-    (out,) = evaluate(compile_body(prog, names), inputs={"x": np.ones((2, 3, 4), FP16)},
-                      scalars={}, attributes={"dims": (0, 2)}, output_dtypes={"y": FP16})
+    (out,) = evaluate(
+        compile_body(prog, names),
+        inputs={"x": np.ones((2, 3, 4), FP16)},
+        scalars={},
+        attributes={"dims": (0, 2)},
+        output_dtypes={"y": FP16},
+    )
     assert out.dtype == FP16 and out.tolist() == [16.0, 16.0, 16.0]
 
 
@@ -375,9 +457,13 @@ def test_extern_kernel_is_called_with_the_numerics(monkeypatch):
     monkeypatch.setitem(externs.EXTERN_KERNELS, "clamp_grad", clamp_grad)
     names = {"g": "input", "x": "input", "y": "output"}
     prog = parse_program({"y": 'extern("clamp_grad", g, x) * 2'}, names, loc=("f",))
-    (out,) = evaluate(compile_body(prog, names), inputs={"g": np.ones(3, BF16),
-                                                         "x": np.array([0.0, 2.0, -0.5], BF16)},
-                      scalars={}, attributes={}, output_dtypes={"y": BF16})
+    (out,) = evaluate(
+        compile_body(prog, names),
+        inputs={"g": np.ones(3, BF16), "x": np.array([0.0, 2.0, -0.5], BF16)},
+        scalars={},
+        attributes={},
+        output_dtypes={"y": BF16},
+    )
     assert calls == [FP32] and out.dtype == BF16 and out.astype(FP32).tolist() == [2.0, 0.0, 2.0]
     with pytest.raises(ValueError, match="nope"):
         Numerics().extern("nope")
@@ -391,6 +477,7 @@ def test_register_extern_refuses_duplicates(monkeypatch):
 
 
 # --- conventions that fall out of the natural formulas ---------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [FP16, BF16, FP32], ids=["float16", "bfloat16", "float32"])
 def test_hardtanh_compares_against_float32_scalars_and_zeroes_boundaries(dtype):
@@ -422,6 +509,7 @@ def test_prelu_sends_zero_and_negative_zero_to_the_negative_branch():
 
 
 # --- against PyTorch -------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def torch():
@@ -460,8 +548,7 @@ def assert_transcendental_close(ours, theirs, grad, dtype):
     assert ours.dtype == dtype and ours.shape == theirs.shape
     scale = max(1.0, float(np.max(np.abs(grad.astype(FP64)), initial=0)))
     atol = (1e-7 if dtype == FP64 else 1e-5) * scale
-    np.testing.assert_allclose(ours.astype(FP64), theirs.astype(FP64), rtol=RTOL[dtype], atol=atol,
-                               equal_nan=True)
+    np.testing.assert_allclose(ours.astype(FP64), theirs.astype(FP64), rtol=RTOL[dtype], atol=atol, equal_nan=True)
 
 
 @pytest.mark.needs_torch
@@ -510,8 +597,7 @@ PRELU_SHAPES = [((4, 3, 5, 6), 3), ((4, 3, 5, 6), 1), ((8, 5), 5), ((7,), 1), ((
 def prelu_torch(torch, g, x, w):
     c = w.size
     wb = w.reshape((1, c) + (1,) * (x.ndim - 2)) if x.ndim >= 2 else w.reshape(())
-    gi, gw_elements = torch.ops.aten._prelu_kernel_backward(to_torch(torch, g), to_torch(torch, x),
-                                                            to_torch(torch, wb))
+    gi, gw_elements = torch.ops.aten._prelu_kernel_backward(to_torch(torch, g), to_torch(torch, x), to_torch(torch, wb))
     return from_torch(torch, gi).reshape(np.broadcast_shapes(g.shape, x.shape)), from_torch(torch, gw_elements)
 
 
@@ -523,7 +609,7 @@ def test_prelu_matches_torch(torch, dtype, shape, channels):
     x = rng.normal(0, 3, shape).astype(dtype)
     if x.size:
         flat = x.reshape(-1)
-        flat[: 6] = np.array([0.0, -0.0, np.inf, -np.inf, 1e-3, -1e-3], dtype)[: flat.size]
+        flat[:6] = np.array([0.0, -0.0, np.inf, -np.inf, 1e-3, -1e-3], dtype)[: flat.size]
         rng.shuffle(flat)
     g = rng.normal(0, 1, shape).astype(dtype)
     w = rng.uniform(-1, 1, channels).astype(dtype)
@@ -544,22 +630,29 @@ def test_prelu_matches_torch(torch, dtype, shape, channels):
     ours, finite = gw.astype(FP64), np.isfinite(exact)
     np.testing.assert_array_equal(ours[~finite], exact[~finite])  # -inf inputs give -inf sums
     atol = unit * np.where(finite, magnitude, 0)
-    assert np.all(np.abs(ours[finite] - exact[finite]) <= atol[finite] + rtol * np.abs(exact[finite])), (
-        ours, exact)
+    assert np.all(np.abs(ours[finite] - exact[finite]) <= atol[finite] + rtol * np.abs(exact[finite])), (ours, exact)
 
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_gelu_matches_torch_within_tolerance(torch, dtype):
     rng = np.random.default_rng(5)
-    x = np.concatenate([rng.normal(0, 3, 20000), rng.uniform(-10, 10, 4000),
-                        -0.7518 + rng.normal(0, 1e-3, 200), [0.0, -0.0, 1e30, -1e30, np.inf, -np.inf, np.nan]])
+    x = np.concatenate(
+        [
+            rng.normal(0, 3, 20000),
+            rng.uniform(-10, 10, 4000),
+            -0.7518 + rng.normal(0, 1e-3, 200),
+            [0.0, -0.0, 1e30, -1e30, np.inf, -np.inf, np.nan],
+        ]
+    )
     with np.errstate(over="ignore"):  # 1e30 becomes inf in float16
         x = x.astype(dtype)
     g = rng.normal(0, 1, x.size).astype(dtype)
     (ours,) = run("gelu", grad_output=g, self=x)
     with torch.backends.mkldnn.flags(enabled=False):
-        theirs = from_torch(torch, torch.ops.aten.gelu_backward(to_torch(torch, g), to_torch(torch, x), approximate="none"))
+        theirs = from_torch(
+            torch, torch.ops.aten.gelu_backward(to_torch(torch, g), to_torch(torch, x), approximate="none")
+        )
     assert_transcendental_close(ours, theirs, g, dtype)
 
 
@@ -567,8 +660,9 @@ def test_gelu_matches_torch_within_tolerance(torch, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_swish_with_beta_1_matches_silu_backward(torch, dtype):
     rng = np.random.default_rng(6)
-    x = np.concatenate([rng.normal(0, 3, 20000), rng.uniform(-1e4, 1e4, 500), -1.2785 + rng.normal(0, 1e-3, 200),
-                        [0.0, -0.0]]).astype(dtype)
+    x = np.concatenate(
+        [rng.normal(0, 3, 20000), rng.uniform(-1e4, 1e4, 500), -1.2785 + rng.normal(0, 1e-3, 200), [0.0, -0.0]]
+    ).astype(dtype)
     g = rng.normal(0, 1, x.size).astype(dtype)
     (ours,) = run("swish", grad_output=g, self=x, beta=1.0)
     theirs = from_torch(torch, torch.ops.aten.silu_backward(to_torch(torch, g), to_torch(torch, x)))
@@ -598,11 +692,13 @@ def test_golden_mode_is_float64_and_matches_torch_in_float64(torch, dtype):
     (golden,) = run("gelu", mode="golden", grad_output=g, self=x)
     assert golden.dtype == FP64
     with torch.backends.mkldnn.flags(enabled=False):
-        reference = torch.ops.aten.gelu_backward(torch.from_numpy(g.astype(FP64)),
-                                                 torch.from_numpy(x.astype(FP64))).numpy()
+        reference = torch.ops.aten.gelu_backward(
+            torch.from_numpy(g.astype(FP64)), torch.from_numpy(x.astype(FP64))
+        ).numpy()
     np.testing.assert_allclose(golden, reference, rtol=1e-12, atol=1e-14)
     (opmath,) = run("gelu", grad_output=g, self=x)
     assert opmath.dtype == dtype
-    gi, gw = run("prelu", mode="golden", grad_output=g.reshape(50, 100), self=x.reshape(50, 100),
-                 weight=np.ones(100, dtype))
+    gi, gw = run(
+        "prelu", mode="golden", grad_output=g.reshape(50, 100), self=x.reshape(50, 100), weight=np.ones(100, dtype)
+    )
     assert gi.dtype == FP64 and gw.dtype == FP64 and gw.shape == (100,)

@@ -38,14 +38,16 @@ def _first_single_output_op():
         if len(meta["outputs"]) != 1:
             continue
         # the prelude passes float32 arrays for the inputs, positionally, and nothing else
-        required = [p for p in meta["params"] if p["role"] not in ("output", "optional_scalar") and p.get("default") is None]
+        required = [
+            p for p in meta["params"] if p["role"] not in ("output", "optional_scalar") and p.get("default") is None
+        ]
         if any(p["role"] != "input" for p in required):
             continue
         inputs = [p["py"] for p in meta["params"] if p["role"] == "input"]
         out = next(p["py"] for p in meta["params"] if p["name"] == meta["outputs"][0])
         line = re.search(rf"^(\s+){re.escape(out)}: .+$", text, re.MULTILINE)
         if line and inputs:
-            return path, meta, text[: line.start()] + f"{line.group(1)}{out}: {inputs[0]} * 2" + text[line.end():]
+            return path, meta, text[: line.start()] + f"{line.group(1)}{out}: {inputs[0]} * 2" + text[line.end() :]
     pytest.skip("no built-in spec with a one-line single-output formula")
 
 
@@ -59,7 +61,9 @@ def twin(tmp_path_factory):
     out = root / "pkg" / "twin_ops"
     gen = subprocess.run(
         [sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(root / "specs"), "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert gen.returncode == 0, gen.stdout + gen.stderr
     return path.stem, meta, out.parent
@@ -69,7 +73,9 @@ def _run(code: str, pkg_root: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(pkg_root), str(Path(__file__).parent)]))
     for name in ("ACLNNGEN_BACKEND", "PYTEST_XDIST_WORKER"):
         env.pop(name, None)
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -90,10 +96,16 @@ _PRELUDE = """
 
 def test_a_custom_op_named_like_a_builtin_keeps_both_behaviours(twin):
     snake, meta, pkg_root = twin
-    alone = _run(_PRELUDE.format(snake=snake) + """
+    alone = _run(
+        _PRELUDE.format(snake=snake)
+        + """
     print(json.dumps({"builtin": bits(builtin(*args))}))
-    """, pkg_root)
-    both = _run(_PRELUDE.format(snake=snake) + """
+    """,
+        pkg_root,
+    )
+    both = _run(
+        _PRELUDE.format(snake=snake)
+        + """
     from aclnngen.runtime.sim import kernels as simkernels
     custom = getattr(importlib.import_module("twin_ops.ops." + snake), snake)
     first = bits(builtin(*args))
@@ -103,7 +115,9 @@ def test_a_custom_op_named_like_a_builtin_keeps_both_behaviours(twin):
     packages = sorted({r["package"] for r in simkernels.recorded()})
     print(json.dumps({"first": first, "again": again, "mine": bits(mine), "mine_again": bits(mine_again),
                       "expected": bits(args[0] * np.float32(2)), "packages": packages}))
-    """, pkg_root)
+    """,
+        pkg_root,
+    )
     assert both["first"] == both["again"] == alone["builtin"]  # the built-in, bit for bit
     assert both["mine"] == both["mine_again"] == both["expected"]  # the custom formula
     assert both["mine"] != alone["builtin"]
@@ -112,7 +126,9 @@ def test_a_custom_op_named_like_a_builtin_keeps_both_behaviours(twin):
 
 def test_a_package_imported_after_the_first_call_needs_a_reset(twin):
     snake, meta, pkg_root = twin
-    got = _run(_PRELUDE.format(snake=snake) + """
+    got = _run(
+        _PRELUDE.format(snake=snake)
+        + """
     from aclnngen.runtime import session
     from aclnngen.runtime.errors import BackendError
     before = bits(builtin(*args))                       # the simulator is built now
@@ -125,7 +141,9 @@ def test_a_package_imported_after_the_first_call_needs_a_reset(twin):
     session.reset()
     print(json.dumps({"refused": refused, "mine": bits(custom(*args)), "expected": bits(args[0] * np.float32(2)),
                       "before": before, "after": bits(builtin(*args))}))
-    """, pkg_root)
+    """,
+        pkg_root,
+    )
     assert "twin_ops" in got["refused"] and "session.reset()" in got["refused"]
     assert got["mine"] == got["expected"] and got["before"] == got["after"]
 

@@ -21,8 +21,13 @@ RECIPE = "oracle:\n  kind: recipe\n  recipe: swish_autograd\n  args: [grad_outpu
 def test_constants_and_computed_dtypes_in_positions_and_keywords():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     w = np.zeros(1, dtype=np.float64)
-    desc = {"kind": "aten", "op": "sum", "args": ["x", {"const": [1]}, {"const": True}],
-            "kwargs": {"dtype": {"dtype_of": "w"}}, "outputs": ["y"]}
+    desc = {
+        "kind": "aten",
+        "op": "sum",
+        "args": ["x", {"const": [1]}, {"const": True}],
+        "kwargs": {"dtype": {"dtype_of": "w"}},
+        "outputs": ["y"],
+    }
     (got,) = oracle.run(desc, {"x": x, "w": w})
     assert got.dtype == np.float64 and got.shape == (2, 1) and got.tolist() == [[3.0], [12.0]]
 
@@ -45,17 +50,23 @@ def _load(tmp_path: Path, oracle_text: str):
 
 
 def test_a_spec_can_state_every_argument_form(tmp_path):
-    spec = _load(tmp_path, "oracle:\n  kind: aten\n  op: mul\n  args: [grad_output, {const: 2.0}]\n"
-                           "  kwargs: {out_dtype: {dtype_of: self}, scale: {param: beta}, mode: fast}\n")
+    spec = _load(
+        tmp_path,
+        "oracle:\n  kind: aten\n  op: mul\n  args: [grad_output, {const: 2.0}]\n"
+        "  kwargs: {out_dtype: {dtype_of: self}, scale: {param: beta}, mode: fast}\n",
+    )
     assert spec.oracle.args[1].const == 2.0 and spec.oracle.kwargs["scale"].param == "beta"
 
 
-@pytest.mark.parametrize("text, pattern", [
-    ("  args: [grad_output, {const: 2.0}]\n  kwargs: {scale: {param: betta}}\n", r"unknown parameter 'betta'"),
-    ("  args: [grad_output, {dtype_of: beta}]\n", r"unknown input tensor 'beta'"),
-    ("  args: [grad_output, {dtype_of: grad_input}]\n", r"unknown input tensor 'grad_input'"),
-    ("  args: [grad_output, {consts: 1}]\n", r"consts"),
-])
+@pytest.mark.parametrize(
+    "text, pattern",
+    [
+        ("  args: [grad_output, {const: 2.0}]\n  kwargs: {scale: {param: betta}}\n", r"unknown parameter 'betta'"),
+        ("  args: [grad_output, {dtype_of: beta}]\n", r"unknown input tensor 'beta'"),
+        ("  args: [grad_output, {dtype_of: grad_input}]\n", r"unknown input tensor 'grad_input'"),
+        ("  args: [grad_output, {consts: 1}]\n", r"consts"),
+    ],
+)
 def test_an_argument_naming_nothing_is_an_error_at_its_line(tmp_path, text, pattern):
     with pytest.raises(SpecError, match=pattern) as info:
         _load(tmp_path, "oracle:\n  kind: aten\n  op: mul\n" + text)

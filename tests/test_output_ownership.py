@@ -4,7 +4,6 @@ through a symbolic link, and never leaves a partial file (codegen/writer.py)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -31,7 +30,12 @@ def _hashes(root: Path) -> dict[str, str]:
 
 
 def _generate(out: Path, *extra: str, specs: Path = SPECS):
-    return subprocess.run([*CLI, "generate", "--specs", str(specs), "--out", str(out), *extra], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [*CLI, "generate", "--specs", str(specs), "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _plan(out: Path, specs: Path = SPECS):
@@ -41,7 +45,9 @@ def _plan(out: Path, specs: Path = SPECS):
 
 def _repo_copy(tmp_path: Path) -> Path:
     copy = tmp_path / "repo_copy"
-    ignore = shutil.ignore_patterns(".git", ".venv", ".cache*", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info")
+    ignore = shutil.ignore_patterns(
+        ".git", ".venv", ".cache*", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info"
+    )
     shutil.copytree(REPO_ROOT, copy, ignore=ignore, symlinks=True)
     return copy
 
@@ -196,7 +202,9 @@ def test_a_killed_generate_then_a_reverted_input_is_recognised_as_aclnngen_s_own
     )
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert killed.returncode == -9, killed.stderr
-    assert any((out / rel).read_bytes() != content for rel, content in old.items()), "the kill came before any file changed"
+    assert any((out / rel).read_bytes() != content for rel, content in old.items()), (
+        "the kill came before any file changed"
+    )
     # the person reverts the input: the half-written new files are still the generator's
     reverted = _generate(out)
     assert reverted.returncode == 0, reverted.stderr
@@ -205,8 +213,15 @@ def test_a_killed_generate_then_a_reverted_input_is_recognised_as_aclnngen_s_own
 
 def test_two_generates_into_one_folder_take_turns(tmp_path):
     out = tmp_path / "pkg"
-    runs = [subprocess.Popen([*CLI, "generate", "--specs", str(SPECS), "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]
+    runs = [
+        subprocess.Popen(
+            [*CLI, "generate", "--specs", str(SPECS), "--out", str(out)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     results = [(r.wait(300), r.stderr.read()) for r in runs]
     assert all(code == 0 for code, _ in results), results
     expected = {o.path: o.content.encode() for o in _plan(out)[0]}

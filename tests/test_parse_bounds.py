@@ -74,11 +74,15 @@ PAYLOADS = {
     "bool conditions": SCALARS + "当" + "a9" * (N // 2) + " is 大于1",
     "entities": "&" * N,
     "10000 rows": "<table>" + "<tr><td>x</td><td>输入</td><td>a</td></tr>\n" * 10_000 + "</table>",
-    "10000 return codes": "<table><tr><th>错误码</th></tr>" + "<tr><td>E</td><td>161001</td><td>alpha空指针</td></tr>\n" * 3_000 + "</table>",
+    "10000 return codes": "<table><tr><th>错误码</th></tr>"
+    + "<tr><td>E</td><td>161001</td><td>alpha空指针</td></tr>\n" * 3_000
+    + "</table>",
     "colspan": '<table><tr><td colspan="300000000">x</td></tr></table>',
     "rowspan": '<table><tr><td rowspan="300000000">x</td></tr>' + "<tr><td>y</td></tr>" * 100 + "</table>",
     "spans": "<table>" + '<tr><td colspan="1000" rowspan="65534">x</td></tr>' * 2_000 + "</table>",
-    "long prototype": "aclnnStatus aclnnDemoBackwardGetWorkspaceSize(" + "const aclTensor* a, " * 5_000 + "uint64_t* w)",
+    "long prototype": "aclnnStatus aclnnDemoBackwardGetWorkspaceSize("
+    + "const aclTensor* a, " * 5_000
+    + "uint64_t* w)",
 }
 
 
@@ -91,6 +95,7 @@ def bounded(what: str, seconds: float = BOUND_SECONDS):
     """Fails the test when the block uses more than `seconds` of this process's CPU time (a
     profiling timer interrupts even a regex). CPU time, not wall time: other processes' load on a
     shared machine does not count against the parser."""
+
     def alarm(*_):
         raise TooSlow(f"{what}: over {seconds} s of CPU time")
 
@@ -107,6 +112,7 @@ def bounded(what: str, seconds: float = BOUND_SECONDS):
 
 def _sites(lines: list[str]) -> dict[str, int]:
     """Where each reader looks, as line indexes of the page."""
+
     def first(test):
         return next((i for i, line in enumerate(lines) if test(line)), None)
 
@@ -114,13 +120,13 @@ def _sites(lines: list[str]) -> dict[str, int]:
         return next((i for i in range(len(lines) - 1, -1, -1) if test(lines[i])), None)
 
     sites = {
-        "title": first(lambda l: l.lstrip("# ").startswith("aclnn")),
-        "first cell": first(lambda l: "<td" in l),
-        "last cell": last(lambda l: "<td" in l),
-        "product": first(lambda l: l.strip().startswith(("|", "•", "- ", "* "))),
-        "note": last(lambda l: l.strip().startswith(("- ", "* ", "•"))),
-        "parameter": first(lambda l: "(aclTensor" in l),
-        "fence": first(lambda l: l.strip().startswith("```")),
+        "title": first(lambda ln: ln.lstrip("# ").startswith("aclnn")),
+        "first cell": first(lambda ln: "<td" in ln),
+        "last cell": last(lambda ln: "<td" in ln),
+        "product": first(lambda ln: ln.strip().startswith(("|", "•", "- ", "* "))),
+        "note": last(lambda ln: ln.strip().startswith(("- ", "* ", "•"))),
+        "parameter": first(lambda ln: "(aclTensor" in ln),
+        "fence": first(lambda ln: ln.strip().startswith("```")),
     }
     return {k: v for k, v in sites.items() if v is not None}
 
@@ -144,9 +150,12 @@ def _read(tmp_path: Path, name: str, text: str):
     return facts, build_draft(facts, PRODUCTS)
 
 
-CASES = [(name, site, payload) for name in FIXTURES
-         for site in _sites((PAGES / name).read_text(encoding="utf-8").splitlines())
-         for payload in PAYLOADS]
+CASES = [
+    (name, site, payload)
+    for name in FIXTURES
+    for site in _sites((PAGES / name).read_text(encoding="utf-8").splitlines())
+    for payload in PAYLOADS
+]
 
 
 @pytest.mark.parametrize("name,site,payload", CASES)
@@ -165,14 +174,55 @@ def test_each_hostile_text_alone_is_a_page_read_in_linear_time(tmp_path, payload
             _read(tmp_path, name, PAYLOADS[payload])
 
 
-ATOMS = [" ", "\t", "\n", "#", "|", "<", ">", "*", "`", "(", ")", "（", "：", ":", "-", "a", "9", "\"", "'", "=",
-         "<table", "<tr>", "<td>", "</td>", "<!--", "-->", "<term>", "$$", "数据类型", "支持", "仅", "大于", "当",
-         "aclnnStatus ", "aclnnFoo", " is true", 'colspan="99999"', "# aclnnFoo", "## aclnnFooGetWorkspaceSize\n"]
+ATOMS = [
+    " ",
+    "\t",
+    "\n",
+    "#",
+    "|",
+    "<",
+    ">",
+    "*",
+    "`",
+    "(",
+    ")",
+    "（",
+    "：",
+    ":",
+    "-",
+    "a",
+    "9",
+    '"',
+    "'",
+    "=",
+    "<table",
+    "<tr>",
+    "<td>",
+    "</td>",
+    "<!--",
+    "-->",
+    "<term>",
+    "$$",
+    "数据类型",
+    "支持",
+    "仅",
+    "大于",
+    "当",
+    "aclnnStatus ",
+    "aclnnFoo",
+    " is true",
+    'colspan="99999"',
+    "# aclnnFoo",
+    "## aclnnFooGetWorkspaceSize\n",
+]
 
 
 @settings(max_examples=25, deadline=None)
-@given(atoms=st.lists(st.sampled_from(ATOMS), min_size=1, max_size=4), repeat=st.integers(2_000, 20_000),
-       tail=st.sampled_from(["", "x", "\n", ")", "。"]))
+@given(
+    atoms=st.lists(st.sampled_from(ATOMS), min_size=1, max_size=4),
+    repeat=st.integers(2_000, 20_000),
+    tail=st.sampled_from(["", "x", "\n", ")", "。"]),
+)
 def test_runs_of_hostile_atoms_are_read_in_linear_time(tmp_path_factory, atoms, repeat, tail):
     """A run of a few hostile pieces, repeated up to about 100 KB, read as both kinds of page."""
     unit = "".join(atoms)
@@ -185,7 +235,9 @@ def test_runs_of_hostile_atoms_are_read_in_linear_time(tmp_path_factory, atoms, 
 
 def test_a_colspan_of_300_million_is_read_as_1000_and_said_so():
     notes: list[str] = []
-    [(grid, problems)] = page_text.html_tables('<table><tr><td colspan="300000000">x</td><td>y</td></tr></table>', notes)
+    [(grid, problems)] = page_text.html_tables(
+        '<table><tr><td colspan="300000000">x</td><td>y</td></tr></table>', notes
+    )
     assert grid == [["x"] * page_text.MAX_COLSPAN + ["y"]]
     assert notes == ['table 1, row 0: colspan="300000000" read as 1000']
 
@@ -197,13 +249,19 @@ def test_a_table_over_the_cell_limit_is_skipped_and_reported_not_parsed(tmp_path
     assert small == ([["a"]], []) and large == ([], [])
     assert notes == [f"table 2: more than {page_text.MAX_TABLE_CELLS} cells with its spans filled in (not read)"]
     # through the importer: the draft's 'not parsed' list says so
-    text = (PAGES / "table_variant.md").read_text(encoding="utf-8").replace("<table", "<table>" + rows + "</table><table", 1)
+    text = (
+        (PAGES / "table_variant.md")
+        .read_text(encoding="utf-8")
+        .replace("<table", "<table>" + rows + "</table><table", 1)
+    )
     facts, _ = _read(tmp_path, "table_variant.md", text)
     assert any("cells with its spans filled in (not read)" in u for u in facts.unparsed)
 
 
 def test_rowspans_fill_only_the_rows_that_exist():
-    [(grid, problems)] = page_text.html_tables('<table><tr><td rowspan="300000000">x</td></tr><tr><td>y</td></tr></table>')
+    [(grid, problems)] = page_text.html_tables(
+        '<table><tr><td rowspan="300000000">x</td></tr><tr><td>y</td></tr></table>'
+    )
     assert grid == [["x"], ["x", "y"]] and len(problems) == 1
 
 
@@ -216,8 +274,10 @@ def test_unclosed_markup_is_text_and_closed_markup_after_it_still_counts():
 
 # --- the C header scanner (audit --headers) ---
 
-PROTO = ("ACLNN_API aclnnStatus aclnnFoo{}GetWorkspaceSize(const aclTensor* self, aclTensor* out,\n"
-         "    uint64_t* workspaceSize, aclOpExecutor** executor) __attribute__((visibility(\"default\")));\n")
+PROTO = (
+    "ACLNN_API aclnnStatus aclnnFoo{}GetWorkspaceSize(const aclTensor* self, aclTensor* out,\n"
+    '    uint64_t* workspaceSize, aclOpExecutor** executor) __attribute__((visibility("default")));\n'
+)
 
 
 def _header(tmp_path: Path, text: str) -> Path:
@@ -282,6 +342,7 @@ def test_a_symlink_loop_in_the_header_folder_is_still_held(tmp_path):
 
 # --- the command line: one line, quickly ---
 
+
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
 
@@ -290,7 +351,9 @@ def test_import_answers_hostile_pages_quickly_with_a_draft_or_one_line(tmp_path)
     heading = tmp_path / "h.md"
     heading.write_text("# aclnnFoo" + " " * 4000 + "x\n", encoding="utf-8")
     colspan = tmp_path / "c.md"
-    colspan.write_text((PAGES / "table_variant.md").read_text(encoding="utf-8").replace("<td>", '<td colspan="300000000">', 1))
+    colspan.write_text(
+        (PAGES / "table_variant.md").read_text(encoding="utf-8").replace("<td>", '<td colspan="300000000">', 1)
+    )
     start = time.monotonic()
     done = _cli("import", str(heading), str(colspan), "-o", str(tmp_path / "drafts"))
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
@@ -331,7 +394,7 @@ def test_the_tables_of_one_page_share_a_cell_budget_and_a_long_prototype_is_not_
     long = "aclnnStatus aclnnDemoBackwardGetWorkspaceSize(" + "const aclTensor* a, " * 4_000 + "uint64_t* w)"
     text = (PAGES / "table_variant.md").read_text(encoding="utf-8")
     start = text.index("aclnnStatus aclnnDemoBackwardGetWorkspaceSize(")
-    text = text[:start] + long + text[text.index(")", start) + 1:]
+    text = text[:start] + long + text[text.index(")", start) + 1 :]
     facts, draft = _read(tmp_path, "table_variant.md", text)
     assert draft["prototypes"]["get_workspace_size"] == "TODO"
     assert any("prototype block of" in u and "not read" in u for u in facts.unparsed)

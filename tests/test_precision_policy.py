@@ -8,8 +8,11 @@ import pytest
 
 from aclnngen.verify import opcheck
 
-META = {"name": "Probe", "params": [{"name": "g", "py": "g", "role": "input"}, {"name": "x", "py": "x", "role": "input"}],
-        "formula": {"outputs": {"y": "arithmetic"}}}
+META = {
+    "name": "Probe",
+    "params": [{"name": "g", "py": "g", "role": "input"}, {"name": "x", "py": "x", "role": "input"}],
+    "formula": {"outputs": {"y": "arithmetic"}},
+}
 OP = opcheck.OpUnderTest(META, reference=None, binding=None, version="8.5.0")
 
 

@@ -52,7 +52,11 @@ def test_signature_follows_the_rule(snake):
     params = inspect.signature(binding).parameters
     positional = [n for n, p in params.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
     non_outputs = [p for p in meta["params"] if p["role"] != "output"]
-    optional = [p["py"] for p in non_outputs if p["role"] == "optional_scalar" or p.get("optional") or p.get("default") is not None]
+    optional = [
+        p["py"]
+        for p in non_outputs
+        if p["role"] == "optional_scalar" or p.get("optional") or p.get("default") is not None
+    ]
     assert positional == [p["py"] for p in non_outputs if p["py"] not in optional] + optional
     keyword_only = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
     outputs = [p["py"] for p in meta["params"] if p["role"] == "output" and p["py"] != "out"]
@@ -71,7 +75,9 @@ def test_positional_keyword_out_and_aliases_agree(snake):
     positional, keywords, outputs = op.split(values)
     want = binding(*positional, **keywords)
     by_position = [values[p["name"]] for p in meta["params"] if p["role"] != "output"]
-    order = [n for n, p in inspect.signature(binding).parameters.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    order = [
+        n for n, p in inspect.signature(binding).parameters.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    ]
     py_to_c = {p["py"]: p["name"] for p in meta["params"]}
     assert _same(binding(*[values[py_to_c[n]] for n in order]), want)
     assert len(by_position) == len(order)
@@ -142,9 +148,14 @@ def test_a_strided_bfloat16_torch_tensor_is_read_with_its_strides():
     values = _values(meta, "bfloat16")
     positional, keywords, _ = op.split(values)
     want = binding(*positional, **keywords)
+
     def strided(a):
         dims = tuple(reversed(range(a.ndim)))
-        return torch.from_numpy(np.ascontiguousarray(a.astype(np.float32).transpose(dims))).to(torch.bfloat16).permute(*dims)
+        return (
+            torch.from_numpy(np.ascontiguousarray(a.astype(np.float32).transpose(dims)))
+            .to(torch.bfloat16)
+            .permute(*dims)
+        )
 
     transposed = [strided(a) for a in positional]
     assert any(not t.is_contiguous() for t in transposed)

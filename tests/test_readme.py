@@ -49,3 +49,9 @@ def test_ci_runs_the_readme_commands_in_a_fresh_venv():
     assert venv < activated < first_pip, "the venv is made and activated before anything is installed"
     for step in ('bash -euo pipefail -c "${readme_commands[0]}"', 'bash -euo pipefail -c "${readme_commands[1]}"'):
         assert step in CI
+
+
+def test_ci_runs_the_linter_and_the_formatter_the_project_configures():
+    config = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert "[tool.ruff]" in config and "[tool.ruff.lint]" in config
+    assert "\nruff check ." in CI and "\nruff format --check ." in CI

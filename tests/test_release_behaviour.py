@@ -80,7 +80,12 @@ def test_a_dtype_the_family_lacks_at_a_release_is_refused_there():
     for snake, family, before, since in GAINS:
         meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
         first = next(p for p in meta["params"] if p["role"] == "input")
-        listed = {d for g in first["dtypes"] if family in g["families"] and holds_at(g.get("since"), g.get("until"), since) for d in g["dtypes"]}
+        listed = {
+            d
+            for g in first["dtypes"]
+            if family in g["families"] and holds_at(g.get("since"), g.get("until"), since)
+            for d in g["dtypes"]
+        }
         missing = [d for d in ("bfloat16", "float16", "float32") if d not in listed]
         if not missing:
             continue
@@ -111,7 +116,9 @@ def test_a_release_before_the_spec_warns_once_per_op_saying_what_to_do(monkeypat
         assert check_release(meta, "8.1.RC1") is None  # inside 8.0.0 .. 8.5.0
         assert check_release(meta, "9.0.0") is None  # newer than the spec: its newest facts, no warning
         assert check_release(meta, "v9.2.0-beta.1") is None
-    with pytest.warns(CannReleaseWarning, match=r"CANN v7\.0\.0 precedes .*oldest is v8\.0\.0.*Install CANN v8\.0\.0 or newer"):
+    with pytest.warns(
+        CannReleaseWarning, match=r"CANN v7\.0\.0 precedes .*oldest is v8\.0\.0.*Install CANN v8\.0\.0 or newer"
+    ):
         check_release(meta, "7.0.0")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -137,9 +144,11 @@ def test_the_binding_warns_once_when_the_installed_release_precedes_its_spec_and
             warnings.simplefilter("error")
             fresh(*args)  # newer than the spec: its newest facts, silently
     with no_leaks_around(), session.simulated(soc=soc_for_family(family), version=earlier):
-        with pytest.warns(CannReleaseWarning, match=f"precedes every release its spec describes .*Install CANN {vendor_tag(str(oldest))}"):
+        with pytest.warns(
+            CannReleaseWarning,
+            match=f"precedes every release its spec describes .*Install CANN {vendor_tag(str(oldest))}",
+        ):
             fresh(*args)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             fresh(*args)  # said once
-

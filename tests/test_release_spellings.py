@@ -28,10 +28,17 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
-@pytest.mark.parametrize("tag,internal", [
-    ("v8.5.0", "8.5.0"), ("v9.2.0-beta.1", "9.2.RC1.alpha001"), ("v9.0.0-rc.1", "9.0.RC1"),
-    ("v9.1.0.pre", "9.1.0.alpha099"), ("v9.0.1-beta.2", "9.0.1.alpha002"), ("v9.0.1-rc.1", "9.0.1.alpha051"),
-])
+@pytest.mark.parametrize(
+    "tag,internal",
+    [
+        ("v8.5.0", "8.5.0"),
+        ("v9.2.0-beta.1", "9.2.RC1.alpha001"),
+        ("v9.0.0-rc.1", "9.0.RC1"),
+        ("v9.1.0.pre", "9.1.0.alpha099"),
+        ("v9.0.1-beta.2", "9.0.1.alpha002"),
+        ("v9.0.1-rc.1", "9.0.1.alpha051"),
+    ],
+)
 def test_a_tag_and_its_internal_spelling_are_one_release(tag, internal):
     assert release_of(tag) == internal and release_of(internal) == internal
     assert vendor_tag(internal) == tag and vendor_tag(tag) == tag
@@ -44,7 +51,10 @@ def test_tags_order_as_the_vendor_releases_them():
 
 
 def test_a_build_no_tag_stands_for_keeps_its_spelling():
-    assert vendor_tag("8.0.0.alpha002") == "8.0.0.alpha002" and as_release(vendor_tag("8.0.0.alpha002")) == "8.0.0.alpha002"
+    assert (
+        vendor_tag("8.0.0.alpha002") == "8.0.0.alpha002"
+        and as_release(vendor_tag("8.0.0.alpha002")) == "8.0.0.alpha002"
+    )
 
 
 @pytest.mark.parametrize("text", ["nine", "v9.x", "9.2", "9.2.0-gamma.1", ""])
@@ -68,7 +78,10 @@ def test_every_command_refuses_an_unknown_spelling_the_same_way(tmp_path):
     for name, args in _commands("v9.x", spec, tmp_path / "out").items():
         result = _cli(*args)
         assert result.returncode == 1 and "Traceback" not in result.stderr, (name, result.stderr)
-        assert "'v9.x' is not a CANN release" in result.stderr and "v9.2.0-beta.1" in result.stderr, (name, result.stderr)
+        assert "'v9.x' is not a CANN release" in result.stderr and "v9.2.0-beta.1" in result.stderr, (
+            name,
+            result.stderr,
+        )
     imported = _cli("import", str(PAGES / "english_variant.md"), "-o", str(tmp_path), "--release", "v9.x")
     assert imported.returncode == 1 and "--release 'v9.x' is not a CANN release" in imported.stderr
 
@@ -82,7 +95,10 @@ def test_every_command_refuses_a_release_no_spec_describes_the_same_way(tmp_path
         result = _cli(*args)
         assert result.returncode == 1 and "Traceback" not in result.stderr, (name, result.stderr)
         messages[name] = result.stderr.split(":", 1)[1]
-        assert f"no spec describes CANN {undescribed}; releases the specs describe: " in result.stderr, (name, result.stderr)
+        assert f"no spec describes CANN {undescribed}; releases the specs describe: " in result.stderr, (
+            name,
+            result.stderr,
+        )
     assert messages["specs"] == messages["generate"]  # one rule, one message
     assert not (tmp_path / "out").exists()  # nothing rendered for a release no spec describes
     as_json = json.loads(_cli("generate", "--json", "--cann", undescribed, "--out", str(tmp_path / "out")).stdout)
@@ -128,7 +144,8 @@ def test_a_spec_may_spell_its_releases_as_the_vendor_tags_them(tmp_path):
     text = source.read_text()
     version = yaml.safe_load(text)["cann_version"]
     tagged = text.replace(f"cann_version: {version}", f"cann_version: {vendor_tag(version)}").replace(
-        "since: 8.5.0", "since: v8.5.0")
+        "since: 8.5.0", "since: v8.5.0"
+    )
     assert tagged != text
     (tmp_path / "ops").mkdir()
     path = tmp_path / "ops" / source.name
@@ -159,7 +176,9 @@ def test_diff_of_two_files_shows_the_versioned_facts_an_import_recorded(tmp_path
     shown = {(c["kind"], c["what"], c["message"]) for c in by_files["changes"]}
     assert expected <= shown  # every versioned change, classified as --at classifies it
     assert by_files["breaking"] >= by_at["breaking"] and files.returncode == 1
-    assert all(c["at"] == ["v9.2.0-beta.1"] for c in by_files["changes"] if (c["kind"], c["what"], c["message"]) in expected)
+    assert all(
+        c["at"] == ["v9.2.0-beta.1"] for c in by_files["changes"] if (c["kind"], c["what"], c["message"]) in expected
+    )
     text = _cli("diff", str(before), str(spec))
     assert "(at v9.2.0-beta.1)" in text.stdout and "0 change(s)" not in text.stdout
 
@@ -169,4 +188,6 @@ def test_the_change_log_is_headed_by_the_vendors_tags():
     headings = [line[3:] for line in log.splitlines() if line.startswith("## ")]
     assert headings
     for heading in headings:
-        assert heading == vendor_tag(heading) and heading.startswith("v") == (vendor_tag(heading) != release_of(heading))
+        assert heading == vendor_tag(heading) and heading.startswith("v") == (
+            vendor_tag(heading) != release_of(heading)
+        )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ def _spec_with(tmp_path: Path, pattern: str, replacement: str) -> tuple[Path, in
     lines = SEED.read_text(encoding="utf-8").splitlines(keepends=True)
     for index, line in enumerate(lines):
         if re.match(pattern, line):
-            lines[index] = re.sub(r"(:\s*)\S+", lambda m: m.group(1) + f"\"{replacement}\"", line, count=1)
+            lines[index] = re.sub(r"(:\s*)\S+", lambda m: m.group(1) + f'"{replacement}"', line, count=1)
             break
     else:  # pragma: no cover - the seed specs all have these keys
         raise AssertionError(f"{pattern} not in {SEED}")
@@ -52,7 +51,9 @@ def test_a_py_name_that_generated_python_uses_is_rejected_with_its_line(tmp_path
     assert f"{path}:{line}: Python name {name!r} is reserved: it clashes with " in message, message
 
 
-@pytest.mark.parametrize("name", ["args", "aclTensor", "sim_prepare", "aclnnStatus", "int64_t", "__x", "_Bool", "NULL", "register"])
+@pytest.mark.parametrize(
+    "name", ["args", "aclTensor", "sim_prepare", "aclnnStatus", "int64_t", "__x", "_Bool", "NULL", "register"]
+)
 def test_a_c_name_that_the_simulator_or_generated_c_uses_is_rejected(tmp_path, name):
     path, line = _spec_with(tmp_path, r"\s+- name:", name)
     message = _rejected(path)
@@ -71,10 +72,21 @@ def test_the_c_table_is_derived_from_the_sources_and_keeps_locals_out():
     # file-scope names of the simulator, the template's locals, the ABI's declarations
     assert {"aclTensor", "args", "sim_prepare", "aclnnInit", "aclrtMalloc", "ACL_SUCCESS"} <= table
     # a function's locals and a prototype's parameter names are not file scope
-    assert names.file_scope_identifiers("typedef int T; static int f(int out) { int local = out; return local; }") == {"typedef", "int", "T", "static", "f"}
-    assert {"A", "B"} <= names.file_scope_identifiers("enum e { A = 1, B }; #define M(x) (x)") and "x" not in names.file_scope_identifiers("#define M(x) (x)")
+    assert names.file_scope_identifiers("typedef int T; static int f(int out) { int local = out; return local; }") == {
+        "typedef",
+        "int",
+        "T",
+        "static",
+        "f",
+    }
+    assert {"A", "B"} <= names.file_scope_identifiers(
+        "enum e { A = 1, B }; #define M(x) (x)"
+    ) and "x" not in names.file_scope_identifiers("#define M(x) (x)")
     for spec in (ls.spec for ls in load_all(DEFAULT_SPECS_DIR)):  # the seed specs' names are all allowed
-        assert all(names.c_clash(p.name) is None and names.python_clash(p.py_name, output=p.role == "output") is None for p in spec.parameters)
+        assert all(
+            names.c_clash(p.name) is None and names.python_clash(p.py_name, output=p.role == "output") is None
+            for p in spec.parameters
+        )
 
 
 def test_every_identifier_of_the_generated_binding_and_reference_is_in_the_table():
@@ -127,7 +139,11 @@ def test_a_look_alike_character_in_a_name_is_named_with_its_position(tmp_path):
     text = spec.read_text(encoding="utf-8")
     look_alike = first[:-1] + {"a": "\u0430", "e": "\u0435", "o": "\u043e", "t": "\u0442"}.get(first[-1], "\u0430")
     (tmp_path / spec.name).write_text(text.replace(f"name: {first}\n", f"name: {look_alike}\n", 1), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "validate", str(tmp_path / spec.name)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "aclnngen.codegen.cli", "validate", str(tmp_path / spec.name)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"U+{ord(look_alike[-1]):04X}" in done.stderr and f"position {len(first)}" in done.stderr, done.stderr

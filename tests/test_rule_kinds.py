@@ -18,20 +18,28 @@ from aclnngen.runtime.validation import validate
 
 HERE = Path(__file__).resolve().parent
 BASE = (HERE / "data" / "category_specs" / "ops" / "product_probe.yaml").read_text(encoding="utf-8")
-RULES = ("  - {kind: same_shape, params: [gradOutput, self, gradInput]}\n"
-         "  - {kind: same_dtype, params: [gradOutput, self, gradInput]}\n")
-NEW_RULES = ("  - {kind: broadcast, inputs: [gradOutput, self], output: gradInput}\n"
-             "  - {kind: castable, inputs: [gradOutput, self], output: gradInput}\n"
-             "  - {kind: min_rank, params: [gradOutput, self], rank: 1}\n")
-ROWS = ("  - status: 161002\n    check: castable\n    params: [gradInput]\n    condition: not castable.\n"
-        "  - status: 161002\n    check: min_rank\n    params: [gradOutput, self]\n    condition: 0-d.\n")
+RULES = (
+    "  - {kind: same_shape, params: [gradOutput, self, gradInput]}\n"
+    "  - {kind: same_dtype, params: [gradOutput, self, gradInput]}\n"
+)
+NEW_RULES = (
+    "  - {kind: broadcast, inputs: [gradOutput, self], output: gradInput}\n"
+    "  - {kind: castable, inputs: [gradOutput, self], output: gradInput}\n"
+    "  - {kind: min_rank, params: [gradOutput, self], rank: 1}\n"
+)
+ROWS = (
+    "  - status: 161002\n    check: castable\n    params: [gradInput]\n    condition: not castable.\n"
+    "  - status: 161002\n    check: min_rank\n    params: [gradOutput, self]\n    condition: 0-d.\n"
+)
 
 
 @pytest.fixture(scope="module")
 def meta(tmp_path_factory):
     assert RULES in BASE and "return_codes:\n" in BASE
     path = tmp_path_factory.mktemp("rules") / "product_probe.yaml"
-    path.write_text(BASE.replace(RULES, NEW_RULES).replace("return_codes:\n", "return_codes:\n" + ROWS), encoding="utf-8")
+    path.write_text(
+        BASE.replace(RULES, NEW_RULES).replace("return_codes:\n", "return_codes:\n" + ROWS), encoding="utf-8"
+    )
     return metadata.build(load_spec(path, load_products()).spec)
 
 
@@ -47,11 +55,20 @@ def _status(meta, values):
     return 0, None
 
 
-@pytest.mark.parametrize("source, target, ok", [
-    ("float32", "float32", True), ("float32", "float64", True), ("float32", "complex64", True),
-    ("int8", "float16", True), ("bool", "int8", True), ("float64", "float16", True),
-    ("complex64", "float32", False), ("float32", "int32", False), ("int32", "bool", False),
-])
+@pytest.mark.parametrize(
+    "source, target, ok",
+    [
+        ("float32", "float32", True),
+        ("float32", "float64", True),
+        ("float32", "complex64", True),
+        ("int8", "float16", True),
+        ("bool", "int8", True),
+        ("float64", "float16", True),
+        ("complex64", "float32", False),
+        ("float32", "int32", False),
+        ("int32", "bool", False),
+    ],
+)
 def test_can_cast_follows_torch(source, target, ok):
     assert dtypes.can_cast(source, target) is ok
     torch = pytest.importorskip("torch")
@@ -90,12 +107,19 @@ def test_every_rule_kind_reads_in_the_reference_page():
 
     members = get_args(get_args(model.Rule)[0])
     for cls in members:
-        fields = {"castable": {"inputs": ["a"], "output": "b"}, "min_rank": {"params": ["a"], "rank": 1},
-                  "max_rank": {"params": ["a"], "rank": 8}, "promote": {"inputs": ["a", "b"], "output": "c"},
-                  "broadcast": {"inputs": ["a", "b"], "output": "c"}, "broadcast_to": {"param": "a", "target": "b"},
-                  "per_channel": {"weight": "w", "input": "x"}, "empty": {"params": ["a"], "allowed": True},
-                  "non_contiguous": {"params": ["a"], "allowed": False}, "same_shape": {"params": ["a", "b"]},
-                  "same_dtype": {"params": ["a", "b"]}}
+        fields = {
+            "castable": {"inputs": ["a"], "output": "b"},
+            "min_rank": {"params": ["a"], "rank": 1},
+            "max_rank": {"params": ["a"], "rank": 8},
+            "promote": {"inputs": ["a", "b"], "output": "c"},
+            "broadcast": {"inputs": ["a", "b"], "output": "c"},
+            "broadcast_to": {"param": "a", "target": "b"},
+            "per_channel": {"weight": "w", "input": "x"},
+            "empty": {"params": ["a"], "allowed": True},
+            "non_contiguous": {"params": ["a"], "allowed": False},
+            "same_shape": {"params": ["a", "b"]},
+            "same_dtype": {"params": ["a", "b"]},
+        }
         kind = get_args(cls.model_fields["kind"].annotation)[0]
         assert kind in fields, f"rule kind {kind!r} has no example here"
         text = docs._rule_text(cls(kind=kind, **fields[kind]))

@@ -43,6 +43,8 @@ def _specs_newest() -> str:
     from aclnngen.core.releases import CannVersion
 
     return max(set().union(*(described(ls.spec) for ls in load_all())), key=CannVersion)
+
+
 LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank0")
 
 
@@ -77,13 +79,18 @@ def _binding_cases():
         meta, _, _ = _op(snake)
         for family in supported_families(meta, VERSION):
             tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
-            dtypes = [d for d in supported_dtypes(meta, tensors[0], family, VERSION)
-                      if all(d in supported_dtypes(meta, t, family, VERSION) for t in tensors)]
+            dtypes = [
+                d
+                for d in supported_dtypes(meta, tensors[0], family, VERSION)
+                if all(d in supported_dtypes(meta, t, family, VERSION) for t in tensors)
+            ]
             applicable = dict(planning.applicable_cases(meta, VERSION))
             for dtype in dtypes:
                 for layout in LAYOUTS:
                     if applicable.get(layout) == 0:
-                        found.append(pytest.param(snake, family, dtype, layout, id=f"{snake}-{family}-{dtype}-{layout}"))
+                        found.append(
+                            pytest.param(snake, family, dtype, layout, id=f"{snake}-{family}-{dtype}-{layout}")
+                        )
     return found
 
 
@@ -222,7 +229,14 @@ def test_device_arrays_stay_on_device_across_calls(no_leaks):
 
 def test_device_array_round_trip_any_layout(no_leaks):
     host = (np.arange(60, dtype=np.float32) * 0.25).reshape(3, 4, 5).astype(ml_dtypes.bfloat16)
-    for view in (host, host[:, ::2, 1:], host.transpose(2, 0, 1), host[1, 1:, 2], host[1, 2, 3:4].reshape(()), host[:0]):
+    for view in (
+        host,
+        host[:, ::2, 1:],
+        host.transpose(2, 0, 1),
+        host[1, 1:, 2],
+        host[1, 2, 3:4].reshape(()),
+        host[:0],
+    ):
         with DeviceArray.from_host(view) as dev:
             assert dev.shape == view.shape and dev.dtype == view.dtype
             assert _same_bits(dev.to_host(), np.array(view))
@@ -297,7 +311,12 @@ def test_explicit_stream_returns_after_launch_and_keeps_the_workspace(no_leaks):
     meta, binding, reference = _op("prelu_backward")
     values = dict(cases.make_values(meta, "contiguous", "float32", version=VERSION))
     g, x, w = values["gradOutput"], values["self"], values["weight"]
-    with session.stream() as s, DeviceArray.from_host(g) as dg, DeviceArray.from_host(x) as dx, DeviceArray.from_host(w) as dw:
+    with (
+        session.stream() as s,
+        DeviceArray.from_host(g) as dg,
+        DeviceArray.from_host(x) as dx,
+        DeviceArray.from_host(w) as dw,
+    ):
         before = _counters()
         gi, gw = binding(dg, dx, dw, stream=s)
         now = _counters()
@@ -473,7 +492,9 @@ def _subprocess(code: str, env=None, timeout=300) -> subprocess.CompletedProcess
     full.pop("ACLNNGEN_BACKEND", None)
     full.pop("ACLNNGEN_SIM_SOC", None)
     full.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full, timeout=timeout
+    )
 
 
 def test_init_once_and_repeat_initialize_is_not_finalised():
@@ -575,7 +596,9 @@ def fake_cann(tmp_path_factory):
     from aclnngen.runtime.sim.build import build_simulator
 
     cache = tmp_path_factory.mktemp("fake-cann-cache")
-    path = build_simulator([simcontrols.sim_ops_path()], abi_header=ffi.runtime_cdef_path(), lib_names=("libfakecann.so",), cache_dir=cache)
+    path = build_simulator(
+        [simcontrols.sim_ops_path()], abi_header=ffi.runtime_cdef_path(), lib_names=("libfakecann.so",), cache_dir=cache
+    )
     real = path.resolve()
     home = tmp_path_factory.mktemp("Ascend") / "cann"
     arch = home / f"{backend_mod._arch_dir()}"
@@ -612,8 +635,12 @@ def test_fake_cann_install_runs_the_bindings_unchanged(fake_cann, monkeypatch):
         assert b.version_info() == (reported, "aclsysGetVersionStr")
         got = binding(*inputs, **scalars)
         # an op no library exports: a clear error naming it, the version and every library
-        bogus = dict(meta, symbol="aclnnNoSuchOpBackward", name="NoSuchOpBackward",
-                     cdef=meta["cdef"].replace("aclnnSoftshrinkBackward", "aclnnNoSuchOpBackward"))
+        bogus = dict(
+            meta,
+            symbol="aclnnNoSuchOpBackward",
+            name="NoSuchOpBackward",
+            cdef=meta["cdef"].replace("aclnnSoftshrinkBackward", "aclnnNoSuchOpBackward"),
+        )
         with pytest.raises(BackendError) as err:
             bind(bogus)(*inputs, *scalars.values(), None)
         text = str(err.value)
@@ -685,7 +712,11 @@ def test_op_library_search_order(tmp_path, monkeypatch):
         str(lib64 / "libopapi.so"),
         str(lib64 / "libaclnn_ops_train.so"),
         # names no directory holds: the loader's own search, in LIBRARIES order
-        "libaclnn_ops_infer.so", "libaclnn_math.so", "libaclnn_sparse.so", "libaclnn_fft.so", "libaclnn_rand.so",
+        "libaclnn_ops_infer.so",
+        "libaclnn_math.so",
+        "libaclnn_sparse.so",
+        "libaclnn_fft.so",
+        "libaclnn_rand.so",
     ]
     assert [n for n in LIBRARIES["opapi"][1] if "*" not in n and n not in {os.path.basename(p) for p in order}] == []
 
@@ -715,8 +746,11 @@ def test_standalone_package_brings_its_own_sim_sources(tmp_path):
     (specs / "ops" / "gelu_backward.yaml").write_text(text)  # the same op as the repository's
     (specs / "ops" / "my_gelu_backward.yaml").write_text(text.replace("GeluBackward", "MyGeluBackward"))
     out = tmp_path / "custompkg"
-    gen = subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)],
-                         capture_output=True, text=True)
+    gen = subprocess.run(
+        [sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert gen.returncode == 0, gen.stdout + gen.stderr
     assert "aclnnMyGeluBackwardGetWorkspaceSize" in (out / "c" / "sim_ops.c").read_text()
     code = f"""
@@ -780,7 +814,9 @@ def _cli(*args, env=None):
     full.pop("ACLNNGEN_BACKEND", None)
     full.pop("ACLNNGEN_SIM_SOC", None)
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "aclnngen.codegen.cli", *args], capture_output=True, text=True, env=full, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "aclnngen.codegen.cli", *args], capture_output=True, text=True, env=full, timeout=600
+    )
 
 
 def test_info_command():
@@ -850,6 +886,8 @@ def test_the_runtime_takes_abi_values_from_the_abi_table():
 
     abi = default_abi()
     assert call.ACL_FORMAT_ND == abi.enum_value("ACL_FORMAT_ND") == 2
-    assert arrays.H2D == abi.enum_value("ACL_MEMCPY_HOST_TO_DEVICE") and arrays.D2H == abi.enum_value("ACL_MEMCPY_DEVICE_TO_HOST")
+    assert arrays.H2D == abi.enum_value("ACL_MEMCPY_HOST_TO_DEVICE") and arrays.D2H == abi.enum_value(
+        "ACL_MEMCPY_DEVICE_TO_HOST"
+    )
     assert backend.ACL_ERROR_REPEAT_INITIALIZE == abi.status_code("ACL_ERROR_REPEAT_INITIALIZE") == 100002
     assert acl.status_code("ACLNN_ERR_PARAM_INVALID") == 161002

@@ -20,7 +20,7 @@ import pytest
 
 from aclnngen.runtime import acl, session
 from aclnngen.runtime.call import bind
-from aclnngen.runtime.errors import AclnnValidationError, AclRuntimeError, CallOrderError
+from aclnngen.runtime.errors import AclnnValidationError, CallOrderError
 from aclnngen.runtime.sim.build import DIGEST_NAME, REAL_NAME, TIMEOUT_ENV, SimulatorBuildError, build_simulator
 
 from simtools import leak_counters, sim_backend
@@ -40,7 +40,12 @@ def _elementwise_two_input_op():
     """A built-in op with two tensor inputs, one output and no required scalar (from the METAs)."""
     for meta in _metas():
         roles = [p["role"] for p in meta["params"]]
-        if roles.count("input") == 2 and roles.count("output") == 1 and "scalar" not in roles and "attribute" not in roles:
+        if (
+            roles.count("input") == 2
+            and roles.count("output") == 1
+            and "scalar" not in roles
+            and "attribute" not in roles
+        ):
             return meta
     pytest.skip("no built-in op with two inputs and one output only")
 
@@ -105,7 +110,10 @@ def test_processes_that_find_a_corrupted_library_at_once_rebuild_it_once(tmp_pat
         path = build_simulator(cache_dir={str(cache)!r})
         print(path, hashlib.sha256(path.read_bytes()).hexdigest())
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     go.touch()
     results = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [r[1] for r in results]
@@ -117,12 +125,14 @@ def test_processes_that_find_a_corrupted_library_at_once_rebuild_it_once(tmp_pat
 def sleeping_compiler(tmp_path):
     """A compiler that answers --version and then hangs (and forks a child that hangs too)."""
     cc = tmp_path / "slowcc"
-    cc.write_text(textwrap.dedent("""\
+    cc.write_text(
+        textwrap.dedent("""\
         #!/bin/sh
         if [ "$1" = "--version" ]; then echo "slowcc 1.0"; exit 0; fi
         sleep 120 &
         sleep 120
-    """))
+    """)
+    )
     cc.chmod(0o755)
     return cc
 
@@ -159,7 +169,9 @@ def test_the_timeout_setting_is_in_the_readme():
 def _subprocess(code: str, **env) -> dict:
     full = {k: v for k, v in os.environ.items() if k not in ("ACLNNGEN_BACKEND", "ACLNNGEN_SIM_MEMORY_LIMIT")}
     full.update(env)  # the default memory limit unless the test sets one
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -203,7 +215,7 @@ def test_the_memory_limit_is_configurable():
         import numpy as np
         from aclnngen.runtime.call import bind
         from aclnngen.runtime.errors import AclRuntimeError
-        meta = importlib.import_module("aclnngen.generated.meta.{meta['snake']}").META
+        meta = importlib.import_module("aclnngen.generated.meta.{meta["snake"]}").META
         op = bind(meta)
         def call(n):
             x = np.ones(n, np.float32)

@@ -83,6 +83,8 @@ def test_a_keyword_py_name_is_rejected_by_the_schema(name):
 
 
 def test_an_unknown_dtype_and_an_unknown_key_are_rejected_by_the_schema():
-    errors = _with(lambda d: next(p for p in d["parameters"] if p.get("dtypes"))["dtypes"][0]["dtypes"].append("float8"))
+    errors = _with(
+        lambda d: next(p for p in d["parameters"] if p.get("dtypes"))["dtypes"][0]["dtypes"].append("float8")
+    )
     assert any("'float8' is not one of" in e for e in errors), errors
     assert _with(lambda d: d.update(author="someone"))

@@ -44,8 +44,13 @@ ACL_FLOAT, ACL_FLOAT16, ACL_INT32, ACL_INT64, ACL_DOUBLE, ACL_BOOL, ACL_BF16 = 0
 ACL_INT4, ACL_STRING = 29, 13
 ACL_FORMAT_ND, ACL_FORMAT_NCHW = 2, 0
 H2H, H2D, D2H, D2D, DEFAULT = 0, 1, 2, 3, 4
-NP_DTYPES = {ACL_FLOAT: np.float32, ACL_FLOAT16: np.float16, ACL_INT32: np.int32,
-             ACL_INT64: np.int64, ACL_DOUBLE: np.float64}
+NP_DTYPES = {
+    ACL_FLOAT: np.float32,
+    ACL_FLOAT16: np.float16,
+    ACL_INT32: np.int32,
+    ACL_INT64: np.int64,
+    ACL_DOUBLE: np.float64,
+}
 
 OPS_C = r"""
 #include "aclsim_core.h"
@@ -111,9 +116,21 @@ aclnnStatus aclnnSimAttrs(void *workspace, uint64_t workspaceSize, aclOpExecutor
     aclrtStream stream);
 """
 
-COUNTER_FIELDS = ("tensors", "scalars", "int_arrays", "executors", "allocations",
-                  "allocated_bytes", "streams", "contexts", "queued_launches", "float_arrays",
-                  "bool_arrays", "tensor_lists", "scalar_lists")
+COUNTER_FIELDS = (
+    "tensors",
+    "scalars",
+    "int_arrays",
+    "executors",
+    "allocations",
+    "allocated_bytes",
+    "streams",
+    "contexts",
+    "queued_launches",
+    "float_arrays",
+    "bool_arrays",
+    "tensor_lists",
+    "scalar_lists",
+)
 
 
 def make_ffi(extra: str = OPS_CDEF) -> cffi.FFI:
@@ -229,8 +246,7 @@ class Sim:
         rc = self.lib.aclrtMemcpy(self.ffi.from_buffer(out), out.nbytes, dev, out.nbytes, D2H)
         return rc, out
 
-    def tensor(self, shape, acl_dtype, data, strides=None, offset=0, storage=None,
-               fmt=ACL_FORMAT_ND):
+    def tensor(self, shape, acl_dtype, data, strides=None, offset=0, storage=None, fmt=ACL_FORMAT_ND):
         shape = list(shape)
         if strides is None:
             strides = [1] * len(shape)
@@ -240,13 +256,18 @@ class Sim:
         dims = self.ffi.new("int64_t[]", shape or [0])
         st = self.ffi.new("int64_t[]", list(strides) or [0])
         sd = self.ffi.new("int64_t[]", list(storage) or [0])
-        return self.lib.aclCreateTensor(dims, len(shape), acl_dtype, st, offset, fmt, sd,
-                                        len(storage), data)
+        return self.lib.aclCreateTensor(dims, len(shape), acl_dtype, st, offset, fmt, sd, len(storage), data)
 
     def scalar(self, value, acl_dtype):
-        ctype = {ACL_FLOAT: "float", ACL_DOUBLE: "double", ACL_INT64: "int64_t",
-                 ACL_INT32: "int32_t", ACL_BOOL: "bool", ACL_FLOAT16: "uint16_t",
-                 ACL_BF16: "uint16_t"}[acl_dtype]
+        ctype = {
+            ACL_FLOAT: "float",
+            ACL_DOUBLE: "double",
+            ACL_INT64: "int64_t",
+            ACL_INT32: "int32_t",
+            ACL_BOOL: "bool",
+            ACL_FLOAT16: "uint16_t",
+            ACL_BF16: "uint16_t",
+        }[acl_dtype]
         buf = self.ffi.new(f"{ctype} *", value)
         return self.lib.aclCreateScalar(buf, acl_dtype)
 
@@ -259,27 +280,46 @@ class Sim:
         for i in range(n):
             a = ffi.new("struct aclsim_arg_view *")
             assert lib.aclsim_view_arg(view, i, a) == OK
-            d = {"kind": a.kind, "name": ffi.string(a.name).decode(), "is_null": a.is_null,
-                 "i": a.i, "f": a.f, "dtype": a.dtype, "count": a.count, "nbytes": a.nbytes}
+            d = {
+                "kind": a.kind,
+                "name": ffi.string(a.name).decode(),
+                "is_null": a.is_null,
+                "i": a.i,
+                "f": a.f,
+                "dtype": a.dtype,
+                "count": a.count,
+                "nbytes": a.nbytes,
+            }
             if a.kind in (0, 1, 2, 3) and not a.is_null:
                 dims = [a.dims[k] for k in range(a.ndim)]
                 strides = [a.strides[k] for k in range(a.ndim)]
-                d.update(dims=dims, strides=strides, offset=a.offset, format=a.format,
-                         data=int(ffi.cast("uintptr_t", a.data)),
-                         storage=[a.storage_dims[k] for k in range(a.storage_ndim)])
+                d.update(
+                    dims=dims,
+                    strides=strides,
+                    offset=a.offset,
+                    format=a.format,
+                    data=int(ffi.cast("uintptr_t", a.data)),
+                    storage=[a.storage_dims[k] for k in range(a.storage_ndim)],
+                )
                 dt = np.dtype(NP_DTYPES[a.dtype])
                 if 0 in dims:
                     d["array"] = np.zeros(dims, dt)
                 else:
                     end = a.offset + sum((n_ - 1) * s for n_, s in zip(dims, strides)) + 1
-                    base = np.frombuffer(ffi.buffer(ffi.cast("char *", a.data), end * dt.itemsize),
-                                         dtype=dt)
+                    base = np.frombuffer(ffi.buffer(ffi.cast("char *", a.data), end * dt.itemsize), dtype=dt)
                     d["array"] = np.lib.stride_tricks.as_strided(
-                        base[a.offset:], shape=dims, strides=[s * dt.itemsize for s in strides])
+                        base[a.offset :], shape=dims, strides=[s * dt.itemsize for s in strides]
+                    )
             elif a.kind in (4, 5) and not a.is_null:
-                ctype = {ACL_FLOAT: "float", ACL_DOUBLE: "double", ACL_INT64: "int64_t",
-                         ACL_INT32: "int32_t", ACL_BOOL: "bool", ACL_FLOAT16: "uint16_t",
-                         ACL_BF16: "uint16_t"}[a.dtype]
+                ctype = {
+                    ACL_FLOAT: "float",
+                    ACL_DOUBLE: "double",
+                    ACL_INT64: "int64_t",
+                    ACL_INT32: "int32_t",
+                    ACL_BOOL: "bool",
+                    ACL_FLOAT16: "uint16_t",
+                    ACL_BF16: "uint16_t",
+                }[a.dtype]
                 d["value"] = ffi.cast(f"{ctype} *", a.value)[0]
             elif a.kind in (9, 10) and not a.is_null:
                 d["value"] = ffi.string(ffi.cast("char *", a.value)).decode()
@@ -293,8 +333,7 @@ class Sim:
     def prepare_axpy(self, x, alpha, out, y=None, mode=0, ws=True, ex=True):
         wsp = self.ffi.new("uint64_t *") if ws else self.ffi.NULL
         exp = self.ffi.new("aclOpExecutor **") if ex else self.ffi.NULL
-        rc = self.lib.aclnnSimAxpyGetWorkspaceSize(x, y if y is not None else self.ffi.NULL,
-                                                   alpha, mode, out, wsp, exp)
+        rc = self.lib.aclnnSimAxpyGetWorkspaceSize(x, y if y is not None else self.ffi.NULL, alpha, mode, out, wsp, exp)
         return rc, (wsp[0] if ws and rc == OK else None), (exp[0] if ex and rc == OK else None)
 
 
@@ -332,8 +371,7 @@ def axpy_setup(sim, n=8, alpha=2.0, with_y=True):
     tout = sim.tensor(shape, ACL_FLOAT, dout)
     s_alpha = sim.scalar(alpha, ACL_FLOAT)
     expected = (alpha * x_host + (y_host if with_y else 0)).reshape(shape)
-    return dict(dx=dx, dy=dy, dout=dout, tx=tx, ty=ty, tout=tout, alpha=s_alpha,
-                expected=expected, shape=shape)
+    return dict(dx=dx, dy=dy, dout=dout, tx=tx, ty=ty, tout=tout, alpha=s_alpha, expected=expected, shape=shape)
 
 
 def in_thread(fn):
@@ -541,8 +579,7 @@ def test_memcpy_checks(sim):
     assert lib.aclrtMemcpy(ffi.from_buffer(back2), 64, ffi.from_buffer(host), 64, H2H) == OK
     assert (back2 == host[:16]).all()
     back3 = np.zeros(8, np.float32)
-    assert lib.aclrtMemcpy(ffi.from_buffer(back3), 32, ffi.cast("char *", dev) + 32, 32,
-                           DEFAULT) == OK
+    assert lib.aclrtMemcpy(ffi.from_buffer(back3), 32, ffi.cast("char *", dev) + 32, 32, DEFAULT) == OK
     assert (back3 == host[8:16]).all()
     assert lib.aclrtMemcpy(dev, 64, hp, 0, H2D) == OK  # nothing to copy
     # a freed block is no longer device memory
@@ -559,8 +596,7 @@ def test_tensor_creation_and_getters(sim):
     lib, ffi = sim.lib, sim.ffi
     sim.start()
     dev = sim.malloc(256)
-    t = sim.tensor([2, 3], ACL_FLOAT16, dev, strides=[4, 1], offset=5, storage=[64],
-                   fmt=ACL_FORMAT_NCHW)
+    t = sim.tensor([2, 3], ACL_FLOAT16, dev, strides=[4, 1], offset=5, storage=[64], fmt=ACL_FORMAT_NCHW)
     assert t != ffi.NULL
     dims, num = ffi.new("int64_t **"), ffi.new("uint64_t *")
     assert lib.aclGetViewShape(t, dims, num) == OK
@@ -588,8 +624,7 @@ def test_tensor_creation_and_getters(sim):
     assert lib.aclInitTensor(t, d2, 1, ACL_INT32, s2, 0, ACL_FORMAT_ND, d2, 1, dev) == OK
     assert lib.aclGetDataType(t, dt) == OK and dt[0] == ACL_INT32
     neg = ffi.new("int64_t[]", [-1])
-    assert lib.aclInitTensor(t, neg, 1, ACL_INT32, s2, 0, ACL_FORMAT_ND, d2, 1, dev) == \
-        ACLNN_ERR_PARAM_INVALID
+    assert lib.aclInitTensor(t, neg, 1, ACL_INT32, s2, 0, ACL_FORMAT_ND, d2, 1, dev) == ACLNN_ERR_PARAM_INVALID
     assert lib.aclGetViewShape(t, dims, num) == OK and dims[0][0] == 7  # unchanged on failure
     lib.aclsim_free(dims[0])
     # the caller's arrays are copied
@@ -615,8 +650,7 @@ def test_tensor_creation_and_getters(sim):
 
 @pytest.mark.parametrize(
     "case",
-    ["null_dims", "null_strides", "null_storage", "neg_dim", "neg_stride", "neg_offset",
-     "neg_storage"],
+    ["null_dims", "null_strides", "null_storage", "neg_dim", "neg_stride", "neg_offset", "neg_storage"],
 )
 def test_create_tensor_rejects(sim, case):
     lib, ffi = sim.lib, sim.ffi
@@ -624,18 +658,28 @@ def test_create_tensor_rejects(sim, case):
     st = ffi.new("int64_t[]", [2, 1])
     neg = ffi.new("int64_t[]", [2, -1])
     args = dict(dims=ok, ndim=2, strides=st, offset=0, storage=ok, nstorage=2)
-    args.update({
-        "null_dims": dict(dims=ffi.NULL),
-        "null_strides": dict(strides=ffi.NULL),
-        "null_storage": dict(storage=ffi.NULL),
-        "neg_dim": dict(dims=neg),
-        "neg_stride": dict(strides=neg),
-        "neg_offset": dict(offset=-3),
-        "neg_storage": dict(storage=neg),
-    }[case])
-    t = lib.aclCreateTensor(args["dims"], args["ndim"], ACL_FLOAT, args["strides"],
-                            args["offset"], ACL_FORMAT_ND, args["storage"], args["nstorage"],
-                            ffi.NULL)
+    args.update(
+        {
+            "null_dims": dict(dims=ffi.NULL),
+            "null_strides": dict(strides=ffi.NULL),
+            "null_storage": dict(storage=ffi.NULL),
+            "neg_dim": dict(dims=neg),
+            "neg_stride": dict(strides=neg),
+            "neg_offset": dict(offset=-3),
+            "neg_storage": dict(storage=neg),
+        }[case]
+    )
+    t = lib.aclCreateTensor(
+        args["dims"],
+        args["ndim"],
+        ACL_FLOAT,
+        args["strides"],
+        args["offset"],
+        ACL_FORMAT_ND,
+        args["storage"],
+        args["nstorage"],
+        ffi.NULL,
+    )
     assert t == ffi.NULL
     assert "aclCreateTensor" in sim.err()
     assert sim.counters()["tensors"] == 0
@@ -643,10 +687,15 @@ def test_create_tensor_rejects(sim, case):
 
 def test_scalars_and_arrays(sim):
     lib, ffi = sim.lib, sim.ffi
-    cases = [(ACL_FLOAT, "float", 1.5, 4), (ACL_FLOAT16, "uint16_t", 0x3C00, 2),
-             (ACL_BF16, "uint16_t", 0x3F80, 2), (ACL_DOUBLE, "double", 2.25, 8),
-             (ACL_INT64, "int64_t", -(2**40), 8), (ACL_BOOL, "bool", True, 1),
-             (ACL_INT32, "int32_t", 7, 4)]
+    cases = [
+        (ACL_FLOAT, "float", 1.5, 4),
+        (ACL_FLOAT16, "uint16_t", 0x3C00, 2),
+        (ACL_BF16, "uint16_t", 0x3F80, 2),
+        (ACL_DOUBLE, "double", 2.25, 8),
+        (ACL_INT64, "int64_t", -(2**40), 8),
+        (ACL_BOOL, "bool", True, 1),
+        (ACL_INT32, "int32_t", 7, 4),
+    ]
     made = []
     for acl_dtype, ctype, value, _ in cases:
         buf = ffi.new(f"{ctype} *", value)
@@ -837,7 +886,6 @@ def test_null_handles_give_161001(sim):
 
 
 def test_null_out_pointers_follow_the_hook(sim):
-    lib, ffi = sim.lib, sim.ffi
     sim.start()
     t = axpy_setup(sim)
     # a profile that checks them: the hook answers 161001
@@ -1054,8 +1102,7 @@ def test_view_of_attributes_strings_and_arrays(sim):
     mask = lib.aclCreateBoolArray(ffi.new("bool[]", [True, False]), 2)
     approx = ffi.new("char[]", b"tanh")
     wsp, exp = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
-    rc = lib.aclnnSimAttrsGetWorkspaceSize(x, approx, 0.5, True, dims, weights, mask, ffi.NULL,
-                                           out, wsp, exp)
+    rc = lib.aclnnSimAttrsGetWorkspaceSize(x, approx, 0.5, True, dims, weights, mask, ffi.NULL, out, wsp, exp)
     assert rc == OK, sim.err()
     seen = sim.kernels.prepared[-1]
     assert seen["approximate"]["value"] == "tanh"
@@ -1076,8 +1123,9 @@ def test_view_of_attributes_strings_and_arrays(sim):
     rc, got = sim.download(dout, (2,), np.float32)
     np.testing.assert_array_equal(got, [0.5, 1.0])
     # NULL string is a null pointer argument
-    rc = lib.aclnnSimAttrsGetWorkspaceSize(x, ffi.NULL, 0.5, True, ffi.NULL, ffi.NULL, ffi.NULL,
-                                           ffi.NULL, out, wsp, exp)
+    rc = lib.aclnnSimAttrsGetWorkspaceSize(
+        x, ffi.NULL, 0.5, True, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, out, wsp, exp
+    )
     assert rc == ACLNN_ERR_PARAM_NULLPTR and "approximate" in sim.err()
 
 
@@ -1107,8 +1155,7 @@ def test_hooks_may_call_back_into_the_library(sim):
         x = sim.view(view)[0]
         host = np.zeros(8, np.float32)
         # a kernel may copy its own operands; it must not wait for its own stream
-        seen["memcpy"] = lib.aclrtMemcpy(ffi.from_buffer(host), 32, ffi.cast("void *", x["data"]),
-                                         32, D2H)
+        seen["memcpy"] = lib.aclrtMemcpy(ffi.from_buffer(host), 32, ffi.cast("void *", x["data"]), 32, D2H)
         seen["host"] = host.copy()
         seen["sync"] = lib.aclrtSynchronizeStream(ffi.NULL)
         seen["sync_msg"] = sim.err()
@@ -1151,8 +1198,14 @@ def test_counters_back_to_zero(sim):
     rc, ws, ex = sim.prepare_axpy(t["tx"], t["alpha"], t["tout"], t["ty"])
     wsdev = sim.malloc(ws)
     c = sim.counters()
-    assert (c["tensors"], c["scalars"], c["executors"], c["allocations"], c["streams"],
-            c["contexts"]) == (3, 1, 1, 4, 2, 1)
+    assert (c["tensors"], c["scalars"], c["executors"], c["allocations"], c["streams"], c["contexts"]) == (
+        3,
+        1,
+        1,
+        4,
+        2,
+        1,
+    )
     assert lib.aclnnSimAxpy(wsdev, ws, ex, stream[0]) == OK
     assert sim.counters()["queued_launches"] == 1
     assert lib.aclrtSynchronizeStream(stream[0]) == OK
@@ -1218,8 +1271,15 @@ def test_concurrent_threads(sim):
     assert not errors, errors[0]
     assert len(sim.kernels.runs) == 6 * 20
     c = sim.counters()
-    assert (c["tensors"], c["scalars"], c["executors"], c["allocations"], c["queued_launches"],
-            c["streams"], c["contexts"]) == (0, 0, 0, 0, 0, 1, 1)  # the main thread's device
+    assert (
+        c["tensors"],
+        c["scalars"],
+        c["executors"],
+        c["allocations"],
+        c["queued_launches"],
+        c["streams"],
+        c["contexts"],
+    ) == (0, 0, 0, 0, 0, 1, 1)  # the main thread's device
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1249,20 +1309,25 @@ def test_soc_name_from_environment_in_a_new_process(lib_path, tmp_path):
         print(ffi.string(lib.aclrtGetSocName()).decode())
     """)
     env = dict(os.environ, ACLNNGEN_SIM_SOC="Ascend950PR_9579")
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "Ascend950PR_9579"
     env.pop("ACLNNGEN_SIM_SOC")
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "Ascend910B2"
 
 
 @pytest.mark.parametrize(
     "version, number",
-    [("8.5.0", 80500000), ("8.5.1", 80501000), ("9.0.0", 90000000),
-     ("8.5.0-beta.1", 80499801), ("9.0.0-rc.2", 89999902), ("9.0.0-alpha.1", 89999701),
-     ("8.0.RC1", 79999901), ("8.0.rc3", 79999903)],
+    [
+        ("8.5.0", 80500000),
+        ("8.5.1", 80501000),
+        ("9.0.0", 90000000),
+        ("8.5.0-beta.1", 80499801),
+        ("9.0.0-rc.2", 89999902),
+        ("9.0.0-alpha.1", 89999701),
+        ("8.0.RC1", 79999901),
+        ("8.0.rc3", 79999903),
+    ],
 )
 def test_versions(sim, version, number):
     lib, ffi = sim.lib, sim.ffi
@@ -1325,8 +1390,7 @@ def test_sources_ship_as_package_data():
 def test_lib_names_load_as_one_library(sim_cache, tmp_path):
     src = tmp_path / "sim_ops.c"
     src.write_text(OPS_C)
-    first = build_simulator([src], cache_dir=sim_cache,
-                            lib_names=("libascendcl.so", "libnnopbase.so", "libopapi.so"))
+    first = build_simulator([src], cache_dir=sim_cache, lib_names=("libascendcl.so", "libnnopbase.so", "libopapi.so"))
     assert first.name == "libascendcl.so"
     names = [first.parent / n for n in ("libascendcl.so", "libnnopbase.so", "libopapi.so")]
     assert all(p.is_symlink() and p.resolve() == first.resolve() for p in names)
@@ -1385,8 +1449,10 @@ def test_concurrent_builds_from_four_processes(tmp_path):
         p = build_simulator([{str(src)!r}], cache_dir={str(cache)!r})
         print(p, os.stat(p).st_ino)
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
     go.touch()
     results = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [r[1] for r in results]
@@ -1394,8 +1460,12 @@ def test_concurrent_builds_from_four_processes(tmp_path):
     assert len(lines) == 1, lines  # same path, same file (one compile, never replaced)
     path = Path(lines.pop().split()[0])
     build_dir = path.parent
-    assert sorted(p.name for p in build_dir.iterdir()) == ["_aclsim.so", "_aclsim.so.sha256",
-                                                            "build-info.json", "libaclsim.so"]
+    assert sorted(p.name for p in build_dir.iterdir()) == [
+        "_aclsim.so",
+        "_aclsim.so.sha256",
+        "build-info.json",
+        "libaclsim.so",
+    ]
     assert list(build_dir.parent.glob("*/")) == [build_dir]
     assert _marker_of(path) == f"{marker} Ascend910B2"
 
@@ -1434,8 +1504,7 @@ def test_abi_header_is_one_switch(tmp_path):
     """The core compiles against another declarations header given by name."""
     gen = tmp_path / "generated"
     gen.mkdir()
-    (gen / "acl_runtime.h").write_text(
-        sim_header_text("aclsim_abi.h") + "\ntypedef int aclsim_generated_marker_t;\n")
+    (gen / "acl_runtime.h").write_text(sim_header_text("aclsim_abi.h") + "\ntypedef int aclsim_generated_marker_t;\n")
     src = tmp_path / "sim_ops.c"
     src.write_text(OPS_C + "\naclsim_generated_marker_t aclsim_uses_marker = 0;\n")
     with pytest.raises(SimulatorBuildError):
@@ -1444,8 +1513,9 @@ def test_abi_header_is_one_switch(tmp_path):
     ffi = make_ffi()
     assert path.exists()
     # and the same through include_dirs + defines
-    path2 = build_simulator([src], cache_dir=tmp_path / "cache", include_dirs=[gen],
-                            defines={"ACLSIM_ABI_HEADER": '"acl_runtime.h"'})
+    path2 = build_simulator(
+        [src], cache_dir=tmp_path / "cache", include_dirs=[gen], defines={"ACLSIM_ABI_HEADER": '"acl_runtime.h"'}
+    )
     assert path2.exists()
     del ffi
 

@@ -15,19 +15,20 @@ from aclnngen.codegen.commands.run import _max_diff
 from aclnngen.codegen.generate import render_sim_ops
 from aclnngen.codegen.loader import load_all
 from aclnngen.codegen.releases import described
-from aclnngen.core.releases import CannVersion, simulator_spelling, vendor_tag
+from aclnngen.core.releases import CannVersion, simulator_spelling
 
 SPECS = [ls.spec for ls in load_all()]
 NEWEST = max(set().union(*(described(s) for s in SPECS)), key=CannVersion)
 ENV = "ACLNNGEN_SIM_CANN"
-ASK = ("from aclnngen.runtime import session; session.init('sim'); print(session.version()); "
-       "print(session.describe())")
+ASK = "from aclnngen.runtime import session; session.init('sim'); print(session.version()); print(session.describe())"
 
 
 def _python(code: str, *flags: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k != ENV}
     environ.update(ACLNNGEN_BACKEND="sim", **env)
-    return subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, timeout=300, env=environ)
+    return subprocess.run(
+        [sys.executable, *flags, "-c", code], capture_output=True, text=True, timeout=300, env=environ
+    )
 
 
 def test_the_simulator_reports_the_newest_release_the_specs_describe():
@@ -40,8 +41,10 @@ def test_the_simulator_reports_the_newest_release_the_specs_describe():
 def test_the_simulated_release_is_settable_in_either_spelling(setting):
     from aclnngen.core.releases import release_of
 
-    result = _python(ASK + "\nwith session.simulated(version='7.0.0'): print(session.version())\nprint(session.version())",
-                     **{ENV: setting})
+    result = _python(
+        ASK + "\nwith session.simulated(version='7.0.0'): print(session.version())\nprint(session.version())",
+        **{ENV: setting},
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == release_of(setting) and f"${ENV}" in lines[1]
@@ -62,9 +65,13 @@ def test_the_generated_simulator_states_the_newest_release_of_its_own_ops():
 
 
 def test_aclnngen_run_on_the_default_simulator_prints_no_warning():
-    result = subprocess.run([sys.executable, "-W", "always", "-m", "aclnngen.codegen.cli", "run", "--backend", "sim"],
-                            capture_output=True, text=True, timeout=600,
-                            env={k: v for k, v in os.environ.items() if k != ENV})
+    result = subprocess.run(
+        [sys.executable, "-W", "always", "-m", "aclnngen.codegen.cli", "run", "--backend", "sim"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k != ENV},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Warning" not in result.stderr and result.stderr.strip() == "", result.stderr
     assert f"CANN {NEWEST}" in result.stdout.splitlines()[0]

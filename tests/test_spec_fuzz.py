@@ -34,8 +34,27 @@ SCALARS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.booleans(),
     st.none(),
-    st.sampled_from(["stream", "validate", "Init", "args", "__init__", "float16", "161002", "8.0.0", "x ** 2", "2**2**2**2**2**2",
-                     "where(self > 0, grad_output, 0)", "input", "output", "scalar", "attribute", ".inf", "aclTensor"]),
+    st.sampled_from(
+        [
+            "stream",
+            "validate",
+            "Init",
+            "args",
+            "__init__",
+            "float16",
+            "161002",
+            "8.0.0",
+            "x ** 2",
+            "2**2**2**2**2**2",
+            "where(self > 0, grad_output, 0)",
+            "input",
+            "output",
+            "scalar",
+            "attribute",
+            ".inf",
+            "aclTensor",
+        ]
+    ),
 )
 
 
@@ -82,7 +101,9 @@ def mutated(draw):
         elif action == "scalar":
             parent[key] = draw(SCALARS)
         elif action == "nest":
-            parent[key] = _nest(old, draw(st.sampled_from([2, 30, 60])))  # deeper: the __DEEP__ sentinel (PyYAML's dumper recurses)
+            parent[key] = _nest(
+                old, draw(st.sampled_from([2, 30, 60]))
+            )  # deeper: the __DEEP__ sentinel (PyYAML's dumper recurses)
         elif action == "wrap":
             parent[key] = draw(st.sampled_from([[old], {"value": old}, str(old), [old, old]]))
         elif action == "copy":  # the value of another node

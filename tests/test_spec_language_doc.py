@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Union, get_args, get_origin
+from typing import get_args
 
 import pytest
 from pydantic import BaseModel
@@ -21,7 +21,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def _anchors(text: str) -> set[str]:
-    return {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    return {
+        re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", text, re.M)
+    }
 
 
 def _models(root: type) -> set[type]:
@@ -42,8 +44,9 @@ def _models(root: type) -> set[type]:
 
 
 def test_every_key_of_every_model_is_documented():
-    missing = sorted({f"{cls.__name__}.{key}" for cls in _models(model.OpSpec) for key in cls.model_fields
-                      if f"`{key}`" not in DOC})
+    missing = sorted(
+        {f"{cls.__name__}.{key}" for cls in _models(model.OpSpec) for key in cls.model_fields if f"`{key}`" not in DOC}
+    )
     assert not missing, f"keys missing from docs/spec-language.md: {missing}"
 
 
@@ -59,16 +62,23 @@ def test_every_rule_kind_check_and_function_is_documented_with_an_example():
 
 def test_every_section_the_errors_point_to_exists():
     anchors = _anchors(DOC)
-    targets = set(spec_sections._TOP.values()) | set(spec_sections._PARAMETER_KEYS.values()) | {"top-level-keys", "parameters"}
+    targets = (
+        set(spec_sections._TOP.values())
+        | set(spec_sections._PARAMETER_KEYS.values())
+        | {"top-level-keys", "parameters"}
+    )
     assert targets <= anchors, sorted(targets - anchors)
 
 
-@pytest.mark.parametrize("old, new, section", [
-    ("    c_type: bool\n    default: false\n", "    c_type: boolean\n    default: false\n", "attributes"),
-    ("  - {kind: max_rank,", "  - {kind: max_rnk,", "rules"),
-    ("  kind: steps\n", "  kind: stepz\n", "oracle"),
-    ("    scalar_dtype: float32\n", "    scalar_dtype: float33\n", "scalars"),
-])
+@pytest.mark.parametrize(
+    "old, new, section",
+    [
+        ("    c_type: bool\n    default: false\n", "    c_type: boolean\n    default: false\n", "attributes"),
+        ("  - {kind: max_rank,", "  - {kind: max_rnk,", "rules"),
+        ("  kind: steps\n", "  kind: stepz\n", "oracle"),
+        ("    scalar_dtype: float32\n", "    scalar_dtype: float33\n", "scalars"),
+    ],
+)
 def test_a_validation_error_points_to_its_section(tmp_path, old, new, section):
     base = (HERE / "data" / "custom_specs" / "ops" / "sloped_step_backward.yaml").read_text(encoding="utf-8")
     assert old in base

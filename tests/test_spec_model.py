@@ -75,8 +75,13 @@ def test_header_prototype_differences_are_recorded():
 
 BASES = [read_yaml(p)[0] for p in PATHS]
 JUNK = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True), st.text(max_size=30),
-    st.lists(st.text(max_size=5), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=True),
+    st.text(max_size=30),
+    st.lists(st.text(max_size=5), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
     st.sampled_from(["float8", "a9", "8.0", "lambda", "aclnnX(", "where(", "__import__('os')", "{{ x }}", "'\"\\"]),
 )
 

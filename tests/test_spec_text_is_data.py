@@ -31,8 +31,35 @@ from aclnngen.codegen.yamlio import LineMap
 CI = os.environ.get("CI", "").lower() == "true"
 MARK = "QZXJ"  # around every drawn text, so a text that escaped its literal is found in the code
 PROBE = 'p"\'\n*/{{x}}\x00\u202e"""'
-HOSTILE = ['"""', "'''", '"', "'", "\\", "\n", "\r", "\r\n", "*/", "/*", "-->", "{{", "}}", "{%", "%}", "\x00",
-           "\u202e", "\u2066", "\u2028", "\x85", "#", "\t", "\\x00", "\\N{BULLET}", "${x}", "`", "\ufeff"]
+HOSTILE = [
+    '"""',
+    "'''",
+    '"',
+    "'",
+    "\\",
+    "\n",
+    "\r",
+    "\r\n",
+    "*/",
+    "/*",
+    "-->",
+    "{{",
+    "}}",
+    "{%",
+    "%}",
+    "\x00",
+    "\u202e",
+    "\u2066",
+    "\u2028",
+    "\x85",
+    "#",
+    "\t",
+    "\\x00",
+    "\\N{BULLET}",
+    "${x}",
+    "`",
+    "\ufeff",
+]
 TEXT = st.one_of(
     st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
     st.lists(st.sampled_from(HOSTILE), max_size=8).map("".join),
@@ -127,7 +154,9 @@ def test_arbitrary_text_in_specs_and_paths_stays_inside_literals(tmp_path):
 
     @settings(max_examples=500 if CI else 60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(seed=st.sampled_from(SEEDS), text=TEXT, specs_name=TEXT, out_name=TEXT)
-    @example(seed=SEEDS[-1], text='"""\x00\u202e*/{{ 7*7 }}\n#', specs_name="s\n#error injected\n*/ int x;", out_name="o\n")
+    @example(
+        seed=SEEDS[-1], text='"""\x00\u202e*/{{ 7*7 }}\n#', specs_name="s\n#error injected\n*/ int x;", out_name="o\n"
+    )
     def check(seed, text, specs_name, out_name):
         drawn = f"{MARK}{text}{MARK}"
         data = copy.deepcopy(_parsed(seed))
@@ -158,9 +187,17 @@ def test_arbitrary_text_in_specs_and_paths_stays_inside_literals(tmp_path):
         path = tmp_path / f"sim_ops_{index}.c"
         path.write_text(source, encoding="utf-8")
         files.append(str(path))
-    include = [f"-I{REPO_ROOT / 'runtime' / 'sim'}", f"-I{REPO_ROOT / 'generated' / 'c'}", '-DACLSIM_ABI_HEADER="acl_runtime.h"']
-    result = subprocess.run([cc, "-fsyntax-only", "-std=c11", "-Wall", "-Werror", *include, *files],
-                            capture_output=True, text=True, timeout=300)
+    include = [
+        f"-I{REPO_ROOT / 'runtime' / 'sim'}",
+        f"-I{REPO_ROOT / 'generated' / 'c'}",
+        '-DACLSIM_ABI_HEADER="acl_runtime.h"',
+    ]
+    result = subprocess.run(
+        [cc, "-fsyntax-only", "-std=c11", "-Wall", "-Werror", *include, *files],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
 
 
@@ -184,4 +221,6 @@ def test_a_default_without_a_python_literal_is_rejected_at_its_line(tmp_path, de
     path.write_text("".join(lines), encoding="utf-8")
     with pytest.raises(SpecError) as info:
         load_spec(path, load_products())
-    assert str(info.value.problems[0]).startswith(f"{path}:{line}: ") and "default must be" in str(info.value), info.value
+    assert str(info.value.problems[0]).startswith(f"{path}:{line}: ") and "default must be" in str(info.value), (
+        info.value
+    )

@@ -45,7 +45,9 @@ def test_each_listed_oracle_quirk_is_real_in_this_torch(aten):
     fn = getattr(torch.ops.aten, aten)
     extra = {"hardtanh_backward": (-1.0, 1.0), "softshrink_backward": (0.5,)}[aten]
     got = fn(g, x, *extra)
-    assert got[3].item() != got[n - 1].item(), f"aten::{aten} now answers a NaN input the same everywhere: drop it from the list"
+    assert got[3].item() != got[n - 1].item(), (
+        f"aten::{aten} now answers a NaN input the same everywhere: drop it from the list"
+    )
 
 
 def _nan_zeroed(values, op, result):

@@ -124,7 +124,9 @@ def test_100k_calls_on_reused_device_arrays_leave_the_counters_unchanged():
                     a.free()
     rate_default = half / (t1 - t0)
     rate_stream = (SURVIVAL_CALLS - half) / (t2 - t1)
-    print(f"\n{SURVIVAL_CALLS} calls: default stream {rate_default:.0f} calls/s, explicit stream {rate_stream:.0f} calls/s")
+    print(
+        f"\n{SURVIVAL_CALLS} calls: default stream {rate_default:.0f} calls/s, explicit stream {rate_stream:.0f} calls/s"
+    )
 
 
 # --- random arguments ---------------------------------------------------------------------------------
@@ -134,8 +136,26 @@ VERSIONS = ("8.5.0", "8.0.0")
 #: dtypes the ABI knows (ALL_DTYPES) plus two it does not
 EXTRA_DTYPES = (np.dtype(np.longdouble), np.dtype(object))
 SCALARS = (
-    0.0, -0.0, 1.0, -1.5, 0.5, 3, True, np.float32(2.0), np.float16(-1.0), np.int64(-7),
-    float("nan"), float("inf"), float("-inf"), 3.4e38, 1e39, -1e300, 5e-324, 2**63, -(2**64), 10**30,
+    0.0,
+    -0.0,
+    1.0,
+    -1.5,
+    0.5,
+    3,
+    True,
+    np.float32(2.0),
+    np.float16(-1.0),
+    np.int64(-7),
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    3.4e38,
+    1e39,
+    -1e300,
+    5e-324,
+    2**63,
+    -(2**64),
+    10**30,
 )
 #: statuses that mean the simulated library itself broke (its Python kernel raised)
 CRASH_STATUSES = {561000, 561103, 507015}
@@ -182,7 +202,7 @@ def make_data(draw, shape, dtype) -> np.ndarray:
         mask = rng.random(shape) < 0.3
         raw = np.asarray(np.where(mask, specials[rng.integers(0, len(specials), shape)], raw))
     with np.errstate(all="ignore"):
-        if dtype == object:
+        if dtype is object:
             out = np.empty(shape, dtype=object)
             out[...] = raw
             return out
@@ -216,9 +236,15 @@ def examples(draw):
         s = shape
         if p["name"] == "weight":  # PReLU: one weight per channel, or one for all
             kind = draw(st.sampled_from(("channel", "channel", "one", "any")))
-            s = (shape[1] if len(shape) > 1 else 1,) if kind == "channel" else (1,) if kind == "one" else tuple(draw(dims) for _ in range(draw(st.integers(0, 3))))
+            s = (
+                (shape[1] if len(shape) > 1 else 1,)
+                if kind == "channel"
+                else (1,)
+                if kind == "one"
+                else tuple(draw(dims) for _ in range(draw(st.integers(0, 3))))
+            )
         elif draw(st.integers(0, 5)) == 0:  # broadcast-compatible or simply different
-            s = tuple(1 if draw(st.booleans()) else d for d in shape)[draw(st.integers(0, len(shape))):]
+            s = tuple(1 if draw(st.booleans()) else d for d in shape)[draw(st.integers(0, len(shape))) :]
         dt = main if draw(st.integers(0, 7)) else NUMPY_DTYPES[draw(st.sampled_from(ALL_DTYPES))]
         values[p["name"]] = place(make_data(draw, s, dt), draw(layouts(len(s))))
     for p in meta["params"]:

@@ -14,13 +14,25 @@ def _meta(*params):
 
 
 def _scalar(name, default=None, constraints=(), scalar_dtype="float32", role=None):
-    return {"name": name, "py": name, "role": role or ("optional_scalar" if default is not None else "scalar"),
-            "default": default, "constraints": list(constraints), "scalar_dtype": scalar_dtype}
+    return {
+        "name": name,
+        "py": name,
+        "role": role or ("optional_scalar" if default is not None else "scalar"),
+        "default": default,
+        "constraints": list(constraints),
+        "scalar_dtype": scalar_dtype,
+    }
 
 
 def _attribute(name, attr_type, default=None, choices=()):
-    return {"name": name, "py": name, "role": "attribute", "attr_type": attr_type, "default": default,
-            "choices": list(choices)}
+    return {
+        "name": name,
+        "py": name,
+        "role": "attribute",
+        "attr_type": attr_type,
+        "default": default,
+        "choices": list(choices),
+    }
 
 
 def _values(points, name):

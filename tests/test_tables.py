@@ -32,7 +32,9 @@ def test_a_folder_own_product_table_is_the_one_used(tmp_path):
     assert "A2-custom" not in {f.label for f in load_products().families}
 
 
-@pytest.mark.parametrize("command", [["validate", "{specs}"], ["validate", "{specs}/ops/{first}"], ["specs", "--specs", "{specs}"]])
+@pytest.mark.parametrize(
+    "command", [["validate", "{specs}"], ["validate", "{specs}/ops/{first}"], ["specs", "--specs", "{specs}"]]
+)
 def test_every_command_falls_back_for_a_folder_with_only_ops(tmp_path, capsys, command):
     specs = tmp_path / "specs"
     shutil.copytree(CUSTOM / "ops", specs / "ops")

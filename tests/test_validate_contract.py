@@ -46,8 +46,21 @@ PAGES = Path(__file__).resolve().parent / "data" / "pages"
 SYNTHETIC = sorted(p for p in PAGES.iterdir() if p.suffix in (".md", ".txt") and p.name != "README.md")
 BASES = {p.stem: read_yaml(p)[0] for p in spec_paths()}
 CHECKS = (
-    "null_pointer", "dtype", "same_dtype", "promote", "castable", "same_shape", "broadcast", "broadcast_to",
-    "max_rank", "min_rank", "per_channel", "empty", "non_contiguous", "scalar_range", "attribute_value",
+    "null_pointer",
+    "dtype",
+    "same_dtype",
+    "promote",
+    "castable",
+    "same_shape",
+    "broadcast",
+    "broadcast_to",
+    "max_rank",
+    "min_rank",
+    "per_channel",
+    "empty",
+    "non_contiguous",
+    "scalar_range",
+    "attribute_value",
 )
 TODO = "TODO"
 
@@ -103,7 +116,9 @@ def internal_errors(spec) -> list[str]:
                 pass  # a mismatch the test reports: what a generated test is for
             except Exception as exc:  # noqa: BLE001 - the property: nothing else escapes
                 frame = traceback.extract_tb(exc.__traceback__)[-1]
-                found.append(f"{kind}[{case['id']}]: {type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})")
+                found.append(
+                    f"{kind}[{case['id']}]: {type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})"
+                )
     return found
 
 
@@ -177,22 +192,35 @@ def mutated_specs(draw):
         if what == "row_check":
             draw(st.sampled_from(rows))["check"] = draw(st.sampled_from(CHECKS))
         elif what == "row_params":
-            draw(st.sampled_from(rows))["params"] = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
+            draw(st.sampled_from(rows))["params"] = draw(
+                st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True)
+            )
         elif what == "new_row":
-            rows.append({"status": draw(st.sampled_from([161001, 161002])), "check": draw(st.sampled_from(CHECKS)),
-                         "params": draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True)),
-                         "condition": "A demo condition."})
+            rows.append(
+                {
+                    "status": draw(st.sampled_from([161001, 161002])),
+                    "check": draw(st.sampled_from(CHECKS)),
+                    "params": draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True)),
+                    "condition": "A demo condition.",
+                }
+            )
         elif what == "rule_params" and data.get("rules"):
             rule = draw(st.sampled_from(data["rules"]))
             if "params" in rule:
                 rule["params"] = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
         elif what == "constraint":
             p = draw(st.sampled_from(data["parameters"]))
-            p["constraints"] = [{"op": draw(st.sampled_from([">", ">=", "<", "<=", "!="])),
-                                 "value": draw(st.sampled_from([0, 1, -1, 0.5, 1e30]))}]
+            p["constraints"] = [
+                {
+                    "op": draw(st.sampled_from([">", ">=", "<", "<=", "!="])),
+                    "value": draw(st.sampled_from([0, 1, -1, 0.5, 1e30])),
+                }
+            ]
         elif what == "choices":
             p = draw(st.sampled_from(data["parameters"]))
-            p["choices"] = draw(st.lists(st.sampled_from(["none", "tanh", "a", "b"]), min_size=1, max_size=2, unique=True))
+            p["choices"] = draw(
+                st.lists(st.sampled_from(["none", "tanh", "a", "b"]), min_size=1, max_size=2, unique=True)
+            )
     return data
 
 
@@ -204,7 +232,9 @@ def _holds(data: dict) -> None:
     if spec is None:
         return
     errors = internal_errors(spec)
-    assert not errors, f"{spec.name}: validate accepted the spec, its generated tests fail inside:\n" + "\n".join(errors[:5])
+    assert not errors, f"{spec.name}: validate accepted the spec, its generated tests fail inside:\n" + "\n".join(
+        errors[:5]
+    )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -276,4 +306,7 @@ def test_an_oracle_recipe_that_does_not_exist_is_refused_at_its_line():
     data = copy.deepcopy(base)
     data["oracle"]["recipe"] = "no_such_recipe"
     (line, text, message), *_ = _refusal(data)
-    assert "no_such_recipe" in text and "unknown recipe" in message and base["oracle"]["recipe"] in message, (line, message)
+    assert "no_such_recipe" in text and "unknown recipe" in message and base["oracle"]["recipe"] in message, (
+        line,
+        message,
+    )

@@ -67,19 +67,39 @@ def test_every_spec_is_loaded():
 
 def test_validation_error_carries_every_field_and_says_them():
     err = AclnnValidationError(
-        status=161002, op="GeluBackward", param="self", family="training", version="8.0.0",
-        check="dtype", detail="self has dtype bfloat16; allowed: float16, float32",
-        found="bfloat16", allowed=("float16", "float32"),
+        status=161002,
+        op="GeluBackward",
+        param="self",
+        family="training",
+        version="8.0.0",
+        check="dtype",
+        detail="self has dtype bfloat16; allowed: float16, float32",
+        found="bfloat16",
+        allowed=("float16", "float32"),
     )
     assert isinstance(err, AclnnError) and err.user_facing is True
     assert (err.status, err.status_name, err.op, err.param, err.family) == (
-        161002, "ACLNN_ERR_PARAM_INVALID", "GeluBackward", "self", "training")
+        161002,
+        "ACLNN_ERR_PARAM_INVALID",
+        "GeluBackward",
+        "self",
+        "training",
+    )
     text = str(err)
-    for part in ("aclnnGeluBackward", "self", "bfloat16", "training", "float16, float32", "161002",
-                 "ACLNN_ERR_PARAM_INVALID", "8.0.0"):
+    for part in (
+        "aclnnGeluBackward",
+        "self",
+        "bfloat16",
+        "training",
+        "float16, float32",
+        "161002",
+        "ACLNN_ERR_PARAM_INVALID",
+        "8.0.0",
+    ):
         assert part in text
     assert AclnnValidationError(status=161001, op="X", param="p", family=None, detail="d").status_name == (
-        "ACLNN_ERR_PARAM_NULLPTR")
+        "ACLNN_ERR_PARAM_NULLPTR"
+    )
 
 
 def test_validation_error_rejects_a_status_that_is_not_a_validation_status():
@@ -91,8 +111,12 @@ def test_validation_error_rejects_a_status_that_is_not_a_validation_status():
     "error",
     [
         AclnnValidationError(status=161001, op="SwishBackward", param="self", family="a2", detail="self is None"),
-        AclnnStatusError(status=161002, op="SwishBackward", function="aclnnSwishBackwardGetWorkspaceSize",
-                         recent_message="EZ1001 bad"),
+        AclnnStatusError(
+            status=161002,
+            op="SwishBackward",
+            function="aclnnSwishBackwardGetWorkspaceSize",
+            recent_message="EZ1001 bad",
+        ),
         AclRuntimeError(status=207001, function="aclrtMalloc"),
         BackendError(reason="op not found", op="SwishBackward", cann_version="8.0.0", searched=["libopapi.so"]),
         UnknownSocError(soc_name="Ascend999", known=["Ascend910B1"]),
@@ -105,15 +129,23 @@ def test_errors_survive_pickling_with_their_fields(error):
 
 
 def test_status_runtime_backend_and_soc_errors_say_what_went_wrong():
-    status = AclnnStatusError(status=561003, op="GeluBackward", function="aclnnGeluBackwardGetWorkspaceSize",
-                              recent_message="kernel not found\n")
+    status = AclnnStatusError(
+        status=561003,
+        op="GeluBackward",
+        function="aclnnGeluBackwardGetWorkspaceSize",
+        recent_message="kernel not found\n",
+    )
     assert status.status_name == "ACLNN_ERR_INNER_FIND_KERNEL_ERROR"
     assert "aclnnGeluBackwardGetWorkspaceSize returned 561003" in str(status) and "kernel not found" in str(status)
     assert "UNKNOWN_ACLNN_STATUS" in str(AclnnStatusError(status=42, op=None, function="f"))
     acl = AclRuntimeError(status=100002, function="aclInit")
     assert acl.status_name == "ACL_ERROR_REPEAT_INITIALIZE" and "aclInit" in str(acl)
-    backend = BackendError(reason="aclnnPreluBackward is not exported by the installed CANN", op="PreluBackward",
-                           cann_version="8.0.RC1", searched=["/usr/local/Ascend/lib64/libopapi.so", "libopapi_nn.so"])
+    backend = BackendError(
+        reason="aclnnPreluBackward is not exported by the installed CANN",
+        op="PreluBackward",
+        cann_version="8.0.RC1",
+        searched=["/usr/local/Ascend/lib64/libopapi.so", "libopapi_nn.so"],
+    )
     for part in ("PreluBackward", "8.0.RC1", "libopapi.so", "libopapi_nn.so"):
         assert part in str(backend)
     soc = UnknownSocError(soc_name="Ascend910Z9")
@@ -236,21 +268,28 @@ def test_infer_outputs_same_shape_and_same_dtype():
     out = infer_outputs(meta, {"gradOutput": arr((2, 3), BF16), "self": arr((2, 3), BF16)}, "8.0.0")
     assert out == {"gradInput": ((2, 3), BF16)}
     meta = METAS["HardtanhBackward"]
-    assert infer_outputs(meta, {"gradOutput": arr((7,), F16), "self": arr((7,), F16)}, "8.5.0") == {
-        "out": ((7,), F16)}
+    assert infer_outputs(meta, {"gradOutput": arr((7,), F16), "self": arr((7,), F16)}, "8.5.0") == {"out": ((7,), F16)}
 
 
 # --- validate on the real specs -----------------------------------------------------------------
 
 
 def test_valid_arguments_pass():
-    validate(METAS["GeluBackward"], gelu(arr((3, 1)), arr((2, 3, 4)), arr((2, 3, 4))), family="training",
-             version="8.0.0")
-    validate(METAS["PreluBackward"], prelu(arr((2, 3, 4)), arr((2, 3, 4)), arr((3,)), arr((2, 3, 4)), arr((3,))),
-             family="a2", version="8.0.0")
-    validate(METAS["HardtanhBackward"],
-             {"gradOutput": arr((4, 2)), "self": arr((4, 2)), "min": 1.2, "max": 2.4, "out": arr((4, 2))},
-             family="inference", version="8.0.0")
+    validate(
+        METAS["GeluBackward"], gelu(arr((3, 1)), arr((2, 3, 4)), arr((2, 3, 4))), family="training", version="8.0.0"
+    )
+    validate(
+        METAS["PreluBackward"],
+        prelu(arr((2, 3, 4)), arr((2, 3, 4)), arr((3,)), arr((2, 3, 4)), arr((3,))),
+        family="a2",
+        version="8.0.0",
+    )
+    validate(
+        METAS["HardtanhBackward"],
+        {"gradOutput": arr((4, 2)), "self": arr((4, 2)), "min": 1.2, "max": 2.4, "out": arr((4, 2))},
+        family="inference",
+        version="8.0.0",
+    )
 
 
 @pytest.mark.parametrize("op", sorted(METAS))
@@ -370,13 +409,11 @@ def test_gelu_promotes_its_inputs_and_checks_the_promoted_dtype():
     meta = METAS["GeluBackward"]
     # float16 + float32 -> float32 output
     validate(meta, gelu(arr((2, 3), F16), arr((2, 3), F32), arr((2, 3), F32)), family="training", version="8.0.0")
-    err = rejected(meta, gelu(arr((2, 3), F16), arr((2, 3), F32), arr((2, 3), F16)), family="training",
-                   version="8.0.0")
+    err = rejected(meta, gelu(arr((2, 3), F16), arr((2, 3), F32), arr((2, 3), F16)), family="training", version="8.0.0")
     assert (err.param, err.status, err.found, err.allowed) == ("gradInput", 161002, "float16", "float32")
     # bfloat16 alone is not supported on training, but float16 + bfloat16 promote to float32
     validate(meta, gelu(arr((3,), F16), arr((3,), BF16), arr((3,), F32)), family="training", version="8.0.0")
-    err = rejected(meta, gelu(arr((3,), BF16), arr((3,), BF16), arr((3,), BF16)), family="training",
-                   version="8.0.0")
+    err = rejected(meta, gelu(arr((3,), BF16), arr((3,), BF16), arr((3,), BF16)), family="training", version="8.0.0")
     assert err.check == "dtype" and err.param == "gradOutput"
     # the page's own sample: an int32 gradOutput with a float32 self
     validate(meta, gelu(arr((3,), np.int32), arr((3,), F32), arr((3,), F32)), family="a2", version="8.0.0")
@@ -384,18 +421,22 @@ def test_gelu_promotes_its_inputs_and_checks_the_promoted_dtype():
     err = rejected(meta, gelu(arr((3,), F64), arr((3,), F32), arr((3,), F64)), family="a2", version="8.0.0")
     assert err.check == "dtype" and "float64" in str(err)
     # no common dtype at all
-    err = rejected(meta, gelu(arr((3,), np.uint64), arr((3,), np.int64), arr((3,), F32)), family="a2",
-                   version="8.0.0")
+    err = rejected(meta, gelu(arr((3,), np.uint64), arr((3,), np.int64), arr((3,), F32)), family="a2", version="8.0.0")
     assert err.check == "promote" and "no common dtype" in str(err)
 
 
 def test_same_dtype_and_same_shape():
     meta = METAS["SwishBackward"]
-    err = rejected(meta, {"gradOutput": arr((2, 3), F16), "self": arr((2, 3), F32), "gradInput": arr((2, 3), F16)},
-                   family="a2", version="8.0.0")
+    err = rejected(
+        meta,
+        {"gradOutput": arr((2, 3), F16), "self": arr((2, 3), F32), "gradInput": arr((2, 3), F16)},
+        family="a2",
+        version="8.0.0",
+    )
     assert (err.check, err.param) == ("same_dtype", "self") and "float16" in str(err) and "float32" in str(err)
-    err = rejected(meta, {"gradOutput": arr((1, 3)), "self": arr((2, 3)), "gradInput": arr((2, 3))},
-                   family="a2", version="8.0.0")
+    err = rejected(
+        meta, {"gradOutput": arr((1, 3)), "self": arr((2, 3)), "gradInput": arr((2, 3))}, family="a2", version="8.0.0"
+    )
     assert err.check == "same_shape" and "(1, 3)" in str(err) and "(2, 3)" in str(err)
 
 
@@ -566,8 +607,9 @@ def test_array_likes_other_than_numpy_are_read_through_shape_and_dtype():
     t = SimpleNamespace(shape=(2, 3), dtype="float16", strides=(6, 2))
     validate(meta, {"gradOutput": t, "self": t, "gradInput": t}, family="a2", version="8.0.0")
     o = SimpleNamespace(shape=(2, 3), dtype="float32")
-    assert rejected(meta, {"gradOutput": t, "self": t, "gradInput": o}, family="a2",
-                    version="8.0.0").check == "same_dtype"
+    assert (
+        rejected(meta, {"gradOutput": t, "self": t, "gradInput": o}, family="a2", version="8.0.0").check == "same_dtype"
+    )
 
 
 # --- rule kinds the real specs leave untested: synthetic METAs ----------------------------------
@@ -595,22 +637,43 @@ def test_non_contiguous_tensors_rejected_when_a_rule_disallows_them():
     err = rejected(meta, {"gradOutput": x, "self": x, "gradInput": flagged}, family="a2", version="8.0.0")
     assert err.param == "gradInput"
     # the unchanged spec accepts them
-    validate(METAS["SwishBackward"], {"gradOutput": x, "self": x.T.copy().T, "gradInput": x}, family="a2",
-             version="8.0.0")
+    validate(
+        METAS["SwishBackward"], {"gradOutput": x, "self": x.T.copy().T, "gradInput": x}, family="a2", version="8.0.0"
+    )
 
 
 def test_attribute_type_and_choices():
     meta = variant("SwishBackward")
-    meta["params"].append({
-        "name": "approximate", "py": "approximate", "role": "attribute", "optional": False, "dtypes": [],
-        "scalar_dtype": None, "scalar_dtypes": [], "default": None, "constraints": [], "attr_type": "char*",
-        "choices": ["none", "tanh"],
-    })
-    meta["params"].append({
-        "name": "keepDim", "py": "keep_dim", "role": "attribute", "optional": False, "dtypes": [],
-        "scalar_dtype": None, "scalar_dtypes": [], "default": False, "constraints": [], "attr_type": "bool",
-        "choices": [],
-    })
+    meta["params"].append(
+        {
+            "name": "approximate",
+            "py": "approximate",
+            "role": "attribute",
+            "optional": False,
+            "dtypes": [],
+            "scalar_dtype": None,
+            "scalar_dtypes": [],
+            "default": None,
+            "constraints": [],
+            "attr_type": "char*",
+            "choices": ["none", "tanh"],
+        }
+    )
+    meta["params"].append(
+        {
+            "name": "keepDim",
+            "py": "keep_dim",
+            "role": "attribute",
+            "optional": False,
+            "dtypes": [],
+            "scalar_dtype": None,
+            "scalar_dtypes": [],
+            "default": False,
+            "constraints": [],
+            "attr_type": "bool",
+            "choices": [],
+        }
+    )
     values = make_values(meta, "contiguous", "float32", version="8.0.0")
     assert values["approximate"] == "none" and values["keepDim"] is False
     validate(meta, values, family="a2", version="8.0.0")
@@ -676,8 +739,18 @@ def test_a_malformed_version_is_a_value_error():
 
 # --- nothing but AclnnValidationError, whatever the values --------------------------------------
 
-_JUNK = [None, [1, 2], "x", 3, 2.5, object(), SimpleNamespace(shape=(2,)), SimpleNamespace(shape="ab", dtype=F32),
-         SimpleNamespace(shape=(2, 3), dtype=None), SimpleNamespace(shape=(2, 3), dtype=F32, strides=None)]
+_JUNK = [
+    None,
+    [1, 2],
+    "x",
+    3,
+    2.5,
+    object(),
+    SimpleNamespace(shape=(2,)),
+    SimpleNamespace(shape="ab", dtype=F32),
+    SimpleNamespace(shape=(2, 3), dtype=None),
+    SimpleNamespace(shape=(2, 3), dtype=F32, strides=None),
+]
 
 
 @st.composite
@@ -692,8 +765,13 @@ def tensors(draw):
 
 
 scalars = st.one_of(
-    st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-(10**40), 10**40), st.booleans(),
-    st.text(max_size=3), st.complex_numbers(max_magnitude=10), st.sampled_from([np.float16(-1.0), np.int8(3)]),
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**40), 10**40),
+    st.booleans(),
+    st.text(max_size=3),
+    st.complex_numbers(max_magnitude=10),
+    st.sampled_from([np.float16(-1.0), np.int8(3)]),
 )
 
 

@@ -22,7 +22,11 @@ CUSTOM_SPECS = REPO / "tests" / "data" / "custom_specs" / "ops"
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     dest = tmp_path_factory.mktemp("wheel")
-    built = run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", dest / "dist", REPO], env=clean_env(), cwd=dest)
+    built = run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", dest / "dist", REPO],
+        env=clean_env(),
+        cwd=dest,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = (dest / "dist").glob("aclnngen-*.whl")
     python = fresh_venv(dest / "venv")
@@ -33,7 +37,11 @@ def installed(tmp_path_factory):
 
 
 def _aclnngen(python: Path, work: Path, *args, **env):
-    return run([python.parent / "aclnngen", *args], cwd=work, env=venv_env(python, ACLNNGEN_CACHE_DIR=str(work / "cache"), **env))
+    return run(
+        [python.parent / "aclnngen", *args],
+        cwd=work,
+        env=venv_env(python, ACLNNGEN_CACHE_DIR=str(work / "cache"), **env),
+    )
 
 
 def test_the_wheel_holds_the_spec_tables_schema_and_markers(installed):
@@ -69,8 +77,14 @@ def test_an_installed_aclnngen_validates_generates_runs_and_imports_a_custom_pac
     _, python, work = installed
     specs = work / "specs"
     shutil.copytree(CUSTOM_SPECS, specs / "ops")  # no products.yaml or abi.yaml: the built-in ones apply
-    for args in (["validate"], ["validate", specs], ["specs", "--specs", specs], ["generate", "--specs", specs, "--out", work / "pkg" / "custom_ops"],
-                 ["check", "--specs", specs, "--out", work / "pkg" / "custom_ops"], ["run", "--one-dtype"]):
+    for args in (
+        ["validate"],
+        ["validate", specs],
+        ["specs", "--specs", specs],
+        ["generate", "--specs", specs, "--out", work / "pkg" / "custom_ops"],
+        ["check", "--specs", specs, "--out", work / "pkg" / "custom_ops"],
+        ["run", "--one-dtype"],
+    ):
         done = _aclnngen(python, work, *args)
         assert done.returncode == 0, f"aclnngen {args}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         assert "Traceback" not in done.stderr

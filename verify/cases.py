@@ -87,8 +87,9 @@ def _place(data: np.ndarray, layout: str, variant: int, fill) -> np.ndarray:
     return view
 
 
-def make_values(meta: Mapping, case: str, dtype: Any, *, version: str | CannVersion, seed: int = 0,
-                family: str | None = None) -> dict[str, Any]:
+def make_values(
+    meta: Mapping, case: str, dtype: Any, *, version: str | CannVersion, seed: int = 0, family: str | None = None
+) -> dict[str, Any]:
     """Arguments of the op for one case kind (see the module docstring): NumPy arrays for every
     input and output (outputs zero-filled, of the shape and dtype `infer_outputs` gives, except an
     output the case deliberately gets wrong), and values for scalars and attributes. `dtype` is a

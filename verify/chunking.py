@@ -47,8 +47,15 @@ def _pool(size: int) -> ThreadPoolExecutor:
     return _POOL
 
 
-def evaluate_in_chunks(body: Callable, inputs: Mapping[str, np.ndarray], scalars: Mapping, attributes: Mapping,
-                       output_dtypes: Mapping, mode: str, targets: list | None = None) -> tuple[np.ndarray, ...]:
+def evaluate_in_chunks(
+    body: Callable,
+    inputs: Mapping[str, np.ndarray],
+    scalars: Mapping,
+    attributes: Mapping,
+    output_dtypes: Mapping,
+    mode: str,
+    targets: list | None = None,
+) -> tuple[np.ndarray, ...]:
     """numerics.evaluate of an elementwise `body` on inputs of one shape, piece by piece. `targets`
     (one per output): arrays of that shape to write into, used where C-contiguous and of the
     result's dtype (no full-size copy of the result); the others are allocated."""
@@ -59,21 +66,24 @@ def evaluate_in_chunks(body: Callable, inputs: Mapping[str, np.ndarray], scalars
     outputs: list[np.ndarray] | None = None
 
     def piece(start: int) -> tuple[np.ndarray, ...]:
-        part = {name: a[start:start + CHUNK] for name, a in flat.items()}
-        return numerics.evaluate(body, inputs=part, scalars=scalars, attributes=attributes,
-                                 output_dtypes=output_dtypes, mode=mode)
+        part = {name: a[start : start + CHUNK] for name, a in flat.items()}
+        return numerics.evaluate(
+            body, inputs=part, scalars=scalars, attributes=attributes, output_dtypes=output_dtypes, mode=mode
+        )
 
     first = piece(0)  # its dtypes size the outputs
     targets = targets or [None] * len(first)
-    usable = [t is not None and t.shape == shape and t.dtype == r.dtype and t.flags.c_contiguous and t.flags.writeable
-              for t, r in zip(targets, first)]
+    usable = [
+        t is not None and t.shape == shape and t.dtype == r.dtype and t.flags.c_contiguous and t.flags.writeable
+        for t, r in zip(targets, first)
+    ]
     outputs = [t.reshape(-1) if ok else np.empty(size, dtype=r.dtype) for t, r, ok in zip(targets, first, usable)]
     for out, r in zip(outputs, first):
         out[: r.size] = r
 
     def fill(start: int) -> None:
         for out, r in zip(outputs, piece(start)):
-            out[start:start + r.size] = r
+            out[start : start + r.size] = r
 
     count = threads()
     rest = list(starts)[1:]

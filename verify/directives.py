@@ -35,7 +35,15 @@ FILE_NAME = "directives.yaml"
 ENV = "ACLNNGEN_DIRECTIVES"
 
 # The test kinds of the generated tests (codegen/templates/test_op.py.j2), and those that compare numbers.
-TEST_KINDS = ("reference", "binding", "validator_dtype", "validator_shape", "null_pointer", "scalar_constraint", "return_code")
+TEST_KINDS = (
+    "reference",
+    "binding",
+    "validator_dtype",
+    "validator_shape",
+    "null_pointer",
+    "scalar_constraint",
+    "return_code",
+)
 NUMERIC_TESTS = ("reference", "binding")
 
 
@@ -91,7 +99,9 @@ class Directives:
             op = d.scope[0]
             if op is not None and op not in known:
                 hint = f"; known: {', '.join(sorted(known))}" if known else ""
-                raise DirectiveError(f"{d.where}: unknown op {op!r}: no generated test near {self.source} tests it{hint}")
+                raise DirectiveError(
+                    f"{d.where}: unknown op {op!r}: no generated test near {self.source} tests it{hint}"
+                )
 
 
 def _known(value, allowed, what: str, where: str):
@@ -156,7 +166,9 @@ def parse(data, source: str, *, families=None, dtypes=None) -> Directives:
         entries = data.get(key) or []
         if not isinstance(entries, list):
             raise DirectiveError(f"{source}: {key} is a list")
-        sections[key] = tuple(_entry(e, f"{source}: {key}[{i}]", tolerance, families, dtypes) for i, e in enumerate(entries))
+        sections[key] = tuple(
+            _entry(e, f"{source}: {key}[{i}]", tolerance, families, dtypes) for i, e in enumerate(entries)
+        )
     return Directives(sections["expected_failures"], sections["tolerances"], source)
 
 

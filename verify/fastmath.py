@@ -11,10 +11,22 @@ from __future__ import annotations
 
 import numpy as np
 
-_P = np.array([-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-               -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02], dtype=np.float32)
-_Q = np.array([-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-               -1.42647390514189e-02], dtype=np.float32)
+_P = np.array(
+    [
+        -2.72614225801306e-10,
+        2.77068142495902e-08,
+        -2.10102402082508e-06,
+        -5.69250639462346e-05,
+        -7.34990630326855e-04,
+        -2.95459980854025e-03,
+        -1.60960333262415e-02,
+    ],
+    dtype=np.float32,
+)
+_Q = np.array(
+    [-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02],
+    dtype=np.float32,
+)
 _LIMIT = np.float32(4.0)
 # below this, erf(x) = 2/sqrt(pi) * x to float32 precision; the rational form loses the last bits
 # of tiny results (its quotient underflows near the smallest normal numbers)

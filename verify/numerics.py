@@ -29,7 +29,6 @@ FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.fl
 STORAGE_DTYPES = tuple(NUMPY_DTYPES.values())
 
 
-
 def storage_dtype(dtype, what: str = "tensor") -> np.dtype:
     """`dtype` as a supported storage dtype (any dtype a spec may name), else TypeError naming it."""
     try:
@@ -37,8 +36,10 @@ def storage_dtype(dtype, what: str = "tensor") -> np.dtype:
     except TypeError:
         raise TypeError(f"{what}: {dtype!r} is not a dtype") from None
     if resolved not in STORAGE_DTYPES:
-        raise TypeError(f"{what}: dtype {resolved} is not supported; the numerics support "
-                        f"{', '.join(d.name for d in STORAGE_DTYPES)}")
+        raise TypeError(
+            f"{what}: dtype {resolved} is not supported; the numerics support "
+            f"{', '.join(d.name for d in STORAGE_DTYPES)}"
+        )
     return resolved
 
 
@@ -196,8 +197,9 @@ class Numerics:
 
     def round_to(self, x, tensor: str):
         if tensor not in self.storage:
-            raise ValueError(f"round_to: no storage dtype for tensor {tensor!r}; known: "
-                             f"{', '.join(self.storage) or 'none'}")
+            raise ValueError(
+                f"round_to: no storage dtype for tensor {tensor!r}; known: {', '.join(self.storage) or 'none'}"
+            )
         rounded = np.asarray(self._num(x)).astype(self.storage[tensor]).astype(self.dtype)
         return rounded[()] if rounded.ndim == 0 else rounded
 
@@ -211,8 +213,10 @@ class Numerics:
         if w.size == 1:
             return w.reshape(())
         if x.ndim < 2 or x.shape[1] != w.size:
-            raise ValueError(f"per_channel: a weight of {w.size} elements needs a tensor with "
-                             f"{w.size} channels in dim 1, found shape {x.shape}")
+            raise ValueError(
+                f"per_channel: a weight of {w.size} elements needs a tensor with "
+                f"{w.size} channels in dim 1, found shape {x.shape}"
+            )
         return w.reshape((1, w.size) + (1,) * (x.ndim - 2))
 
     def sum_per_channel(self, e, w):
@@ -222,8 +226,10 @@ class Numerics:
         if w.size == 1:
             return np.asarray(np.sum(e, dtype=self.dtype)).reshape(w.shape)
         if e.ndim < 2 or e.shape[1] != w.size:
-            raise ValueError(f"sum_per_channel: a weight of {w.size} elements needs {w.size} "
-                             f"channels in dim 1, found shape {e.shape}")
+            raise ValueError(
+                f"sum_per_channel: a weight of {w.size} elements needs {w.size} "
+                f"channels in dim 1, found shape {e.shape}"
+            )
         axes = (0,) + tuple(range(2, e.ndim))
         return np.sum(e, axis=axes, dtype=self.dtype)  # (C,), whatever axes the weight's C lie on
 
@@ -245,8 +251,10 @@ class Numerics:
 
     def extern(self, kernel: str, *args):
         if kernel not in externs.EXTERN_KERNELS:
-            raise ValueError(f"no extern kernel {kernel!r} is registered; registered: "
-                             f"{', '.join(sorted(externs.EXTERN_KERNELS)) or 'none'}")
+            raise ValueError(
+                f"no extern kernel {kernel!r} is registered; registered: "
+                f"{', '.join(sorted(externs.EXTERN_KERNELS)) or 'none'}"
+            )
         return externs.EXTERN_KERNELS[kernel](self, *args)
 
 
@@ -255,21 +263,30 @@ def _axes(function: str, dims, ndim: int) -> tuple[int, ...]:
     `ndim`-dimensional array. A 0-d array has one dim as torch sees it: 0 and -1 name it, and
     reducing over it reduces over nothing."""
     dims = (dims,) if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool) else dims
-    if not isinstance(dims, tuple) or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
+    if not isinstance(dims, tuple) or not all(
+        isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims
+    ):
         raise TypeError(f"{function}: dims must be integers, found {dims!r}")
     span = max(ndim, 1)
     for d in dims:
         if not -span <= d < span:
-            raise ValueError(f"{function}: dim {d} is out of range for a tensor of rank {ndim} "
-                             f"(allowed {-span}..{span - 1})")
+            raise ValueError(
+                f"{function}: dim {d} is out of range for a tensor of rank {ndim} (allowed {-span}..{span - 1})"
+            )
     if ndim == 0:
         return ()
     return tuple(sorted({int(d) % ndim for d in dims}))
 
 
-def evaluate(body: Callable[..., tuple], *, inputs: Mapping[str, np.ndarray],
-             scalars: Mapping[str, object], attributes: Mapping[str, object],
-             output_dtypes: Mapping[str, object], mode: str = "opmath") -> tuple[np.ndarray, ...]:
+def evaluate(
+    body: Callable[..., tuple],
+    *,
+    inputs: Mapping[str, np.ndarray],
+    scalars: Mapping[str, object],
+    attributes: Mapping[str, object],
+    output_dtypes: Mapping[str, object],
+    mode: str = "opmath",
+) -> tuple[np.ndarray, ...]:
     """Run a rendered formula `body(m, **values)` and return its outputs, in the order of
     `output_dtypes`: rounded once to their storage dtypes (opmath) or as float64 (golden)."""
     arrays = {name: np.asarray(value) for name, value in inputs.items()}
@@ -284,11 +301,14 @@ def evaluate(body: Callable[..., tuple], *, inputs: Mapping[str, np.ndarray],
         values.update(attributes)
         results = body(m, **values)
         if not isinstance(results, tuple) or len(results) != len(outputs):
-            raise ValueError(f"the formula returned {type(results).__name__} "
-                             f"{len(results) if isinstance(results, tuple) else ''}; expected a tuple "
-                             f"of {len(outputs)} output(s) ({', '.join(outputs)})")
-        return tuple(_as_output(r, golden_dtype(m.dtype) if mode == "golden" else dt)
-                     for r, dt in zip(results, outputs.values()))
+            raise ValueError(
+                f"the formula returned {type(results).__name__} "
+                f"{len(results) if isinstance(results, tuple) else ''}; expected a tuple "
+                f"of {len(outputs)} output(s) ({', '.join(outputs)})"
+            )
+        return tuple(
+            _as_output(r, golden_dtype(m.dtype) if mode == "golden" else dt) for r, dt in zip(results, outputs.values())
+        )
 
 
 def _as_output(result, dtype) -> np.ndarray:

@@ -29,7 +29,12 @@ from .numerics import storage_dtype
 # Unit roundoff per dtype, for the bound of a reduction's error.
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
 # rtol/atol for transcendental results, as torch.testing does per dtype; atol scales with |grad|.
-TRANSCENDENTAL = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
+TRANSCENDENTAL = {
+    "float16": (1e-3, 1e-5),
+    "bfloat16": (1.6e-2, 1e-5),
+    "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7),
+}
 # The vendor's single-benchmark precision standard (torch-oracle.md section 4): mean relative error
 # below the threshold and the largest below ten times it. float64 is not in the standard; 2^-30
 # is this project's choice: cancellation (1 - y*y near y = 1) amplifies a 2^-53 rounding by the
@@ -145,7 +150,9 @@ def check_conditional_dtype(op: OpUnderTest, family: str, dtype: str, context: M
     lacks it, accepted with it, and the binding then agrees with the reference bit-wise."""
     values = dict(cases.make_values(op.meta, "contiguous", dtype, version=op.version, family=family))
     first = op.params("input")[0]["name"]
-    if dtype not in supported_dtypes(op.meta, first, family, op.version) and not planning.condition_holds({"when": context}, values):
+    if dtype not in supported_dtypes(op.meta, first, family, op.version) and not planning.condition_holds(
+        {"when": context}, values
+    ):
         _expect(op, values, family, 161002)
     _expect(op, {**values, **context}, family, 0)
     _binding_matches_reference(op, family, dtype, "contiguous", context)
@@ -191,7 +198,9 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
             values[param] = "".join(sorted(attribute["choices"])) + "_not_a_choice"
     elif check == "scalar_range":
         plain = [(v, {}) for name, v, _ in planning.scalar_violations(meta, op.version) if name == param]
-        conditional = [(v, when) for name, v, _, when in planning.conditional_violations(meta, op.version) if name == param]
+        conditional = [
+            (v, when) for name, v, _, when in planning.conditional_violations(meta, op.version) if name == param
+        ]
         bad, when = (plain + conditional)[0]
         values.update(when)  # a conditional bound applies only with its condition set
         values[param] = bad
@@ -241,8 +250,16 @@ def _ulp_neighbours(value: float, dtype: np.dtype) -> np.ndarray:
     out = [center]
     up = down = center
     for _ in range(ULPS_AROUND):
-        up = np.nextafter(up.astype(np.float64), np.inf).astype(dtype) if dtype == ml_dtypes.bfloat16 else np.nextafter(up, np.asarray(np.inf, dtype))
-        down = np.nextafter(down.astype(np.float64), -np.inf).astype(dtype) if dtype == ml_dtypes.bfloat16 else np.nextafter(down, np.asarray(-np.inf, dtype))
+        up = (
+            np.nextafter(up.astype(np.float64), np.inf).astype(dtype)
+            if dtype == ml_dtypes.bfloat16
+            else np.nextafter(up, np.asarray(np.inf, dtype))
+        )
+        down = (
+            np.nextafter(down.astype(np.float64), -np.inf).astype(dtype)
+            if dtype == ml_dtypes.bfloat16
+            else np.nextafter(down, np.asarray(-np.inf, dtype))
+        )
         out += [up, down]
     return np.array(out, dtype=dtype)
 
@@ -353,7 +370,9 @@ def _float_data(op, dt, data, rng, n, scalars):
         special = [float(info.tiny), -float(info.tiny), float(info.smallest_subnormal), 1e4, -1e4]
         if not _classified(op, "transcendental"):
             special += [float(info.max), -float(info.max)]  # selection ops take any magnitude
-        chosen = np.concatenate([_ulp_neighbours(p, dt) for p in points] + [np.array(special, dtype=np.float64).astype(dt)])
+        chosen = np.concatenate(
+            [_ulp_neighbours(p, dt) for p in points] + [np.array(special, dtype=np.float64).astype(dt)]
+        )
         if data == "special-values":
             chosen = np.concatenate([chosen, np.array([np.nan, np.inf, -np.inf], dtype=np.float64).astype(dt)])
         place = rng.permutation(n)[: chosen.size]
@@ -403,8 +422,17 @@ def _complex_data(dt, data, rng, n):
         chosen = np.array([complex(a, b) for a in parts for b in parts], dtype=dt)
         x[rng.permutation(n)[: chosen.size]] = chosen
         if data == "special-values":
-            g[rng.permutation(n)[:6]] = np.array([complex(np.nan, 0), complex(0, np.inf), complex(-np.inf, 1), complex(-0.0, -0.0),
-                                                  complex(float(info.max), 0), complex(0, -float(info.max))], dtype=dt)
+            g[rng.permutation(n)[:6]] = np.array(
+                [
+                    complex(np.nan, 0),
+                    complex(0, np.inf),
+                    complex(-np.inf, 1),
+                    complex(-0.0, -0.0),
+                    complex(float(info.max), 0),
+                    complex(0, -float(info.max)),
+                ],
+                dtype=dt,
+            )
     return g, x
 
 
@@ -472,7 +500,9 @@ def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) 
     with the tolerances of their real part's dtype."""
     if category(dtype) in ("integer", "bool"):
         bad = np.asarray(ours != theirs)
-        assert not bad.any(), f"{py} ({dtype}): {int(bad.sum())} of {ours.size} elements differ, e.g. ours {ours[bad][:3]} vs oracle {theirs[bad][:3]}"
+        assert not bad.any(), (
+            f"{py} ({dtype}): {int(bad.sum())} of {ours.size} elements differ, e.g. ours {ours[bad][:3]} vs oracle {theirs[bad][:3]}"
+        )
         return
     if category(dtype) == "complex":
         dtype = REAL_PART[dtype]
@@ -486,7 +516,9 @@ def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) 
         keep = ~_nan_inputs(op, values, a.shape) if a.shape else np.ones((), bool)
         same = (a == b) | (np.isnan(a) & np.isnan(b))
         bad = ~same & keep
-        assert not bad.any(), f"{py}: {int(bad.sum())} of {a.size} elements differ bit-wise: {describe_mismatch(ours, theirs, bad)}"
+        assert not bad.any(), (
+            f"{py}: {int(bad.sum())} of {a.size} elements differ bit-wise: {describe_mismatch(ours, theirs, bad)}"
+        )
         return
     g = values[op.params("input")[0]["name"]]
     scale = max(1.0, float(np.nanmax(np.abs(np.asarray(g)), initial=0.0)))
@@ -500,7 +532,9 @@ def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) 
         atol *= scale
     else:  # reduction: per-element rounding plus the summation error, bounded by sum |terms|
         rtol = REDUCTION_RTOL[dtype]
-        terms = np.prod([np.nanmax(np.abs(values[p["name"]].astype(np.float64)), initial=0.0) for p in op.params("input")])
+        terms = np.prod(
+            [np.nanmax(np.abs(values[p["name"]].astype(np.float64)), initial=0.0) for p in op.params("input")]
+        )
         summed = max(1, int(np.prod(values[op.params("input")[1]["name"]].shape)) // max(1, a.size))
         atol = UNIT_ROUNDOFF[dtype] * float(terms) * summed * max(1.0, np.log2(summed))
     if tolerance is not None:
@@ -536,7 +570,9 @@ def describe_mismatch(ours: np.ndarray, theirs: np.ndarray, bad: np.ndarray, lim
     in hex, and their distance in ULPs (for floats of one dtype)."""
     ours, theirs = np.asarray(ours), np.asarray(theirs)
     index = np.argwhere(np.broadcast_to(bad, ours.shape))[:limit]
-    float_pair = ours.dtype == theirs.dtype and ours.dtype.kind == "f" or str(ours.dtype) == "bfloat16" == str(theirs.dtype)
+    float_pair = (
+        ours.dtype == theirs.dtype and ours.dtype.kind == "f" or str(ours.dtype) == "bfloat16" == str(theirs.dtype)
+    )
     parts = []
     for at in map(tuple, index):
         x, y = ours[at], theirs[at]
@@ -562,7 +598,9 @@ def _within_precision_standard(op, values, py, dtype, a, b, scale) -> None:
     a, b = np.atleast_1d(a), np.atleast_1d(b)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         finite = np.isfinite(a) & np.isfinite(b)
-        judged = (np.isfinite(a) | np.isfinite(b)) & ~np.atleast_1d(_nan_inputs(op, values, a.shape) if a.size > 1 else False)
+        judged = (np.isfinite(a) | np.isfinite(b)) & ~np.atleast_1d(
+            _nan_inputs(op, values, a.shape) if a.size > 1 else False
+        )
         special_bad = judged & ~finite & ~((a == b) | (np.isnan(a) & np.isnan(b)))
         diff = np.where(finite, np.abs(a - b), 0.0)
         big = finite & judged & (np.abs(b) >= SMALL_VALUE[dtype])
@@ -570,14 +608,19 @@ def _within_precision_standard(op, values, py, dtype, a, b, scale) -> None:
         relative = diff[big] / (np.abs(b[big]) + 1e-7)
     unit = UNIT_ROUNDOFF[dtype]
     small_bad = small & (diff > ARITHMETIC_ULPS * unit * scale)
-    assert not special_bad.any(), f"{py} ({dtype}): {int(special_bad.sum())} inf/NaN results differ, e.g. ours {a[special_bad][:3]} vs oracle {b[special_bad][:3]}"
-    assert not small_bad.any(), (f"{py} (arithmetic, {dtype}): {int(small_bad.sum())} small results off by more than "
-                                 f"{ARITHMETIC_ULPS} units of max|grad|, worst {float(diff[small_bad].max()):g}")
+    assert not special_bad.any(), (
+        f"{py} ({dtype}): {int(special_bad.sum())} inf/NaN results differ, e.g. ours {a[special_bad][:3]} vs oracle {b[special_bad][:3]}"
+    )
+    assert not small_bad.any(), (
+        f"{py} (arithmetic, {dtype}): {int(small_bad.sum())} small results off by more than "
+        f"{ARITHMETIC_ULPS} units of max|grad|, worst {float(diff[small_bad].max()):g}"
+    )
     if relative.size:
         mere, mare, threshold = float(relative.mean()), float(relative.max()), MERE_THRESHOLD[dtype]
         assert mere < threshold and mare < MARE_RATIO * threshold, (
             f"{py} (arithmetic, {dtype}): MERE {mere:.3g} (limit {threshold:.3g}), MARE {mare:.3g} "
-            f"(limit {MARE_RATIO * threshold:.3g}) over {relative.size} elements")
+            f"(limit {MARE_RATIO * threshold:.3g}) over {relative.size} elements"
+        )
 
 
 # --- binding on the simulator -------------------------------------------------------------------
@@ -590,7 +633,6 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
         and got.dtype == want.dtype
         and np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
     )
-
 
 
 def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None:
@@ -607,14 +649,22 @@ def _binding_matches_reference(op: OpUnderTest, family: str, dtype: str, layout:
     expected = op.run_reference(values)
     for p, got, want in zip(op.params("output"), results, expected):
         assert isinstance(got, np.ndarray), f"{p['py']}: the binding returned {type(got).__name__}"
-        assert got.shape == want.shape and got.dtype == want.dtype, f"{p['py']}: {got.shape}/{got.dtype} vs {want.shape}/{want.dtype}"
+        assert got.shape == want.shape and got.dtype == want.dtype, (
+            f"{p['py']}: {got.shape}/{got.dtype} vs {want.shape}/{want.dtype}"
+        )
         if tolerance is not None:  # the override replaces bit-exactness for this scope
             rtol, atol = tolerance.rtol or 0.0, tolerance.atol or 0.0
             a, b = got.astype(np.float64), want.astype(np.float64)
             with np.errstate(invalid="ignore"):
                 bad = ~((a == b) | (np.isnan(a) & np.isnan(b)) | (np.abs(a - b) <= atol + rtol * np.abs(b)))
-            assert not bad.any(), f"{p['py']}: outside rtol={rtol:g}, atol={atol:g} (directive): {describe_mismatch(got, want, bad)}"
+            assert not bad.any(), (
+                f"{p['py']}: outside rtol={rtol:g}, atol={atol:g} (directive): {describe_mismatch(got, want, bad)}"
+            )
             continue
         if not same_bits(got, want):
-            differ = np.ascontiguousarray(got).view(f"u{got.dtype.itemsize}") != np.ascontiguousarray(want).view(f"u{want.dtype.itemsize}")
-            raise AssertionError(f"{p['py']}: the simulator's result differs from the reference bit-wise: {describe_mismatch(got, want, differ)}")
+            differ = np.ascontiguousarray(got).view(f"u{got.dtype.itemsize}") != np.ascontiguousarray(want).view(
+                f"u{want.dtype.itemsize}"
+            )
+            raise AssertionError(
+                f"{p['py']}: the simulator's result differs from the reference bit-wise: {describe_mismatch(got, want, differ)}"
+            )

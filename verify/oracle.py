@@ -79,7 +79,11 @@ def prelu_kernel(grad_output, self, weight):
         w = weight.reshape((1, channels) + (1,) * (self.dim() - 2))
     grad_input, grad_weight = torch.ops.aten._prelu_kernel_backward(grad_output.expand_as(self), self, w)
     dims = [d for d in range(grad_weight.dim()) if not (channels > 1 and d == 1)]
-    summed = grad_weight.to(torch.float64 if self.dtype == torch.float64 else torch.float32).sum(dims) if dims else grad_weight
+    summed = (
+        grad_weight.to(torch.float64 if self.dtype == torch.float64 else torch.float32).sum(dims)
+        if dims
+        else grad_weight
+    )
     return grad_input.reshape(self.shape), summed.to(self.dtype).reshape(weight.shape)
 
 
@@ -150,8 +154,10 @@ def _steps(oracle: Mapping, values: Mapping[str, object]) -> tuple:
         result = _call(step, known, f"oracle step {i} ({', '.join(names)})")
         results = result if isinstance(result, tuple) else (result,)
         if len(results) != len(names):
-            raise OracleStepError(f"oracle step {i}: aten::{step['op']} returned {len(results)} result(s) "
-                                  f"for the {len(names)} name(s) {names}")
+            raise OracleStepError(
+                f"oracle step {i}: aten::{step['op']} returned {len(results)} result(s) "
+                f"for the {len(names)} name(s) {names}"
+            )
         known.update(zip(names, (to_numpy(r) for r in results)))
     return tuple(to_torch(known[name]) for name in oracle["outputs"])
 

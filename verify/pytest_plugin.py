@@ -63,13 +63,17 @@ def _check(table: directives.Directives, path: Path, group, config) -> None:
         op = d.scope[0]
         if op is not None and op not in collected_ops and directives.snake(op) not in tested:
             known = sorted(collected_ops)
-            raise directives.DirectiveError(f"{d.where}: unknown op {op!r}; the tests near {path} test {', '.join(known)}")
+            raise directives.DirectiveError(
+                f"{d.where}: unknown op {op!r}; the tests near {path} test {', '.join(known)}"
+            )
     if _selected_by_node_id(config):
         return  # single tests were asked for: the others' directives cannot match
     for d in table.expected_failures:
         if d.scope[0] is not None and d.scope[0] not in collected_ops:
             continue  # that op's tests were not collected in this run
-        if not any(d.matches(k.get("op"), k.get("test"), k.get("family"), k.get("dtype"), item.nodeid) for item, k in group):
+        if not any(
+            d.matches(k.get("op"), k.get("test"), k.get("family"), k.get("dtype"), item.nodeid) for item, k in group
+        ):
             case = f", case {list(d.case)}" if d.case else ""
             raise directives.DirectiveError(
                 f"{d.where}: matches no collected test (op {d.scope[0]}, test {d.scope[1]}, family {d.scope[2]}, "

@@ -38,10 +38,15 @@ class Reference:
         self.forwards = dict(forwards)
         params = meta["params"]
         self._inputs = [(p["name"], p["py"]) for p in params if p["role"] == "input"]
-        self._scalars = [(p["name"], p["py"], p["default"]) for p in params if p["role"] in ("scalar", "optional_scalar")]
+        self._scalars = [
+            (p["name"], p["py"], p["default"]) for p in params if p["role"] in ("scalar", "optional_scalar")
+        ]
         # opmath sees a scalar as the aclScalar the binding creates holds it: in its scalar_dtype
-        self._scalar_dtypes = {p["name"]: NUMPY_DTYPES[p["scalar_dtype"]] for p in params
-                               if p["role"] in ("scalar", "optional_scalar") and p.get("scalar_dtype") in NUMPY_DTYPES}
+        self._scalar_dtypes = {
+            p["name"]: NUMPY_DTYPES[p["scalar_dtype"]]
+            for p in params
+            if p["role"] in ("scalar", "optional_scalar") and p.get("scalar_dtype") in NUMPY_DTYPES
+        }
         self._attributes = [(p["name"], p["py"], p["default"]) for p in params if p["role"] == "attribute"]
         self._outputs = [(p["name"], p["py"]) for p in params if p["role"] == "output"]
         # each output element depends on the same element of each input only: evaluable in pieces
@@ -64,7 +69,9 @@ class Reference:
         try:
             body = self.formulas[formula]
         except KeyError:
-            raise ValueError(f"{self.meta['name']} has no formula {formula!r}; known: {', '.join(self.formulas)}") from None
+            raise ValueError(
+                f"{self.meta['name']} has no formula {formula!r}; known: {', '.join(self.formulas)}"
+            ) from None
         arrays = {name: np.asarray(values[name]) for name, _ in self._inputs if values.get(name) is not None}
         missing = [name for name, _ in self._inputs if name not in arrays]
         if missing:
@@ -87,16 +94,23 @@ class Reference:
         shapes = {tuple(inferred[name][0]) for name, _ in self._outputs} | {a.shape for a in inputs.values()}
         if self._elementwise and len(shapes) == 1 and chunking.worth_it(next(iter(shapes))):
             targets = [(out or {}).get(name) for name, _ in self._outputs]
-            results = chunking.evaluate_in_chunks(body, inputs, scalars, attributes, dtypes, mode,
-                                                  targets=targets if all(t is not None for t in targets) else None)
+            results = chunking.evaluate_in_chunks(
+                body,
+                inputs,
+                scalars,
+                attributes,
+                dtypes,
+                mode,
+                targets=targets if all(t is not None for t in targets) else None,
+            )
         else:
-            results = numerics.evaluate(body, inputs=inputs, scalars=scalars, attributes=attributes,
-                                        output_dtypes=dtypes, mode=mode)
+            results = numerics.evaluate(
+                body, inputs=inputs, scalars=scalars, attributes=attributes, output_dtypes=dtypes, mode=mode
+            )
         # A formula may produce a smaller (broadcastable) result, e.g. a constant; outputs have the
         # shape the rules give them.
         shaped = tuple(_to_shape(r, tuple(inferred[name][0])) for r, (name, _) in zip(results, self._outputs))
         return shaped[0] if len(shaped) == 1 else shaped
-
 
     def forward(self, name: str, x, values: Mapping[str, object], *, mode: str = "opmath") -> np.ndarray:
         """The forward function of input `name` (a py name) at `x`: a value that input can hold.
@@ -104,13 +118,20 @@ class Reference:
         try:
             body = self.forwards[name]
         except KeyError:
-            raise ValueError(f"{self.meta['name']}: {name!r} has no forward function; known: "
-                             f"{', '.join(self.forwards) or 'none'}") from None
+            raise ValueError(
+                f"{self.meta['name']}: {name!r} has no forward function; known: {', '.join(self.forwards) or 'none'}"
+            ) from None
         x = np.asarray(x)
         scalars = {py: values.get(c, default) for c, py, default in self._scalars}
         attributes = {py: values.get(c, default) for c, py, default in self._attributes}
-        (result,) = numerics.evaluate(lambda m, **kw: body(m, **kw), inputs={"x": x}, scalars=scalars,
-                                      attributes=attributes, output_dtypes={name: x.dtype}, mode=mode)
+        (result,) = numerics.evaluate(
+            lambda m, **kw: body(m, **kw),
+            inputs={"x": x},
+            scalars=scalars,
+            attributes=attributes,
+            output_dtypes={name: x.dtype},
+            mode=mode,
+        )
         return result
 
 

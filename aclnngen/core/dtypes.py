@@ -39,8 +39,23 @@ CATEGORY: dict[str, str] = {
 }
 
 # The order test cases list dtypes in: floats by width first (the common case), then the others.
-_ORDER = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-          "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128")
+_ORDER = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+    "complex64",
+    "complex128",
+)
 
 assert set(CATEGORY) == set(ALL_DTYPES) == set(_ORDER), "every spec dtype needs a category and a place in the order"
 
@@ -112,9 +127,7 @@ def _promote_pair(a: str, b: str) -> str | None:
 
 
 # PROMOTION[(a, b)]: the dtype a and b promote to, or None when they have no common dtype.
-PROMOTION: dict[tuple[str, str], str | None] = {
-    (a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES
-}
+PROMOTION: dict[tuple[str, str], str | None] = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
 
 
 def promote_names(names: Iterable[str]) -> str | None:

@@ -122,8 +122,10 @@ class OpAt:
         self.tensors = [p["name"] for p in params if p["role"] in ("input", "output")]
         # (META index, rule) for the rules that hold at `version`
         self.rules = [
-            (i, r) for i, r in enumerate(meta["rules"])
-            if holds_at(r.get("since"), r.get("until"), version) and holds_on(r, family)
+            (i, r)
+            for i, r in enumerate(meta["rules"])
+            if holds_at(r.get("since"), r.get("until"), version)
+            and holds_on(r, family)
             and (not r.get("when") or condition_holds(r, scalar_values(meta)))  # as the cases set them
         ]
         self.per_channel = [r for _, r in self.rules if r["kind"] == "per_channel"]
@@ -279,7 +281,9 @@ def case_plan(op: OpAt, case: str) -> CasePlan | None:
     return plan
 
 
-def case_shapes(meta: Mapping, case: str, version: str | CannVersion, family: str | None = None) -> dict[str, tuple[int, ...]]:
+def case_shapes(
+    meta: Mapping, case: str, version: str | CannVersion, family: str | None = None
+) -> dict[str, tuple[int, ...]]:
     """The shape of every tensor of one case kind: the planned inputs, then each output as
     inferred (the base shape when nothing can be), or as the case deliberately gets it wrong."""
     op = op_at(meta, version, family)
@@ -492,8 +496,11 @@ def scalar_violations(meta: Mapping, version: str | CannVersion) -> list[tuple[s
     for p in meta["params"]:
         if p["role"] not in ("scalar", "optional_scalar"):
             continue
-        holding = [c for c in p.get("constraints") or ()
-                   if holds_at(c.get("since"), c.get("until"), version) and not c.get("when")]
+        holding = [
+            c
+            for c in p.get("constraints") or ()
+            if holds_at(c.get("since"), c.get("until"), version) and not c.get("when")
+        ]
         for c in holding:
             found.append((p["name"], float(_outside(c["op"], c["value"])), c["status"]))
         if holding:

@@ -22,14 +22,22 @@ from collections.abc import Mapping
 from functools import total_ordering
 from typing import Any
 
-_PATTERN = re.compile(
-    r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?:RC(?P<rc>\d+)|(?P<patch>\d+))(?:\.alpha(?P<alpha>\d+))?$"
-)
+_PATTERN = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?:RC(?P<rc>\d+)|(?P<patch>\d+))(?:\.alpha(?P<alpha>\d+))?$")
 _TAG = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-(beta|rc)\.(\d+))?(\.pre)?$")
 
 # Either spelling, for the JSON Schema of the specs (an editor flags a misspelt release as it is typed).
-RELEASE_PATTERN = "^(?:" + _PATTERN.pattern[1:-1].replace("?P<major>", "").replace("?P<minor>", "").replace(
-    "?P<rc>", "").replace("?P<patch>", "").replace("?P<alpha>", "") + "|" + _TAG.pattern[1:-1] + ")$"
+RELEASE_PATTERN = (
+    "^(?:"
+    + _PATTERN.pattern[1:-1]
+    .replace("?P<major>", "")
+    .replace("?P<minor>", "")
+    .replace("?P<rc>", "")
+    .replace("?P<patch>", "")
+    .replace("?P<alpha>", "")
+    + "|"
+    + _TAG.pattern[1:-1]
+    + ")$"
+)
 
 VERSION_HELP = (
     "a CANN release, as the vendor tags it ('v8.5.0', 'v9.0.0-rc.1', 'v9.2.0-beta.1') "
@@ -60,7 +68,11 @@ def as_release(text: str | None) -> str | None:
     if stage == "rc":
         return f"{major}.{minor}.RC{number}" if patch == "0" else f"{major}.{minor}.{patch}.alpha{50 + int(number):03d}"
     if stage == "beta":
-        return f"{major}.{minor}.RC1.alpha{int(number):03d}" if patch == "0" else f"{major}.{minor}.{patch}.alpha{int(number):03d}"
+        return (
+            f"{major}.{minor}.RC1.alpha{int(number):03d}"
+            if patch == "0"
+            else f"{major}.{minor}.{patch}.alpha{int(number):03d}"
+        )
     return f"{major}.{minor}.{patch}" + (".alpha099" if pre else "")
 
 

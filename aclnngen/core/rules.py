@@ -277,8 +277,13 @@ def _dtype_from_rules(name, rules, known, first_input, strict):
 
 
 def infer_output_names(
-    meta: Mapping, shapes: Mapping[str, tuple[int, ...]], dtypes: Mapping[str, str], version: str | CannVersion,
-    *, strict: bool = False, family: str | None = None,
+    meta: Mapping,
+    shapes: Mapping[str, tuple[int, ...]],
+    dtypes: Mapping[str, str],
+    version: str | CannVersion,
+    *,
+    strict: bool = False,
+    family: str | None = None,
 ) -> dict[str, tuple[tuple[int, ...], str]]:
     """Shape and dtype name of every output tensor, from the shapes and dtype names of the inputs
     present (`shapes`, `dtypes`: C name -> value, inputs in META order), by the rules that hold at

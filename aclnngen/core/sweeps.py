@@ -30,7 +30,9 @@ STEP = 0.25  # the distance of "around a boundary": values this far on either si
 def _satisfies(value: float, constraints) -> bool:
     for c in constraints:
         op, bound = c["op"], c["value"]
-        ok = {">=": value >= bound, ">": value > bound, "<=": value <= bound, "<": value < bound, "!=": value != bound}[op]
+        ok = {">=": value >= bound, ">": value > bound, "<=": value <= bound, "<": value < bound, "!=": value != bound}[
+            op
+        ]
         if not ok:
             return False
     return True
@@ -73,8 +75,11 @@ def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
             continue
         if role not in ("scalar", "optional_scalar"):
             continue
-        constraints = [c for c in p.get("constraints") or ()
-                       if holds_at(c.get("since"), c.get("until"), version) and planning.condition_holds(c, base)]
+        constraints = [
+            c
+            for c in p.get("constraints") or ()
+            if holds_at(c.get("since"), c.get("until"), version) and planning.condition_holds(c, base)
+        ]
         raw = [0.0, -0.5, 0.5, -2.0, 2.0]
         if p.get("default") is not None:
             raw += [p["default"], -p["default"], p["default"] - STEP, p["default"] + STEP]
@@ -101,9 +106,17 @@ def overrides_for(meta: Mapping, version, name: str, value: Any) -> dict[str, An
     `when` the new value triggers) moves back inside it."""
     version = version_key(version)
     before = planning.scalar_values(meta)
-    at_version = {"params": [dict(q, constraints=[c for c in q.get("constraints") or ()
-                                                  if holds_at(c.get("since"), c.get("until"), version)])
-                             for q in meta["params"]]}
+    at_version = {
+        "params": [
+            dict(
+                q,
+                constraints=[
+                    c for c in q.get("constraints") or () if holds_at(c.get("since"), c.get("until"), version)
+                ],
+            )
+            for q in meta["params"]
+        ]
+    }
     fixed = planning.satisfy_constraints(at_version, {**before, name: value})
     fixed[name] = value  # the swept value itself stays as chosen
     return {k: v for k, v in fixed.items() if k == name or v != before.get(k)}

@@ -33,31 +33,64 @@ class AuditFailure(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", choices=("sim", "torch", "cann"), default="sim",
-                        help="sim: the simulator under --profile; torch: PyTorch on the CPU (numerics); cann: a real NPU")
-    parser.add_argument("--profile", default="vendor",
-                        help="the simulator's behaviour profile for --source sim (default: vendor; 'spec' checks the spec against itself)")
+    parser.add_argument(
+        "--source",
+        choices=("sim", "torch", "cann"),
+        default="sim",
+        help="sim: the simulator under --profile; torch: PyTorch on the CPU (numerics); cann: a real NPU",
+    )
+    parser.add_argument(
+        "--profile",
+        default="vendor",
+        help="the simulator's behaviour profile for --source sim (default: vendor; 'spec' checks the spec against itself)",
+    )
     parser.add_argument("--ops", nargs="+", metavar="OP", help="only these ops (snake_case or aclnn name)")
     parser.add_argument("--family", help="only this product family (library checks)")
     parser.add_argument("--out", type=Path, help=f"where the report goes (default: {DEFAULT_OUT}/)")
     parser.add_argument("--baseline", type=Path, help="accepted findings (YAML list of {id, reason, expires})")
-    parser.add_argument("--write-baseline", type=Path, metavar="FILE",
-                        help="write the findings that gate (and the accepted ones) as a baseline, with a reason and an "
-                             "expiry placeholder a person fills")
-    parser.add_argument("--repro", metavar="ID",
-                        help="print the reproducer of finding ID from the report in --out (default: the newest report written), and exit")
+    parser.add_argument(
+        "--write-baseline",
+        type=Path,
+        metavar="FILE",
+        help="write the findings that gate (and the accepted ones) as a baseline, with a reason and an "
+        "expiry placeholder a person fills",
+    )
+    parser.add_argument(
+        "--repro",
+        metavar="ID",
+        help="print the reproducer of finding ID from the report in --out (default: the newest report written), and exit",
+    )
     parser.add_argument("--no-pictures", action="store_true", help="skip the PNG pictures")
-    parser.add_argument("--jobs", type=_jobs, default=1, metavar="N", help="audit N ops at once, each in its own process (default 1)")
-    parser.add_argument("--page", type=Path, action="append", default=[], metavar="PAGE",
-                        help="a vendor page (Markdown or saved web page) of an audited op: read through the importer and set against the spec (repeatable)")
+    parser.add_argument(
+        "--jobs", type=_jobs, default=1, metavar="N", help="audit N ops at once, each in its own process (default 1)"
+    )
+    parser.add_argument(
+        "--page",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PAGE",
+        help="a vendor page (Markdown or saved web page) of an audited op: read through the importer and set against the spec (repeatable)",
+    )
     parser.add_argument("--release", help="the release the --page pages describe (default: each spec's newest)")
-    parser.add_argument("--headers", type=Path, metavar="DIR",
-                        help="a CANN include folder: check each spec's prototypes against its aclnnop/aclnn_*.h declarations")
-    parser.add_argument("--save-profile", metavar="NAME",
-                        help="write what the library accepted as behaviour profile NAME (specs/profiles/NAME/<release>/<op>.yaml) "
-                             "for the simulator; with --source cann (or sim, to copy a profile)")
-    parser.add_argument("--profiles-dir", type=Path, metavar="DIR",
-                        help="where --save-profile writes (default: the specs' profiles/ folder)")
+    parser.add_argument(
+        "--headers",
+        type=Path,
+        metavar="DIR",
+        help="a CANN include folder: check each spec's prototypes against its aclnnop/aclnn_*.h declarations",
+    )
+    parser.add_argument(
+        "--save-profile",
+        metavar="NAME",
+        help="write what the library accepted as behaviour profile NAME (specs/profiles/NAME/<release>/<op>.yaml) "
+        "for the simulator; with --source cann (or sim, to copy a profile)",
+    )
+    parser.add_argument(
+        "--profiles-dir",
+        type=Path,
+        metavar="DIR",
+        help="where --save-profile writes (default: the specs' profiles/ folder)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,7 +114,9 @@ def _run(args: argparse.Namespace) -> int:
     if os.path.lexists(out) and not out.is_dir():  # found before the audit runs, not after
         raise AuditFailure(f"--out {out}: exists and is not a folder; name a folder for the report", code=2)
     if args.save_profile and args.source == "torch":
-        raise AuditFailure("--save-profile records what a library accepts; --source torch runs no library (use cann or sim)")
+        raise AuditFailure(
+            "--save-profile records what a library accepts; --source torch runs no library (use cann or sim)"
+        )
     if args.source == "torch":
         try:
             import torch  # noqa: F401  (the oracle)
@@ -102,23 +137,37 @@ def _run(args: argparse.Namespace) -> int:
         try:
             backend = session.init("cann")
         except CannNotFoundError as exc:  # the same exit code as every command; what works for audit instead
-            raise cann_not_found(exc.searched, instead="to audit without an NPU, use --source sim (the simulator) "
-                                                       "or --source torch (numerics)") from None
+            raise cann_not_found(
+                exc.searched,
+                instead="to audit without an NPU, use --source sim (the simulator) or --source torch (numerics)",
+            ) from None
         family = backend.family()
     else:
         family = args.family
-    record = {"source": args.source, "profile": args.profile if args.source == "sim" else "- (no simulator)",
-              "family": family or "every family of each op", "aclnngen": __version__,
-              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    record = {
+        "source": args.source,
+        "profile": args.profile if args.source == "sim" else "- (no simulator)",
+        "family": family or "every family of each op",
+        "aclnngen": __version__,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
     if args.source == "cann":
-        record.update(soc=backend.soc_name(), cann=backend.version() or "unknown", libraries=", ".join(map(str, getattr(backend, "paths", []) or [])))
+        record.update(
+            soc=backend.soc_name(),
+            cann=backend.version() or "unknown",
+            libraries=", ".join(map(str, getattr(backend, "paths", []) or [])),
+        )
     jobs = [(snake, args.source, args.profile if args.source == "sim" else None, family) for snake in selected]
     audits = []
     started = time.monotonic()
     for index, result in enumerate(_audits(jobs, args.jobs if args.source != "cann" else 1), 1):
         # progress on stderr, always (stdout holds only the summary or the JSON)
-        print(f"audit: op {index}/{len(selected)} {result.op}: {result.checked} claims checked, "
-              f"{len(result.findings)} observations ({time.monotonic() - started:.1f} s)", file=sys.stderr, flush=True)
+        print(
+            f"audit: op {index}/{len(selected)} {result.op}: {result.checked} claims checked, "
+            f"{len(result.findings)} observations ({time.monotonic() - started:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
         audits.append(result)
     for page in args.page:
         problem = _page_check(page, args.release, selected, audits)
@@ -151,27 +200,48 @@ def _run(args: argparse.Namespace) -> int:
     for entry in judgement.stale:
         print(f"warning: baseline entry {entry} matches no finding", file=sys.stderr)
     for entry in judgement.expired:
-        print(f"warning: baseline entry {entry} expired on {accepted[entry].expires.isoformat()}: it gates like a new finding",
-              file=sys.stderr)
+        print(
+            f"warning: baseline entry {entry} expired on {accepted[entry].expires.isoformat()}: it gates like a new finding",
+            file=sys.stderr,
+        )
     if args.write_baseline is not None:
         try:
-            args.write_baseline.write_text(baseline.dump([f for op in data["ops"] for f in op["findings"]], accepted, judgement),
-                                           encoding="utf-8")
+            args.write_baseline.write_text(
+                baseline.dump([f for op in data["ops"] for f in op["findings"]], accepted, judgement), encoding="utf-8"
+            )
         except OSError as exc:
-            raise AuditFailure(f"--write-baseline {args.write_baseline}: cannot write it ({exc.strerror or exc})") from None
+            raise AuditFailure(
+                f"--write-baseline {args.write_baseline}: cannot write it ({exc.strerror or exc})"
+            ) from None
         waiting = len(judgement.new) + len(judgement.expired)
-        print(f"baseline: {args.write_baseline} ({waiting} entr{'y' if waiting == 1 else 'ies'} to fill in: "
-              f"reason and expires; then pass --baseline {args.write_baseline})", file=sys.stderr)
+        print(
+            f"baseline: {args.write_baseline} ({waiting} entr{'y' if waiting == 1 else 'ies'} to fill in: "
+            f"reason and expires; then pass --baseline {args.write_baseline})",
+            file=sys.stderr,
+        )
     if args.json:
         from .jsonout import emit
 
-        emit({"command": "audit", "ok": not judgement.gates, "out": str(out), "checked": data["coverage"]["checked"],
-              "new": judgement.new, "recorded": judgement.recorded, "accepted": judgement.accepted,
-              "expired": judgement.expired, "stale_baseline": judgement.stale, "run": record,
-              "repro_command": data["repro_command"]})
+        emit(
+            {
+                "command": "audit",
+                "ok": not judgement.gates,
+                "out": str(out),
+                "checked": data["coverage"]["checked"],
+                "new": judgement.new,
+                "recorded": judgement.recorded,
+                "accepted": judgement.accepted,
+                "expired": judgement.expired,
+                "stale_baseline": judgement.stale,
+                "run": record,
+                "repro_command": data["repro_command"],
+            }
+        )
     else:
-        print(f"claims checked: {data['coverage']['checked']}; findings: {report.summary(data)}; "
-              f"report: {out / 'audit.md'}")
+        print(
+            f"claims checked: {data['coverage']['checked']}; findings: {report.summary(data)}; "
+            f"report: {out / 'audit.md'}"
+        )
     return 1 if judgement.gates else 0
 
 
@@ -180,7 +250,11 @@ def _baseline(args: argparse.Namespace, baseline) -> dict:
     an empty baseline."""
     if args.baseline is None:
         return {}
-    if args.write_baseline is not None and not args.baseline.exists() and args.baseline.resolve() == args.write_baseline.resolve():
+    if (
+        args.write_baseline is not None
+        and not args.baseline.exists()
+        and args.baseline.resolve() == args.write_baseline.resolve()
+    ):
         return {}
     try:
         return baseline.load(args.baseline)
@@ -197,8 +271,11 @@ def _describe_run(record: dict, audits: list, source: str) -> None:
     if source == "cann":
         record["cann"] = f"{record['cann']} (installed); the specs' facts at " + ", ".join(releases)
         return
-    record["cann"] = (releases[0] if len(releases) == 1 else ", ".join(releases) + " (each op at its newest release)") \
-        if releases else "-"
+    record["cann"] = (
+        (releases[0] if len(releases) == 1 else ", ".join(releases) + " (each op at its newest release)")
+        if releases
+        else "-"
+    )
     if source == "sim":
         record["soc"] = ", ".join(f"{fam}: {soc}" for fam, soc in socs.items()) + " (simulated)" if socs else "-"
     else:
@@ -252,8 +329,11 @@ def _save_profile(args: argparse.Namespace, selected: list[str], audits: list, r
         # a NULL out pointer is never probed (an implementation that does not check it crashes):
         # what the profile it was audited under (or the vendor's) says carries over
         base = args.profile if args.source == "sim" else "vendor"
-        null = "checked" if base not in profiles.names() or profiles.null_out_pointers_checked(base, meta["name"], str(release)) \
+        null = (
+            "checked"
+            if base not in profiles.names() or profiles.null_out_pointers_checked(base, meta["name"], str(release))
             else "unchecked"
+        )
         data = observed.observed(by_name[meta["name"]], meta, str(release), source=args.source, null_out_pointers=null)
         try:
             path = observed.write(data, directory, args.save_profile, snake, source=args.source, where=where)
@@ -308,8 +388,16 @@ def _header_check(include: Path, selected: list[str], audits: list) -> None:
     for snake in selected:
         meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
         spec = load_spec(DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml", products).spec
-        found, checked = headers.compare(include, [meta], {meta["name"]: {
-            "get_workspace_size": spec.prototypes.get_workspace_size, "launch": spec.prototypes.launch}})
+        found, checked = headers.compare(
+            include,
+            [meta],
+            {
+                meta["name"]: {
+                    "get_workspace_size": spec.prototypes.get_workspace_size,
+                    "launch": spec.prototypes.launch,
+                }
+            },
+        )
         by_name[meta["name"]].findings += found
         by_name[meta["name"]].checked += checked
         by_name[meta["name"]].claims += checked
@@ -331,7 +419,9 @@ def _page_check(page: Path, release: str | None, selected: list[str], audits: li
         op = read_page(page, products).op
     except PageError as exc:
         return str(exc)
-    snake = next((s for s in selected if importlib.import_module(f"aclnngen.generated.meta.{s}").META["name"] == op), None)
+    snake = next(
+        (s for s in selected if importlib.import_module(f"aclnngen.generated.meta.{s}").META["name"] == op), None
+    )
     if snake is None:
         return f"--page {page} documents {op!r}, which is not among the audited ops"
     meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
@@ -348,21 +438,31 @@ def _page_check(page: Path, release: str | None, selected: list[str], audits: li
 def _repro(out: Path | None, finding: str, as_json: bool) -> int:
     """The reproducer of `finding` from the report in `out`; without --out, from audit-report/ or
     the newest report written."""
-    places = [out] if out is not None else list(dict.fromkeys(p for p in (DEFAULT_OUT, _last_report()) if p is not None))
+    places = (
+        [out] if out is not None else list(dict.fromkeys(p for p in (DEFAULT_OUT, _last_report()) if p is not None))
+    )
     reports = [p / "audit.json" for p in places if (p / "audit.json").exists()]
     if not reports:
-        raise AuditFailure(f"--repro: no report at {' or '.join(str(p / 'audit.json') for p in places)}; "
-                           "run the audit first (with --out DIR, then pass the same --out)")
+        raise AuditFailure(
+            f"--repro: no report at {' or '.join(str(p / 'audit.json') for p in places)}; "
+            "run the audit first (with --out DIR, then pass the same --out)"
+        )
     from aclnngen.files import read_text
 
     for path in reports:
         try:
             data = json.loads(read_text(path, what="report"))
             found = [f for op in data["ops"] for f in op["findings"] if f["id"] == finding]
-            text = (found[0]["repro"] or f"# {finding}: recorded by the spec itself ({found[0]['observed']})\n") if found else None
+            text = (
+                (found[0]["repro"] or f"# {finding}: recorded by the spec itself ({found[0]['observed']})\n")
+                if found
+                else None
+            )
         except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-            raise AuditFailure(f"--repro: {path} is not a report aclnngen wrote ({type(exc).__name__}: {exc}); "
-                               "run the audit again to rewrite it") from None
+            raise AuditFailure(
+                f"--repro: {path} is not a report aclnngen wrote ({type(exc).__name__}: {exc}); "
+                "run the audit again to rewrite it"
+            ) from None
         if isinstance(text, str):
             if as_json:
                 from .jsonout import emit

@@ -22,8 +22,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from .jsonout import emit
 
-        emit({"command": "check", "ok": drift.fresh, "files": len(outputs), "stale": list(drift.stale),
-              "missing": list(drift.missing), "orphaned": list(drift.orphaned)})
+        emit(
+            {
+                "command": "check",
+                "ok": drift.fresh,
+                "files": len(outputs),
+                "stale": list(drift.stale),
+                "missing": list(drift.missing),
+                "orphaned": list(drift.orphaned),
+            }
+        )
         return 0 if drift.fresh else 1
     if drift.fresh:
         print(f"{len(outputs)} generated files are fresh")
@@ -37,5 +45,7 @@ def run(args: argparse.Namespace) -> int:
     for path in drift.orphaned:
         print(f"orphaned: {path} (no spec produces it)")
     fix = "aclnngen generate" + (f" --specs {args.specs} --out {args.out}" if args.specs else "")
-    print(f"\n{len(drift.stale)} stale, {len(drift.missing)} missing, {len(drift.orphaned)} orphaned; run `{fix}` to fix")
+    print(
+        f"\n{len(drift.stale)} stale, {len(drift.missing)} missing, {len(drift.orphaned)} orphaned; run `{fix}` to fix"
+    )
     return 1

@@ -36,7 +36,9 @@ def _allowed(path: Path | None, today: datetime.date) -> list[dict]:
     for index, entry in enumerate(data if isinstance(data, list) else [None]):
         line = lines.line_of((index,))
         if not isinstance(entry, dict) or not {"match", "reason", "expires"} <= set(entry):
-            raise SpecError(Problem(str(path), line, "each allow-list entry needs match, reason and expires (YYYY-MM-DD)"))
+            raise SpecError(
+                Problem(str(path), line, "each allow-list entry needs match, reason and expires (YYYY-MM-DD)")
+            )
         expires = entry["expires"]
         if isinstance(expires, str):
             try:
@@ -89,4 +91,3 @@ def run(args: argparse.Namespace) -> int:
         breaking = sum(c.kind == BREAKING for c in kept)
         print(f"{len(kept)} change(s), {breaking} breaking")
     return 1 if any(c.kind == BREAKING for c in kept) else 0
-

@@ -16,7 +16,9 @@ REPO_ROOT = BUILTIN_SPECS_DIR.parent
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("ops", nargs="*", metavar="OP", help="only these ops (snake_case or aclnn name), plus the shared index files")
+    parser.add_argument(
+        "ops", nargs="*", metavar="OP", help="only these ops (snake_case or aclnn name), plus the shared index files"
+    )
     parser.add_argument("--specs", type=Path, help="a specs directory kept outside this repository (with ops/*.yaml)")
     parser.add_argument("--out", type=Path, help="with --specs: the folder of the stand-alone package to write")
     parser.add_argument(
@@ -58,8 +60,10 @@ def run(args: argparse.Namespace) -> int:
         release = check_release(args.cann, specs)  # refused as every command refuses it (codegen/releases.py)
         omitted = left_out(specs, release)  # rendered only as far as the specs state them: not at all
         if omitted and not args.json:
-            print(f"left out at CANN {args.cann} (their specs describe only later releases): {', '.join(omitted)}",
-                  file=sys.stderr)
+            print(
+                f"left out at CANN {args.cann} (their specs describe only later releases): {', '.join(omitted)}",
+                file=sys.stderr,
+            )
         args.out = args.out or Path("build") / ("aclnn_cann_" + "".join(c if c.isalnum() else "_" for c in release))
     from .. import gencache
 
@@ -83,7 +87,12 @@ def _run_key(args: argparse.Namespace, release: str | None) -> tuple[str, Path]:
 
     specs_dir = args.specs if args.specs is not None else DEFAULT_SPECS_DIR
     root = args.out.resolve() if args.out is not None else REPO_ROOT
-    arguments = {"specs": str(Path(specs_dir).resolve()), "out": str(root), "release": release, "repo": args.out is None}
+    arguments = {
+        "specs": str(Path(specs_dir).resolve()),
+        "out": str(root),
+        "release": release,
+        "repo": args.out is None,
+    }
     return gencache.run_key(Path(specs_dir), arguments), root
 
 
@@ -91,8 +100,16 @@ def _report(args: argparse.Namespace, rendered: int, written: list, removed: lis
     if args.json:
         from .jsonout import emit
 
-        emit({"command": "generate", "ok": True, "rendered": rendered, "written": [str(p) for p in written],
-              "removed": [str(p) for p in removed], "left_out": omitted})
+        emit(
+            {
+                "command": "generate",
+                "ok": True,
+                "rendered": rendered,
+                "written": [str(p) for p in written],
+                "removed": [str(p) for p in removed],
+                "left_out": omitted,
+            }
+        )
         return 0
     for path in written:
         print(f"wrote {path}")

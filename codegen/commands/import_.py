@@ -16,7 +16,9 @@ from ..loader import DEFAULT_SPECS_DIR, load_products
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("pages", nargs="+", type=Path, help="vendor Markdown pages (aclnn<Op>.md) or saved web pages")
     parser.add_argument("-o", "--output", type=Path, default=Path("."), help="directory for the drafts (default: .)")
-    parser.add_argument("--release", help="the release the page describes: 8.5.0, or a vendor tag such as v9.2.0-beta.1")
+    parser.add_argument(
+        "--release", help="the release the page describes: 8.5.0, or a vendor tag such as v9.2.0-beta.1"
+    )
     parser.add_argument("--into", type=Path, help="merge the page into this spec as versioned facts of --release")
     parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS_DIR, help="specs directory (for products.yaml)")
 

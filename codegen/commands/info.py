@@ -38,7 +38,9 @@ def rows(args) -> tuple[list[tuple[str, str]], int]:
     out.append(("runtime library", b.libraries.get("ascendcl", "?")))
     out.append(("tensor library", b.libraries.get("nnopbase", "?")))
     op_libs = [c for c in b.op_library_candidates() if os.path.sep in c]
-    out.append(("op libraries", ", ".join(op_libs) if op_libs else "none found by path (the loader is searched per op)"))
+    out.append(
+        ("op libraries", ", ".join(op_libs) if op_libs else "none found by path (the loader is searched per op)")
+    )
     missing = getattr(b.api, "optional_missing", [])
     if missing:
         out.append(("optional functions missing", ", ".join(missing)))

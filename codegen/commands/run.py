@@ -88,8 +88,11 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
     if family not in supported_families(meta, version):
         return [(name, "-", "-", f"skipped: not supported on {family} at CANN {version}", "-", None)]
     tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
-    dtypes = [d for d in supported_dtypes(meta, tensors[0], family, version)
-              if all(d in supported_dtypes(meta, t, family, version) for t in tensors)]
+    dtypes = [
+        d
+        for d in supported_dtypes(meta, tensors[0], family, version)
+        if all(d in supported_dtypes(meta, t, family, version) for t in tensors)
+    ]
     if one_dtype:
         dtypes = dtypes[:1]
     if not dtypes:
@@ -156,12 +159,25 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from .jsonout import emit
 
-        emit({"command": "run", "ok": not failed, "backend": backend.kind, "soc": backend.soc_name(), "family": family,
-              "cann": version, "matched": passed, "failed": failed, "skipped": skipped,
-              "rows": [dict(zip(("op", "dtype", "shape", "status", "max_diff", "match"), r)) for r in rows]})
+        emit(
+            {
+                "command": "run",
+                "ok": not failed,
+                "backend": backend.kind,
+                "soc": backend.soc_name(),
+                "family": family,
+                "cann": version,
+                "matched": passed,
+                "failed": failed,
+                "skipped": skipped,
+                "rows": [dict(zip(("op", "dtype", "shape", "status", "max_diff", "match"), r)) for r in rows],
+            }
+        )
         return 1 if failed else 0
     header = ("op", "dtype", "shape", "status", "max |diff|", "match")
-    table = [header] + [(r[0], r[1], r[2], r[3], r[4], "-" if r[5] is None else ("yes" if r[5] else "no")) for r in rows]
+    table = [header] + [
+        (r[0], r[1], r[2], r[3], r[4], "-" if r[5] is None else ("yes" if r[5] else "no")) for r in rows
+    ]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for index, row in enumerate(table):
         print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())

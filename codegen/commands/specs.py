@@ -20,9 +20,13 @@ NEWEST = "each op's newest documented release, as in docs/ops/index.md"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS_DIR, help="specs directory (default: the built-in specs)")
     parser.add_argument(
-        "--cann", metavar="VERSION", help=f"show the facts of this CANN release, one a spec describes (default: {NEWEST})"
+        "--specs", type=Path, default=DEFAULT_SPECS_DIR, help="specs directory (default: the built-in specs)"
+    )
+    parser.add_argument(
+        "--cann",
+        metavar="VERSION",
+        help=f"show the facts of this CANN release, one a spec describes (default: {NEWEST})",
     )
 
 
@@ -39,14 +43,30 @@ def run(args: argparse.Namespace) -> int:
         for family in products.families:
             if family.id in op.families:
                 dtypes = {p.name: list(op.dtypes_of(p.name, family.id)) for p in ls.spec.parameters if p.is_tensor}
-                rows.append({"op": op.name, "cann": op.version, "family": family.id, "product": family.label,
-                             "summary": op.dtype_summary(family.id), "dtypes": dtypes})
+                rows.append(
+                    {
+                        "op": op.name,
+                        "cann": op.version,
+                        "family": family.id,
+                        "product": family.label,
+                        "summary": op.dtype_summary(family.id),
+                        "dtypes": dtypes,
+                    }
+                )
     shown = f"CANN {release}" if release else NEWEST
     if args.json:
         from .jsonout import emit
 
-        emit({"command": "specs", "ok": True, "release": release or "newest", "shows": shown, "left_out": omitted,
-              "rows": [{k: v for k, v in r.items() if k != "summary"} for r in rows]})
+        emit(
+            {
+                "command": "specs",
+                "ok": True,
+                "release": release or "newest",
+                "shows": shown,
+                "left_out": omitted,
+                "rows": [{k: v for k, v in r.items() if k != "summary"} for r in rows],
+            }
+        )
         return 0
     print(f"facts at {shown}")
     if omitted:

@@ -11,7 +11,12 @@ from typing import Any
 from ..specdiff import Change, diff, holds, view
 
 COMPARED = ("name", "parameter", "product", "dtype")
-_DEFECT_KINDS = {"name": ("name",), "parameter": ("prototype", "name"), "product": ("product",), "dtype": ("dtype", "product")}
+_DEFECT_KINDS = {
+    "name": ("name",),
+    "parameter": ("prototype", "name"),
+    "product": ("product",),
+    "dtype": ("dtype", "product"),
+}
 
 
 def _as_page(spec: dict[str, Any]) -> dict[str, Any]:
@@ -24,7 +29,11 @@ def _as_page(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _excused(change: Change, spec: dict[str, Any], release: str) -> bool:
     for defect in spec.get("defects") or []:
-        if not isinstance(defect, dict) or defect.get("kind") not in _DEFECT_KINDS[change.what] or not holds(defect, release):
+        if (
+            not isinstance(defect, dict)
+            or defect.get("kind") not in _DEFECT_KINDS[change.what]
+            or not holds(defect, release)
+        ):
             continue
         # the defect names the family (product, dtype) or the parameter (name, prototype)
         named = change.family if change.what in ("product", "dtype") else change.where

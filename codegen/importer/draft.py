@@ -14,7 +14,13 @@ from ..products import ProductTable
 from .facts import PageFacts, PageParam
 
 TODO = "TODO"
-_ATTRIBUTE_TYPES = {"bool": "bool", "int64_t": "int64_t", "double": "double", "char*": "char*", "aclIntArray*": "aclIntArray*"}
+_ATTRIBUTE_TYPES = {
+    "bool": "bool",
+    "int64_t": "int64_t",
+    "double": "double",
+    "char*": "char*",
+    "aclIntArray*": "aclIntArray*",
+}
 _TRAILING = ("workspaceSize", "executor")
 # Return-code descriptions -> the check they describe (Chinese and English keywords).
 _CHECKS = (
@@ -117,7 +123,9 @@ def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts
         writable = not compact.startswith("const")
         if page is not None and page.direction == "input" and writable:
             # the library writes through a non-const tensor: the page's "input" is a slip
-            facts.defect("prototype", f"the parameter table calls {param_name} an input; its C type {c_type} makes it an output")
+            facts.defect(
+                "prototype", f"the parameter table calls {param_name} an input; its C type {c_type} makes it an output"
+            )
             return "output"
         if page is not None and page.direction in ("input", "output"):
             return page.direction
@@ -194,16 +202,28 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
 
 
 _BOUNDS = (  # longest first: 大于等于 before 大于
-    ("大于等于", ">="), ("小于等于", "<="), ("不等于", "!="), ("大于", ">"), ("小于", "<"),
-    (">=", ">="), ("<=", "<="), ("!=", "!="), (">", ">"), ("<", "<"),
+    ("大于等于", ">="),
+    ("小于等于", "<="),
+    ("不等于", "!="),
+    ("大于", ">"),
+    ("小于", "<"),
+    (">=", ">="),
+    ("<=", "<="),
+    ("!=", "!="),
+    (">", ">"),
+    ("<", "<"),
 )
 _NUMBER = r"\s*([-+]?\d+(?:\.\d+)?)"
 _CONDITION = re.compile(r"如果|若|当|时|if |when ", re.I)
 # "may not be negative" in the page's words: a bound >= 0
-_NOT_NEGATIVE = re.compile(r"不(?:可以|能|可|应)(?:是|为)?负数?|非负|must not be negative|cannot be negative|non-negative", re.I)
+_NOT_NEGATIVE = re.compile(
+    r"不(?:可以|能|可|应)(?:是|为)?负数?|非负|must not be negative|cannot be negative|non-negative", re.I
+)
 # "<name> is true/false" as a condition: `selfIsResult为true时`, `when selfIsResult is true`
 # (a match starts only where a run of word characters starts, so no run is scanned twice)
-_BOOL_CONDITION = re.compile(r"(?<![A-Za-z0-9_])[0-9]*([A-Za-z_][A-Za-z0-9_]*)\s*(?:为|是|==|is|=)\s*(true|false)", re.I)
+_BOOL_CONDITION = re.compile(
+    r"(?<![A-Za-z0-9_])[0-9]*([A-Za-z_][A-Za-z0-9_]*)\s*(?:为|是|==|is|=)\s*(true|false)", re.I
+)
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -293,7 +313,9 @@ def _mentions(text: str, name: str) -> bool:
 
 def _attribute_default(text: str, c_type: str) -> bool | int | float | str | None:
     """The default a page states for an attribute (`默认值为true`, `defaults to 1`), typed by its C type."""
-    match = re.search(r"默认值?(?:为|是)?\s*[\"“]?([A-Za-z0-9_.+-]+)|defaults? (?:to|is)\s*[\"“]?([A-Za-z0-9_.+-]+)", text, re.I)
+    match = re.search(
+        r"默认值?(?:为|是)?\s*[\"“]?([A-Za-z0-9_.+-]+)|defaults? (?:to|is)\s*[\"“]?([A-Za-z0-9_.+-]+)", text, re.I
+    )
     if not match:
         return None
     word = next(g for g in match.groups() if g)
@@ -316,7 +338,10 @@ def _choices(text: str) -> list[str]:
 
 
 def _default(text: str) -> float | None:
-    match = re.search(r"以\s*([-+]?\d+(?:\.\d+)?)\s*(?:进行)?计算|默认值?为?\s*([-+]?\d+(?:\.\d+)?)|defaults? to\s*([-+]?\d+(?:\.\d+)?)", text)
+    match = re.search(
+        r"以\s*([-+]?\d+(?:\.\d+)?)\s*(?:进行)?计算|默认值?为?\s*([-+]?\d+(?:\.\d+)?)|defaults? to\s*([-+]?\d+(?:\.\d+)?)",
+        text,
+    )
     if not match:
         return None
     number = next(g for g in match.groups() if g)
@@ -347,7 +372,9 @@ def _tensor_dtypes(facts: PageFacts, page: PageParam | None, at: str, todo: list
             elif note.mode == "except":
                 dtypes = [d for d in dtypes if d not in own]
             else:
-                todo.append((f"{at}.dtypes", f"{family}: a per-product condition the draft cannot express: {note.text!r}"))
+                todo.append(
+                    (f"{at}.dtypes", f"{family}: a per-product condition the draft cannot express: {note.text!r}")
+                )
         if dtypes:
             per_family[family] = dtypes
         else:
@@ -383,8 +410,16 @@ def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any
     for rank, names in lowest.items():
         rules.append({"kind": "min_rank", "params": names, "rank": rank})
     rules += _relation_hints(params, page)
-    empty_no = [n for n in tensors if n in page and re.search(r"不支持空Tensor|empty tensors? (is|are) not supported", page[n].text, re.I)]
-    empty_yes = [n for n in tensors if n in page and n not in empty_no and re.search(r"支持空Tensor|empty tensors? supported", page[n].text, re.I)]
+    empty_no = [
+        n
+        for n in tensors
+        if n in page and re.search(r"不支持空Tensor|empty tensors? (is|are) not supported", page[n].text, re.I)
+    ]
+    empty_yes = [
+        n
+        for n in tensors
+        if n in page and n not in empty_no and re.search(r"支持空Tensor|empty tensors? supported", page[n].text, re.I)
+    ]
     for names, allowed in ((empty_no, False), (empty_yes, True)):
         if names:
             rules.append({"kind": "empty", "params": names, "allowed": allowed})
@@ -437,7 +472,9 @@ def _sameness_hints(tensors: list[str], page: dict[str, PageParam]) -> list[dict
                 # "the shape after broadcasting equals ..." is a broadcast rule, not sameness
                 if not pattern.search(line) or re.search(r"broadcast|广播", line, re.I):
                     continue
-                named = {name} | {t for t in tensors if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", line)}
+                named = {name} | {
+                    t for t in tensors if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", line)
+                }
                 rule = {"kind": kind, "params": [t for t in tensors if t in named]}
                 if len(rule["params"]) >= 2 and rule not in found:
                     found.append(rule)
@@ -448,19 +485,25 @@ def _return_codes(facts: PageFacts, params: list[dict[str, Any]], todo: list) ->
     names = [p["name"] for p in params]
     out = []
     for index, row in enumerate(facts.return_codes):
-        mentioned = [n for n in names if re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", row.description)]
+        mentioned = [
+            n for n in names if re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", row.description)
+        ]
         check = next((c for c, words in _CHECKS if any(w.lower() in row.description.lower() for w in words)), None)
         dims = [p["name"] for p in params if p.get("dim_of") and _mentions(row.description, p["name"])]
         if dims and _DIM_RANGE.search(row.description):  # "dim is outside gradOutput's dims"
             check, mentioned = "attribute_value", dims
         if check == "dtype":  # a dtype row tests the tensors' dtype lists; a scalar it mentions is context
-            mentioned = [n for n in mentioned if any(p["name"] == n and p.get("role") in ("input", "output") for p in params)]
+            mentioned = [
+                n for n in mentioned if any(p["name"] == n and p.get("role") in ("input", "output") for p in params)
+            ]
         if row.status not in (161001, 161002):
             todo.append((f"return_codes.{index}", f"status {row.status} ({row.name}) is not one a spec can name yet"))
             continue
         entry: dict[str, Any] = {"status": row.status, "check": check or TODO, "params": mentioned or TODO}
         entry["condition"] = _CONDITIONS[check].format(", ".join(mentioned)) if check and mentioned else TODO
         if check is None or not mentioned:
-            todo.append((f"return_codes.{len(out)}", f"the row for {row.status} names no check or parameter the draft can read"))
+            todo.append(
+                (f"return_codes.{len(out)}", f"the row for {row.status} names no check or parameter the draft can read")
+            )
         out.append(entry)
     return out or TODO

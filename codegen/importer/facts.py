@@ -26,7 +26,9 @@ PAGE_DTYPES = {
     "COMPLEX64": "complex64",
     "COMPLEX128": "complex128",
 }
-_DTYPE_WORD = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(PAGE_DTYPES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
+_DTYPE_WORD = re.compile(
+    r"(?<![A-Za-z0-9_])(" + "|".join(sorted(PAGE_DTYPES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])"
+)
 
 # The product-marker ids of newer vendor Markdown (`<!-- npu="910b" id3 -->`) -> product families.
 NPU_IDS = {

@@ -31,7 +31,14 @@ _MARKER_END = re.compile(r"<!--\s*end\s+\w+\s*-->")
 _YES = ("√", "支持", "supported", "yes", "✓")
 _NO = ("×", "不支持", "not supported", "unsupported", "no", "✗")
 _NAME_CELL = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:[（(]([^）)]*)[）)])?")  # the type is stripped in Python
-_DIRECTIONS = {"输入": "input", "输出": "output", "input": "input", "output": "output", "入参": "input", "出参": "output"}
+_DIRECTIONS = {
+    "输入": "input",
+    "输出": "output",
+    "input": "input",
+    "output": "output",
+    "入参": "input",
+    "出参": "output",
+}
 
 
 def sections(text: str) -> list[tuple[str, list[str]]]:
@@ -77,7 +84,7 @@ def read_markdown(text: str, path: str, products: ProductTable) -> PageFacts:
     if title is None or not re.fullmatch(r"aclnn[A-Za-z0-9_]+", title):
         facts.todo("name", "the page has no `# aclnn<Op>` title")
     else:
-        facts.op = title[len("aclnn"):]
+        facts.op = title[len("aclnn") :]
     seen: set[str] = set()
     for heading, body in parts[1:]:
         kind = _kind(heading, facts.op)
@@ -87,8 +94,11 @@ def read_markdown(text: str, path: str, products: ProductTable) -> PageFacts:
         reader = _READERS.get(kind)
         if reader:
             reader(facts, body, products)
-    for kind, what in (("products", "product section"), ("prototypes", "function prototypes"),
-                       ("get_workspace_size", "first-phase section with the parameter table")):
+    for kind, what in (
+        ("products", "product section"),
+        ("prototypes", "function prototypes"),
+        ("get_workspace_size", "first-phase section with the parameter table"),
+    ):
         if kind not in seen:
             facts.unparsed.append(f"no {what} found")
     return facts
@@ -108,15 +118,19 @@ def _read_products(facts: PageFacts, body: list[str], products: ProductTable) ->
         stripped = line.strip()
         if stripped.startswith("|"):
             cells = [c.strip() for c in stripped.strip("|").split("|")]
-            if len(cells) < 2 or re.fullmatch(r"[\s:\-|]*", stripped.replace("|", "")) or "产品" == plain(cells[0]) \
-                    or plain(cells[0]).lower() == "product":
+            if (
+                len(cells) < 2
+                or re.fullmatch(r"[\s:\-|]*", stripped.replace("|", ""))
+                or "产品" == plain(cells[0])
+                or plain(cells[0]).lower() == "product"
+            ):
                 continue
             facts.product_format = facts.product_format or "table"
             _product(facts, products, cells[0], _yes_no(cells[1]), None)
         elif stripped.startswith(("- ", "* ")):
             item = stripped[2:]
             colon = max(item.rfind("："), item.rfind(":"))  # the last colon: `name：support`
-            value = _yes_no(item[colon + 1:]) if colon >= 0 else None
+            value = _yes_no(item[colon + 1 :]) if colon >= 0 else None
             name, supported = (item[:colon], value) if value is not None else (item, True)
             facts.product_format = facts.product_format or "list"
             _product(facts, products, name, supported, npu)
@@ -127,7 +141,7 @@ def _product(facts: PageFacts, products: ProductTable, name: str, supported: boo
     by_marker = npu_families(npu) if npu else []
     family = by_name or (by_marker[0] if len(by_marker) == 1 else None)
     if by_name and len(by_marker) == 1 and by_marker[0] != by_name:
-        facts.defect("product", f"the product marker npu=\"{npu}\" wraps {plain(name)!r}, another family")
+        facts.defect("product", f'the product marker npu="{npu}" wraps {plain(name)!r}, another family')
     if family is None:
         if supported:
             facts.todo("products", f"unknown product {plain(name)!r} is marked supported")
@@ -164,7 +178,9 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
             continue
         key = "get_workspace_size" if "GetWorkspaceSize" in block else "launch"
         if len(block) > MAX_PROTOTYPE_CHARS:
-            facts.unparsed.append(f"a {key} prototype block of {len(block)} characters (over {MAX_PROTOTYPE_CHARS}; not read)")
+            facts.unparsed.append(
+                f"a {key} prototype block of {len(block)} characters (over {MAX_PROTOTYPE_CHARS}; not read)"
+            )
             continue
         if key in facts.prototypes:
             facts.unparsed.append(f"a second {key} prototype block (ignored)")

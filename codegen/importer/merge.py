@@ -96,11 +96,20 @@ def merge(spec: Any, draft: dict, release: str) -> list[str]:
             person(where[name], f"parameter {name} is not on the page (removed or renamed: breaking); not merged")
             continue
         if page_params[name][1:] != (role, c_type) and "?" not in (c_type, page_params[name][2]):
-            person(where[name], f"parameter {name}: the page has {page_params[name][1:]}, the spec {(role, c_type)} (breaking); not merged")
-        if name in before.defaults and name in page.defaults and page.defaults[name] is not None \
-                and before.defaults[name] != page.defaults[name]:
-            person(f"{where[name]}.default",
-                   f"parameter {name}: the page's default is {page.defaults[name]!r}, the spec's {before.defaults[name]!r} (breaking); not merged")
+            person(
+                where[name],
+                f"parameter {name}: the page has {page_params[name][1:]}, the spec {(role, c_type)} (breaking); not merged",
+            )
+        if (
+            name in before.defaults
+            and name in page.defaults
+            and page.defaults[name] is not None
+            and before.defaults[name] != page.defaults[name]
+        ):
+            person(
+                f"{where[name]}.default",
+                f"parameter {name}: the page's default is {page.defaults[name]!r}, the spec's {before.defaults[name]!r} (breaking); not merged",
+            )
         if role in ("scalar", "optional_scalar"):
             _merge_constraints(spec, draft, name, release, notes)
         if role not in ("input", "output"):
@@ -114,7 +123,9 @@ def merge(spec: Any, draft: dict, release: str) -> list[str]:
             if new is None or old == new:
                 continue
             if _defect_names(spec, family, release):
-                notes.append(f"{name} on {family}: the page says {sorted(new)}, but the spec records a page defect there: kept")
+                notes.append(
+                    f"{name} on {family}: the page says {sorted(new)}, but the spec records a page defect there: kept"
+                )
                 continue
             _split(entry["dtypes"], family, sorted(new, key=list(_order(draft, name)).index), release)
     for name in page_params:
@@ -139,7 +150,9 @@ def _merge_return_codes(spec: Any, draft: dict, release: str, notes: list[str]) 
     reading of the page (checks the importer cannot classify, corrected parameter lists), so a
     difference there is a note for a person, never a release change."""
     rows = spec.get("return_codes")
-    page_rows = [r for r in draft.get("return_codes") or [] if isinstance(r, dict) and r.get("status") not in (None, TODO)]
+    page_rows = [
+        r for r in draft.get("return_codes") or [] if isinstance(r, dict) and r.get("status") not in (None, TODO)
+    ]
     if not isinstance(rows, list) or not page_rows:
         return  # a page whose table could not be read changes nothing
     holding = [r for r in rows if isinstance(r, dict) and _holding(r, release)]
@@ -161,15 +174,19 @@ def _merge_return_codes(spec: Any, draft: dict, release: str, notes: list[str]) 
         page_checks = sorted({str(r.get("check")) for r in page_rows if r["status"] == status})
         spec_checks = sorted({str(r.get("check")) for r in holding if r.get("status") == status})
         if TODO not in page_checks and set(page_checks) - set(spec_checks):
-            notes.append(f"return code {status}: the page's rows read as {', '.join(page_checks)}; the spec has "
-                         f"{', '.join(spec_checks)}: compare by hand")
+            notes.append(
+                f"return code {status}: the page's rows read as {', '.join(page_checks)}; the spec has "
+                f"{', '.join(spec_checks)}: compare by hand"
+            )
 
 
 def _note_rule_hints(spec: Any, draft: dict, release: str, notes: list[str]) -> None:
     """The page's rule hints are hints (a draft marks them for a person to confirm): a kind the
     page hints at that the spec has no rule of at `release` is a note, never a merged rule."""
     have = {r.get("kind") for r in spec.get("rules") or [] if isinstance(r, dict) and _holding(r, release)}
-    for kind in sorted({str(r.get("kind")) for r in draft.get("rules") or [] if isinstance(r, dict)} - have - {TODO, "None"}):
+    for kind in sorted(
+        {str(r.get("kind")) for r in draft.get("rules") or [] if isinstance(r, dict)} - have - {TODO, "None"}
+    ):
         notes.append(f"the page hints at a {kind} rule the spec does not have at {release}: check by hand")
 
 
@@ -180,8 +197,11 @@ def _flow_list(items: list) -> CommentedSeq:
 
 
 def _constraints(param: Any) -> set:
-    return {(c.get("op"), float(c.get("value"))) for c in param.get("constraints") or [] if isinstance(c, dict)
-            and c.get("value") is not None and not c.get("when")}
+    return {
+        (c.get("op"), float(c.get("value")))
+        for c in param.get("constraints") or []
+        if isinstance(c, dict) and c.get("value") is not None and not c.get("when")
+    }
 
 
 def _merge_constraints(spec: Any, draft: dict, name: str, release: str, notes: list[str]) -> None:
@@ -293,16 +313,27 @@ def merge_command(spec_path: Path, page_path: Path, release: str, products: Prod
     with locked(spec_path, what="spec"):
         old_text = read_text(spec_path)
         spec = load_round_trip(spec_path, old_text)
-        if not isinstance(spec, dict) or not isinstance(spec.get("parameters"), list) or not isinstance(spec.get("products"), list):
+        if (
+            not isinstance(spec, dict)
+            or not isinstance(spec.get("parameters"), list)
+            or not isinstance(spec.get("products"), list)
+        ):
             raise SpecError(Problem(str(spec_path), 1, "not a spec: needs products and parameters"))
         if draft.get("name") != spec.get("name"):
-            raise SpecError(Problem(str(spec_path), 1, f"the page is about {draft.get('name')}, the spec about {spec.get('name')}"))
+            raise SpecError(
+                Problem(str(spec_path), 1, f"the page is about {draft.get('name')}, the spec about {spec.get('name')}")
+            )
         old_view = view(load_round_trip(spec_path, old_text), release)
         notes = merge(spec, draft, release)
         new_text = dump_round_trip(spec)
         # atomic (a kill leaves the old spec or the new one), and not rewritten when nothing changed
         write_atomic(spec_path, new_text, what="spec")
-    print("".join(difflib.unified_diff(old_text.splitlines(True), new_text.splitlines(True), str(spec_path), str(spec_path))), end="")
+    print(
+        "".join(
+            difflib.unified_diff(old_text.splitlines(True), new_text.splitlines(True), str(spec_path), str(spec_path))
+        ),
+        end="",
+    )
     changes = diff(old_view, view(spec, release))
     print(f"-- at {release}: {len(changes)} change(s), {sum(c.kind == 'breaking' for c in changes)} breaking")
     for change in changes:

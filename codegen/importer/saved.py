@@ -48,10 +48,12 @@ def read_saved(text: str, path: str, products: ProductTable) -> PageFacts:
     _products(facts, blocks.get("products", []), products)
     for line in lines:
         if "aclnnStatus" in line and "(" in line:
-            proto = line[line.index("aclnnStatus"):].strip()
+            proto = line[line.index("aclnnStatus") :].strip()
             key = "get_workspace_size" if "GetWorkspaceSize(" in proto else "launch"
             if len(proto) > MAX_PROTOTYPE_CHARS:
-                facts.unparsed.append(f"a {key} prototype line of {len(proto)} characters (over {MAX_PROTOTYPE_CHARS}; not read)")
+                facts.unparsed.append(
+                    f"a {key} prototype line of {len(proto)} characters (over {MAX_PROTOTYPE_CHARS}; not read)"
+                )
                 continue
             facts.prototypes.setdefault(key, proto)
     _params(facts, blocks.get("get_workspace_size", []), products)
@@ -62,7 +64,9 @@ def read_saved(text: str, path: str, products: ProductTable) -> PageFacts:
     if "[object Object]" in "\n".join(blocks.get("get_workspace_size", [])) or not facts.return_codes:
         facts.todo("return_codes", "the scrape lost the return-code table; complete it from the page or the ABI facts")
     if blocks.get("launch_title_mismatch"):
-        facts.defect("name", f"the second-phase section is titled {blocks['launch_title_mismatch'][0]}, not aclnn{facts.op}")
+        facts.defect(
+            "name", f"the second-phase section is titled {blocks['launch_title_mismatch'][0]}, not aclnn{facts.op}"
+        )
     return facts
 
 
@@ -116,7 +120,12 @@ def _params(facts: PageFacts, block: list[str], products: ProductTable) -> None:
             break
         match = _PARAM.match(line)
         if match:
-            name, c_type, direction, rest = match.group(1), match.group(2).strip(), match.group(3), match.group(4).strip()
+            name, c_type, direction, rest = (
+                match.group(1),
+                match.group(2).strip(),
+                match.group(3),
+                match.group(4).strip(),
+            )
             if name in names_seen:
                 facts.unparsed.append(f"parameter {name} is listed twice (the repeat is ignored)")
                 current = None
@@ -145,7 +154,9 @@ def _params(facts: PageFacts, block: list[str], products: ProductTable) -> None:
                 for family in parsed.families:
                     current.family_dtypes[family] = parsed.dtypes
             elif parsed is not None:
-                facts.todo(f"parameters.{current.name}.dtypes", f"a per-product note that is not a dtype list: {parsed.text!r}")
+                facts.todo(
+                    f"parameters.{current.name}.dtypes", f"a per-product note that is not a dtype list: {parsed.text!r}"
+                )
 
 
 def _dtype_sentence(text: str) -> str:
@@ -155,5 +166,5 @@ def _dtype_sentence(text: str) -> str:
         if found:
             start = sentence.find("支持", min(found))
             if start >= 0:
-                return sentence[start + 2:]
+                return sentence[start + 2 :]
     return ""

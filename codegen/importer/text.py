@@ -41,7 +41,7 @@ def between(text: str, start: str, end: str) -> Iterator[str]:
         close = text.find(end, at + len(start))
         if close < 0:
             return
-        yield text[at + len(start):close]
+        yield text[at + len(start) : close]
         at = text.find(start, close + len(end))
 
 
@@ -138,8 +138,11 @@ def _per_param(text: str) -> dict[str, list[str]]:
         dtypes = page_dtypes(sentence)
         if not dtypes:
             continue
-        names = [n for n in _IDENTIFIER.findall(sentence[:first_dtype_at(sentence)])
-                 if n not in ("if", "when", "and", "or", "the", "of", "is", "are", "support", "supports")]
+        names = [
+            n
+            for n in _IDENTIFIER.findall(sentence[: first_dtype_at(sentence)])
+            if n not in ("if", "when", "and", "or", "the", "of", "is", "are", "support", "supports")
+        ]
         if not names:
             return {}
         for name in names:
@@ -206,7 +209,9 @@ def _raw_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
             if not tables[-1]:
                 tables[-1].append([])
             cell = []
-            found = {m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _SPAN_ATTR.finditer(attrs)}
+            found = {
+                m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _SPAN_ATTR.finditer(attrs)
+            }
             span = (_span(found.get("rowspan", "1")), _span(found.get("colspan", "1")))
         elif cell is not None and name in ("li", "br", "p"):
             cell.append(f"<{name}>")
@@ -217,8 +222,9 @@ class _TooLarge(Exception):
     pass
 
 
-def _grid(rows: list[list[tuple[str, int, int]]], notes: list[str], number: int,
-          limit: int = MAX_TABLE_CELLS) -> tuple[list[list[str]], list[str]]:
+def _grid(
+    rows: list[list[tuple[str, int, int]]], notes: list[str], number: int, limit: int = MAX_TABLE_CELLS
+) -> tuple[list[list[str]], list[str]]:
     """One table's grid (row spans filled in, clipped to the rows that exist) and its span problems,
     at most `limit` cells (else _TooLarge)."""
     rows = [r for r in rows if r]  # a doubled <tr> leaves an empty row behind
@@ -243,10 +249,12 @@ def _grid(rows: list[list[tuple[str, int, int]]], notes: list[str], number: int,
                 remaining = len(rows) - index
                 if rowspan > remaining and not overrun:
                     overrun = True
-                    problems.append(f"row {index}: rowspan=\"{rowspan}\" on {text_!r} but the table has {remaining} row(s) from there")
+                    problems.append(
+                        f'row {index}: rowspan="{rowspan}" on {text_!r} but the table has {remaining} row(s) from there'
+                    )
                 if colspan > MAX_COLSPAN:
                     if not any(n.startswith(f"table {number},") for n in notes[-1:]):  # one note a table
-                        notes.append(f"table {number}, row {index}: colspan=\"{colspan}\" read as {MAX_COLSPAN}")
+                        notes.append(f'table {number}, row {index}: colspan="{colspan}" read as {MAX_COLSPAN}')
                     colspan = MAX_COLSPAN
                 rowspan = min(rowspan, remaining)
                 if cells_total + len(cells) + colspan > limit:

@@ -19,7 +19,9 @@ def todo_problems(data: dict[str, Any], path: Path, lines: LineMap) -> list[Prob
     if not isinstance(items, list):
         return [Problem(str(path), lines.line_of(("todo",)), "todo: a list of {at, note} entries")]
     if not items:
-        return [Problem(str(path), lines.line_of(("todo",)), "todo: the list is empty; delete the key to finish the draft")]
+        return [
+            Problem(str(path), lines.line_of(("todo",)), "todo: the list is empty; delete the key to finish the draft")
+        ]
     problems = []
     for index, item in enumerate(items):
         if isinstance(item, dict):

@@ -62,7 +62,9 @@ def write_draft(draft: dict[str, Any], facts: PageFacts, directory: Path) -> Pat
             if os.path.lexists(target):
                 head = read_regular(target, what="draft", follow_links=False).decode("utf-8", "replace")[:1000]
                 if "# Draft imported by `aclnngen import`" not in head:
-                    raise DraftError(f"{target} exists and is not a draft; import into another folder, or merge with --into {target}")
+                    raise DraftError(
+                        f"{target} exists and is not a draft; import into another folder, or merge with --into {target}"
+                    )
             write_atomic(target, draft_text(draft, facts), what="draft")  # never through a link
     except FileError as exc:
         raise DraftError(str(exc)) from None

@@ -37,7 +37,9 @@ def _env_release() -> str | None:
     try:
         return release_of(text, f"${SIM_CANN_ENV}")
     except ReleaseError as exc:
-        raise BackendError(reason=str(exc), hint=f"set {SIM_CANN_ENV} to a release such as v9.1.0, or unset it") from None
+        raise BackendError(
+            reason=str(exc), hint=f"set {SIM_CANN_ENV} to a release such as v9.1.0, or unset it"
+        ) from None
 
 
 class SimBackend(Backend):
@@ -215,7 +217,8 @@ def _check_op_ids(package: str, sources: list[Path]) -> None:
 
 def _late_hint(late: list[str]) -> str:
     return (
-        "simulator sources were registered after the simulator was built (" + ", ".join(late)
+        "simulator sources were registered after the simulator was built ("
+        + ", ".join(late)
         + "); import the package before the first call, or call "
         "aclnngen.runtime.session.reset() to rebuild"
     )

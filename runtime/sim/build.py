@@ -135,8 +135,6 @@ class SimulatorBuildError(RuntimeError):
         return self.message
 
 
-
-
 def sim_header_text(name: str, *, core_dir: str | os.PathLike | None = None) -> str:
     """Text of a simulator header, e.g. "aclsim_controls.h" (cdef text for cffi)."""
     base = Path(core_dir) if core_dir is not None else SIM_DIR
@@ -184,9 +182,7 @@ def _run_compiler(argv: list[str], what: str) -> subprocess.CompletedProcess:
     timeout = compile_timeout()
     _starting.depth += 1  # a SIGTERM now waits until the compiler can be killed (_terminate_cleanly)
     try:
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     except OSError as exc:
         raise SimulatorBuildError(f"cannot run the C compiler {argv[0]}: {exc.strerror or exc}", command=argv) from None
     finally:
@@ -240,6 +236,7 @@ def _terminate_cleanly() -> Iterator[None]:
     if threading.current_thread() is threading.main_thread():
         try:
             if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+
                 def _raise(signum, frame):
                     if _starting.depth:
                         _starting.pending = True  # raised once Popen has returned the compiler
@@ -285,9 +282,7 @@ def _check_lib_names(lib_names: Iterable[str]) -> tuple[str, ...]:
         raise ValueError("lib_names must name at least one library file")
     for name in names:
         if not isinstance(name, str) or not _LIB_NAME.fullmatch(name) or name == REAL_NAME:
-            raise ValueError(
-                f"lib_names: {name!r} is not a plain file name such as 'libascendcl.so'"
-            )
+            raise ValueError(f"lib_names: {name!r} is not a plain file name such as 'libascendcl.so'")
     if len(set(names)) != len(names):
         raise ValueError(f"lib_names has duplicates: {names}")
     return names
@@ -352,8 +347,9 @@ def build_simulator(
         this core library (a path returned by an earlier build, named as the op library should
         need it, e.g. ".../libnnopbase.so"); see the module docstring for the layout it needs.
     """
-    request = _BuildRequest.of(extra_sources, include_dirs, defines, lib_names, abi_header=abi_header,
-                               core_dir=core_dir, link_core=link_core)
+    request = _BuildRequest.of(
+        extra_sources, include_dirs, defines, lib_names, abi_header=abi_header, core_dir=core_dir, link_core=link_core
+    )
     cc = _compiler()
     key, staged = _key_and_staged(request, cc)
 
@@ -430,8 +426,17 @@ class _BuildRequest:
         header_dirs = [core, *incs, *(p.parent for p in extras)]
         for d in dict.fromkeys(header_dirs):
             hashed_files.extend(sorted(d.glob("*.h")))
-        return cls(names, core, tuple(incs), tuple(define_flags), tuple(core_sources), tuple(extras),
-                   tuple(hashed_files), core_lib, link_flags)
+        return cls(
+            names,
+            core,
+            tuple(incs),
+            tuple(define_flags),
+            tuple(core_sources),
+            tuple(extras),
+            tuple(hashed_files),
+            core_lib,
+            link_flags,
+        )
 
     def command(self, cc: list[str], where) -> list[str]:
         """The compile command, with each file and folder as `where` names it."""
@@ -497,7 +502,9 @@ def _build_locked(request: _BuildRequest, cc: list[str], staged: Mapping[Path, b
     try:
         for folder in (base, root, out_dir):
             make_private(folder)  # a link where a folder of the cache should be is refused
-        lock_fd = os.open(root / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+        lock_fd = os.open(
+            root / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600
+        )
     except OSError as exc:
         raise SimulatorBuildError(
             f"cannot use the cache directory {root}: {exc.strerror or exc} "
@@ -514,9 +521,7 @@ def _build_locked(request: _BuildRequest, cc: list[str], staged: Mapping[Path, b
             for name, target in request.neighbours().items():
                 _link(out_dir, name, target)
     except OSError as exc:
-        raise SimulatorBuildError(
-            f"cannot write the simulator library into {out_dir}: {exc.strerror or exc}"
-        ) from None
+        raise SimulatorBuildError(f"cannot write the simulator library into {out_dir}: {exc.strerror or exc}") from None
     finally:
         os.close(lock_fd)  # closing releases the lock
 
@@ -555,8 +560,11 @@ def _verified(out_dir: Path) -> bool:
     if not (_real_folder(out_dir.parent) and _real_folder(out_dir)):
         return False
     try:
-        recorded = read_regular(out_dir / DIGEST_NAME, what="library digest", limit=256, follow_links=False,
-                                judge=foreign).decode("ascii").strip()
+        recorded = (
+            read_regular(out_dir / DIGEST_NAME, what="library digest", limit=256, follow_links=False, judge=foreign)
+            .decode("ascii")
+            .strip()
+        )
     except (FileError, UnicodeDecodeError):
         return False
     return _file_digest(out_dir / REAL_NAME) == recorded

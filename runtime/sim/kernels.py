@@ -154,7 +154,9 @@ class _PyNamedReference:
     def __call__(self, values, *, out_dtypes=None, mode="opmath", version=None):
         params = self.meta["params"]
         positional = [values.get(p["name"]) for p in params if p["role"] == "input"]
-        keywords = {p["py"]: values.get(p["name"]) for p in params if p["role"] in ("scalar", "optional_scalar", "attribute")}
+        keywords = {
+            p["py"]: values.get(p["name"]) for p in params if p["role"] in ("scalar", "optional_scalar", "attribute")
+        }
         return self.fn(*positional, **keywords, out_dtypes=out_dtypes, mode=mode)
 
 
@@ -166,7 +168,7 @@ _PACKAGE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def _snake(symbol: str) -> str:
-    name = symbol[len("aclnn"):] if symbol.startswith("aclnn") else symbol
+    name = symbol[len("aclnn") :] if symbol.startswith("aclnn") else symbol
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
@@ -175,7 +177,6 @@ def split_op_id(op_id: str) -> tuple[str | None, str]:
     the package is None when the source was built without one."""
     package, _, symbol = op_id.rpartition(":")
     return (package or None), symbol
-
 
 
 def _package_source(package: str) -> Path | None:
@@ -315,7 +316,12 @@ class Profile:
     def validate(self, meta: Mapping, values: Mapping, *, family: str, version: str) -> None:
         """Raises AclnnValidationError when the simulated library rejects `values`."""
         if self.data is not None:
-            validate(profiles.apply(meta, self.data, _profile_version(self.data, version)), values, family=family, version=version)
+            validate(
+                profiles.apply(meta, self.data, _profile_version(self.data, version)),
+                values,
+                family=family,
+                version=version,
+            )
         elif self.check is not None:
             self.check(meta, values, family=family, version=version)
 
@@ -488,14 +494,22 @@ class ViewArg:
         raw = np.frombuffer(ffi.buffer(ffi.cast("char *", self.data), end * isz), dtype=np.uint8)
         base = raw.view(self.dtype)
         return np.lib.stride_tricks.as_strided(
-            base[self.offset:], shape=self.shape, strides=[s * isz for s in self.strides], writeable=True
+            base[self.offset :], shape=self.shape, strides=[s * isz for s in self.strides], writeable=True
         )
 
     def describe(self) -> dict:
         return {
-            "name": self.name, "kind": self.kind, "is_null": self.is_null, "shape": self.shape,
-            "strides": self.strides, "offset": self.offset, "storage": self.storage,
-            "dtype": str(self.dtype), "acl_dtype": self.acl_dtype, "format": self.format, "value": self.value,
+            "name": self.name,
+            "kind": self.kind,
+            "is_null": self.is_null,
+            "shape": self.shape,
+            "strides": self.strides,
+            "offset": self.offset,
+            "storage": self.storage,
+            "dtype": str(self.dtype),
+            "acl_dtype": self.acl_dtype,
+            "format": self.format,
+            "value": self.value,
             "data": self.data,
         }
 
@@ -570,11 +584,25 @@ def _validation_key(profile: "Profile", family: str, version: str, args: list[Vi
     if profile.data is None:
         return None
     try:
-        key = (profile.data, family, version, tuple(
-            (a.name, a.kind, a.is_null, a.shape, a.strides, a.dtype, a.format, type(a.value),
-             tuple(a.value) if isinstance(a.value, list) else a.value)
-            for a in args
-        ))
+        key = (
+            profile.data,
+            family,
+            version,
+            tuple(
+                (
+                    a.name,
+                    a.kind,
+                    a.is_null,
+                    a.shape,
+                    a.strides,
+                    a.dtype,
+                    a.format,
+                    type(a.value),
+                    tuple(a.value) if isinstance(a.value, list) else a.value,
+                )
+                for a in args
+            ),
+        )
         hash(key)
     except TypeError:
         return None
@@ -626,8 +654,12 @@ class Kernels:
         self.ffi = sim_ffi()
         self._snapshots: dict[int, list[ViewArg]] = {}  # executor serial -> what prepare read
         self._snapshots_lock = threading.Lock()
-        self.c_prepare = self.ffi.callback("aclsim_prepare_hook", self._prepare_guarded, error=ACLNN_ERR_INNER, onerror=self._onerror)
-        self.c_run = self.ffi.callback("aclsim_run_hook", self._run_guarded, error=ACLNN_ERR_INNER, onerror=self._onerror)
+        self.c_prepare = self.ffi.callback(
+            "aclsim_prepare_hook", self._prepare_guarded, error=ACLNN_ERR_INNER, onerror=self._onerror
+        )
+        self.c_run = self.ffi.callback(
+            "aclsim_run_hook", self._run_guarded, error=ACLNN_ERR_INNER, onerror=self._onerror
+        )
 
     # -- the executor view, read once ------------------------------------------------------------
     def _keep_snapshot(self, view, args: list[ViewArg]) -> None:
@@ -763,7 +795,9 @@ class Kernels:
         out_dtypes = {name: arr.dtype for name, arr in outputs.items()}
         # a reference that can, writes its results straight into device memory (no full-size copy)
         options = {"out": outputs} if getattr(reference, "writes_out", False) else {}
-        results = reference(values, out_dtypes=out_dtypes, mode="opmath", version=self._version_for_reference(meta), **options)
+        results = reference(
+            values, out_dtypes=out_dtypes, mode="opmath", version=self._version_for_reference(meta), **options
+        )
         if not isinstance(results, tuple):
             results = (results,)
         writes = []
@@ -777,7 +811,9 @@ class Kernels:
                 # like the vendor's for HardtanhBackward's out): a device kernel would write
                 # past or short of it. Write nothing and fail the launch instead.
                 _write_message(
-                    ffi, message, cap,
+                    ffi,
+                    message,
+                    cap,
                     f"{symbol}: output {name} has shape {tuple(target.shape)} but the kernel computes "
                     f"{tuple(result.shape)}; GetWorkspaceSize did not check it, and nothing was written",
                 )
