@@ -116,6 +116,7 @@ def test_generated_reference_and_validator_tests_pass(package):
         assert kind in collected
 
 
+@pytest.mark.slow  # a generated package's suite per mutation: ~11 s each on 2 cores
 @pytest.mark.parametrize(
     "mutation,must_fail",
     [
