@@ -418,70 +418,53 @@ def _holds(entry: Mapping, version: str) -> bool:
 # --- what the library computes -------------------------------------------------------------------
 
 
+def _numeric_claim(
+    op,
+    source: str,
+    result: OpAudit,
+    dtype: str,
+    subject: str,
+    claim: str,
+    *,
+    data: str = "random",
+    overrides=None,
+    histogram: bool = False,
+) -> None:
+    """One claim of the spec's formula, checked against the oracle on `data`: a finding with a
+    reproducer when they disagree."""
+    values = opcheck.adversarial_values(op, dtype, data, overrides=overrides)
+    result.checked += 1
+    result.claims += 1
+    if histogram:
+        result.error_histogram[dtype] = _error_histogram(op, values)
+    problem = _against_oracle(op, dtype, values, result if histogram else None)
+    if problem:
+        snippet = _numeric_snippet(op, dtype, "spec", overrides, data)
+        result.findings.append(Finding(op.name, "numerics", subject, "mismatch", source, None, claim, problem, snippet))
+
+
 def _numeric_checks(op, source: str, result: OpAudit) -> None:
     meta, version = op.meta, op.version
     families = supported_families(meta, version)
     dtypes = sorted({d for f in families for d in supported_dtypes(meta, op.params("input")[0]["name"], f, version)})
     for dtype in dtypes:
-        values = opcheck.adversarial_values(op, dtype, "random")
-        result.checked += 1
-        result.claims += 1
-        result.error_histogram[dtype] = _error_histogram(op, values)
-        problem = _against_oracle(op, dtype, values, result)
-        if problem:
-            result.findings.append(
-                Finding(
-                    op.name,
-                    "numerics",
-                    f"spec formula, {dtype}",
-                    "mismatch",
-                    source,
-                    None,
-                    "the spec's formula",
-                    problem,
-                    _numeric_snippet(op, dtype, "spec", None),
-                )
-            )
+        _numeric_claim(op, source, result, dtype, f"spec formula, {dtype}", "the spec's formula", histogram=True)
         # NaN, infinities, signed zeros, subnormals and extremes, in the inputs and the gradient
-        special = opcheck.adversarial_values(op, dtype, "special-values")
-        result.checked += 1
-        result.claims += 1
-        problem = _against_oracle(op, dtype, special, None)
-        if problem:
-            result.findings.append(
-                Finding(
-                    op.name,
-                    "numerics",
-                    f"special values, {dtype}",
-                    "mismatch",
-                    source,
-                    None,
-                    "the spec's formula at NaN, inf, -0.0, subnormal and extreme inputs",
-                    problem,
-                    _numeric_snippet(op, dtype, "spec", None, "special-values"),
-                )
-            )
+        _numeric_claim(
+            op,
+            source,
+            result,
+            dtype,
+            f"special values, {dtype}",
+            "the spec's formula at NaN, inf, -0.0, subnormal and extreme inputs",
+            data="special-values",
+        )
     for name, value in sweeps.scalar_points(meta, version):
         overrides = sweeps.overrides_for(meta, version, name, value)
         dtype = "float32" if "float32" in dtypes else dtypes[0]
-        values = opcheck.adversarial_values(op, dtype, "random", overrides=overrides)
-        result.checked += 1
-        result.claims += 1
-        problem = _against_oracle(op, dtype, values, None)
-        if problem:
-            result.findings.append(
-                Finding(
-                    op.name,
-                    "numerics",
-                    f"{name} = {value!r}",
-                    "mismatch",
-                    source,
-                    None,
-                    f"the formula at {name} = {value!r}",
-                    problem,
-                    _numeric_snippet(op, dtype, "spec", overrides),
-                )
-            )
+        _numeric_claim(
+            op, source, result, dtype, f"{name} = {value!r}", f"the formula at {name} = {value!r}", overrides=overrides
+        )
     for key in op.reference.FORMULAS:
         if not key.startswith("claimed:"):
             continue
