@@ -26,7 +26,24 @@ PROFILES = {'vendor': {'EluBackward': {'8.5.0': {'op': 'EluBackward',
                                                   'dtypes': ['float32', 'float16'],
                                                   'when': {},
                                                   'reason': "gradOutput's support list on every "
-                                                            'other SoC'}],
+                                                            'other SoC'},
+                                                 {'params': ['gradInput'],
+                                                  'families': ['training',
+                                                               'inference',
+                                                               'a2',
+                                                               'a3',
+                                                               'ascend950'],
+                                                  'dtypes': ['float32',
+                                                             'float16',
+                                                             'bfloat16',
+                                                             'float64',
+                                                             'complex64',
+                                                             'complex128'],
+                                                  'when': {},
+                                                  'reason': "gradInput's dtype is never checked "
+                                                            'against a list, only that '
+                                                            "gradOutput's dtype casts to it; these "
+                                                            'are every dtype a float casts to'}],
                                       'notes': []}},
             'GeluBackward': {'8.5.0': {'op': 'GeluBackward',
                                        'cann_version': '8.5.0',
@@ -261,7 +278,16 @@ PROFILES = {'vendor': {'EluBackward': {'8.5.0': {'op': 'EluBackward',
                                                           'params': [],
                                                           'reason': 'only membership of each dtype '
                                                                     'in the supported list is '
-                                                                    'checked, not equality'}],
+                                                                    'checked, not equality'},
+                                                         {'action': 'drop',
+                                                          'rule': 'same_shape',
+                                                          'params': [],
+                                                          'reason': 'gradInput is checked against '
+                                                                    'the broadcast shape of '
+                                                                    'gradOutput and self, not '
+                                                                    "against self's shape; both "
+                                                                    'inputs are broadcast before '
+                                                                    'the kernel'}],
                                              'dtypes': [{'params': ['gradOutput',
                                                                     'self',
                                                                     'gradInput'],
@@ -288,12 +314,7 @@ PROFILES = {'vendor': {'EluBackward': {'8.5.0': {'op': 'EluBackward',
                                                     'at v8.5.0, its dtype support lists per SoC '
                                                     'and its parameter checks',
                                         'null_out_pointers': 'checked',
-                                        'changes': [{'action': 'drop',
-                                                     'rule': 'max_rank',
-                                                     'params': [],
-                                                     'reason': 'inputs of more than 8 dims are '
-                                                               'flattened to one dimension and '
-                                                               'accepted'}],
+                                        'changes': [],
                                         'dtypes': [{'params': ['gradOutput', 'self', 'gradInput'],
                                                     'families': ['a2', 'a3', 'ascend950'],
                                                     'dtypes': ['float16', 'float32', 'bfloat16'],

@@ -120,7 +120,16 @@ def test_a_saved_profile_reproduces_what_was_observed(snake, tmp_path):
         again = checks.audit(checks._op(snake), probe.bound_op(snake), "sim", profile="observed")
     finally:
         generated_profiles.PROFILES = original
-    assert _library_view(again) == _library_view(seen)
+    matrix_again, findings_again = _library_view(again)
+    matrix_seen, findings_seen = _library_view(seen)
+    assert matrix_again == matrix_seen
+    # what no profile change can say is listed in the saved profile's notes, and only that differs
+    unexplained = [
+        f
+        for f in set(findings_seen) ^ set(findings_again)
+        if not any(f[1].rsplit(" on ", 1)[0] in n for n in data["notes"])
+    ]
+    assert not unexplained, (unexplained, data["notes"])
 
 
 def test_saving_merges_families_and_never_overwrites_a_persons_profile(tmp_path):
@@ -170,7 +179,7 @@ def test_save_profile_from_the_command_line(tmp_path):
             "--source",
             "sim",
             "--ops",
-            "swish_backward",
+            "gelu_backward_v2",
             "--no-pictures",
             "--out",
             str(tmp_path / "report"),
@@ -184,7 +193,7 @@ def test_save_profile_from_the_command_line(tmp_path):
         timeout=300,
     )
     assert out.returncode in (0, 1), out.stderr
-    saved = list((tmp_path / "profiles" / "observed").glob("*/swish_backward.yaml"))
+    saved = list((tmp_path / "profiles" / "observed").glob("*/gelu_backward_v2.yaml"))
     assert len(saved) == 1 and "drop" in saved[0].read_text() and "max_rank" in saved[0].read_text()
     refused = subprocess.run(
         [
