@@ -8,6 +8,7 @@ from pathlib import Path
 import shlex
 from typing import Mapping, Sequence
 
+from aclnngen.core import defects as defect_kinds
 from aclnngen.files import locked, write_atomic
 
 from .baseline import Accepted, Judgement
@@ -173,14 +174,20 @@ def summary(data: dict) -> str:
     return text + (f", {len(data['expired'])} expired" if data["expired"] else "")
 
 
+def _title(kind: str) -> str:
+    """The defect kind as the op page titles it, with its spec name where the two differ."""
+    title = defect_kinds.BY_NAME[kind].title if kind in defect_kinds.BY_NAME else kind
+    return kind if title.lower() == kind else f"{title}: {kind}"
+
+
 def _status(f: dict) -> str:
     """A finding's status cell: new; recorded, with the spec's entry (whole); accepted or expired,
     with the baseline's date and reason."""
     if f["status"] == "recorded":
         entry = f["recorded"]
         if f["check"] == "defect":  # the entry itself: its note is the observed cell
-            return f"recorded: defects #{entry['defect']}"
-        return f"recorded: defects #{entry['defect']} ({entry['kind']}): {entry['note']}"
+            return f"recorded: defects #{entry['defect']} ({_title(entry['kind'])})"
+        return f"recorded: defects #{entry['defect']} ({_title(entry['kind'])}): {entry['note']}"
     if f["status"] in ("accepted", "expired"):
         entry = f["baseline"]
         verb = "accepted until" if f["status"] == "accepted" else "expired on"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from aclnngen.core import defects as defect_kinds
 from aclnngen.core import planning
 from aclnngen.core.dtypes import PROMOTION
 from aclnngen.core.rules import supported_dtypes, supported_families
@@ -144,7 +145,14 @@ def reference_page(spec: OpSpec, products: ProductTable, package: str = "aclnnge
         promotions=promotion_tables(spec, products, data["version"]),
         params=[{"name": p.name, "py": p.py_name, "role": p.role, "summary": p.summary} for p in spec.parameters],
         defects=[
-            {"kind": d.kind, "note": d.note, "versions": _versions(d), "claimed": d.claimed, "observed": d.observed}
+            {
+                "kind": d.kind,
+                "title": defect_kinds.kind(d.kind).title,
+                "note": d.note,
+                "versions": _versions(d),
+                "claimed": d.claimed,
+                "observed": d.observed,
+            }
             for d in spec.defects
         ],
     )

@@ -23,6 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from . import names
 from .consistency import STATUS_CODES, check_op, rule_params  # defined there, exported here too
 from .errors import FieldProblem, non_ascii
+from aclnngen.core import defects as defect_kinds
 from aclnngen.core.dtypes import ALL_DTYPES
 from aclnngen.core.releases import RELEASE_PATTERN, VERSION_HELP, as_release, holds_at
 
@@ -101,6 +102,7 @@ Version = Annotated[
 ]
 DType = Annotated[str, AfterValidator(_dtype), WithJsonSchema({"type": "string", "enum": list(DTYPES)})]
 Status = Literal[161001, 161002]
+DEFECT_KIND_NAMES = defect_kinds.NAMES
 NonEmptyText = Annotated[str, Field(min_length=1)]
 
 
@@ -612,10 +614,8 @@ Oracle = Annotated[Union[AtenOracle, RecipeOracle, StepsOracle], Field(discrimin
 class Defect(Versioned):
     """Where the page contradicts itself, the header or the library's behaviour."""
 
-    kind: Literal[
-        "wrong_formula", "formula_divergence", "prototype", "name", "rule", "dtype", "product", "return_code", "other"
-    ]
-    """What the page gets wrong."""
+    kind: Literal[DEFECT_KIND_NAMES]  # type: ignore[valid-type]
+    """What the page gets wrong (aclnngen/core/defects.py lists the kinds)."""
     note: NonEmptyText
     """What is wrong and how we know, in our own words."""
     claimed: FormulaExpr | None = None
@@ -629,15 +629,16 @@ class Defect(Versioned):
 
     @model_validator(mode="after")
     def _formulas_only_for_formula_defects(self):
-        if self.claimed is not None and self.kind != "wrong_formula":
-            raise ValueError("'claimed' is the page's wrong formula: it belongs to a defect of kind 'wrong_formula'")
-        if self.observed is not None and self.kind != "formula_divergence":
-            raise ValueError("'observed' is what the library computes instead: it belongs to kind 'formula_divergence'")
-        if self.kind == "wrong_formula" and self.claimed is None:
-            raise ValueError("a 'wrong_formula' defect needs 'claimed': the page's formula as an expression")
-        if self.kind == "formula_divergence" and self.observed is None:
-            raise ValueError("a 'formula_divergence' defect needs 'observed': what the library computes instead")
+        needs = defect_kinds.kind(self.kind).formula
+        for field, owner in _FORMULA_FIELD_OWNERS.items():
+            if getattr(self, field) is not None and field != needs:
+                raise ValueError(f"{field!r} belongs to a defect of kind {owner!r}, not {self.kind!r}")
+        if needs is not None and getattr(self, needs) is None:
+            raise ValueError(f"a {self.kind!r} defect needs {needs!r}: the formula as an expression")
         return self
+
+
+_FORMULA_FIELD_OWNERS = {k.formula: k.name for k in defect_kinds.DEFECT_KINDS if k.formula}
 
 
 # --- the op ----------------------------------------------------------------------------------

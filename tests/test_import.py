@@ -403,3 +403,15 @@ def test_a_dtype_row_names_only_the_tensors_it_mentions(tmp_path):
     assert "keepSign" in [p["name"] for p in draft["parameters"]]
     dtype_rows = [r for r in draft["return_codes"] if r["check"] == "dtype"]
     assert dtype_rows and all(r["params"] == ["gradOutput"] for r in dtype_rows), dtype_rows
+
+
+def test_a_page_without_a_formula_gets_a_no_formula_defect(tmp_path):
+    text = (PAGES / "table_variant.md").read_text(encoding="utf-8")
+    start, end = text.index("- 计算公式："), text.index("## 函数原型")
+    page = tmp_path / "aclnnNoFormula.md"
+    page.write_text(text[:start] + text[end:], encoding="utf-8")
+    facts = read_page(page, PRODUCTS, None)
+    draft = build_draft(facts, PRODUCTS)
+    assert [d["kind"] for d in draft["defects"]].count("no_formula") == 1 and "defects" in todo_at(draft)
+    _, with_formula = draft_of("table_variant.md")
+    assert "no_formula" not in [d["kind"] for d in with_formula["defects"]]

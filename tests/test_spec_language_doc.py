@@ -87,3 +87,11 @@ def test_a_validation_error_points_to_its_section(tmp_path, old, new, section):
     with pytest.raises(SpecError) as info:
         load_spec(path, load_products())
     assert f"docs/spec-language.md#{section}" in str(info.value), str(info.value)
+
+
+def test_every_defect_kind_has_a_row():
+    from aclnngen.core.defects import NAMES
+
+    assert get_args(model.Defect.model_fields["kind"].annotation) == NAMES
+    for name in NAMES:
+        assert re.search(rf"^\| `{name}` \| ", DOC, re.M), f"defect kind {name} has no row in docs/spec-language.md"

@@ -93,6 +93,9 @@ def build_draft(facts: PageFacts, products: ProductTable) -> dict[str, Any]:
     draft["oracle"] = TODO
     todo.append(("oracle", "the CPU reference to compare with (aten op or recipe)"))
     draft["defects"] = [{"kind": kind, "note": note} for kind, note in facts.defects]
+    if not facts.latex:  # recorded, so the op page and the audit say the formula is not the page's
+        draft["defects"].append({"kind": "no_formula", "note": TODO})
+        todo.append(("defects", "the page states no formula: say where the spec's formula comes from"))
     draft["todo"] = [{"at": at, "note": note} for at, note in _unique(todo)]
     return draft
 
