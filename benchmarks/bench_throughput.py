@@ -7,7 +7,7 @@ simulator against the reference, on 16M float32 elements.
 Per op, side by side in one run (interleaved rounds, best round each):
 
   reference    the generated reference (`mode="opmath"`), NumPy, in pieces on one thread
-               (ACLNNGEN_REFERENCE_THREADS=1; verify/chunking.py)
+               (ACLNNGEN_REFERENCE_THREADS=1; evaluate/chunking.py)
   torch 1t     the spec's oracle (the aten op or recipe) with torch.set_num_threads(1)
   reference all  the reference with its pieces on every core
   torch all    the oracle with every core
@@ -103,7 +103,7 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
         finally:
             del os.environ["ACLNNGEN_REFERENCE_THREADS"]
 
-    def reference_all():  # its pieces on every core (verify/chunking.py)
+    def reference_all():  # its pieces on every core (evaluate/chunking.py)
         return op.run_reference(values)
 
     def torch_one():

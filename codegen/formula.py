@@ -3,7 +3,7 @@
 A spec writes each output as an expression string such as
 `where((self > min) & (self < max), grad_output, 0)`. It is parsed with `ast` against a whitelist
 into a small immutable tree, checked (names, arity, booleans versus numbers) and rendered into
-Python that calls the numerics object `m` (verify/numerics.py). Spec text is never evaluated and
+Python that calls the numerics object `m` (evaluate/numerics.py). Spec text is never evaluated and
 never copied into rendered code: names are validated identifiers, numbers and strings are
 re-emitted from their parsed values. The grammar is documented in docs/formula-language.md.
 """

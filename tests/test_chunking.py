@@ -1,5 +1,5 @@
 """An elementwise reference evaluated in pieces, on threads, into given arrays gives the same bits
-as one whole-array evaluation (verify/chunking.py); so does a binding whose simulated kernel
+as one whole-array evaluation (evaluate/chunking.py); so does a binding whose simulated kernel
 writes the pieces straight into device memory."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from aclnngen.generated import OPS
-from aclnngen.verify import cases, chunking
+from aclnngen.evaluate import chunking
+from aclnngen.verify import cases
 from aclnngen.verify.opcheck import OpUnderTest
 
 

@@ -17,7 +17,7 @@ from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.validation import validate
 from aclnngen.core import planning, sweeps
 from aclnngen.verify import opcheck
-from aclnngen.verify.numerics import Numerics
+from aclnngen.evaluate.numerics import Numerics
 
 HERE = Path(__file__).resolve().parent
 BASE = (HERE / "data" / "custom_specs" / "ops" / "log_normalise_backward.yaml").read_text(encoding="utf-8")

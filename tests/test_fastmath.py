@@ -1,4 +1,4 @@
-"""The vectorised float32 erf keeps its stated accuracy (verify/fastmath.py) against float64."""
+"""The vectorised float32 erf keeps its stated accuracy (evaluate/fastmath.py) against float64."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from aclnngen.verify import fastmath
+from aclnngen.evaluate import fastmath
 
 
 def _ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
@@ -50,7 +50,7 @@ def test_a_planted_coefficient_error_breaks_the_bound(monkeypatch):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_the_formula_erf_uses_it_for_float32_only(dtype):
-    from aclnngen.verify.numerics import MODES  # noqa: F401  (the module the formula functions live in)
+    from aclnngen.evaluate.numerics import MODES  # noqa: F401  (the module the formula functions live in)
     import importlib
 
     ref = importlib.import_module("aclnngen.generated.reference.gelu_backward")

@@ -32,8 +32,8 @@ from aclnngen.codegen.formula import (
     render_python,
 )
 from aclnngen.core import externs
-from aclnngen.verify import numerics
-from aclnngen.verify.numerics import evaluate
+from aclnngen.evaluate import numerics
+from aclnngen.evaluate.numerics import evaluate
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "formula-language.md"
 LOC = ("formula", "outputs", "grad_input")

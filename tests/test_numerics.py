@@ -12,8 +12,8 @@ import pytest
 
 from aclnngen.codegen.formula import comparison_boundaries, parse_program, render_program
 from aclnngen.core import externs
-from aclnngen.verify import numerics
-from aclnngen.verify.numerics import Numerics, evaluate
+from aclnngen.evaluate import numerics
+from aclnngen.evaluate.numerics import Numerics, evaluate
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FP16, FP32, FP64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)

@@ -12,7 +12,7 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 CI = (REPO / ".ci" / "run").read_text(encoding="utf-8")
 SETTING = re.compile(r"\bACLNNGEN_[A-Z0-9_]*[A-Z0-9]\b")
 # the hand-written Python a user or a test runs: the packages, the tests and their helpers
-SOURCES = ("aclnngen", "buildsys", "codegen", "runtime", "verify", "audit", "tests", "benchmarks")
+SOURCES = ("aclnngen", "buildsys", "codegen", "runtime", "evaluate", "verify", "audit", "tests", "benchmarks")
 
 
 def _named_settings() -> dict[str, str]:

@@ -22,9 +22,9 @@ from aclnngen.core.rules import supported_dtypes
 from aclnngen.runtime.validation import validate
 
 from aclnngen.core import planning
+from aclnngen.evaluate.numerics import storage_dtype
 
 from . import cases, directives, oracle
-from .numerics import storage_dtype
 
 # Unit roundoff per dtype, for the bound of a reduction's error.
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}

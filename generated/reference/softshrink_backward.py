@@ -10,7 +10,7 @@ is known to compute instead), for the audit.
 
 from __future__ import annotations
 
-from aclnngen.verify.reference import Reference
+from aclnngen.evaluate.reference import Reference
 
 from ..meta.softshrink_backward import META
 

@@ -39,8 +39,8 @@ Select with `use_profile(...)`, `set_profile(...)`, `session.simulated(profile=.
 $ACLNNGEN_SIM_PROFILE; per op or for all.
 
 The run hook builds NumPy views over the simulated device memory for every tensor (a buffer over
-the covering extent, `as_strided` with the view's strides and offset), runs the op's generated
-reference in opmath mode and writes the results into the output views. The reference is
+the covering extent, `as_strided` with the view's strides and offset), evaluates the op's generated
+formula bodies with the reference evaluator (aclnngen.evaluate) in opmath mode and writes the results into the output views. The reference is
 elementwise over any rank, so inputs of more than 8 dims that a profile lets through (the vendor
 flattens them) are computed like any other. An output the profile did not check and whose shape
 differs from what the kernel computes (the vendor never checks HardtanhBackward's `out`) is not
@@ -76,6 +76,7 @@ from aclnngen.runtime.errors import AclnnValidationError, UnknownSocError
 from aclnngen.runtime.shapes import c_contiguous
 from aclnngen.runtime.validation import validate
 from aclnngen.core.releases import VERSION_HELP, is_version
+from aclnngen.evaluate.reference import Reference
 
 from .controls import sim_ffi, sim_ops_path
 
@@ -133,13 +134,17 @@ class OpEntry:
         self.validated.add(key)
 
     def reference(self):
-        """The callable reference: Reference(values by C name, out_dtypes=, mode=, version=)."""
+        """The callable reference: an `evaluate.Reference` over the generated module's formula
+        bodies (values by C name, out_dtypes=, mode=, version=)."""
         if self._reference is None:
             if self.package is None:
                 raise LookupError(f"no reference is known for {self.meta['symbol']} (its META belongs to no package)")
             module = importlib.import_module(f"{self.package}.reference.{self.meta['snake']}")
-            ref = getattr(module, "_REFERENCE", None)
-            if ref is None:
+            formulas = getattr(module, "FORMULAS", None)
+            # the generated module holds only the formula bodies: the simulator evaluates them itself
+            if formulas is not None:
+                ref = Reference(self.meta, formulas, getattr(module, "FORWARDS", {}))
+            else:
                 ref = _PyNamedReference(self.meta, module.reference)
             self._reference = ref
         return self._reference
