@@ -6,7 +6,7 @@ import difflib
 import math
 from typing import TYPE_CHECKING, Any, Iterable
 
-from . import cdecl, formula, names
+from . import arithmetic, cdecl, formula, names
 from .errors import FieldProblem
 from aclnngen.core.externs import ORACLE_RECIPES
 from aclnngen.core.releases import CannVersion
@@ -343,7 +343,8 @@ def _formula(spec: "OpSpec") -> None:
         raise FieldProblem(
             ("formula", "outputs"), f"formula outputs must be exactly the output tensors {sorted(outputs)}: {detail}"
         )
-    formula.parse_program(spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",))
+    program = formula.parse_program(spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",))
+    arithmetic.check(spec, program)
     for i, p in enumerate(spec.parameters):
         if p.forward is not None:
             forward_program(spec, p, loc=("parameters", i, "forward"))
@@ -468,7 +469,7 @@ def _oracle(spec: "OpSpec") -> None:
     outputs = [p.py_name for p in spec.by_role("output")]
     tensors = {p.py_name for p in spec.parameters if p.is_tensor and p.role != "output"}
     if spec.oracle.kind == "steps":
-        _oracle_steps(spec.oracle, py - set(outputs), tensors)
+        _oracle_steps(spec, spec.oracle, py - set(outputs), tensors)
     else:
         if spec.oracle.kind == "recipe":
             if spec.oracle.recipe not in ORACLE_RECIPES:
@@ -477,22 +478,22 @@ def _oracle(spec: "OpSpec") -> None:
                     _unknown("recipe of verify/oracle.py", spec.oracle.recipe, sorted(ORACLE_RECIPES)),
                 )
         for j, arg in enumerate(spec.oracle.args):
-            _oracle_ref(arg, ("oracle", "args", j), py, tensors)
+            _oracle_ref(spec, arg, ("oracle", "args", j), py, tensors)
         for key, arg in getattr(spec.oracle, "kwargs", {}).items():
-            _oracle_ref(arg, ("oracle", "kwargs", key), py, tensors)
+            _oracle_ref(spec, arg, ("oracle", "kwargs", key), py, tensors)
     if sorted(spec.oracle.outputs) != sorted(outputs):
         raise FieldProblem(("oracle", "outputs"), f"the oracle must produce the outputs {outputs}")
 
 
-def _oracle_steps(oracle, py: set, tensors: set) -> None:
+def _oracle_steps(spec: "OpSpec", oracle, py: set, tensors: set) -> None:
     """Each step names parameters or earlier results; names are new; every output is a result."""
     known, results = set(py), set()
     for i, step in enumerate(oracle.steps):
         loc = ("oracle", "steps", i)
         for j, arg in enumerate(step.args):
-            _oracle_ref(arg, loc + ("args", j), known, tensors | results)
+            _oracle_ref(spec, arg, loc + ("args", j), known, tensors | results)
         for key, arg in step.kwargs.items():
-            _oracle_ref(arg, loc + ("kwargs", key), known, tensors | results)
+            _oracle_ref(spec, arg, loc + ("kwargs", key), known, tensors | results)
         for name in step.names:
             if name in known:
                 raise FieldProblem(
@@ -505,7 +506,7 @@ def _oracle_steps(oracle, py: set, tensors: set) -> None:
             raise FieldProblem(("oracle", "outputs", j), _unknown("step result", name, results))
 
 
-def _oracle_ref(arg, loc: tuple, py: set, tensors: set) -> None:
+def _oracle_ref(spec: "OpSpec", arg, loc: tuple, py: set, tensors: set) -> None:
     """An oracle argument names a parameter that exists (a dtype, an input tensor)."""
     if isinstance(arg, str) and loc[-2] == "args":
         if arg not in py:
@@ -514,6 +515,32 @@ def _oracle_ref(arg, loc: tuple, py: set, tensors: set) -> None:
         raise FieldProblem(loc + ("param",), _unknown("parameter", arg.param, py))
     elif getattr(arg, "dtype_of", None) is not None and arg.dtype_of not in tensors:
         raise FieldProblem(loc + ("dtype_of",), _unknown("input tensor", arg.dtype_of, tensors))
+    elif getattr(arg, "expr", None) is not None:
+        oracle_expression(spec, arg.expr, loc + ("expr",))
+
+
+ORACLE_EXPRESSION_RESULT = "value"  # the one output of an oracle argument's expression program
+
+
+def oracle_expression(spec: "OpSpec", source: str, loc: tuple):
+    """An oracle argument's `expr` as a program over the op's scalars and attributes only."""
+    names = {p.py_name: p.role for p in spec.parameters if p.role in ("scalar", "optional_scalar", "attribute")}
+    if ORACLE_EXPRESSION_RESULT in names:
+        raise FieldProblem(loc, f"a scalar or attribute named {ORACLE_EXPRESSION_RESULT!r} clashes with the result")
+    names[ORACLE_EXPRESSION_RESULT] = "output"
+    return formula.parse_program({ORACLE_EXPRESSION_RESULT: source}, names, loc=loc)
+
+
+def oracle_expressions(spec: "OpSpec") -> list[str]:
+    """Every oracle argument's `expr`, in the order they appear, once each."""
+    oracle = spec.oracle
+    found: list[str] = []
+    calls = oracle.steps if oracle.kind == "steps" else [oracle] if oracle.kind == "aten" else []
+    for call in calls:
+        for arg in [*call.args, *call.kwargs.values()]:
+            if getattr(arg, "expr", None) is not None and arg.expr not in found:
+                found.append(arg.expr)
+    return found
 
 
 def _defects(spec: "OpSpec") -> None:

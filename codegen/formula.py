@@ -820,6 +820,9 @@ def _walk(node: Node):
         yield from _walk(child)
 
 
+walk = _walk  # every node of a parsed tree, depth first (codegen/arithmetic.py reads constants)
+
+
 def _children(node: Node) -> tuple:
     if isinstance(node, Unary):
         return (node.operand,)

@@ -437,6 +437,7 @@ def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
             header=_header("reference", source, "reference.py.j2"),
             bodies=_bodies(spec),
             forwards=_forwards(spec),
+            oracle_expressions=_oracle_expressions(spec),
             bounds=meta["formula"]["boundaries"],
             bounds_need_math=any("math." in expr for _, expr in meta["formula"]["boundaries"]),
             **common,
@@ -494,6 +495,17 @@ def _forwards(spec: OpSpec) -> list[dict]:
         }
         for i, p in enumerate(spec.parameters)
         if p.forward is not None
+    ]
+
+
+def _oracle_expressions(spec: OpSpec) -> list[dict]:
+    """Each oracle argument's `{expr: ...}` over the scalars and attributes, as a function body."""
+    from . import formula
+    from .consistency import oracle_expression, oracle_expressions
+
+    return [
+        {"key": source, "name": f"_oracle_{i}", "lines": formula.render_program(oracle_expression(spec, source, ()))}
+        for i, source in enumerate(oracle_expressions(spec))
     ]
 
 

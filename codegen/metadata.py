@@ -14,6 +14,7 @@ META = {
     "outputs": [C names of the output tensors, in order],
     "formula": {"outputs": {py name: kind}, "boundaries": [[tensor py name, threshold expression]]},
     "oracle": the oracle recipe as data,
+    "arithmetic" (only where the spec states it): {"compute", "to_integer", "scalars"} (core/arithmetic.py),
 }
 """
 
@@ -105,4 +106,6 @@ def build(spec: OpSpec) -> dict:
             "boundaries": [list(b) for b in formula.comparison_boundaries(prog)],
         },
         "oracle": spec.oracle.model_dump(mode="python"),
+        # absent: the default arithmetic (aclnngen/core/arithmetic.py)
+        **({"arithmetic": spec.arithmetic.model_dump(mode="python")} if spec.arithmetic else {}),
     }

@@ -24,6 +24,7 @@ from . import names
 from .consistency import STATUS_CODES, check_op, rule_params  # defined there, exported here too
 from .errors import FieldProblem, non_ascii
 from aclnngen.core import defects as defect_kinds
+from aclnngen.core.arithmetic import DEFAULT_TO_INTEGER, TO_INTEGER
 from aclnngen.core.dtypes import ALL_DTYPES
 from aclnngen.core.releases import RELEASE_PATTERN, VERSION_HELP, as_release, holds_at
 
@@ -479,6 +480,44 @@ class Formula(FormulaExpr):
     """The formula in LaTeX, retyped for the docs; never pasted into code."""
 
 
+# --- arithmetic ------------------------------------------------------------------------------
+
+
+class ComputeRow(Frozen):
+    """The dtype the library computes in for inputs stored in one of `storage` (their promoted dtype)."""
+
+    storage: list[DType] = Field(min_length=1)
+    """The inputs' dtypes this row is about."""
+    compute: DType
+    """The dtype the kernel computes in (a float dtype)."""
+    families: list[FamilyId] = []
+    """The product families it holds on; empty: every family."""
+
+
+class ScalarRounding(Frozen):
+    """The precision the library rounds each scalar to, for data stored in one of `storage`."""
+
+    storage: list[DType] = Field(min_length=1)
+    """The inputs' dtypes this row is about."""
+    round_to: DType
+    """The dtype each scalar is rounded to before computing."""
+    families: list[FamilyId] = []
+    """The product families it holds on; empty: every family."""
+
+
+class Arithmetic(Frozen):
+    """How the library computes: the compute dtype per input dtype (and family), how a float result
+    becomes an integer output, and the precision scalars are rounded to. Absent: float16 and
+    bfloat16 compute in float32, other dtypes in themselves (docs/formula-language.md)."""
+
+    compute: list[ComputeRow] = []
+    """Compute dtypes by input dtype; the first matching row wins."""
+    to_integer: Literal[TO_INTEGER] = DEFAULT_TO_INTEGER  # type: ignore[valid-type]
+    """How a float result becomes an integer output: truncate, nearest_even or floor."""
+    scalars: list[ScalarRounding] = []
+    """Scalar rounding by input dtype; the first matching row wins."""
+
+
 # --- return codes ----------------------------------------------------------------------------
 
 Check = Literal[
@@ -529,6 +568,21 @@ class OracleDTypeOf(Frozen):
     """The tensor parameter (Python name) whose torch dtype is passed."""
 
 
+class OracleDType(Frozen):
+    """A dtype constant: `{dtype: float32}` passes torch.float32 (e.g. aten's `input_dtype`)."""
+
+    dtype: DType
+    """The dtype passed on every call."""
+
+
+class OracleExpr(Frozen):
+    """An argument computed from the op's scalars and attributes, in the formula language:
+    `{expr: "maximum(threshold, 0)"}` passes a number (where the vendor clamps a scalar, say)."""
+
+    expr: NonEmptyText
+    """An expression over scalars, optional scalars and attributes (docs/formula-language.md)."""
+
+
 class OracleParam(Frozen):
     """A parameter passed under another keyword: `{param: approximate}`."""
 
@@ -537,9 +591,9 @@ class OracleParam(Frozen):
 
 
 # A positional argument: a parameter's py_name, or a constant, or a computed value.
-OracleArg = Union[PythonName, OracleConstant, OracleDTypeOf]
+OracleArg = Union[PythonName, OracleConstant, OracleDTypeOf, OracleDType, OracleExpr]
 # A keyword argument's value: a constant (plain value), a parameter, or a computed value.
-OracleKwarg = Union[str, float, int, bool, OracleParam, OracleDTypeOf]
+OracleKwarg = Union[str, float, int, bool, OracleParam, OracleDTypeOf, OracleDType, OracleExpr]
 
 
 class AtenOracle(Frozen):
@@ -557,6 +611,9 @@ class AtenOracle(Frozen):
     """Keyword arguments: a plain value is a constant, `{param: name}` a parameter, `{dtype_of: name}` a dtype."""
     disable_mkldnn: bool = False
     """Run with oneDNN disabled (its path rejects broadcasting and rounds differently)."""
+    compute: DType | None = None
+    """Compute in this dtype: input tensors are cast to it, results to the outputs' dtypes (by the
+    spec's `arithmetic.to_integer` for integer outputs); absent: aten's own dtypes."""
     outputs: list[PythonName] = Field(min_length=1)
     """The outputs (Python names) the call returns, in order."""
 
@@ -601,6 +658,9 @@ class StepsOracle(Frozen):
     """The calls, in order."""
     disable_mkldnn: bool = False
     """Run with oneDNN disabled."""
+    compute: DType | None = None
+    """Compute every step in this dtype (tensors cast to it; results rounded once, at the end, to
+    the outputs' dtypes); absent: each step at aten's own dtypes."""
     outputs: list[PythonName] = Field(min_length=1)
     """The op's outputs (Python names), each the name of a step's result."""
 
@@ -667,6 +727,8 @@ class OpSpec(Frozen):
     """Shape and dtype rules, each a named kind."""
     formula: Formula
     """What the op computes: machine-readable expressions and LaTeX."""
+    arithmetic: Arithmetic | None = None
+    """How the library computes (compute dtypes, integer rounding, scalar precision); optional."""
     return_codes: list[ReturnCode] = Field(min_length=1)
     """The page's return-code table: which condition gives 161001, which 161002."""
     oracle: Oracle

@@ -31,7 +31,12 @@ _ABI = _CODEGEN.parent / "specs" / "abi.yaml"
 BINDING_KEYWORDS: tuple[tuple[str, object], ...] = (("out", None), ("stream", None), ("validate", True))
 OUTPUT_KEYWORD = "out"
 # The reference's own keyword arguments (reference.py.j2 renders these).
-REFERENCE_KEYWORDS: tuple[tuple[str, object], ...] = (("out_dtypes", None), ("mode", "opmath"), ("formula", "spec"))
+REFERENCE_KEYWORDS: tuple[tuple[str, object], ...] = (
+    ("out_dtypes", None),
+    ("mode", "opmath"),
+    ("formula", "spec"),
+    ("family", None),  # whose `arithmetic` rows apply
+)
 
 # Names the generated binding and reference modules (where a spec's Python names are identifiers)
 # define, import or call, besides the spec's own names. tests/test_reserved_names.py checks this list
@@ -50,6 +55,8 @@ GENERATED_PYTHON = frozenset(
         "reference",
         "m",
         "FORWARDS",
+        "ORACLE_EXPRESSIONS",
+        "oracle_argument",
         "forward",
         "x",
     }

@@ -55,6 +55,7 @@ def evaluate_in_chunks(
     output_dtypes: Mapping,
     mode: str,
     targets: list | None = None,
+    arithmetic: numerics.Arithmetic = numerics.DEFAULT_ARITHMETIC,
 ) -> tuple[np.ndarray, ...]:
     """numerics.evaluate of an elementwise `body` on inputs of one shape, piece by piece. `targets`
     (one per output): arrays of that shape to write into, used where C-contiguous and of the
@@ -68,7 +69,13 @@ def evaluate_in_chunks(
     def piece(start: int) -> tuple[np.ndarray, ...]:
         part = {name: a[start : start + CHUNK] for name, a in flat.items()}
         return numerics.evaluate(
-            body, inputs=part, scalars=scalars, attributes=attributes, output_dtypes=output_dtypes, mode=mode
+            body,
+            inputs=part,
+            scalars=scalars,
+            attributes=attributes,
+            output_dtypes=output_dtypes,
+            mode=mode,
+            arithmetic=arithmetic,
         )
 
     first = piece(0)  # its dtypes size the outputs

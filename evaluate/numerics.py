@@ -14,11 +14,13 @@ instead of promoting float32 work to float64.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import ml_dtypes
 import numpy as np
 
+from aclnngen.core import arithmetic as arithmetic_facts
 from aclnngen.core import externs
 from aclnngen.core.dtypes import category
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
@@ -63,13 +65,32 @@ def golden_dtype(compute: np.dtype) -> np.dtype:
     return np.dtype(compute)
 
 
+@dataclass(frozen=True)
+class Arithmetic:
+    """What a spec's `arithmetic` section decides for one evaluation (aclnngen/core/arithmetic.py):
+    the dtype opmath computes in (None: the default model above) and how a float result becomes an
+    integer output."""
+
+    compute: np.dtype | None = None
+    to_integer: str = arithmetic_facts.DEFAULT_TO_INTEGER
+
+
+DEFAULT_ARITHMETIC = Arithmetic()
+_TO_INTEGER = {"truncate": np.trunc, "nearest_even": np.rint, "floor": np.floor}
+assert set(_TO_INTEGER) == set(arithmetic_facts.TO_INTEGER), "every rounding the spec language names"
+
+
 class Numerics:
     """The functions of the formula language (codegen/formula.py FUNCTIONS) for one evaluation."""
 
-    def __init__(self, mode: str = "opmath", storage_dtypes: Mapping[str, object] = {}):
+    def __init__(
+        self, mode: str = "opmath", storage_dtypes: Mapping[str, object] = {}, compute: np.dtype | None = None
+    ):
         self.storage = {name: storage_dtype(dt, name) for name, dt in storage_dtypes.items()}
         self.mode = mode
         self.dtype = compute_dtype(mode, self.storage.values())
+        if compute is not None:  # the spec states the compute dtype; golden still computes in float64
+            self.dtype = np.dtype(compute) if mode == "opmath" else np.dtype(np.float64)
 
     # --- values --------------------------------------------------------------------------------
     @staticmethod
@@ -286,15 +307,17 @@ def evaluate(
     attributes: Mapping[str, object],
     output_dtypes: Mapping[str, object],
     mode: str = "opmath",
+    arithmetic: Arithmetic = DEFAULT_ARITHMETIC,
 ) -> tuple[np.ndarray, ...]:
     """Run a rendered formula `body(m, **values)` and return its outputs, in the order of
-    `output_dtypes`: rounded once to their storage dtypes (opmath) or as float64 (golden)."""
+    `output_dtypes`: rounded once to their storage dtypes (opmath) or as float64 (golden).
+    `arithmetic`: the spec's compute dtype and integer rounding for this call."""
     arrays = {name: np.asarray(value) for name, value in inputs.items()}
     outputs = {name: storage_dtype(dt, name) for name, dt in output_dtypes.items()}
     clash = (set(arrays) & set(scalars)) | (set(arrays) & set(attributes)) | (set(scalars) & set(attributes))
     if clash:
         raise ValueError(f"names given twice among inputs, scalars and attributes: {sorted(clash)}")
-    m = Numerics(mode, {**{n: a.dtype for n, a in arrays.items()}, **outputs})
+    m = Numerics(mode, {**{n: a.dtype for n, a in arrays.items()}, **outputs}, compute=arithmetic.compute)
     with np.errstate(all="ignore"):  # inf/NaN are legitimate results of these formulas
         values = {name: m.tensor(a, name) for name, a in arrays.items()}
         values.update({name: m.scalar(v, name) for name, v in scalars.items()})
@@ -307,13 +330,23 @@ def evaluate(
                 f"of {len(outputs)} output(s) ({', '.join(outputs)})"
             )
         return tuple(
-            _as_output(r, golden_dtype(m.dtype) if mode == "golden" else dt) for r, dt in zip(results, outputs.values())
+            _as_output(r, golden_dtype(m.dtype) if mode == "golden" else dt, arithmetic.to_integer)
+            for r, dt in zip(results, outputs.values())
         )
 
 
-def _as_output(result, dtype) -> np.ndarray:
+def _as_output(result, dtype, to_integer: str = arithmetic_facts.DEFAULT_TO_INTEGER) -> np.ndarray:
     """A result in its output dtype: a fresh, writeable array of the formula's already in that
-    dtype is returned as is (no second full-size copy), anything else is converted (a copy)."""
+    dtype is returned as is (no second full-size copy), anything else is converted (a copy). A
+    float result becomes an integer output by the spec's rounding (truncation is the C cast)."""
     if isinstance(result, np.ndarray) and result.dtype == dtype and result.flags.owndata and result.flags.writeable:
         return result
-    return np.asarray(result).astype(dtype)
+    return stored(np.asarray(result), np.dtype(dtype), to_integer)
+
+
+def stored(result: np.ndarray, dtype: np.dtype, to_integer: str = arithmetic_facts.DEFAULT_TO_INTEGER) -> np.ndarray:
+    """`result` converted to the storage `dtype`, a float result rounded to an integer one by
+    `to_integer` (aclnngen/core/arithmetic.py)."""
+    if dtype.kind in "iu" and result.dtype.kind == "f" and to_integer != "truncate":
+        result = _TO_INTEGER[to_integer](result)
+    return result.astype(dtype)

@@ -12,8 +12,9 @@ from typing import Callable, Mapping
 import numpy as np
 
 from . import chunking, numerics
+from aclnngen.core import arithmetic as arithmetic_facts
 from aclnngen.core.dtypes import PromotionError
-from aclnngen.runtime.shapes import NUMPY_DTYPES, infer_outputs, promote_dtypes
+from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of, infer_outputs, promote_dtypes
 
 
 def _promote_non_float(arrays: dict) -> dict:
@@ -61,8 +62,10 @@ class Reference:
         formula: str = "spec",
         version: str | None = None,
         out: Mapping[str, np.ndarray] | None = None,
+        family: str | None = None,
     ):
         """`values` maps C parameter names to arrays, scalars and attributes (outputs not needed).
+        `family`: the product family whose arithmetic (the spec's `arithmetic` rows) applies.
         `out`: C-contiguous arrays (by output C name) an elementwise formula on many elements may
         write its results into directly (as a kernel writes device memory); the results are those
         arrays then. Where it cannot, the results are new arrays as without `out`."""
@@ -77,6 +80,7 @@ class Reference:
         if missing:
             raise ValueError(f"{self.meta['name']} reference needs the input tensors {missing}")
         arrays = _promote_non_float(arrays)
+        arithmetic, scalar_to = self._arithmetic(arrays, family)
         scalars = {}
         for name, py, default in self._scalars:
             value = values.get(name)
@@ -84,8 +88,12 @@ class Reference:
                 if default is None:
                     raise ValueError(f"{self.meta['name']} reference needs the scalar {name!r}")
                 value = default
-            if mode == "opmath" and name in self._scalar_dtypes and isinstance(value, (bool, int, float)):
-                value = _as_scalar_dtype(value, self._scalar_dtypes[name])
+            if (
+                mode == "opmath"
+                and isinstance(value, (bool, int, float))
+                and (scalar_to or name in self._scalar_dtypes)
+            ):
+                value = _as_scalar_dtype(value, scalar_to or self._scalar_dtypes[name])
             scalars[py] = value
         attributes = {py: values.get(name, default) for name, py, default in self._attributes}
         inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.meta["cann_version"])
@@ -102,15 +110,55 @@ class Reference:
                 dtypes,
                 mode,
                 targets=targets if all(t is not None for t in targets) else None,
+                arithmetic=arithmetic,
             )
         else:
             results = numerics.evaluate(
-                body, inputs=inputs, scalars=scalars, attributes=attributes, output_dtypes=dtypes, mode=mode
+                body,
+                inputs=inputs,
+                scalars=scalars,
+                attributes=attributes,
+                output_dtypes=dtypes,
+                mode=mode,
+                arithmetic=arithmetic,
             )
         # A formula may produce a smaller (broadcastable) result, e.g. a constant; outputs have the
         # shape the rules give them.
         shaped = tuple(_to_shape(r, tuple(inferred[name][0])) for r, (name, _) in zip(results, self._outputs))
         return shaped[0] if len(shaped) == 1 else shaped
+
+    def _arithmetic(self, arrays: Mapping[str, np.ndarray], family: str | None):
+        """The spec's arithmetic for inputs `arrays` on `family`: the evaluation's compute dtype and
+        integer rounding, and the dtype scalars are rounded to (None: their aclScalar's dtype)."""
+        facts = self.meta.get("arithmetic")
+        if not facts or not arrays:
+            return numerics.DEFAULT_ARITHMETIC, None
+        try:
+            storage = dtype_name_of(promote_dtypes(*(a.dtype for a in arrays.values())))
+        except PromotionError:
+            return numerics.DEFAULT_ARITHMETIC, None
+        compute = arithmetic_facts.compute_dtype(facts, storage, family)
+        scalar_to = arithmetic_facts.scalar_precision(facts, storage, family)
+        return (
+            numerics.Arithmetic(
+                compute=NUMPY_DTYPES[compute] if compute else None, to_integer=arithmetic_facts.to_integer(facts)
+            ),
+            NUMPY_DTYPES[scalar_to] if scalar_to else None,
+        )
+
+    def oracle_argument(self, body: Callable, values: Mapping[str, object]):
+        """An oracle argument `{expr: ...}` (its rendered `body`) for the scalar and attribute
+        `values` (Python names; a missing or None optional scalar takes its default), computed in
+        float64: a Python number, or the attribute's own value where the expression is one."""
+        scalars = {}
+        for _, py, default in self._scalars:
+            value = values.get(py)
+            scalars[py] = default if value is None else value
+        attributes = {py: values.get(py, default) for _, py, default in self._attributes}
+        m = numerics.Numerics("golden")
+        with np.errstate(all="ignore"):
+            (result,) = body(m, **{py: m.scalar(v, py) for py, v in scalars.items() if v is not None}, **attributes)
+        return result.item() if isinstance(result, (np.ndarray, np.generic)) else result
 
     def forward(self, name: str, x, values: Mapping[str, object], *, mode: str = "opmath") -> np.ndarray:
         """The forward function of input `name` (a py name) at `x`: a value that input can hold.
@@ -131,6 +179,7 @@ class Reference:
             attributes=attributes,
             output_dtypes={name: x.dtype},
             mode=mode,
+            arithmetic=self._arithmetic({"x": x}, None)[0],  # integer data computes as the op's would
         )
         return result
 

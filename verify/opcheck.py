@@ -21,6 +21,7 @@ from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
 from aclnngen.core.rules import supported_dtypes
 from aclnngen.runtime.validation import validate
 
+from aclnngen.core import arithmetic as arithmetic_facts
 from aclnngen.core import planning
 from aclnngen.evaluate.numerics import storage_dtype
 
@@ -102,6 +103,17 @@ class OpUnderTest:
 
         marker = pytest.mark.aclnngen_case(op=self.name, test=test, family=family, dtype=dtype, package=self.package)
         return pytest.param(*values, id=id, marks=marker)
+
+    def run_oracle(self, by_py: Mapping[str, Any], output_dtypes) -> tuple:
+        """The spec's oracle on `by_py` (Python names), its `{expr: ...}` arguments computed by the
+        generated reference; an oracle with `compute` stores its results in `output_dtypes`."""
+        return oracle.run(
+            self.meta["oracle"],
+            by_py,
+            expressions=getattr(self.reference, "oracle_argument", None),
+            output_dtypes=output_dtypes,
+            to_integer=arithmetic_facts.to_integer(self.meta.get("arithmetic")),
+        )
 
     def run_reference(self, values: Mapping[str, Any], **options):
         positional, keywords, _ = self.split(values)
@@ -484,7 +496,7 @@ def _reference_against_oracle(op: OpUnderTest, dtype: str, values: dict) -> None
     for p in op.params("input"):  # a 0-d input may be a NumPy scalar: the oracle needs a tensor of its dtype
         if isinstance(by_py.get(p["py"]), np.generic):
             by_py[p["py"]] = np.asarray(by_py[p["py"]])
-    theirs = oracle.run(op.meta["oracle"], by_py)
+    theirs = op.run_oracle(by_py, [a.dtype for a in ours])
     kinds = op.meta["formula"]["outputs"]
     tolerance = op.directives().tolerance(op.name, "reference", None, dtype)
     for (py, kind), a, b in zip(kinds.items(), ours, theirs):
@@ -646,7 +658,7 @@ def _binding_matches_reference(op: OpUnderTest, family: str, dtype: str, layout:
         positional, keywords, _ = op.split(values)
         result = op.binding(*positional, **keywords)
     results = result if isinstance(result, tuple) else (result,)
-    expected = op.run_reference(values)
+    expected = op.run_reference(values, family=family)
     for p, got, want in zip(op.params("output"), results, expected):
         assert isinstance(got, np.ndarray), f"{p['py']}: the binding returned {type(got).__name__}"
         assert got.shape == want.shape and got.dtype == want.dtype, (

@@ -9,12 +9,14 @@ works without it.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import ml_dtypes
 import numpy as np
 
+from aclnngen.core import arithmetic as arithmetic_facts
 from aclnngen.core.externs import ORACLE_RECIPES
+from aclnngen.runtime.shapes import NUMPY_DTYPES
 
 RECIPES: dict[str, Callable] = {}
 
@@ -92,14 +94,21 @@ def _torch_dtype(array):
     return to_torch(np.zeros((), dtype=np.asarray(array).dtype)).dtype
 
 
-def _argument(arg, values: Mapping[str, object], *, positional: bool):
+def _argument(arg, values: Mapping[str, object], *, positional: bool, call: "_Call"):
     """One oracle argument as data: a parameter (a py name when positional, `{param: name}` as a
-    keyword), `{const: value}` (or a plain keyword value), or `{dtype_of: tensor}`."""
+    keyword), `{const: value}` (or a plain keyword value), `{dtype_of: tensor}`, `{dtype: name}`
+    or `{expr: source}` (a number from the scalars and attributes)."""
     if isinstance(arg, Mapping):
         if "const" in arg:
             return arg["const"]
         if "dtype_of" in arg:
             return _torch_dtype(values[arg["dtype_of"]])
+        if "dtype" in arg:
+            return _torch_dtype(np.zeros((), dtype=NUMPY_DTYPES[arg["dtype"]]))
+        if "expr" in arg:
+            if call.expressions is None:
+                raise OracleStepError(f"{call.where}: the argument {{expr: {arg['expr']!r}}} needs the op's reference")
+            return call.expressions(arg["expr"], {k: v for k, v in values.items() if not isinstance(v, np.ndarray)})
         if "param" in arg:
             arg = arg["param"]
         else:
@@ -107,7 +116,20 @@ def _argument(arg, values: Mapping[str, object], *, positional: bool):
     elif not positional:
         return arg  # a plain keyword value is a constant
     value = values.get(arg)
-    return to_torch(value) if isinstance(value, np.ndarray) else value
+    return call.tensor(value) if isinstance(value, np.ndarray) else value
+
+
+class _Call:
+    """How one oracle run passes its arguments: where it is (for messages), the dtype tensors are
+    cast to (`compute`), and the evaluator of `{expr: ...}` arguments."""
+
+    def __init__(self, where: str, compute: str | None, expressions: Callable | None):
+        self.where, self.compute, self.expressions = where, compute, expressions
+
+    def tensor(self, value: np.ndarray):
+        if self.compute is not None and value.dtype.kind in "fiu":  # complex and bool data keep theirs
+            value = value.astype(NUMPY_DTYPES[self.compute])
+        return to_torch(value)
 
 
 # aten operators whose answer at a NaN forward input depends on the element's position: the
@@ -136,22 +158,25 @@ def _aten(op: str, where: str):
         raise OracleStepError(f"{where}: torch has no aten operator {op!r}") from None
 
 
-def _call(step: Mapping, values: Mapping[str, object], where: str):
-    fn = _aten(step["op"], where)
-    args = [_argument(arg, values, positional=True) for arg in step.get("args") or ()]
-    kwargs = {key: _argument(arg, values, positional=False) for key, arg in (step.get("kwargs") or {}).items()}
+def _call(step: Mapping, values: Mapping[str, object], call: "_Call"):
+    fn = _aten(step["op"], call.where)
+    args = [_argument(arg, values, positional=True, call=call) for arg in step.get("args") or ()]
+    kwargs = {
+        key: _argument(arg, values, positional=False, call=call) for key, arg in (step.get("kwargs") or {}).items()
+    }
     try:
         return fn(*args, **kwargs)
     except (RuntimeError, TypeError, ValueError) as exc:
-        raise OracleStepError(f"{where}: aten::{step['op']} failed: {str(exc).splitlines()[0]}") from exc
+        raise OracleStepError(f"{call.where}: aten::{step['op']} failed: {str(exc).splitlines()[0]}") from exc
 
 
-def _steps(oracle: Mapping, values: Mapping[str, object]) -> tuple:
+def _steps(oracle: Mapping, values: Mapping[str, object], expressions: Callable | None) -> tuple:
     """Run each step in order; a step's result (a tensor) is visible to later steps by its name."""
     known: dict[str, object] = dict(values)
     for i, step in enumerate(oracle["steps"]):
         names = [step["name"]] if isinstance(step["name"], str) else list(step["name"])
-        result = _call(step, known, f"oracle step {i} ({', '.join(names)})")
+        where = f"oracle step {i} ({', '.join(names)})"
+        result = _call(step, known, _Call(where, oracle.get("compute"), expressions))
         results = result if isinstance(result, tuple) else (result,)
         if len(results) != len(names):
             raise OracleStepError(
@@ -162,22 +187,47 @@ def _steps(oracle: Mapping, values: Mapping[str, object]) -> tuple:
     return tuple(to_torch(known[name]) for name in oracle["outputs"])
 
 
-def run(oracle: Mapping, values: Mapping[str, object]) -> tuple[np.ndarray, ...]:
-    """Run `oracle` (a spec's oracle as data) on `values` (py names -> arrays or scalars)."""
+def run(
+    oracle: Mapping,
+    values: Mapping[str, object],
+    *,
+    expressions: Callable | None = None,
+    output_dtypes: Sequence | None = None,
+    to_integer: str = arithmetic_facts.DEFAULT_TO_INTEGER,
+) -> tuple[np.ndarray, ...]:
+    """Run `oracle` (a spec's oracle as data) on `values` (py names -> arrays or scalars).
+    `expressions(source, scalars)`: the value of an `{expr: source}` argument (the generated
+    reference's `oracle_argument`). An oracle with `compute` returns its results in
+    `output_dtypes` (one per output), rounded to integers by `to_integer`."""
     torch = _torch()
     flags = torch.backends.mkldnn.flags(enabled=False) if oracle.get("disable_mkldnn") else contextlib.nullcontext()
     if oracle["kind"] == "steps":
         with flags:
-            result = _steps(oracle, values)
+            result = _steps(oracle, values, expressions)
     elif oracle["kind"] == "aten":
         with flags:
-            result = _call(oracle, values, f"oracle aten::{oracle['op']}")
+            result = _call(oracle, values, _Call(f"oracle aten::{oracle['op']}", oracle.get("compute"), expressions))
     else:
-        args = [_argument(arg, values, positional=True) for arg in oracle["args"]]
+        call = _Call(f"oracle recipe {oracle['recipe']}", None, expressions)
+        args = [_argument(arg, values, positional=True, call=call) for arg in oracle["args"]]
         try:
             fn = RECIPES[oracle["recipe"]]
         except KeyError:
             raise KeyError(f"unknown oracle recipe {oracle['recipe']!r}; known: {', '.join(sorted(RECIPES))}") from None
         result = fn(*args)
     results = result if isinstance(result, tuple) else (result,)
+    if oracle.get("compute") is not None and output_dtypes is not None:
+        # computed in `compute`, stored once in each output's dtype, by torch's own rounding
+        results = tuple(_stored(r, np.dtype(dt), to_integer) for r, dt in zip(results, output_dtypes))
     return tuple(to_numpy(r) for r in results)
+
+
+_ROUNDINGS = {"truncate": "trunc", "nearest_even": "round", "floor": "floor"}  # torch.round: ties to even
+assert set(_ROUNDINGS) == set(arithmetic_facts.TO_INTEGER), "every rounding the spec language names"
+
+
+def _stored(result, dtype: np.dtype, to_integer: str):
+    torch = _torch()
+    if dtype.kind in "iu" and result.is_floating_point():
+        result = getattr(torch, _ROUNDINGS[to_integer])(result)
+    return result.to(_torch_dtype(np.zeros((), dtype=dtype)))

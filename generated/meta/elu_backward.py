@@ -252,4 +252,5 @@ META = {'name': 'EluBackward',
             'args': ['grad_output', 'alpha', 'scale', 'input_scale', 'is_result', 'self_or_result'],
             'kwargs': {},
             'disable_mkldnn': False,
+            'compute': None,
             'outputs': ['grad_input']}}

@@ -157,4 +157,5 @@ META = {'name': 'GeluBackward',
             'args': ['grad_output', 'self'],
             'kwargs': {'approximate': 'none'},
             'disable_mkldnn': True,
+            'compute': None,
             'outputs': ['grad_input']}}

@@ -162,4 +162,5 @@ META = {'name': 'GeluBackwardV2',
             'args': ['grad_output', 'self'],
             'kwargs': {'approximate': {'param': 'approximate'}},
             'disable_mkldnn': True,
+            'compute': None,
             'outputs': ['grad_input']}}

@@ -196,4 +196,5 @@ META = {'name': 'HardtanhBackward',
             'args': ['grad_output', 'self', 'min', 'max'],
             'kwargs': {},
             'disable_mkldnn': False,
+            'compute': None,
             'outputs': ['out']}}

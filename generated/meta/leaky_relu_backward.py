@@ -203,4 +203,5 @@ META = {'name': 'LeakyReluBackward',
             'args': ['grad_output', 'self', 'negative_slope', 'self_is_result'],
             'kwargs': {},
             'disable_mkldnn': False,
+            'compute': None,
             'outputs': ['out']}}

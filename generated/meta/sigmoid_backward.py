@@ -169,4 +169,5 @@ META = {'name': 'SigmoidBackward',
             'args': ['grad_output', 'output'],
             'kwargs': {},
             'disable_mkldnn': False,
+            'compute': None,
             'outputs': ['grad_input']}}

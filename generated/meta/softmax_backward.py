@@ -155,4 +155,5 @@ META = {'name': 'SoftmaxBackward',
             'args': ['grad_output', 'output', 'dim', {'dtype_of': 'grad_output'}],
             'kwargs': {},
             'disable_mkldnn': False,
+            'compute': None,
             'outputs': ['out']}}

@@ -196,4 +196,5 @@ META = {'name': 'SoftshrinkBackward',
             'args': ['grad_output', 'self', 'lambd'],
             'kwargs': {},
             'disable_mkldnn': False,
+            'compute': None,
             'outputs': ['grad_input']}}

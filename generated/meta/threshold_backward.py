@@ -171,4 +171,5 @@ META = {'name': 'ThresholdBackward',
             'args': ['grad_output', 'self', 'threshold'],
             'kwargs': {},
             'disable_mkldnn': False,
+            'compute': None,
             'outputs': ['out']}}

@@ -26,6 +26,7 @@ def _observed_0(m, grad_output, self):
 
 
 
+
 FORMULAS = {
     'spec': _spec,
     'observed:0': _observed_0,
@@ -34,7 +35,15 @@ FORMULAS = {
 FORWARDS = {
 }
 
+ORACLE_EXPRESSIONS = {}
+
 _REFERENCE = Reference(META, FORMULAS, FORWARDS)
+
+
+def oracle_argument(_source, _values):
+    """The value of the oracle argument `{expr: _source}` for the scalar and attribute `_values`
+    (Python names), computed in float64."""
+    return _REFERENCE.oracle_argument(ORACLE_EXPRESSIONS[_source], _values)
 
 
 def forward(_name, _x, _values, mode='opmath'):
@@ -56,6 +65,7 @@ def reference(
     out_dtypes=None,
     mode='opmath',
     formula='spec',
+    family=None,
 ):
     """Reference values of grad_input (a tuple when there are several)."""
     return _REFERENCE(
@@ -66,4 +76,5 @@ def reference(
         out_dtypes=out_dtypes,
         mode=mode,
         formula=formula,
+        family=family,
     )

@@ -27,6 +27,7 @@ def _claimed_0(m, grad_output, self, approximate):
 
 
 
+
 FORMULAS = {
     'spec': _spec,
     'claimed:0': _claimed_0,
@@ -35,7 +36,15 @@ FORMULAS = {
 FORWARDS = {
 }
 
+ORACLE_EXPRESSIONS = {}
+
 _REFERENCE = Reference(META, FORMULAS, FORWARDS)
+
+
+def oracle_argument(_source, _values):
+    """The value of the oracle argument `{expr: _source}` for the scalar and attribute `_values`
+    (Python names), computed in float64."""
+    return _REFERENCE.oracle_argument(ORACLE_EXPRESSIONS[_source], _values)
 
 
 def forward(_name, _x, _values, mode='opmath'):
@@ -58,6 +67,7 @@ def reference(
     out_dtypes=None,
     mode='opmath',
     formula='spec',
+    family=None,
 ):
     """Reference values of grad_input (a tuple when there are several)."""
     return _REFERENCE(
@@ -69,4 +79,5 @@ def reference(
         out_dtypes=out_dtypes,
         mode=mode,
         formula=formula,
+        family=family,
     )

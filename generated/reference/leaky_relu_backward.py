@@ -20,6 +20,7 @@ def _spec(m, grad_output, self, negative_slope, self_is_result):
 
 
 
+
 FORMULAS = {
     'spec': _spec,
 }
@@ -27,7 +28,15 @@ FORMULAS = {
 FORWARDS = {
 }
 
+ORACLE_EXPRESSIONS = {}
+
 _REFERENCE = Reference(META, FORMULAS, FORWARDS)
+
+
+def oracle_argument(_source, _values):
+    """The value of the oracle argument `{expr: _source}` for the scalar and attribute `_values`
+    (Python names), computed in float64."""
+    return _REFERENCE.oracle_argument(ORACLE_EXPRESSIONS[_source], _values)
 
 
 def forward(_name, _x, _values, mode='opmath'):
@@ -52,6 +61,7 @@ def reference(
     out_dtypes=None,
     mode='opmath',
     formula='spec',
+    family=None,
 ):
     """Reference values of out (a tuple when there are several)."""
     return _REFERENCE(
@@ -64,4 +74,5 @@ def reference(
         out_dtypes=out_dtypes,
         mode=mode,
         formula=formula,
+        family=family,
     )

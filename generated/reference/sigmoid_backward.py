@@ -24,6 +24,7 @@ def _forward_1(m, x):
     return (m.sigmoid(x),)
 
 
+
 FORMULAS = {
     'spec': _spec,
 }
@@ -32,7 +33,15 @@ FORWARDS = {
     'output': _forward_1,
 }
 
+ORACLE_EXPRESSIONS = {}
+
 _REFERENCE = Reference(META, FORMULAS, FORWARDS)
+
+
+def oracle_argument(_source, _values):
+    """The value of the oracle argument `{expr: _source}` for the scalar and attribute `_values`
+    (Python names), computed in float64."""
+    return _REFERENCE.oracle_argument(ORACLE_EXPRESSIONS[_source], _values)
 
 
 def forward(_name, _x, _values, mode='opmath'):
@@ -54,6 +63,7 @@ def reference(
     out_dtypes=None,
     mode='opmath',
     formula='spec',
+    family=None,
 ):
     """Reference values of grad_input (a tuple when there are several)."""
     return _REFERENCE(
@@ -64,4 +74,5 @@ def reference(
         out_dtypes=out_dtypes,
         mode=mode,
         formula=formula,
+        family=family,
     )

@@ -800,6 +800,8 @@ class Kernels:
         out_dtypes = {name: arr.dtype for name, arr in outputs.items()}
         # a reference that can, writes its results straight into device memory (no full-size copy)
         options = {"out": outputs} if getattr(reference, "writes_out", False) else {}
+        if isinstance(reference, Reference):
+            options["family"] = self._family()  # whose `arithmetic` rows apply
         results = reference(
             values, out_dtypes=out_dtypes, mode="opmath", version=self._version_for_reference(meta), **options
         )
