@@ -46,12 +46,17 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .dtypes import ALL_DTYPES, promote_names
+from .kinds import KINDS, RuleKind, kind_of
+from .kinds.broadcast import KIND as BROADCAST
+from .kinds.broadcast_to import KIND as BROADCAST_TO
+from .kinds.per_channel import KIND as PER_CHANNEL
+from .kinds.same_dtype import KIND as SAME_DTYPE
+from .kinds.same_shape import KIND as SAME_SHAPE
 from .releases import CannVersion, holds_at
 from .rules import (
     channels,
     holds_on,
     infer_output_names,
-    numel,
     status_of,
     supported_dtypes,
     supported_families,
@@ -98,6 +103,9 @@ EMPTY_SHAPE = (0, 3, 4)
 RANK8_SHAPE = (2, 3, 1, 2, 1, 2, 1, 2)
 RANK9_SHAPE = (2, 3, 1, 2, 1, 1, 2, 1, 2)
 
+# the kinds whose rules take their inputs' promoted dtype (a mixed pair is accepted by them)
+PROMOTING = tuple(k for k in KINDS if k.promotes_inputs)
+
 _OTHER = "<other dtype>"  # marks the input that takes the second dtype in "mixed-dtype"
 
 
@@ -128,24 +136,24 @@ class OpAt:
             and holds_on(r, family)
             and (not r.get("when") or condition_holds(r, scalar_values(meta)))  # as the cases set them
         ]
-        self.per_channel = [r for _, r in self.rules if r["kind"] == "per_channel"]
+        self.per_channel = [r for _, r in self.of_kind(PER_CHANNEL)]
         self.weights = {r["weight"] for r in self.per_channel}
         self.sources = {r["input"] for r in self.per_channel}
 
-    def of_kind(self, *kinds):
-        return [(i, r) for i, r in self.rules if r["kind"] in kinds]
+    def of_kind(self, *kinds: RuleKind):
+        return [(i, r) for i, r in self.rules if kind_of(r) in kinds]
 
     def in_same_shape(self, name) -> bool:
-        return any(name in r["params"] for _, r in self.of_kind("same_shape"))
+        return any(name in r["params"] for _, r in self.of_kind(SAME_SHAPE))
 
     def broadcast_to_targets(self):
-        return {r["target"] for _, r in self.of_kind("broadcast_to")}
+        return {r["target"] for _, r in self.of_kind(BROADCAST_TO)}
 
     def free_to_broadcast(self) -> list[str]:
         """Inputs the rules let take a shape that merely broadcasts to the others'."""
         found = []
-        for _, r in self.of_kind("broadcast", "broadcast_to"):
-            for name in r["inputs"] if r["kind"] == "broadcast" else [r["param"]]:
+        for _, r in self.rules:
+            for name in kind_of(r).broadcasting(r):
                 if name not in found:
                     found.append(name)
         banned = self.broadcast_to_targets() | self.weights | self.sources
@@ -188,19 +196,8 @@ def _collateral(op: OpAt, plan: CasePlan) -> list[tuple[int, int]]:
     shapes = _all_shapes(op, plan)
     broken = []
     for index, rule in op.rules:
-        kind = rule["kind"]
-        if kind == "max_rank":
-            if any(len(shapes.get(n, ())) > rule["rank"] for n in rule["params"]):
-                broken.append((index, rule["status"]))
-        elif kind == "min_rank":
-            if any(n in shapes and len(shapes[n]) < rule["rank"] for n in rule["params"]):
-                broken.append((index, rule["status"]))
-        elif kind == "empty" and not rule["allowed"]:
-            if any(0 in shapes.get(n, (1,)) for n in rule["params"]):
-                broken.append((index, rule["status"]))
-        elif kind == "non_contiguous" and not rule["allowed"] and plan.layout == "strided":
-            if any(numel(shapes.get(n, ())) > 1 for n in rule["params"]):
-                broken.append((index, rule["status"]))
+        if kind_of(rule).breaks(rule, shapes, plan.layout):
+            broken.append((index, rule["status"]))
     return broken
 
 
@@ -211,9 +208,7 @@ def _first(broken: list[tuple[int, int]]) -> int:
 def _rules_naming(op: OpAt, name: str, kinds) -> list[tuple[int, int]]:
     found = []
     for index, rule in op.of_kind(*kinds):
-        named = list(rule.get("params") or ()) + list(rule.get("inputs") or ())
-        named += [rule.get(k) for k in ("output", "param", "target", "weight", "input", "grad")]
-        if name in named:
+        if name in kind_of(rule).names(rule):
             found.append((index, rule["status"]))
     return found
 
@@ -263,7 +258,7 @@ def case_plan(op: OpAt, case: str) -> CasePlan | None:
     elif case == "mixed-dtype":
         if len(op.inputs) < 2:
             return None
-        promotes = op.of_kind("promote")
+        promotes = op.of_kind(*PROMOTING)
         mixed = promotes[0][1]["inputs"][1] if promotes else op.inputs[1]
         plan = CasePlan(0, base, mixed=mixed)
         if not any(mixed in r["inputs"] for _, r in promotes):
@@ -271,7 +266,7 @@ def case_plan(op: OpAt, case: str) -> CasePlan | None:
             dtypes = {n: "float16" if n == mixed else "float32" for n in base}
             for name, (_, dt) in _infer(op, base, dtypes, op.family).items():
                 dtypes[name] = dt
-            for index, rule in op.of_kind("same_dtype"):
+            for index, rule in op.of_kind(SAME_DTYPE):
                 members = {dtypes[n] for n in rule["params"] if n in dtypes}
                 if mixed in rule["params"] and len(members) > 1:
                     targeted.append((index, rule["status"]))
@@ -301,45 +296,44 @@ def case_shapes(
 
 def _broadcast_rejected(op: OpAt, base) -> tuple[CasePlan, list] | None:
     free = op.free_to_broadcast()
-    broadcasts = op.of_kind("broadcast")
+    broadcasts = op.of_kind(BROADCAST)
     if broadcasts:
         rule = broadcasts[0][1]
         name = next((n for n in free if n in rule["inputs"]), rule["inputs"][0])
         shapes = {**base, name: UNBROADCASTABLE_SHAPE}
-        broken = _rules_naming(op, name, ("broadcast", "broadcast_to", "same_shape", "per_channel"))
+        broken = _rules_naming(op, name, (BROADCAST, BROADCAST_TO, SAME_SHAPE, PER_CHANNEL))
         return CasePlan(0, shapes), broken
-    targets = op.of_kind("broadcast_to")
+    targets = op.of_kind(BROADCAST_TO)
     if targets:
         rule = targets[0][1]
         name = rule["param"]
         shapes = {**base, name: (2,) + tuple(base[rule["target"]])}
         broken = [(i, r["status"]) for i, r in targets if r["param"] == name or r["target"] == name]
-        broken += _rules_naming(op, name, ("same_shape",))
+        broken += _rules_naming(op, name, (SAME_SHAPE,))
         return CasePlan(0, shapes), broken
-    for _, rule in op.of_kind("same_shape"):
+    for _, rule in op.of_kind(SAME_SHAPE):
         members = [n for n in rule["params"] if n in op.inputs and n not in op.weights]
         if len(members) >= 2:
             name = members[0]
             shapes = {**base, name: BROADCAST_SHAPE}
-            return CasePlan(0, shapes), _rules_naming(op, name, ("same_shape",))
+            return CasePlan(0, shapes), _rules_naming(op, name, (SAME_SHAPE,))
     return None
 
 
 def _shape_mismatch(op: OpAt, base) -> tuple[CasePlan, list] | None:
     inferred = _infer(op, base, dict.fromkeys(base, "float32"), op.family)
-    for _, rule in op.of_kind("same_shape", "broadcast"):
-        named = rule["params"] if rule["kind"] == "same_shape" else [rule["output"]]
-        for name in named:
+    for _, rule in op.rules:
+        for name in kind_of(rule).shape_fixed(rule):
             if name in op.outputs and name in inferred:
                 shape = inferred[name][0]
                 wrong = shape[:-1] + (shape[-1] + 1,) if shape else (2,)
-                broken = _rules_naming(op, name, ("same_shape", "broadcast", "broadcast_to"))
+                broken = _rules_naming(op, name, (SAME_SHAPE, BROADCAST, BROADCAST_TO))
                 return CasePlan(0, base, outputs={name: wrong}), broken
-    for _, rule in op.of_kind("same_shape"):
+    for _, rule in op.of_kind(SAME_SHAPE):
         members = [n for n in rule["params"] if n in op.inputs and n not in op.weights]
         if len(members) >= 2:
             name = members[-1]
-            broken = _rules_naming(op, name, ("same_shape", "broadcast", "broadcast_to", "per_channel"))
+            broken = _rules_naming(op, name, (SAME_SHAPE, BROADCAST, BROADCAST_TO, PER_CHANNEL))
             return CasePlan(0, {**base, name: MISMATCH_SHAPE}), broken
     return None
 
@@ -378,7 +372,7 @@ def _dtype_status(op: OpAt, plan: CasePlan, family: str, dtype: str) -> int:
         return 161002
     status = status_of(meta, "dtype", version, 161002)
     dtypes = {n: (other_dtype(dtype) if n == plan.mixed else dtype) for n in op.inputs}
-    promotes = [r for _, r in op.of_kind("promote")]
+    promotes = [r for _, r in op.of_kind(*PROMOTING)]
     promoted_inputs = {n for r in promotes for n in r["inputs"]}
     for rule in promotes:
         promoted = promote_names(dtypes[n] for n in rule["inputs"])
