@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import yaml
 
 from aclnngen.codegen.errors import SpecError
+from aclnngen.core.kinds import KINDS, kind_of
 from aclnngen.codegen.importer.writer import block_yaml
 from aclnngen.codegen.yamlio import check_events
 from aclnngen.files import FileError, locked, read_text, write_atomic
@@ -29,13 +30,7 @@ MARK = "# Observed by `aclnngen audit --save-profile`"
 HEADER = MARK + " on {source}{where}; rerun it to refresh, or edit and drop this line to keep it as written.\n"
 
 # shape case accepted though the spec rejects it -> the one profile change that accepts it
-_CASE_CHANGES = {
-    "rank9": {"action": "drop", "rule": "max_rank"},
-    "rank0": {"action": "drop", "rule": "min_rank"},
-    "empty": {"action": "allow", "rule": "empty"},
-    "non-contiguous": {"action": "drop", "rule": "non_contiguous"},
-    "mixed-dtype": {"action": "drop", "rule": "same_dtype"},
-}
+_CASE_CHANGES = {case: {"action": action, "rule": k.name} for k in KINDS for case, action in k.accepted_change.items()}
 
 
 class SaveProfileError(ValueError):
@@ -98,14 +93,17 @@ def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointe
 
 def _change(meta: Mapping, finding, subject: str) -> dict | None:
     """The one profile change that accepts what `finding` saw accepted, or None."""
-    kinds = {r["kind"] for r in meta["rules"]}
+    kinds = {kind_of(r).name for r in meta["rules"]}
     if finding.check == "shape":
         change = _CASE_CHANGES.get(subject)
         return dict(change) if change is not None and change["rule"] in kinds else None
     # a return-code row "row N (check: param)" of a rule's check that the library did not make on param
     check, _, param = subject.partition("(")[2].rstrip(")").partition(": ")
+    # a rule of that kind listing param (in a list field: `params`, `inputs`; loc is (field, index))
     named = [
-        r for r in meta["rules"] if r["kind"] == check and param in (r.get("params") or []) + (r.get("inputs") or [])
+        r
+        for r in meta["rules"]
+        if kind_of(r).name == check and any(n == param and len(loc) == 2 for loc, n in kind_of(r).named(r))
     ]
     if not named:
         return None

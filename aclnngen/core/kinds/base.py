@@ -98,6 +98,7 @@ class RuleKind:
     row_phrases: ClassVar[tuple[str, ...]] = ()  # importer: words of a return-code row about it
     row_precedence: ClassVar[int] = 100  # importer: lower is tried first (a narrower phrase first)
     row_condition: ClassVar[str | None] = None  # importer: the condition text it drafts, "{}" = params
+    note_pattern: ClassVar[str | None] = None  # importer: a regex of a parameter's usage note about it
 
     def __repr__(self) -> str:
         return f"<rule kind {self.name}>"
