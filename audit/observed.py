@@ -30,7 +30,11 @@ MARK = "# Observed by `aclnngen audit --save-profile`"
 HEADER = MARK + " on {source}{where}; rerun it to refresh, or edit and drop this line to keep it as written.\n"
 
 # shape case accepted though the spec rejects it -> the one profile change that accepts it
-_CASE_CHANGES = {case: {"action": action, "rule": k.name} for k in KINDS for case, action in k.accepted_change.items()}
+# (several kinds may decide one case: the first the op has a rule of, in registry order)
+_CASE_CHANGES: dict[str, list[dict]] = {}
+for _kind in KINDS:
+    for _case, _action in _kind.accepted_change.items():
+        _CASE_CHANGES.setdefault(_case, []).append({"action": _action, "rule": _kind.name})
 
 
 class SaveProfileError(ValueError):
@@ -95,8 +99,7 @@ def _change(meta: Mapping, finding, subject: str) -> dict | None:
     """The one profile change that accepts what `finding` saw accepted, or None."""
     kinds = {kind_of(r).name for r in meta["rules"]}
     if finding.check == "shape":
-        change = _CASE_CHANGES.get(subject)
-        return dict(change) if change is not None and change["rule"] in kinds else None
+        return next((dict(c) for c in _CASE_CHANGES.get(subject, ()) if c["rule"] in kinds), None)
     # a return-code row "row N (check: param)" of a rule's check that the library did not make on param
     check, _, param = subject.partition("(")[2].rstrip(")").partition(": ")
     # a rule of that kind listing param (in a list field: `params`, `inputs`; loc is (field, index))

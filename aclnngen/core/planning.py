@@ -50,7 +50,6 @@ from .kinds import KINDS, RuleKind, kind_of
 from .kinds.broadcast import KIND as BROADCAST
 from .kinds.broadcast_to import KIND as BROADCAST_TO
 from .kinds.per_channel import KIND as PER_CHANNEL
-from .kinds.same_dtype import KIND as SAME_DTYPE
 from .kinds.same_shape import KIND as SAME_SHAPE
 from .releases import CannVersion, holds_at
 from .rules import (
@@ -213,8 +212,9 @@ def _rules_naming(op: OpAt, name: str, kinds) -> list[tuple[int, int]]:
     return found
 
 
-def case_plan(op: OpAt, case: str) -> CasePlan | None:
-    """The plan of one case kind for the op, or None when the kind does not apply to it."""
+def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
+    """The plan of one case kind for the op, or None when the kind does not apply to it; `dtype`
+    is the requested dtype name (a "mixed-dtype" case pairs it with `other_dtype(dtype)`)."""
     base = _inputs_for(op, BASE_SHAPE)
     targeted: list[tuple[int, int]] = []
     if case in ("contiguous", "offset", "non-contiguous"):
@@ -263,17 +263,19 @@ def case_plan(op: OpAt, case: str) -> CasePlan | None:
         plan = CasePlan(0, base, mixed=mixed)
         if not any(mixed in r["inputs"] for _, r in promotes):
             # dtypes of every tensor: `mixed` differs from the others, outputs follow infer_outputs
-            dtypes = {n: "float16" if n == mixed else "float32" for n in base}
+            dtypes = {n: other_dtype(dtype) if n == mixed else dtype for n in base}
             for name, (_, dt) in _infer(op, base, dtypes, op.family).items():
                 dtypes[name] = dt
-            for index, rule in op.of_kind(SAME_DTYPE):
-                members = {dtypes[n] for n in rule["params"] if n in dtypes}
-                if mixed in rule["params"] and len(members) > 1:
-                    targeted.append((index, rule["status"]))
+            targeted += _dtype_breaks(op, dtypes, mixed)
     else:
         raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
     plan.expected = _first(targeted + _collateral(op, plan))
     return plan
+
+
+def _dtype_breaks(op: OpAt, dtypes: dict[str, str], mixed: str) -> list[tuple[int, int]]:
+    """(META index, status) of the rules tensors of these dtypes break, `mixed` the odd one."""
+    return [(i, r["status"]) for i, r in op.rules if kind_of(r).dtypes_break(r, dtypes, mixed)]
 
 
 def case_shapes(
@@ -353,7 +355,7 @@ def applicable_cases(
     op = op_at(meta, version, family)
     result = []
     for case in SHAPE_CASES:
-        plan = case_plan(op, case)
+        plan = case_plan(op, case, dtype or "float32")
         if plan is None:
             continue
         expected = plan.expected

@@ -11,6 +11,7 @@ from . import (
     broadcast,
     broadcast_to,
     castable,
+    dtype_pairs,
     empty,
     max_rank,
     min_rank,
@@ -36,6 +37,7 @@ KINDS: tuple[RuleKind, ...] = (
     min_rank.KIND,
     empty.KIND,
     non_contiguous.KIND,
+    dtype_pairs.KIND,
 )
 BY_NAME: dict[str, RuleKind] = {k.name: k for k in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(BY_NAME)

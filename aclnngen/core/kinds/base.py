@@ -153,6 +153,11 @@ class RuleKind:
         "shape-mismatch" case gives an output of these a wrong one)."""
         return ()
 
+    def dtypes_break(self, rule: Mapping, dtypes: Mapping[str, str], changed: str) -> bool:
+        """Whether tensors of these dtype names break the rule, `changed` being the one whose
+        dtype differs from the others' (the planner's "mixed-dtype" case)."""
+        return False
+
     def breaks(self, rule: Mapping, shapes: Mapping[str, Shape], layout: str) -> bool:
         """Whether a planned case with these shapes and layout breaks the rule by the way (the
         planner expects the rule's status when it does)."""

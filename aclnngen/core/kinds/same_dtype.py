@@ -29,6 +29,9 @@ class SameDType(RuleKind):
     def output_dtype(self, rule, name, known, strict):
         return same_as_other(rule, name, known)
 
+    def dtypes_break(self, rule, dtypes, changed):
+        return changed in rule["params"] and len({dtypes[n] for n in rule["params"] if n in dtypes}) > 1
+
     def provoke(self, rules, param, shape, dtype):
         return Provocation(dtype="float16" if dtype != "float16" else "float32")
 
