@@ -33,14 +33,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from aclnngen.core.dtypes import CATEGORY, promote_names
-from aclnngen.core.kinds import UnknownRuleKind, kind_of
+from aclnngen.core.kinds import kind_of
+from aclnngen.core.meta import TENSOR_ROLES, op_meta
 from aclnngen.core.releases import CannVersion
 from aclnngen.core.rules import (
     MetaCache,
     dtypes_at,
     families_at,
-    holds,
-    rules_at,
     status_of,
     version_key,
 )
@@ -112,33 +111,32 @@ def _names(names) -> str:
 
 
 def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
-    params = meta["params"]
-    tensors = tuple(p["name"] for p in params if p["role"] in ("input", "output"))
+    op = op_meta(meta)
+    tensors = tuple(p.name for p in op.tensors)
     required = []
-    for p in params:
-        role = p["role"]
-        if role in ("input", "output") and not p.get("optional"):
-            required.append((p["name"], "tensor"))
-        elif role == "scalar":
-            required.append((p["name"], "scalar"))
-        elif role == "attribute" and p.get("attr_type") in _POINTER_ATTRIBUTES and p.get("default") is None:
-            required.append((p["name"], "attribute"))
+    for p in op.params:
+        if p.is_tensor and not p.optional:
+            required.append((p.name, "tensor"))
+        elif p.role == "scalar":
+            required.append((p.name, "scalar"))
+        elif p.role == "attribute" and p.attr_type in _POINTER_ATTRIBUTES and p.default is None:
+            required.append((p.name, "attribute"))
     families = families_at(meta, version)
-    allowed = {p["name"]: dtypes_at(p, family, version) for p in params if p["role"] in ("input", "output")}
+
+    def when_of(when) -> tuple:  # (name, value, the default standing in for None)
+        return tuple((k, v, op.default_of(k)) for k, v in (when or {}).items())
+
     conditional_dtypes = {
-        p["name"]: tuple(
-            (tuple((k, v, _default_of(params, k)) for k, v in e["when"].items()), tuple(e["dtypes"]))
-            for e in p.get("dtypes") or ()
-            if e.get("when") and family in e["families"] and holds(e, version)
+        p.name: tuple(
+            (when_of(e.when), e.dtypes) for e in p.dtypes if e.when and family in e.families and e.holds_at(version)
         )
-        for p in params
-        if p["role"] in ("input", "output")
+        for p in op.tensors
     }
-    rules = rules_at(meta, version, family)
-    promotes = tuple(r for r in rules if kind_of(r).promotes_inputs)
+    rules = op.rules_at(version, family)
+    promotes = tuple(r.data for r in rules if r.kind.promotes_inputs)
     promoted_inputs = {name for r in promotes for name in r["inputs"]}
     plan_fields = dict(
-        op=meta["name"],
+        op=op.name,
         family=family,
         version=version,
         required=tuple(required),
@@ -146,53 +144,31 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
         families=families,
         supported=family in families,
         tensors=tensors,
-        allowed=allowed,
+        allowed={p["name"]: dtypes_at(p, family, version) for p in meta["params"] if p["role"] in TENSOR_ROLES},
         conditional_dtypes=conditional_dtypes,
         dtype_status=status_of(meta, "dtype", version, 161002),
         promotes=promotes,
         plain_dtype_params=tuple(t for t in tensors if t not in promoted_inputs),
-        scalars=tuple(
-            (p["name"], p.get("scalar_dtype") or DEFAULT_SCALAR_DTYPE)
-            for p in params
-            if p["role"] in ("scalar", "optional_scalar")
-        ),
+        scalars=tuple((p.name, p.scalar_dtype or DEFAULT_SCALAR_DTYPE) for p in op.params if p.is_scalar),
         constraints=tuple(
-            (
-                p["name"],
-                c["op"],
-                c["value"],
-                c["status"],
-                _COMPARE[c["op"]],
-                tuple((k, v, _default_of(params, k)) for k, v in (c.get("when") or {}).items()),
-            )
-            for p in params
-            if p["role"] in ("scalar", "optional_scalar")
-            for c in p.get("constraints") or ()
-            if holds(c, version)
+            (p.name, c.op, c.value, c.status, _COMPARE[c.op], when_of(c.when))
+            for p in op.params
+            if p.is_scalar
+            for c in p.constraints
+            if c.holds_at(version)
         ),
         attributes=tuple(
-            (
-                p["name"],
-                p.get("attr_type"),
-                tuple(p.get("choices") or ()),
-                p.get("default") is not None,
-                p.get("dim_of"),
-            )
-            for p in params
-            if p["role"] == "attribute"
+            (p.name, p.attr_type, p.choices, p.default is not None, p.dim_of)
+            for p in op.params
+            if p.role == "attribute"
         ),
     )
     context = _Plan(rule_checks=(), **plan_fields)
     checks: list[tuple[Callable, tuple]] = []
     for rule in rules:
-        try:
-            kind = kind_of(rule)
-        except UnknownRuleKind as exc:
-            raise ValueError(f"{meta['name']}: {exc} (in META)") from None
-        check = kind.checker(rule)
+        check = rule.kind.checker(rule.data)
         if check is not None:
-            when = tuple((k, v, _default_of(params, k)) for k, v in (rule.get("when") or {}).items())
-            checks.append(((kind, check), when))
+            checks.append(((rule.kind, check), when_of(rule.when)))
     return replace(context, rule_checks=tuple(checks))
 
 
@@ -211,10 +187,6 @@ def _allowed(plan, name: str, get) -> tuple[str, ...]:
         if all((default if get(k) is None else get(k)) == v for k, v, default in when):
             allowed = allowed + tuple(d for d in dtypes if d not in allowed)
     return allowed
-
-
-def _default_of(params, name: str):
-    return next((p.get("default") for p in params if p["name"] == name), None)
 
 
 # --- values -------------------------------------------------------------------------------------

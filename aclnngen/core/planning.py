@@ -47,6 +47,7 @@ from typing import Any, Mapping
 
 from .dtypes import ALL_DTYPES, promote_names
 from .kinds import KINDS, RuleKind, kind_of
+from .meta import op_meta
 from .kinds.broadcast import KIND as BROADCAST
 from .kinds.broadcast_to import KIND as BROADCAST_TO
 from .kinds.per_channel import KIND as PER_CHANNEL
@@ -123,10 +124,10 @@ class OpAt:
         self.meta = meta
         self.version = version
         self.family = family
-        params = meta["params"]
-        self.inputs = [p["name"] for p in params if p["role"] == "input"]
-        self.outputs = list(meta["outputs"])
-        self.tensors = [p["name"] for p in params if p["role"] in ("input", "output")]
+        typed = op_meta(meta)
+        self.inputs = [p.name for p in typed.by_role("input")]
+        self.outputs = list(typed.outputs)
+        self.tensors = [p.name for p in typed.tensors]
         # (META index, rule) for the rules that hold at `version`
         self.rules = [
             (i, r)
@@ -403,45 +404,51 @@ def scalar_values(meta: Mapping) -> dict[str, Any]:
     1.0 in the order they appear when there are several (so a min comes out below a max); each
     moved inside the constraints of every version. Attributes: default, first choice, or a
     neutral value of their type."""
-    params = meta["params"]
-    free = [p for p in params if p["role"] in ("scalar", "optional_scalar") and p.get("default") is None]
+    params = op_meta(meta).params
+    free = [p for p in params if p.is_scalar and p.default is None]
     picks = [0.5] if len(free) == 1 else _spaced(-1.0, 1.0, len(free)) if free else []
-    chosen = {p["name"]: float(v) for p, v in zip(free, picks)}
+    chosen = {p.name: float(v) for p, v in zip(free, picks)}
     values: dict[str, Any] = {}
     for p in params:  # attributes first: a scalar's conditional bounds depend on them
-        role = p["role"]
-        if role in ("scalar", "optional_scalar"):
-            values[p["name"]] = p["default"] if p.get("default") is not None else chosen[p["name"]]
-        elif role == "attribute":
-            if p.get("default") is not None:
-                values[p["name"]] = p["default"]
-            elif p.get("choices"):
-                values[p["name"]] = p["choices"][0]
+        if p.is_scalar:
+            values[p.name] = p.default if p.default is not None else chosen[p.name]
+        elif p.role == "attribute":
+            if p.default is not None:
+                values[p.name] = p.default
+            elif p.choices:
+                values[p.name] = p.choices[0]
             else:
-                values[p["name"]] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
-                    p.get("attr_type"), None
+                values[p.name] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
+                    p.attr_type, None
                 )
     return satisfy_constraints(meta, values)
 
 
-def condition_holds(constraint: Mapping, values: Mapping[str, Any]) -> bool:
-    """Whether a constraint's `when` (attribute or scalar values) holds for `values` (C names)."""
-    return all(values.get(k) == v for k, v in (constraint.get("when") or {}).items())
+def condition_holds(constraint: Any, values: Mapping[str, Any]) -> bool:
+    """Whether a constraint's or rule's `when` (attribute or scalar values) holds for `values` (C
+    names); `constraint` is typed metadata (core.meta) or its generated dict."""
+    when = constraint.get("when") if isinstance(constraint, Mapping) else constraint.when
+    return all(values.get(k) == v for k, v in (when or {}).items())
 
 
-def satisfy_constraints(meta: Mapping, values: Mapping[str, Any]) -> dict[str, Any]:
-    """`values` with each scalar moved inside the bounds whose condition holds (every version's)."""
+def satisfy_constraints(meta: Mapping, values: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
+    """`values` with each scalar moved inside the bounds whose condition holds (every version's,
+    or only those that hold at `version` when it is given)."""
     fixed = dict(values)
-    for p in meta["params"]:
-        if p["role"] in ("scalar", "optional_scalar") and p["name"] in fixed:
-            holding = [c for c in p.get("constraints") or () if condition_holds(c, fixed)]
-            fixed[p["name"]] = _inside(fixed[p["name"]], holding)
+    for p in op_meta(meta).params:
+        if p.is_scalar and p.name in fixed:
+            holding = [
+                c
+                for c in p.constraints
+                if condition_holds(c, fixed) and (version is None or c.holds_at(version_key(version)))
+            ]
+            fixed[p.name] = _inside(fixed[p.name], holding)
     return fixed
 
 
 def _inside(value, constraints):
     for c in constraints:
-        op, bound = c["op"], c["value"]
+        op, bound = c.op, c.value
         if op == ">=" and not value >= bound:
             value = bound
         elif op == ">" and not value > bound:
@@ -462,14 +469,13 @@ def null_cases(meta: Mapping) -> list[str]:
     """C names of the parameters that must not be NULL (None): required tensors (inputs and
     outputs), required scalars, and pointer attributes without a default."""
     names = []
-    for p in meta["params"]:
-        role = p["role"]
-        if role in ("input", "output") and not p.get("optional"):
-            names.append(p["name"])
-        elif role == "scalar":
-            names.append(p["name"])
-        elif role == "attribute" and p.get("attr_type") in ("char*", "aclIntArray*") and p.get("default") is None:
-            names.append(p["name"])
+    for p in op_meta(meta).params:
+        if p.is_tensor and not p.optional:
+            names.append(p.name)
+        elif p.role == "scalar":
+            names.append(p.name)
+        elif p.role == "attribute" and p.attr_type in ("char*", "aclIntArray*") and p.default is None:
+            names.append(p.name)
     return names
 
 
@@ -489,18 +495,14 @@ def scalar_violations(meta: Mapping, version: str | CannVersion) -> list[tuple[s
     outside the bound (the bound itself for a strict one), and NaN once per constrained scalar."""
     version = version_key(version)
     found = []
-    for p in meta["params"]:
-        if p["role"] not in ("scalar", "optional_scalar"):
+    for p in op_meta(meta).params:
+        if not p.is_scalar:
             continue
-        holding = [
-            c
-            for c in p.get("constraints") or ()
-            if holds_at(c.get("since"), c.get("until"), version) and not c.get("when")
-        ]
+        holding = [c for c in p.constraints if c.holds_at(version) and not c.when]
         for c in holding:
-            found.append((p["name"], float(_outside(c["op"], c["value"])), c["status"]))
+            found.append((p.name, float(_outside(c.op, c.value)), c.status))
         if holding:
-            found.append((p["name"], float("nan"), holding[0]["status"]))
+            found.append((p.name, float("nan"), holding[0].status))
     return found
 
 
@@ -509,12 +511,12 @@ def conditional_violations(meta: Mapping, version: str | CannVersion) -> list[tu
     holds at `version`: a value just outside its bound, with the values that make it apply."""
     version = version_key(version)
     found = []
-    for p in meta["params"]:
-        if p["role"] not in ("scalar", "optional_scalar"):
+    for p in op_meta(meta).params:
+        if not p.is_scalar:
             continue
-        for c in p.get("constraints") or ():
-            if c.get("when") and holds_at(c.get("since"), c.get("until"), version):
-                found.append((p["name"], float(_outside(c["op"], c["value"])), c["status"], dict(c["when"])))
+        for c in p.constraints:
+            if c.when and c.holds_at(version):
+                found.append((p.name, float(_outside(c.op, c.value)), c.status, dict(c.when)))
     return found
 
 
@@ -522,7 +524,7 @@ def dtype_cases(meta: Mapping, family: str, version: str | CannVersion) -> list[
     """(dtype name, accepted) for every dtype a spec can name, with all tensors of that dtype: accepted
     when the op is supported on `family` at `version` and every tensor's list there has it."""
     version = version_key(version)
-    tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
+    tensors = [p.name for p in op_meta(meta).tensors]
     supported = family in supported_families(meta, version)
     tables = {t: supported_dtypes(meta, t, family, version) for t in tensors}
     return [(d, supported and all(d in tables[t] for t in tensors)) for d in ALL_DTYPES]

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 # re-exported: the call path, the planner and the verdict read them from here too
 from .broadcasting import BroadcastError, broadcast_shapes, broadcasts_to, channels, numel  # noqa: F401
 from .kinds import kind_of
+from .meta import op_meta
 from .releases import CannVersion, holds_at
 
 
@@ -76,7 +77,7 @@ def holds_on(rule: Mapping, family: str | None) -> bool:
 
 
 def _build_rules(meta: Mapping, version: str, family: str | None) -> tuple[dict, ...]:
-    return tuple(r for r in meta["rules"] if holds_at(r.get("since"), r.get("until"), version) and holds_on(r, family))
+    return tuple(r.data for r in op_meta(meta).rules_at(version, family))
 
 
 _RULES = MetaCache(_build_rules)
