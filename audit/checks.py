@@ -16,6 +16,7 @@ import numpy as np
 
 from aclnngen.core.rules import supported_dtypes, supported_families
 from aclnngen.core import planning, sweeps
+from aclnngen.core.kinds import cases_probing
 from aclnngen.verify import cases, opcheck
 
 from .findings import Finding
@@ -32,20 +33,7 @@ ANSWERED_BY = {
 }
 
 # shape case -> the spec checks (rule kinds) that decide it: a finding of the case is about them
-CASE_CHECKS = {
-    "broadcast": ("broadcast", "broadcast_to"),
-    "broadcast-rejected": ("broadcast", "broadcast_to", "same_shape"),
-    "shape-mismatch": ("same_shape", "broadcast", "broadcast_to"),
-    "rank0": ("min_rank",),
-    "rank8": ("max_rank",),
-    "rank9": ("max_rank",),
-    "empty": ("empty",),
-    "non-contiguous": ("non_contiguous",),
-    "per-channel-single": ("per_channel",),
-    "per-channel-rejected": ("per_channel",),
-    "grad-shape-rejected": ("per_channel",),
-    "mixed-dtype": ("same_dtype", "promote", "castable"),
-}
+CASE_CHECKS = cases_probing()
 
 
 @dataclass

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import yaml
 
 from aclnngen.codegen.errors import SpecError
+from aclnngen.core.kinds import KINDS, kind_of
 from aclnngen.codegen.importer.writer import block_yaml
 from aclnngen.codegen.yamlio import check_events
 from aclnngen.files import FileError, locked, read_text, write_atomic
@@ -29,13 +30,11 @@ MARK = "# Observed by `aclnngen audit --save-profile`"
 HEADER = MARK + " on {source}{where}; rerun it to refresh, or edit and drop this line to keep it as written.\n"
 
 # shape case accepted though the spec rejects it -> the one profile change that accepts it
-_CASE_CHANGES = {
-    "rank9": {"action": "drop", "rule": "max_rank"},
-    "rank0": {"action": "drop", "rule": "min_rank"},
-    "empty": {"action": "allow", "rule": "empty"},
-    "non-contiguous": {"action": "drop", "rule": "non_contiguous"},
-    "mixed-dtype": {"action": "drop", "rule": "same_dtype"},
-}
+# (several kinds may decide one case: the first the op has a rule of, in registry order)
+_CASE_CHANGES: dict[str, list[dict]] = {}
+for _kind in KINDS:
+    for _case, _action in _kind.accepted_change.items():
+        _CASE_CHANGES.setdefault(_case, []).append({"action": _action, "rule": _kind.name})
 
 
 class SaveProfileError(ValueError):
@@ -98,14 +97,16 @@ def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointe
 
 def _change(meta: Mapping, finding, subject: str) -> dict | None:
     """The one profile change that accepts what `finding` saw accepted, or None."""
-    kinds = {r["kind"] for r in meta["rules"]}
+    kinds = {kind_of(r).name for r in meta["rules"]}
     if finding.check == "shape":
-        change = _CASE_CHANGES.get(subject)
-        return dict(change) if change is not None and change["rule"] in kinds else None
+        return next((dict(c) for c in _CASE_CHANGES.get(subject, ()) if c["rule"] in kinds), None)
     # a return-code row "row N (check: param)" of a rule's check that the library did not make on param
     check, _, param = subject.partition("(")[2].rstrip(")").partition(": ")
+    # a rule of that kind listing param (in a list field: `params`, `inputs`; loc is (field, index))
     named = [
-        r for r in meta["rules"] if r["kind"] == check and param in (r.get("params") or []) + (r.get("inputs") or [])
+        r
+        for r in meta["rules"]
+        if kind_of(r).name == check and any(n == param and len(loc) == 2 for loc, n in kind_of(r).named(r))
     ]
     if not named:
         return None

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from . import arithmetic, cdecl, formula, names
 from .errors import FieldProblem
 from aclnngen.core.externs import ORACLE_RECIPES
+from aclnngen.core.kinds import BY_NAME, kind_of
 from aclnngen.core.releases import CannVersion
 
 # The two statuses every spec's return-code table must have a row for (the model re-exports it).
@@ -29,21 +30,6 @@ _ATTRIBUTE_TYPES = {
 }
 _TRAILING = (("workspaceSize", "uint64_t", 1), ("executor", "aclOpExecutor", 2))
 _LAUNCH = (("void", 1), ("uint64_t", 0), ("aclOpExecutor", 1), ("aclrtStream", 0))
-
-# Checks whose rows need a rule of the same kind on the same parameters.
-_RULE_CHECKS = {
-    "same_dtype",
-    "promote",
-    "castable",
-    "same_shape",
-    "broadcast",
-    "broadcast_to",
-    "max_rank",
-    "min_rank",
-    "per_channel",
-    "empty",
-    "non_contiguous",
-}
 
 
 def check_op(spec: "OpSpec", context: dict) -> None:
@@ -306,12 +292,8 @@ def _rules(spec: "OpSpec", families: Iterable[str]) -> None:
     all_names = {p.name for p in spec.parameters}
     listed = {p.family for p in spec.products}
     for i, rule in enumerate(spec.rules):
-        if rule.when and rule.kind == "promote":
-            raise FieldProblem(
-                ("rules", i, "when"),
-                "a promote rule decides the output's dtype and cannot be conditional; "
-                "state the condition on the dtypes instead",
-            )
+        for sub, message in kind_of(rule).spec_problems(rule):
+            raise FieldProblem(("rules", i) + sub, message)
         _condition(spec, rule.when, ("rules", i, "when"), None)
         for j, family in enumerate(rule.families):
             if family not in listed:
@@ -412,7 +394,7 @@ def _return_codes(spec: "OpSpec") -> None:
                         ("return_codes", i, "params", j),
                         f"{name!r} has no 'choices' or 'dim_of' for an attribute_value row to test",
                     )
-        elif row.check in _RULE_CHECKS:
+        elif row.check in BY_NAME:  # a rule kind: a rule of that kind names each parameter
             covered = {n for r in spec.rules if r.kind == row.check for _, n in rule_params(r)}
             if not any(r.kind == row.check for r in spec.rules):
                 raise FieldProblem(
@@ -560,12 +542,4 @@ def _unknown(what: str, name: str, known: Iterable[str]) -> str:
 
 def rule_params(rule: Any) -> list[tuple[tuple, str]]:
     """Every parameter a rule names, with its location inside the rule."""
-    found: list[tuple[tuple, str]] = []
-    for field in ("params", "inputs"):
-        for index, name in enumerate(getattr(rule, field, None) or []):
-            found.append(((field, index), name))
-    for field in ("output", "param", "target", "weight", "input", "grad"):
-        name = getattr(rule, field, None)
-        if isinstance(name, str):
-            found.append(((field,), name))
-    return found
+    return kind_of(rule).named(rule)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aclnngen.core import defects as defect_kinds
 from aclnngen.core import planning
 from aclnngen.core.dtypes import PROMOTION
+from aclnngen.core.kinds import kind_of
 from aclnngen.core.rules import supported_dtypes, supported_families
 
 from . import cdecl
@@ -32,34 +33,6 @@ def _families_table(spec: OpSpec, products: ProductTable, version: str) -> list[
             }
         )
     return rows
-
-
-def _rule_text(rule) -> str:
-    kind = rule.kind
-    if kind == "same_shape":
-        return f"{', '.join(rule.params)} have the same shape"
-    if kind == "same_dtype":
-        return f"{', '.join(rule.params)} have the same dtype"
-    if kind == "broadcast":
-        return f"{', '.join(rule.inputs)} broadcast together; {rule.output} has the broadcast shape"
-    if kind == "broadcast_to":
-        return f"{rule.param} broadcasts to exactly {rule.target}'s shape"
-    if kind == "promote":
-        return f"the dtypes of {', '.join(rule.inputs)} promote; {rule.output} has the promoted dtype"
-    if kind == "per_channel":
-        grad = f"; {rule.grad} has weight's shape (1 element) or (C,)" if rule.grad else ""
-        return f"{rule.weight} has 1 element or C = {rule.input}.shape[1]{grad}"
-    if kind == "castable":
-        return f"the dtype of {', '.join(rule.inputs)} (promoted) can be cast to {rule.output}'s dtype"
-    if kind == "max_rank":
-        return f"{', '.join(rule.params)} have at most {rule.rank} dims"
-    if kind == "min_rank":
-        return f"{', '.join(rule.params)} have at least {rule.rank} dims"
-    if kind == "empty":
-        return f"empty tensors {'are' if rule.allowed else 'are not'} accepted ({', '.join(rule.params)})"
-    if kind == "non_contiguous":
-        return f"non-contiguous tensors {'are' if rule.allowed else 'are not'} accepted ({', '.join(rule.params)})"
-    raise AssertionError(kind)
 
 
 def _versions(entity) -> str:
@@ -100,7 +73,7 @@ def binding_doc(spec: OpSpec, products: ProductTable) -> dict:
     return {
         "version": version,
         "families": _families_table(spec, products, version),
-        "rules": [_rule_text(r) + (f" ({_versions(r)})" if _versions(r) else "") for r in spec.rules],
+        "rules": [kind_of(r).sentence(r) + (f" ({_versions(r)})" if _versions(r) else "") for r in spec.rules],
         "return_codes": [
             {"status": r.status, "condition": r.condition, "versions": _versions(r)} for r in spec.return_codes
         ],
@@ -117,7 +90,7 @@ def promotion_tables(spec: OpSpec, products: ProductTable, version: str) -> list
     op = resolve(spec, version)
     tables = []
     for rule in spec.rules:
-        if rule.kind != "promote":
+        if not kind_of(rule).promotes_inputs:
             continue
         accepted = sorted({d for f in op.families for name in rule.inputs for d in op.dtypes_of(name, f)})
         output_ok = {d for f in op.families for d in op.dtypes_of(rule.output, f)}

@@ -18,7 +18,16 @@ import math
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    create_model,
+    model_validator,
+)
 
 from . import names
 from .consistency import STATUS_CODES, check_op, rule_params  # defined there, exported here too
@@ -26,6 +35,8 @@ from .errors import FieldProblem, non_ascii
 from aclnngen.core import defects as defect_kinds
 from aclnngen.core.arithmetic import DEFAULT_TO_INTEGER, TO_INTEGER
 from aclnngen.core.dtypes import ALL_DTYPES
+from aclnngen.core.kinds import KIND_NAMES, KINDS, RuleKind
+from aclnngen.core.kinds import Field as RuleField
 from aclnngen.core.releases import RELEASE_PATTERN, VERSION_HELP, as_release, holds_at
 
 C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -325,141 +336,35 @@ class RuleBase(Versioned):
     """Only while each named scalar or attribute (C name) has the given value."""
 
 
-class SameShape(RuleBase):
-    """All listed tensors have identical shapes."""
-
-    kind: Literal["same_shape"]
-    """same_shape: the tensors have one shape."""
-    params: list[CIdentifier] = Field(min_length=2)
-    """The tensors (C names) that share a shape."""
-
-
-class SameDType(RuleBase):
-    """All listed tensors have identical dtypes."""
-
-    kind: Literal["same_dtype"]
-    """same_dtype: the tensors have one dtype."""
-    params: list[CIdentifier] = Field(min_length=2)
-    """The tensors (C names) that share a dtype."""
-
-
-class Broadcast(RuleBase):
-    """The inputs broadcast together, and the output has the broadcast shape."""
-
-    kind: Literal["broadcast"]
-    """broadcast: the inputs broadcast together to the output's shape."""
-    inputs: list[CIdentifier] = Field(min_length=2)
-    """The input tensors that broadcast together."""
-    output: CIdentifier
-    """The tensor whose shape is the broadcast shape."""
+def _rule_field(f: RuleField) -> tuple[Any, Any]:
+    """A kind's field declaration (aclnngen/core/kinds) as a pydantic (type, FieldInfo)."""
+    if f.type == "param list":
+        return list[CIdentifier], Field(min_length=f.min_items, description=f.doc)
+    if f.type == "param":
+        return CIdentifier, Field(description=f.doc)
+    if f.type == "optional param":
+        return CIdentifier | None, Field(default=None, description=f.doc)
+    if f.type == "int":
+        return int, Field(ge=f.minimum, description=f.doc)
+    if f.type == "bool":
+        return bool, Field(description=f.doc)
+    if f.type == "dtype pair list":
+        return list[Annotated[list[DType], Field(min_length=2, max_length=2)]], Field(
+            min_length=f.min_items, description=f.doc
+        )
+    raise AssertionError(f.type)  # pragma: no cover - Field checks its type
 
 
-class BroadcastTo(RuleBase):
-    """`param` broadcasts to `target`'s shape, and the broadcast result is exactly that shape."""
-
-    kind: Literal["broadcast_to"]
-    """broadcast_to: one tensor broadcasts to another's shape."""
-    param: CIdentifier
-    """The tensor that broadcasts."""
-    target: CIdentifier
-    """The tensor whose shape it broadcasts to."""
+def _rule_model(kind: RuleKind) -> type[RuleBase]:
+    """The spec model of one rule kind, built from its declarations."""
+    fields = {"kind": (Literal[kind.name], Field(description=kind.kind_doc))}
+    fields.update({f.name: _rule_field(f) for f in kind.fields})
+    return create_model(kind.model, __base__=RuleBase, __doc__=kind.doc, __module__=__name__, **fields)
 
 
-class Promote(RuleBase):
-    """The inputs' dtypes promote together; the promoted dtype is checked against the support table
-    and the output has it."""
-
-    kind: Literal["promote"]
-    """promote: the output dtype is the promotion of the inputs' dtypes."""
-    inputs: list[CIdentifier] = Field(min_length=2)
-    """The input tensors whose dtypes are promoted."""
-    output: CIdentifier
-    """The tensor that has the promoted dtype."""
-
-
-class Castable(RuleBase):
-    """The dtype of `inputs` (promoted together when there are several) can be cast to `output`'s
-    dtype, as torch.can_cast says (never down from complex to float, float to integer, or to bool);
-    the output takes the promoted dtype when none is given."""
-
-    kind: Literal["castable"]
-    """castable: the inputs' (promoted) dtype can be cast to the output's."""
-    inputs: list[CIdentifier] = Field(min_length=1)
-    """The input tensors whose dtype (promoted together) is cast."""
-    output: CIdentifier
-    """The tensor the dtype is cast to."""
-
-
-class MinRank(RuleBase):
-    """Each listed tensor has at least `rank` dims."""
-
-    kind: Literal["min_rank"]
-    """min_rank: each listed tensor has at least `rank` dims."""
-    params: list[CIdentifier] = Field(min_length=1)
-    """The tensors the rule is about."""
-    rank: int = Field(ge=1)
-    """The smallest rank allowed."""
-
-
-class PerChannel(RuleBase):
-    """`weight` has 1 element or one per channel (`input.shape[1]`; 1 when input has rank <= 1);
-    `grad` (the weight's gradient) has weight's shape when weight has 1 element, else shape (C,)."""
-
-    kind: Literal["per_channel"]
-    """per_channel: a weight with one value per channel of the input."""
-    weight: CIdentifier
-    """The per-channel weight tensor."""
-    input: CIdentifier
-    """The tensor whose channel dimension (dim 1) the weight follows."""
-    grad: CIdentifier | None = None
-    """The gradient of the weight, with the weight's shape, when there is one."""
-
-
-class MaxRank(RuleBase):
-    kind: Literal["max_rank"]
-    """max_rank: the tensors have at most `rank` dimensions."""
-    params: list[CIdentifier] = Field(min_length=1)
-    """The tensors the bound applies to."""
-    rank: int = Field(ge=0)
-    """The largest number of dimensions accepted."""
-
-
-class EmptyTensors(RuleBase):
-    """Whether tensors with a zero-sized dim are accepted (the op then does nothing)."""
-
-    kind: Literal["empty"]
-    """empty: whether tensors with a zero-sized dimension are accepted."""
-    params: list[CIdentifier] = Field(min_length=1)
-    """The tensors the rule applies to."""
-    allowed: bool
-    """Whether empty tensors are accepted."""
-
-
-class NonContiguous(RuleBase):
-    kind: Literal["non_contiguous"]
-    """non_contiguous: whether non-contiguous (strided) tensors are accepted."""
-    params: list[CIdentifier] = Field(min_length=1)
-    """The tensors the rule applies to."""
-    allowed: bool
-    """Whether non-contiguous tensors are accepted."""
-
-
-Rule = Annotated[
-    Union[
-        SameShape,
-        SameDType,
-        Broadcast,
-        BroadcastTo,
-        Promote,
-        Castable,
-        PerChannel,
-        MaxRank,
-        MinRank,
-        EmptyTensors,
-        NonContiguous,
-    ],
-    Field(discriminator="kind"),
-]
+# One model per registered kind, in registry order; `Rule` is their discriminated union.
+RULE_MODELS: dict[str, type[RuleBase]] = {kind.name: _rule_model(kind) for kind in KINDS}
+Rule = Annotated[Union[tuple(RULE_MODELS.values())], Field(discriminator="kind")]
 
 
 # --- formula ---------------------------------------------------------------------------------
@@ -520,23 +425,10 @@ class Arithmetic(Frozen):
 
 # --- return codes ----------------------------------------------------------------------------
 
-Check = Literal[
-    "null_pointer",
-    "dtype",
-    "same_dtype",
-    "promote",
-    "same_shape",
-    "broadcast",
-    "broadcast_to",
-    "max_rank",
-    "min_rank",
-    "castable",
-    "per_channel",
-    "empty",
-    "non_contiguous",
-    "scalar_range",
-    "attribute_value",
-]
+# What a return-code row is about: a pointer, a dtype, a scalar's range, an attribute's value or a
+# rule kind (the registry's names, in its order).
+CHECKS: tuple[str, ...] = ("null_pointer", "dtype", *KIND_NAMES, "scalar_range", "attribute_value")
+Check = Literal[CHECKS]
 
 
 class ReturnCode(Versioned):

@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from aclnngen.core.kinds import KIND_NAMES
+
 from .errors import Problem, SpecError
 from .loader import validate_model
 from .model import CIdentifier, DType, FamilyId, Frozen, NonEmptyText, OpSpec, Version, rule_params
@@ -23,19 +25,7 @@ from .yamlio import read_yaml
 
 class ProfileChange(Frozen):
     action: Literal["drop", "allow", "exclude_params"]
-    rule: Literal[
-        "same_shape",
-        "same_dtype",
-        "broadcast",
-        "broadcast_to",
-        "promote",
-        "castable",
-        "per_channel",
-        "max_rank",
-        "min_rank",
-        "empty",
-        "non_contiguous",
-    ]
+    rule: Literal[KIND_NAMES]
     params: list[CIdentifier] = []
     reason: NonEmptyText
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from aclnngen.core import planning
 from aclnngen.core import sweeps
 from aclnngen.core.dtypes import sort_key
+from aclnngen.core.kinds import kind_of
 from aclnngen.core.releases import CannVersion
 from aclnngen.core.rules import rules_at
 
@@ -162,11 +163,7 @@ def _rules_on(meta: dict, version: str, family: str) -> list[dict]:
 
 def _rule_names(rule: dict) -> list[str]:
     """The tensors a META rule names, whatever fields its kind uses."""
-    return [
-        *rule.get("params", ()),
-        *rule.get("inputs", ()),
-        *(rule[k] for k in ("output", "param", "target", "weight", "input", "grad") if isinstance(rule.get(k), str)),
-    ]
+    return kind_of(rule).names(rule)
 
 
 def _rule_families(meta: dict, version: str, families: list[str], home: str) -> list[str]:

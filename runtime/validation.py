@@ -10,8 +10,8 @@
 3. dtypes: every tensor's dtype is in its list for the family at `version`. For the inputs of a
    `promote` rule the promoted dtype is checked instead, and the rule's output must have the
    promoted dtype;
-4. every rule that holds at `version`, in spec order: same_shape, same_dtype, broadcast,
-   broadcast_to, promote, per_channel, max_rank, empty, non_contiguous -> the rule's status;
+4. every rule that holds at `version`, in spec order, by its kind's check (aclnngen/core/kinds)
+   -> the rule's status;
 5. scalars: a real number that fits the dtype of its aclScalar (`scalar_misfit`: 1e300 for a
    float32 scalar would become inf) -> 161002; constraints that hold at `version` (NaN satisfies
    no bound) -> the constraint's status;
@@ -32,18 +32,14 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from aclnngen.core.dtypes import CATEGORY, can_cast, promote_names
+from aclnngen.core.dtypes import CATEGORY, promote_names
+from aclnngen.core.kinds import kind_of
+from aclnngen.core.meta import TENSOR_ROLES, op_meta
 from aclnngen.core.releases import CannVersion
 from aclnngen.core.rules import (
-    BroadcastError,
     MetaCache,
-    broadcast_shapes,
-    channels,
     dtypes_at,
     families_at,
-    holds,
-    numel,
-    rules_at,
     status_of,
     version_key,
 )
@@ -78,9 +74,9 @@ class _Plan:
     tensors: tuple[str, ...]
     allowed: dict[str, tuple[str, ...]]
     dtype_status: int
-    promotes: tuple[tuple[tuple[str, ...], str, int], ...]  # (inputs, output, status)
+    promotes: tuple[Mapping, ...]  # the rules whose inputs' promoted dtype the dtype check reads
     plain_dtype_params: tuple[str, ...]  # tensors whose own dtype is checked against their list
-    rule_checks: tuple[tuple[Callable[[dict], None], tuple], ...]  # (check, its `when` as (name, value, default))
+    rule_checks: tuple[tuple[Callable, tuple], ...]  # (a kind's checker, its `when` as (name, value, default))
     scalars: tuple[tuple[str, str], ...]  # (C name, the dtype its aclScalar is created with)
     conditional_dtypes: Mapping[str, tuple]  # name -> ((when, dtypes),): dtypes allowed only while `when` holds
     constraints: tuple[tuple[str, str, Any, int, Callable, tuple], ...]  # ..., when: ((name, value, default),)
@@ -115,33 +111,32 @@ def _names(names) -> str:
 
 
 def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
-    params = meta["params"]
-    tensors = tuple(p["name"] for p in params if p["role"] in ("input", "output"))
+    op = op_meta(meta)
+    tensors = tuple(p.name for p in op.tensors)
     required = []
-    for p in params:
-        role = p["role"]
-        if role in ("input", "output") and not p.get("optional"):
-            required.append((p["name"], "tensor"))
-        elif role == "scalar":
-            required.append((p["name"], "scalar"))
-        elif role == "attribute" and p.get("attr_type") in _POINTER_ATTRIBUTES and p.get("default") is None:
-            required.append((p["name"], "attribute"))
+    for p in op.params:
+        if p.is_tensor and not p.optional:
+            required.append((p.name, "tensor"))
+        elif p.role == "scalar":
+            required.append((p.name, "scalar"))
+        elif p.role == "attribute" and p.attr_type in _POINTER_ATTRIBUTES and p.default is None:
+            required.append((p.name, "attribute"))
     families = families_at(meta, version)
-    allowed = {p["name"]: dtypes_at(p, family, version) for p in params if p["role"] in ("input", "output")}
+
+    def when_of(when) -> tuple:  # (name, value, the default standing in for None)
+        return tuple((k, v, op.default_of(k)) for k, v in (when or {}).items())
+
     conditional_dtypes = {
-        p["name"]: tuple(
-            (tuple((k, v, _default_of(params, k)) for k, v in e["when"].items()), tuple(e["dtypes"]))
-            for e in p.get("dtypes") or ()
-            if e.get("when") and family in e["families"] and holds(e, version)
+        p.name: tuple(
+            (when_of(e.when), e.dtypes) for e in p.dtypes if e.when and family in e.families and e.holds_at(version)
         )
-        for p in params
-        if p["role"] in ("input", "output")
+        for p in op.tensors
     }
-    rules = rules_at(meta, version, family)
-    promotes = tuple((tuple(r["inputs"]), r["output"], r["status"]) for r in rules if r["kind"] == "promote")
-    promoted_inputs = {name for inputs, _, _ in promotes for name in inputs}
+    rules = op.rules_at(version, family)
+    promotes = tuple(r.data for r in rules if r.kind.promotes_inputs)
+    promoted_inputs = {name for r in promotes for name in r["inputs"]}
     plan_fields = dict(
-        op=meta["name"],
+        op=op.name,
         family=family,
         version=version,
         required=tuple(required),
@@ -149,53 +144,31 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
         families=families,
         supported=family in families,
         tensors=tensors,
-        allowed=allowed,
+        allowed={p["name"]: dtypes_at(p, family, version) for p in meta["params"] if p["role"] in TENSOR_ROLES},
         conditional_dtypes=conditional_dtypes,
         dtype_status=status_of(meta, "dtype", version, 161002),
         promotes=promotes,
         plain_dtype_params=tuple(t for t in tensors if t not in promoted_inputs),
-        scalars=tuple(
-            (p["name"], p.get("scalar_dtype") or DEFAULT_SCALAR_DTYPE)
-            for p in params
-            if p["role"] in ("scalar", "optional_scalar")
-        ),
+        scalars=tuple((p.name, p.scalar_dtype or DEFAULT_SCALAR_DTYPE) for p in op.params if p.is_scalar),
         constraints=tuple(
-            (
-                p["name"],
-                c["op"],
-                c["value"],
-                c["status"],
-                _COMPARE[c["op"]],
-                tuple((k, v, _default_of(params, k)) for k, v in (c.get("when") or {}).items()),
-            )
-            for p in params
-            if p["role"] in ("scalar", "optional_scalar")
-            for c in p.get("constraints") or ()
-            if holds(c, version)
+            (p.name, c.op, c.value, c.status, _COMPARE[c.op], when_of(c.when))
+            for p in op.params
+            if p.is_scalar
+            for c in p.constraints
+            if c.holds_at(version)
         ),
         attributes=tuple(
-            (
-                p["name"],
-                p.get("attr_type"),
-                tuple(p.get("choices") or ()),
-                p.get("default") is not None,
-                p.get("dim_of"),
-            )
-            for p in params
-            if p["role"] == "attribute"
+            (p.name, p.attr_type, p.choices, p.default is not None, p.dim_of)
+            for p in op.params
+            if p.role == "attribute"
         ),
     )
-    # The rule checks close over a plan for its error context (op, family, version) only.
     context = _Plan(rule_checks=(), **plan_fields)
-    checks: list[Callable[[dict], None]] = []
+    checks: list[tuple[Callable, tuple]] = []
     for rule in rules:
-        builder = _RULE_BUILDERS.get(rule["kind"])
-        if builder is None:
-            raise ValueError(f"{meta['name']}: unknown rule kind {rule['kind']!r} in META")
-        check = builder(context, rule)
+        check = rule.kind.checker(rule.data)
         if check is not None:
-            when = tuple((k, v, _default_of(params, k)) for k, v in (rule.get("when") or {}).items())
-            checks.append((check, when))
+            checks.append(((rule.kind, check), when_of(rule.when)))
     return replace(context, rule_checks=tuple(checks))
 
 
@@ -207,151 +180,6 @@ def clear_cache() -> None:
     _PLANS.clear()
 
 
-# --- rule checks (each builder returns a closure over the plan and the rule) ---------------------
-# `info` maps each present tensor's C name to (shape, dtype name, value).
-
-
-def _same(field: int, noun: str, show):
-    """A builder for a rule that all its tensors agree on one property: `info` field `field`
-    (0 shape, 1 dtype), named `noun` in messages and printed by `show`."""
-    kind = f"same_{noun}"
-
-    def build(plan: _Plan, rule: Mapping):
-        params, status = tuple(rule["params"]), rule["status"]
-
-        def check(info):
-            ref = None
-            for name in params:
-                entry = info.get(name)
-                if entry is None:
-                    continue
-                if ref is None:
-                    ref = (name, entry[field])
-                elif entry[field] != ref[1]:
-                    plan.fail(
-                        status,
-                        name,
-                        kind,
-                        f"{name} has {noun} {show(entry[field])} but {ref[0]} has {noun} {show(ref[1])}; "
-                        f"{_names(params)} must have the same {noun}",
-                        found=entry[field],
-                        allowed=ref[1],
-                    )
-
-        return check
-
-    return build
-
-
-_same_shape = _same(0, "shape", _fmt)
-_same_dtype = _same(1, "dtype", str)
-
-
-def _broadcast(plan: _Plan, rule: Mapping):
-    inputs, output, status = tuple(rule["inputs"]), rule["output"], rule["status"]
-
-    def check(info):
-        present = [(n, info[n][0]) for n in inputs if n in info]
-        if not present:
-            return
-        try:
-            shape = broadcast_shapes(*(s for _, s in present))
-        except BroadcastError:
-            # name the first input that does not broadcast with the ones before it
-            acc = present[0][1]
-            for index in range(1, len(present)):
-                name, s = present[index]
-                try:
-                    acc = broadcast_shapes(acc, s)
-                except BroadcastError:
-                    before = _names(n for n, _ in present[:index])
-                    plan.fail(
-                        status,
-                        name,
-                        "broadcast",
-                        f"{name} has shape {_fmt(s)}, which does not broadcast with {before} (shape {_fmt(acc)})",
-                        found=s,
-                        allowed=f"a shape that broadcasts with {_fmt(acc)}",
-                    )
-            raise  # pragma: no cover - broadcast_shapes is pairwise-consistent
-        out = info.get(output)
-        if out is not None and out[0] != shape:
-            plan.fail(
-                status,
-                output,
-                "broadcast",
-                f"{output} has shape {_fmt(out[0])}, not the broadcast shape {_fmt(shape)} of "
-                f"{_names(n for n, _ in present)}",
-                found=out[0],
-                allowed=shape,
-            )
-
-    return check
-
-
-def _broadcast_to(plan: _Plan, rule: Mapping):
-    param, target, status = rule["param"], rule["target"], rule["status"]
-
-    def check(info):
-        p, t = info.get(param), info.get(target)
-        if p is None or t is None:
-            return
-        try:
-            result = broadcast_shapes(p[0], t[0])
-        except BroadcastError:
-            result = None
-        if result != t[0]:
-            how = "does not broadcast with it" if result is None else f"broadcasts to {_fmt(result)}"
-            plan.fail(
-                status,
-                param,
-                "broadcast_to",
-                f"{param} has shape {_fmt(p[0])}, which does not broadcast to exactly {target}'s shape "
-                f"{_fmt(t[0])} ({how})",
-                found=p[0],
-                allowed=f"a shape that broadcasts to {_fmt(t[0])}",
-            )
-
-    return check
-
-
-def _promote(plan: _Plan, rule: Mapping):
-    inputs, output, status = tuple(rule["inputs"]), rule["output"], rule["status"]
-
-    def check(info):
-        _check_promotion(plan, info, inputs, output, status)
-
-    return check
-
-
-def _check_promotion(plan: _Plan, info, inputs, output, status) -> str | None:
-    present = [(n, info[n][1]) for n in inputs if n in info]
-    if not present:
-        return None
-    promoted = promote_names(d for _, d in present)
-    described = _names(f"{n} ({d})" for n, d in present)
-    if promoted is None:
-        plan.fail(
-            status,
-            present[-1][0],
-            "promote",
-            f"{described} have no common dtype to promote to",
-            found=tuple(d for _, d in present),
-            allowed="dtypes with a common promoted dtype",
-        )
-    out = info.get(output)
-    if out is not None and out[1] != promoted:
-        plan.fail(
-            status,
-            output,
-            "promote",
-            f"{output} has dtype {out[1]}; it must have the promoted dtype {promoted} of {described}",
-            found=out[1],
-            allowed=promoted,
-        )
-    return promoted
-
-
 def _allowed(plan, name: str, get) -> tuple[str, ...]:
     """The dtypes `name` may have: the plain list plus those whose condition holds for the values."""
     allowed = plan.allowed[name]
@@ -359,188 +187,6 @@ def _allowed(plan, name: str, get) -> tuple[str, ...]:
         if all((default if get(k) is None else get(k)) == v for k, v, default in when):
             allowed = allowed + tuple(d for d in dtypes if d not in allowed)
     return allowed
-
-
-def _default_of(params, name: str):
-    return next((p.get("default") for p in params if p["name"] == name), None)
-
-
-def _castable(plan: _Plan, rule: Mapping):
-    inputs, output, status = tuple(rule["inputs"]), rule["output"], rule["status"]
-
-    def check(info):
-        present = [(n, info[n][1]) for n in inputs if n in info]
-        out = info.get(output)
-        if not present or out is None:
-            return
-        source = promote_names(d for _, d in present)
-        described = _names(f"{n} ({d})" for n, d in present)
-        if source is None:
-            plan.fail(
-                status,
-                present[-1][0],
-                "castable",
-                f"{described} have no common dtype to cast to {output}",
-                found=tuple(d for _, d in present),
-                allowed="dtypes with a common promoted dtype",
-            )
-        if source in CATEGORY and out[1] in CATEGORY and not can_cast(source, out[1]):
-            plan.fail(
-                status,
-                output,
-                "castable",
-                f"{output} has dtype {out[1]}, which {described} (dtype {source}) cannot be cast to",
-                found=out[1],
-                allowed=f"a dtype {source} can be cast to",
-            )
-
-    return check
-
-
-def _min_rank(plan: _Plan, rule: Mapping):
-    params, rank, status = tuple(rule["params"]), rule["rank"], rule["status"]
-
-    def check(info):
-        for name in params:
-            entry = info.get(name)
-            if entry is not None and len(entry[0]) < rank:
-                plan.fail(
-                    status,
-                    name,
-                    "min_rank",
-                    f"{name} has {len(entry[0])} dims (shape {_fmt(entry[0])}); at least {rank} are required",
-                    found=entry[0],
-                    allowed=f"at least {rank} dims",
-                )
-
-    return check
-
-
-def _per_channel(plan: _Plan, rule: Mapping):
-    weight, source, grad, status = rule["weight"], rule["input"], rule.get("grad"), rule["status"]
-
-    def check(info):
-        w, x = info.get(weight), info.get(source)
-        if w is None or x is None:
-            return
-        n = numel(w[0])
-        c = channels(x[0])
-        if n != 1 and n != c:
-            if len(x[0]) == 0:
-                why = f"{source} is 0-d, so {weight} must have exactly one element"
-            elif len(x[0]) == 1:
-                why = f"{source} has rank 1, so its channel count is 1"
-            else:
-                why = f"{source} has shape {_fmt(x[0])}, so C = {c}"
-            plan.fail(
-                status,
-                weight,
-                "per_channel",
-                f"{weight} has {n} elements (shape {_fmt(w[0])}); it must have 1 or one per channel "
-                f"of {source} ({why})",
-                found=w[0],
-                allowed=f"1 or {c} elements",
-            )
-        if grad is None:
-            return
-        g = info.get(grad)
-        if g is None:
-            return
-        expected = w[0] if n == 1 else (c,)
-        if g[0] != expected:
-            plan.fail(
-                status,
-                grad,
-                "per_channel",
-                f"{grad} has shape {_fmt(g[0])}; with {weight} of shape {_fmt(w[0])} it must have shape "
-                f"{_fmt(expected)}",
-                found=g[0],
-                allowed=expected,
-            )
-
-    return check
-
-
-def _max_rank(plan: _Plan, rule: Mapping):
-    params, rank, status = tuple(rule["params"]), rule["rank"], rule["status"]
-
-    def check(info):
-        for name in params:
-            entry = info.get(name)
-            if entry is not None and len(entry[0]) > rank:
-                plan.fail(
-                    status,
-                    name,
-                    "max_rank",
-                    f"{name} has {len(entry[0])} dims (shape {_fmt(entry[0])}); at most {rank} are allowed",
-                    found=entry[0],
-                    allowed=f"at most {rank} dims",
-                )
-
-    return check
-
-
-def _empty(plan: _Plan, rule: Mapping):
-    if rule["allowed"]:
-        return None
-    params, status = tuple(rule["params"]), rule["status"]
-
-    def check(info):
-        for name in params:
-            entry = info.get(name)
-            if entry is not None and 0 in entry[0]:
-                plan.fail(
-                    status,
-                    name,
-                    "empty",
-                    f"{name} is empty (shape {_fmt(entry[0])}); empty tensors are not allowed",
-                    found=entry[0],
-                    allowed="tensors without a zero-sized dim",
-                )
-
-    return check
-
-
-def _non_contiguous(plan: _Plan, rule: Mapping):
-    if rule["allowed"]:
-        return None
-    params, status = tuple(rule["params"]), rule["status"]
-
-    def check(info):
-        for name in params:
-            entry = info.get(name)
-            if entry is None:
-                continue
-            try:
-                contiguous = is_contiguous(entry[2])
-            except Exception:
-                contiguous = False
-            if not contiguous:
-                plan.fail(
-                    status,
-                    name,
-                    "non_contiguous",
-                    f"{name} (shape {_fmt(entry[0])}) is not contiguous; non-contiguous tensors are not allowed",
-                    found="non-contiguous",
-                    allowed="contiguous tensors",
-                )
-
-    return check
-
-
-_RULE_BUILDERS = {
-    "same_shape": _same_shape,
-    "same_dtype": _same_dtype,
-    "broadcast": _broadcast,
-    "broadcast_to": _broadcast_to,
-    "promote": _promote,
-    "castable": _castable,
-    "per_channel": _per_channel,
-    "max_rank": _max_rank,
-    "min_rank": _min_rank,
-    "empty": _empty,
-    "non_contiguous": _non_contiguous,
-}
 
 
 # --- values -------------------------------------------------------------------------------------
@@ -709,20 +355,13 @@ def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
         value = get(name)
         if value is not None:
             info[name] = _tensor_info(plan, name, value)
-    for inputs, output, status in plan.promotes:
-        present = [(n, info[n][1]) for n in inputs if n in info]
+    for rule in plan.promotes:
+        present = [(n, info[n][1]) for n in rule["inputs"] if n in info]
         if not present:
             continue
         promoted = promote_names(d for _, d in present)
         if promoted is None:
-            plan.fail(
-                status,
-                present[-1][0],
-                "promote",
-                f"{_names(f'{n} ({d})' for n, d in present)} have no common dtype to promote to",
-                found=tuple(d for _, d in present),
-                allowed="dtypes with a common promoted dtype",
-            )
+            _raise(plan, kind_of(rule), kind_of(rule).promotion(rule, info)[1])
         for name, found in present:
             allowed = _allowed(plan, name, get)
             if promoted not in allowed:
@@ -751,17 +390,41 @@ def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
                 found=entry[1],
                 allowed=allowed,
             )
-    for inputs, output, status in plan.promotes:
-        _check_promotion(plan, info, inputs, output, status)
+    for rule in plan.promotes:
+        _raise(plan, kind_of(rule), kind_of(rule).promotion(rule, info)[1])
     return info
 
 
 def _check_rules(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:
     """4. The op's rules (shapes, ranks, ...), each while its `when` holds."""
-    for check, when in plan.rule_checks:
+    contiguous = _contiguity(info)
+    for (kind, check), when in plan.rule_checks:
         # a rule with `when` holds only while each named scalar or attribute has the given value
         if all((get(k) if get(k) is not None else default) == v for k, v, default in when):
-            check(info)
+            _raise(plan, kind, check(info, contiguous))
+
+
+def _contiguity(info: dict) -> Callable[[str], bool]:
+    def contiguous(name: str) -> bool:
+        try:
+            return is_contiguous(info[name][2])
+        except Exception:
+            return False
+
+    return contiguous
+
+
+def _raise(plan: _Plan, kind, violation) -> None:
+    """A kind's violation as the typed error, with the plan's context (op, family, version)."""
+    if violation is not None:
+        plan.fail(
+            violation.status,
+            violation.param,
+            kind.name,
+            violation.message,
+            found=violation.found,
+            allowed=violation.allowed,
+        )
 
 
 def _check_scalars(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:

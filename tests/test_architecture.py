@@ -746,3 +746,59 @@ def test_a_call_up_from_the_bottom_c_file_is_a_circle(tmp_path):
     (tmp_path / "sim_runtime.c").write_text(files["sim_runtime.c"] + "int aclsim_reset" + reset)
     assert circles(c_uses(paths)) == []
     assert {(u.source, u.target) for u in c_uses(paths) if u.name == "sim_poison_bytes"} == set()
+
+
+# --- rule kinds: one place each ----------------------------------------------------------------
+# A rule kind's facets live in its class (aclnngen/core/kinds); a module elsewhere that compares
+# against a kind's name, or keys a dict by one, is a facet in the wrong place. The planner's case
+# names "broadcast" and "empty" spell like kinds: a comparison with its `case` variable is not one.
+
+
+def _kind_constants(node: ast.AST, names: set[str]):
+    if isinstance(node, ast.Constant) and node.value in names:
+        yield node.value
+    elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        for element in node.elts:
+            yield from _kind_constants(element, names)
+
+
+def kind_name_uses(modules: dict[str, Path], names: set[str]) -> list[str]:
+    found = []
+    for module, path in sorted(modules.items()):
+        if module == "aclnngen.core.kinds" or module.startswith("aclnngen.core.kinds."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(isinstance(o, ast.Name) and o.id == "case" for o in operands):
+                    continue
+                hits = [c for o in operands for c in _kind_constants(o, names)]
+            elif isinstance(node, ast.Dict):
+                hits = [c for k in node.keys if k is not None for c in _kind_constants(k, names)]
+            else:
+                continue
+            found += [f"{module}:{node.lineno} compares with or keys by rule kind {c!r}" for c in hits]
+    return found
+
+
+def test_no_module_outside_core_kinds_branches_on_a_rule_kind_name():
+    from aclnngen.core.kinds import KIND_NAMES
+
+    problems = kind_name_uses(project_modules(), set(KIND_NAMES))
+    assert not problems, "\n".join(problems)
+
+
+def test_a_branch_on_a_kind_name_is_found(tmp_path):
+    files = {
+        "codegen/bad.py": 'def f(rule):\n    return rule["kind"] == "same_shape" or {"max_rank": 1}\n',
+        "codegen/fine.py": 'def g(case):\n    return case == "empty"\n',
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    modules = {
+        "aclnngen.codegen.bad": tmp_path / "codegen/bad.py",
+        "aclnngen.codegen.fine": tmp_path / "codegen/fine.py",
+    }
+    found = kind_name_uses(modules, {"same_shape", "max_rank", "empty"})
+    assert [f.split(" rule kind ")[1] for f in found] == ["'same_shape'", "'max_rank'"]

@@ -23,6 +23,7 @@ from aclnngen.runtime.validation import validate
 
 from aclnngen.core import arithmetic as arithmetic_facts
 from aclnngen.core import planning
+from aclnngen.core.kinds import BY_NAME, kind_of
 from aclnngen.evaluate.numerics import storage_dtype
 
 from . import cases, directives, oracle
@@ -216,36 +217,30 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
         bad, when = (plain + conditional)[0]
         values.update(when)  # a conditional bound applies only with its condition set
         values[param] = bad
-    elif check in ("dtype", "promote"):
-        # a dtype outside the parameter's list on the family (for a promoted input, the promoted
-        # dtype leaves the list too: it is the widest of the unsupported float or complex ones)
+    elif check == "dtype":
         values[param] = value.astype(NUMPY_DTYPES[_unsupported_dtype(op, param, family)])
-    elif check == "same_dtype":
-        other = np.float16 if value.dtype != np.float16 else np.float32
-        values[param] = value.astype(other)
-    elif check in ("same_shape", "broadcast", "broadcast_to"):
-        values[param] = np.zeros(value.shape[:-1] + (value.shape[-1] + 3,) if value.ndim else (5,), dtype=value.dtype)
-    elif check == "max_rank":
-        values[param] = np.zeros((1,) * 9, dtype=value.dtype)
-    elif check == "min_rank":
-        rank = min(r["rank"] for r in meta["rules"] if r["kind"] == "min_rank" and param in r["params"])
-        values[param] = np.zeros((1,) * (rank - 1), dtype=value.dtype)
-    elif check == "castable":  # an output dtype no other dtype can be cast to but bool itself
-        values[param] = value.astype(np.bool_) if value.dtype != np.bool_ else value.astype(np.float32)
-    elif check == "per_channel":
-        if value.ndim >= 2:  # self: change its channel count
-            shape = list(value.shape)
-            shape[1] += 1
-            values[param] = np.zeros(shape, dtype=value.dtype)
-        else:  # weight or its gradient: one element too many
-            values[param] = np.zeros((value.size + 1,), dtype=value.dtype)
-    elif check == "empty":
-        values[param] = np.zeros((0,) + value.shape[1:], dtype=value.dtype)
-    elif check == "non_contiguous":
-        values[param] = np.repeat(value, 2, axis=-1)[..., ::2]
+    elif check in BY_NAME:  # a rule kind says how to break it
+        kind = BY_NAME[check]
+        rules = [r for r in meta["rules"] if kind_of(r) is kind]
+        values[param] = _provoked(
+            op, param, family, value, kind.provoke(rules, param, value.shape, dtype_name_of(value.dtype))
+        )
     else:
         raise AssertionError(f"no way to violate check {check!r}")
     return values
+
+
+def _provoked(op: OpUnderTest, param: str, family, value, how):
+    """A kind's Provocation as the array that breaks its rule."""
+    if how.unsupported_dtype:
+        # a dtype outside the parameter's list on the family (for a promoted input, the promoted
+        # dtype leaves the list too: it is the widest of the unsupported float or complex ones)
+        return value.astype(NUMPY_DTYPES[_unsupported_dtype(op, param, family)])
+    if how.dtype is not None:
+        return value.astype(NUMPY_DTYPES[how.dtype])
+    if how.strided:
+        return np.repeat(value, 2, axis=-1)[..., ::2]
+    return np.zeros(how.shape, dtype=value.dtype)
 
 
 def check_return_code(op: OpUnderTest, family: str, row: int, check: str, param: str, status: int) -> None:

@@ -46,12 +46,17 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .dtypes import ALL_DTYPES, promote_names
+from .kinds import KINDS, RuleKind, kind_of
+from .meta import op_meta
+from .kinds.broadcast import KIND as BROADCAST
+from .kinds.broadcast_to import KIND as BROADCAST_TO
+from .kinds.per_channel import KIND as PER_CHANNEL
+from .kinds.same_shape import KIND as SAME_SHAPE
 from .releases import CannVersion, holds_at
 from .rules import (
     channels,
     holds_on,
     infer_output_names,
-    numel,
     status_of,
     supported_dtypes,
     supported_families,
@@ -98,6 +103,9 @@ EMPTY_SHAPE = (0, 3, 4)
 RANK8_SHAPE = (2, 3, 1, 2, 1, 2, 1, 2)
 RANK9_SHAPE = (2, 3, 1, 2, 1, 1, 2, 1, 2)
 
+# the kinds whose rules take their inputs' promoted dtype (a mixed pair is accepted by them)
+PROMOTING = tuple(k for k in KINDS if k.promotes_inputs)
+
 _OTHER = "<other dtype>"  # marks the input that takes the second dtype in "mixed-dtype"
 
 
@@ -116,10 +124,10 @@ class OpAt:
         self.meta = meta
         self.version = version
         self.family = family
-        params = meta["params"]
-        self.inputs = [p["name"] for p in params if p["role"] == "input"]
-        self.outputs = list(meta["outputs"])
-        self.tensors = [p["name"] for p in params if p["role"] in ("input", "output")]
+        typed = op_meta(meta)
+        self.inputs = [p.name for p in typed.by_role("input")]
+        self.outputs = list(typed.outputs)
+        self.tensors = [p.name for p in typed.tensors]
         # (META index, rule) for the rules that hold at `version`
         self.rules = [
             (i, r)
@@ -128,24 +136,24 @@ class OpAt:
             and holds_on(r, family)
             and (not r.get("when") or condition_holds(r, scalar_values(meta)))  # as the cases set them
         ]
-        self.per_channel = [r for _, r in self.rules if r["kind"] == "per_channel"]
+        self.per_channel = [r for _, r in self.of_kind(PER_CHANNEL)]
         self.weights = {r["weight"] for r in self.per_channel}
         self.sources = {r["input"] for r in self.per_channel}
 
-    def of_kind(self, *kinds):
-        return [(i, r) for i, r in self.rules if r["kind"] in kinds]
+    def of_kind(self, *kinds: RuleKind):
+        return [(i, r) for i, r in self.rules if kind_of(r) in kinds]
 
     def in_same_shape(self, name) -> bool:
-        return any(name in r["params"] for _, r in self.of_kind("same_shape"))
+        return any(name in r["params"] for _, r in self.of_kind(SAME_SHAPE))
 
     def broadcast_to_targets(self):
-        return {r["target"] for _, r in self.of_kind("broadcast_to")}
+        return {r["target"] for _, r in self.of_kind(BROADCAST_TO)}
 
     def free_to_broadcast(self) -> list[str]:
         """Inputs the rules let take a shape that merely broadcasts to the others'."""
         found = []
-        for _, r in self.of_kind("broadcast", "broadcast_to"):
-            for name in r["inputs"] if r["kind"] == "broadcast" else [r["param"]]:
+        for _, r in self.rules:
+            for name in kind_of(r).broadcasting(r):
                 if name not in found:
                     found.append(name)
         banned = self.broadcast_to_targets() | self.weights | self.sources
@@ -188,19 +196,8 @@ def _collateral(op: OpAt, plan: CasePlan) -> list[tuple[int, int]]:
     shapes = _all_shapes(op, plan)
     broken = []
     for index, rule in op.rules:
-        kind = rule["kind"]
-        if kind == "max_rank":
-            if any(len(shapes.get(n, ())) > rule["rank"] for n in rule["params"]):
-                broken.append((index, rule["status"]))
-        elif kind == "min_rank":
-            if any(n in shapes and len(shapes[n]) < rule["rank"] for n in rule["params"]):
-                broken.append((index, rule["status"]))
-        elif kind == "empty" and not rule["allowed"]:
-            if any(0 in shapes.get(n, (1,)) for n in rule["params"]):
-                broken.append((index, rule["status"]))
-        elif kind == "non_contiguous" and not rule["allowed"] and plan.layout == "strided":
-            if any(numel(shapes.get(n, ())) > 1 for n in rule["params"]):
-                broken.append((index, rule["status"]))
+        if kind_of(rule).breaks(rule, shapes, plan.layout):
+            broken.append((index, rule["status"]))
     return broken
 
 
@@ -211,15 +208,14 @@ def _first(broken: list[tuple[int, int]]) -> int:
 def _rules_naming(op: OpAt, name: str, kinds) -> list[tuple[int, int]]:
     found = []
     for index, rule in op.of_kind(*kinds):
-        named = list(rule.get("params") or ()) + list(rule.get("inputs") or ())
-        named += [rule.get(k) for k in ("output", "param", "target", "weight", "input", "grad")]
-        if name in named:
+        if name in kind_of(rule).names(rule):
             found.append((index, rule["status"]))
     return found
 
 
-def case_plan(op: OpAt, case: str) -> CasePlan | None:
-    """The plan of one case kind for the op, or None when the kind does not apply to it."""
+def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
+    """The plan of one case kind for the op, or None when the kind does not apply to it; `dtype`
+    is the requested dtype name (a "mixed-dtype" case pairs it with `other_dtype(dtype)`)."""
     base = _inputs_for(op, BASE_SHAPE)
     targeted: list[tuple[int, int]] = []
     if case in ("contiguous", "offset", "non-contiguous"):
@@ -263,22 +259,24 @@ def case_plan(op: OpAt, case: str) -> CasePlan | None:
     elif case == "mixed-dtype":
         if len(op.inputs) < 2:
             return None
-        promotes = op.of_kind("promote")
+        promotes = op.of_kind(*PROMOTING)
         mixed = promotes[0][1]["inputs"][1] if promotes else op.inputs[1]
         plan = CasePlan(0, base, mixed=mixed)
         if not any(mixed in r["inputs"] for _, r in promotes):
             # dtypes of every tensor: `mixed` differs from the others, outputs follow infer_outputs
-            dtypes = {n: "float16" if n == mixed else "float32" for n in base}
+            dtypes = {n: other_dtype(dtype) if n == mixed else dtype for n in base}
             for name, (_, dt) in _infer(op, base, dtypes, op.family).items():
                 dtypes[name] = dt
-            for index, rule in op.of_kind("same_dtype"):
-                members = {dtypes[n] for n in rule["params"] if n in dtypes}
-                if mixed in rule["params"] and len(members) > 1:
-                    targeted.append((index, rule["status"]))
+            targeted += _dtype_breaks(op, dtypes, mixed)
     else:
         raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
     plan.expected = _first(targeted + _collateral(op, plan))
     return plan
+
+
+def _dtype_breaks(op: OpAt, dtypes: dict[str, str], mixed: str) -> list[tuple[int, int]]:
+    """(META index, status) of the rules tensors of these dtypes break, `mixed` the odd one."""
+    return [(i, r["status"]) for i, r in op.rules if kind_of(r).dtypes_break(r, dtypes, mixed)]
 
 
 def case_shapes(
@@ -301,45 +299,44 @@ def case_shapes(
 
 def _broadcast_rejected(op: OpAt, base) -> tuple[CasePlan, list] | None:
     free = op.free_to_broadcast()
-    broadcasts = op.of_kind("broadcast")
+    broadcasts = op.of_kind(BROADCAST)
     if broadcasts:
         rule = broadcasts[0][1]
         name = next((n for n in free if n in rule["inputs"]), rule["inputs"][0])
         shapes = {**base, name: UNBROADCASTABLE_SHAPE}
-        broken = _rules_naming(op, name, ("broadcast", "broadcast_to", "same_shape", "per_channel"))
+        broken = _rules_naming(op, name, (BROADCAST, BROADCAST_TO, SAME_SHAPE, PER_CHANNEL))
         return CasePlan(0, shapes), broken
-    targets = op.of_kind("broadcast_to")
+    targets = op.of_kind(BROADCAST_TO)
     if targets:
         rule = targets[0][1]
         name = rule["param"]
         shapes = {**base, name: (2,) + tuple(base[rule["target"]])}
         broken = [(i, r["status"]) for i, r in targets if r["param"] == name or r["target"] == name]
-        broken += _rules_naming(op, name, ("same_shape",))
+        broken += _rules_naming(op, name, (SAME_SHAPE,))
         return CasePlan(0, shapes), broken
-    for _, rule in op.of_kind("same_shape"):
+    for _, rule in op.of_kind(SAME_SHAPE):
         members = [n for n in rule["params"] if n in op.inputs and n not in op.weights]
         if len(members) >= 2:
             name = members[0]
             shapes = {**base, name: BROADCAST_SHAPE}
-            return CasePlan(0, shapes), _rules_naming(op, name, ("same_shape",))
+            return CasePlan(0, shapes), _rules_naming(op, name, (SAME_SHAPE,))
     return None
 
 
 def _shape_mismatch(op: OpAt, base) -> tuple[CasePlan, list] | None:
     inferred = _infer(op, base, dict.fromkeys(base, "float32"), op.family)
-    for _, rule in op.of_kind("same_shape", "broadcast"):
-        named = rule["params"] if rule["kind"] == "same_shape" else [rule["output"]]
-        for name in named:
+    for _, rule in op.rules:
+        for name in kind_of(rule).shape_fixed(rule):
             if name in op.outputs and name in inferred:
                 shape = inferred[name][0]
                 wrong = shape[:-1] + (shape[-1] + 1,) if shape else (2,)
-                broken = _rules_naming(op, name, ("same_shape", "broadcast", "broadcast_to"))
+                broken = _rules_naming(op, name, (SAME_SHAPE, BROADCAST, BROADCAST_TO))
                 return CasePlan(0, base, outputs={name: wrong}), broken
-    for _, rule in op.of_kind("same_shape"):
+    for _, rule in op.of_kind(SAME_SHAPE):
         members = [n for n in rule["params"] if n in op.inputs and n not in op.weights]
         if len(members) >= 2:
             name = members[-1]
-            broken = _rules_naming(op, name, ("same_shape", "broadcast", "broadcast_to", "per_channel"))
+            broken = _rules_naming(op, name, (SAME_SHAPE, BROADCAST, BROADCAST_TO, PER_CHANNEL))
             return CasePlan(0, {**base, name: MISMATCH_SHAPE}), broken
     return None
 
@@ -359,7 +356,7 @@ def applicable_cases(
     op = op_at(meta, version, family)
     result = []
     for case in SHAPE_CASES:
-        plan = case_plan(op, case)
+        plan = case_plan(op, case, dtype or "float32")
         if plan is None:
             continue
         expected = plan.expected
@@ -378,7 +375,7 @@ def _dtype_status(op: OpAt, plan: CasePlan, family: str, dtype: str) -> int:
         return 161002
     status = status_of(meta, "dtype", version, 161002)
     dtypes = {n: (other_dtype(dtype) if n == plan.mixed else dtype) for n in op.inputs}
-    promotes = [r for _, r in op.of_kind("promote")]
+    promotes = [r for _, r in op.of_kind(*PROMOTING)]
     promoted_inputs = {n for r in promotes for n in r["inputs"]}
     for rule in promotes:
         promoted = promote_names(dtypes[n] for n in rule["inputs"])
@@ -407,45 +404,51 @@ def scalar_values(meta: Mapping) -> dict[str, Any]:
     1.0 in the order they appear when there are several (so a min comes out below a max); each
     moved inside the constraints of every version. Attributes: default, first choice, or a
     neutral value of their type."""
-    params = meta["params"]
-    free = [p for p in params if p["role"] in ("scalar", "optional_scalar") and p.get("default") is None]
+    params = op_meta(meta).params
+    free = [p for p in params if p.is_scalar and p.default is None]
     picks = [0.5] if len(free) == 1 else _spaced(-1.0, 1.0, len(free)) if free else []
-    chosen = {p["name"]: float(v) for p, v in zip(free, picks)}
+    chosen = {p.name: float(v) for p, v in zip(free, picks)}
     values: dict[str, Any] = {}
     for p in params:  # attributes first: a scalar's conditional bounds depend on them
-        role = p["role"]
-        if role in ("scalar", "optional_scalar"):
-            values[p["name"]] = p["default"] if p.get("default") is not None else chosen[p["name"]]
-        elif role == "attribute":
-            if p.get("default") is not None:
-                values[p["name"]] = p["default"]
-            elif p.get("choices"):
-                values[p["name"]] = p["choices"][0]
+        if p.is_scalar:
+            values[p.name] = p.default if p.default is not None else chosen[p.name]
+        elif p.role == "attribute":
+            if p.default is not None:
+                values[p.name] = p.default
+            elif p.choices:
+                values[p.name] = p.choices[0]
             else:
-                values[p["name"]] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
-                    p.get("attr_type"), None
+                values[p.name] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
+                    p.attr_type, None
                 )
     return satisfy_constraints(meta, values)
 
 
-def condition_holds(constraint: Mapping, values: Mapping[str, Any]) -> bool:
-    """Whether a constraint's `when` (attribute or scalar values) holds for `values` (C names)."""
-    return all(values.get(k) == v for k, v in (constraint.get("when") or {}).items())
+def condition_holds(constraint: Any, values: Mapping[str, Any]) -> bool:
+    """Whether a constraint's or rule's `when` (attribute or scalar values) holds for `values` (C
+    names); `constraint` is typed metadata (core.meta) or its generated dict."""
+    when = constraint.get("when") if isinstance(constraint, Mapping) else constraint.when
+    return all(values.get(k) == v for k, v in (when or {}).items())
 
 
-def satisfy_constraints(meta: Mapping, values: Mapping[str, Any]) -> dict[str, Any]:
-    """`values` with each scalar moved inside the bounds whose condition holds (every version's)."""
+def satisfy_constraints(meta: Mapping, values: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
+    """`values` with each scalar moved inside the bounds whose condition holds (every version's,
+    or only those that hold at `version` when it is given)."""
     fixed = dict(values)
-    for p in meta["params"]:
-        if p["role"] in ("scalar", "optional_scalar") and p["name"] in fixed:
-            holding = [c for c in p.get("constraints") or () if condition_holds(c, fixed)]
-            fixed[p["name"]] = _inside(fixed[p["name"]], holding)
+    for p in op_meta(meta).params:
+        if p.is_scalar and p.name in fixed:
+            holding = [
+                c
+                for c in p.constraints
+                if condition_holds(c, fixed) and (version is None or c.holds_at(version_key(version)))
+            ]
+            fixed[p.name] = _inside(fixed[p.name], holding)
     return fixed
 
 
 def _inside(value, constraints):
     for c in constraints:
-        op, bound = c["op"], c["value"]
+        op, bound = c.op, c.value
         if op == ">=" and not value >= bound:
             value = bound
         elif op == ">" and not value > bound:
@@ -466,14 +469,13 @@ def null_cases(meta: Mapping) -> list[str]:
     """C names of the parameters that must not be NULL (None): required tensors (inputs and
     outputs), required scalars, and pointer attributes without a default."""
     names = []
-    for p in meta["params"]:
-        role = p["role"]
-        if role in ("input", "output") and not p.get("optional"):
-            names.append(p["name"])
-        elif role == "scalar":
-            names.append(p["name"])
-        elif role == "attribute" and p.get("attr_type") in ("char*", "aclIntArray*") and p.get("default") is None:
-            names.append(p["name"])
+    for p in op_meta(meta).params:
+        if p.is_tensor and not p.optional:
+            names.append(p.name)
+        elif p.role == "scalar":
+            names.append(p.name)
+        elif p.role == "attribute" and p.attr_type in ("char*", "aclIntArray*") and p.default is None:
+            names.append(p.name)
     return names
 
 
@@ -493,18 +495,14 @@ def scalar_violations(meta: Mapping, version: str | CannVersion) -> list[tuple[s
     outside the bound (the bound itself for a strict one), and NaN once per constrained scalar."""
     version = version_key(version)
     found = []
-    for p in meta["params"]:
-        if p["role"] not in ("scalar", "optional_scalar"):
+    for p in op_meta(meta).params:
+        if not p.is_scalar:
             continue
-        holding = [
-            c
-            for c in p.get("constraints") or ()
-            if holds_at(c.get("since"), c.get("until"), version) and not c.get("when")
-        ]
+        holding = [c for c in p.constraints if c.holds_at(version) and not c.when]
         for c in holding:
-            found.append((p["name"], float(_outside(c["op"], c["value"])), c["status"]))
+            found.append((p.name, float(_outside(c.op, c.value)), c.status))
         if holding:
-            found.append((p["name"], float("nan"), holding[0]["status"]))
+            found.append((p.name, float("nan"), holding[0].status))
     return found
 
 
@@ -513,12 +511,12 @@ def conditional_violations(meta: Mapping, version: str | CannVersion) -> list[tu
     holds at `version`: a value just outside its bound, with the values that make it apply."""
     version = version_key(version)
     found = []
-    for p in meta["params"]:
-        if p["role"] not in ("scalar", "optional_scalar"):
+    for p in op_meta(meta).params:
+        if not p.is_scalar:
             continue
-        for c in p.get("constraints") or ():
-            if c.get("when") and holds_at(c.get("since"), c.get("until"), version):
-                found.append((p["name"], float(_outside(c["op"], c["value"])), c["status"], dict(c["when"])))
+        for c in p.constraints:
+            if c.when and c.holds_at(version):
+                found.append((p.name, float(_outside(c.op, c.value)), c.status, dict(c.when)))
     return found
 
 
@@ -526,7 +524,7 @@ def dtype_cases(meta: Mapping, family: str, version: str | CannVersion) -> list[
     """(dtype name, accepted) for every dtype a spec can name, with all tensors of that dtype: accepted
     when the op is supported on `family` at `version` and every tensor's list there has it."""
     version = version_key(version)
-    tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
+    tensors = [p.name for p in op_meta(meta).tensors]
     supported = family in supported_families(meta, version)
     tables = {t: supported_dtypes(meta, t, family, version) for t in tensors}
     return [(d, supported and all(d in tables[t] for t in tensors)) for d in ALL_DTYPES]

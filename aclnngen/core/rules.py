@@ -16,70 +16,13 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
-from .dtypes import PromotionError, promote_names
+# re-exported: the call path, the planner and the verdict read them from here too
+from .broadcasting import BroadcastError, broadcast_shapes, broadcasts_to, channels, numel  # noqa: F401
+from .kinds import kind_of
+from .meta import op_meta
 from .releases import CannVersion, holds_at
-
-
-class BroadcastError(ValueError):
-    """Shapes that do not broadcast together. `shapes` holds them; `axis` is the first axis
-    (counted from the end, -1 = last) where two sizes disagree."""
-
-    def __init__(self, shapes: Iterable[tuple[int, ...]], axis: int):
-        self.shapes = tuple(tuple(s) for s in shapes)
-        self.axis = axis
-        listed = " and ".join(str(s) for s in self.shapes)
-        super().__init__(f"shapes {listed} do not broadcast (sizes differ at axis {axis} from the end)")
-
-
-# --- broadcasting -------------------------------------------------------------------------------
-
-
-def broadcast_shapes(*shapes: Iterable[int]) -> tuple[int, ...]:
-    """The shape `shapes` broadcast to (NumPy rules: align on the right, size 1 stretches)."""
-    shapes = tuple(tuple(s) for s in shapes)
-    if not shapes:
-        return ()
-    first = shapes[0]
-    if all(s == first for s in shapes):
-        return first
-    ndim = max(len(s) for s in shapes)
-    out = []
-    for i in range(1, ndim + 1):
-        size = 1
-        for s in shapes:
-            if len(s) < i:
-                continue
-            d = s[-i]
-            if d == 1:
-                continue
-            if size == 1:
-                size = d
-            elif d != size:
-                raise BroadcastError(shapes, -i)
-        out.append(size)
-    return tuple(reversed(out))
-
-
-def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
-    """Whether `shape` broadcasts to exactly `target` (the result of broadcasting is `target`)."""
-    try:
-        return broadcast_shapes(shape, target) == tuple(target)
-    except BroadcastError:
-        return False
-
-
-def numel(shape: Iterable[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def channels(shape: tuple[int, ...]) -> int:
-    """The per-channel count of an input: dim 1 when it has more than one dim, else 1."""
-    return shape[1] if len(shape) > 1 else 1
 
 
 # --- per-META caching ---------------------------------------------------------------------------
@@ -134,7 +77,7 @@ def holds_on(rule: Mapping, family: str | None) -> bool:
 
 
 def _build_rules(meta: Mapping, version: str, family: str | None) -> tuple[dict, ...]:
-    return tuple(r for r in meta["rules"] if holds_at(r.get("since"), r.get("until"), version) and holds_on(r, family))
+    return tuple(r.data for r in op_meta(meta).rules_at(version, family))
 
 
 _RULES = MetaCache(_build_rules)
@@ -215,7 +158,7 @@ def _output_plan(meta: Mapping, version: str, family: str | None):
     if family is None:
         # Every family's rules at once: where one family broadcasts and another demands one shape,
         # the broadcast shape is the answer (it equals the shared shape whenever the inputs agree).
-        rules = tuple(sorted(rules, key=lambda r: r["kind"] != "broadcast"))
+        rules = tuple(sorted(rules, key=lambda r: not kind_of(r).shapes_across_families))
     inputs = tuple(p["name"] for p in meta["params"] if p["role"] == "input")
     return rules, inputs, tuple(meta["outputs"])
 
@@ -225,54 +168,17 @@ _OUTPUT_PLANS = MetaCache(_output_plan)
 
 def _shape_from_rules(name, rules, known, strict):
     for rule in rules:
-        kind = rule["kind"]
-        if kind == "broadcast" and rule["output"] == name:
-            present = [known[i] for i in rule["inputs"] if i in known]
-            if not present:
-                continue
-            try:
-                return broadcast_shapes(*present)
-            except BroadcastError:
-                if strict:
-                    raise
-                return present[0]  # the validator (or the library) rejects these inputs anyway
-        elif kind == "same_shape" and name in rule["params"]:
-            for other in rule["params"]:
-                if other != name and other in known:
-                    return known[other]
-        elif kind == "per_channel" and rule.get("grad") == name:
-            weight, source = known.get(rule["weight"]), known.get(rule["input"])
-            if weight is not None and numel(weight) == 1:
-                return weight
-            if source is not None:
-                return (channels(source),)
-            if weight is not None:
-                return (numel(weight),)
-        elif kind == "broadcast_to":
-            if rule["param"] == name and rule["target"] in known:
-                return known[rule["target"]]
-            if rule["target"] == name and rule["param"] in known:
-                return known[rule["param"]]
+        shape = kind_of(rule).output_shape(rule, name, known, strict)
+        if shape is not None:
+            return shape
     return None
 
 
 def _dtype_from_rules(name, rules, known, first_input, strict):
     for rule in rules:
-        kind = rule["kind"]
-        if kind in ("promote", "castable") and rule["output"] == name:
-            present = [known[i] for i in rule["inputs"] if i in known]
-            if not present:
-                continue
-            promoted = promote_names(present)
-            if promoted is None:
-                if strict:
-                    raise PromotionError(f"dtypes {', '.join(present)} have no common dtype")
-                return present[0]
-            return promoted
-        if kind == "same_dtype" and name in rule["params"]:
-            for other in rule["params"]:
-                if other != name and other in known:
-                    return known[other]
+        dtype = kind_of(rule).output_dtype(rule, name, known, strict)
+        if dtype is not None:
+            return dtype
     return first_input
 
 

@@ -106,18 +106,7 @@ def overrides_for(meta: Mapping, version, name: str, value: Any) -> dict[str, An
     `when` the new value triggers) moves back inside it."""
     version = version_key(version)
     before = planning.scalar_values(meta)
-    at_version = {
-        "params": [
-            dict(
-                q,
-                constraints=[
-                    c for c in q.get("constraints") or () if holds_at(c.get("since"), c.get("until"), version)
-                ],
-            )
-            for q in meta["params"]
-        ]
-    }
-    fixed = planning.satisfy_constraints(at_version, {**before, name: value})
+    fixed = planning.satisfy_constraints(meta, {**before, name: value}, version)
     fixed[name] = value  # the swept value itself stays as chosen
     return {k: v for k, v in fixed.items() if k == name or v != before.get(k)}
 

@@ -9,6 +9,17 @@ import keyword
 import re
 from typing import Any
 
+from aclnngen.core.kinds import KINDS
+from aclnngen.core.kinds.broadcast import KIND as BROADCAST
+from aclnngen.core.kinds.castable import KIND as CASTABLE
+from aclnngen.core.kinds.empty import KIND as EMPTY
+from aclnngen.core.kinds.max_rank import KIND as MAX_RANK
+from aclnngen.core.kinds.min_rank import KIND as MIN_RANK
+from aclnngen.core.kinds.non_contiguous import KIND as NON_CONTIGUOUS
+from aclnngen.core.kinds.promote import KIND as PROMOTE
+from aclnngen.core.kinds.same_dtype import KIND as SAME_DTYPE
+from aclnngen.core.kinds.same_shape import KIND as SAME_SHAPE
+
 from ..cdecl import PrototypeError, parse_prototype
 from ..products import ProductTable
 from .facts import PageFacts, PageParam
@@ -22,25 +33,23 @@ _ATTRIBUTE_TYPES = {
     "aclIntArray*": "aclIntArray*",
 }
 _TRAILING = ("workspaceSize", "executor")
-# Return-code descriptions -> the check they describe (Chinese and English keywords).
-_CHECKS = (
-    ("null_pointer", ("空指针", "null")),
-    ("max_rank", ("维度大于", "维度超过", "more than 8", "dims")),
-    ("promote", ("推导", "promot")),
-    ("broadcast", ("broadcast", "广播")),
-    ("same_dtype", ("数据类型不同", "数据类型不一致", "数据类型需", "dtypes differ", "数据类型不相同")),
-    ("dtype", ("数据类型不在", "不在支持", "not supported", "数据类型和数据格式")),
-    ("same_shape", ("shape不同", "shape不一致", "shape不相同", "shapes differ")),
+# Return-code descriptions -> the check they describe (Chinese and English keywords): the rule
+# kinds' phrases (aclnngen/core/kinds) and these, tried by precedence (a narrower phrase first).
+_NON_RULE_CHECKS = (
+    (0, "null_pointer", ("空指针", "null")),
+    (5, "dtype", ("数据类型不在", "不在支持", "not supported", "数据类型和数据格式")),
+)
+_CHECKS = tuple(
+    (check, words)
+    for _, check, words in sorted(
+        _NON_RULE_CHECKS + tuple((k.row_precedence, k.name, k.row_phrases) for k in KINDS if k.row_phrases)
+    )
 )
 _CONDITIONS = {
     "null_pointer": "One of {} is NULL.",
-    "max_rank": "{} has more dims than allowed.",
-    "promote": "{} do not promote to a supported dtype.",
-    "broadcast": "{} do not broadcast, or the output has another shape.",
-    "same_dtype": "{} differ in dtype.",
     "dtype": "A dtype of {} is not supported on the product in use.",
-    "same_shape": "{} differ in shape.",
     "attribute_value": "{} is outside the values it may take.",
+    **{k.name: k.row_condition for k in KINDS if k.row_condition},
 }
 
 
@@ -409,9 +418,9 @@ def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any
         if match and int(match.group(1)) > 0:  # "1-8": at least one dim
             lowest.setdefault(int(match.group(1)), []).append(name)
     for rank, names in ranks.items():
-        rules.append({"kind": "max_rank", "params": names, "rank": rank})
+        rules.append({"kind": MAX_RANK.name, "params": names, "rank": rank})
     for rank, names in lowest.items():
-        rules.append({"kind": "min_rank", "params": names, "rank": rank})
+        rules.append({"kind": MIN_RANK.name, "params": names, "rank": rank})
     rules += _relation_hints(params, page)
     empty_no = [
         n
@@ -425,17 +434,17 @@ def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any
     ]
     for names, allowed in ((empty_no, False), (empty_yes, True)):
         if names:
-            rules.append({"kind": "empty", "params": names, "allowed": allowed})
+            rules.append({"kind": EMPTY.name, "params": names, "allowed": allowed})
     rules += _sameness_hints(tensors, page)
     non_contiguous = [n for n in tensors if n in page and page[n].non_contiguous.strip() == "√"]
     if non_contiguous:
-        rules.append({"kind": "non_contiguous", "params": non_contiguous, "allowed": True})
+        rules.append({"kind": NON_CONTIGUOUS.name, "params": non_contiguous, "allowed": True})
     return rules
 
 
-_BROADCAST = re.compile(r"broadcast|广播", re.I)
-_PROMOTE = re.compile(r"推导|promot", re.I)
-_CASTABLE = re.compile(r"可转换|转换关系|cast to|castable|can be cast", re.I)
+_BROADCAST = re.compile(BROADCAST.note_pattern, re.I)
+_PROMOTE = re.compile(PROMOTE.note_pattern, re.I)
+_CASTABLE = re.compile(CASTABLE.note_pattern, re.I)
 
 
 def _relation_hints(params: list[dict[str, Any]], page: dict[str, PageParam]) -> list[dict[str, Any]]:
@@ -452,18 +461,15 @@ def _relation_hints(params: list[dict[str, Any]], page: dict[str, PageParam]) ->
     out = outputs[0]
     broadcasting = [n for n in inputs if _BROADCAST.search(text[n])]
     if len(broadcasting) >= 2:
-        found.append({"kind": "broadcast", "inputs": broadcasting, "output": out})
+        found.append({"kind": BROADCAST.name, "inputs": broadcasting, "output": out})
     promoting = [n for n in inputs if _PROMOTE.search(text[n])]
     if len(promoting) >= 2:
-        kind = "castable" if _CASTABLE.search(text[out]) else "promote"
+        kind = (CASTABLE if _CASTABLE.search(text[out]) else PROMOTE).name
         found.append({"kind": kind, "inputs": promoting, "output": out})
     return found
 
 
-_SAMENESS = (
-    ("same_shape", re.compile(r"shape[^。；;，,]{0,24}?(?<!不)(?:一致|相同)|same shape", re.I)),
-    ("same_dtype", re.compile(r"(?:数据类型|dtype)[^。；;，,]{0,24}?(?<!不)(?:一致|相同)|same dtype", re.I)),
-)
+_SAMENESS = tuple((k.name, re.compile(k.note_pattern, re.I)) for k in (SAME_SHAPE, SAME_DTYPE))
 
 
 def _sameness_hints(tensors: list[str], page: dict[str, PageParam]) -> list[dict[str, Any]]:
@@ -473,7 +479,7 @@ def _sameness_hints(tensors: list[str], page: dict[str, PageParam]) -> list[dict
         for line in page[name].text.splitlines() if name in page else []:
             for kind, pattern in _SAMENESS:
                 # "the shape after broadcasting equals ..." is a broadcast rule, not sameness
-                if not pattern.search(line) or re.search(r"broadcast|广播", line, re.I):
+                if not pattern.search(line) or _BROADCAST.search(line):
                     continue
                 named = {name} | {
                     t for t in tensors if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", line)

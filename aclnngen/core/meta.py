@@ -1,0 +1,266 @@
+"""An op's metadata as frozen typed objects, built once per op from its generated data.
+
+`generated/meta/<op>.py` holds plain data (a dict: generated data imports nothing of the
+project); `op_meta(data)` turns it into an `OpMeta` the first time it is asked for and hands out
+the same object after (cached by the dict's identity, which the cache keeps alive). Readers use
+attributes (`op.params`, `p.role`, `rule.kind`) instead of string keys; the field names follow the
+generated data's, so the dict stays the one serialised form (codegen/metadata.py writes it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .kinds import RuleKind, kind_of
+from .releases import holds_at
+
+TENSOR_ROLES = ("input", "output")
+SCALAR_ROLES = ("scalar", "optional_scalar")
+
+
+class MetaError(ValueError):
+    """Generated metadata that does not have the shape codegen/metadata.py writes."""
+
+
+@dataclass(frozen=True, slots=True)
+class DTypeRow:
+    families: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    since: str | None = None
+    until: str | None = None
+    when: Mapping[str, Any] | None = None  # accepted only while each named scalar/attribute has the value
+
+    def holds_at(self, version: str) -> bool:
+        return holds_at(self.since, self.until, version)
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    op: str
+    value: Any
+    status: int
+    since: str | None = None
+    until: str | None = None
+    when: Mapping[str, Any] | None = None
+
+    def holds_at(self, version: str) -> bool:
+        return holds_at(self.since, self.until, version)
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str  # C name
+    py: str  # Python name
+    role: str  # input, output, scalar, optional_scalar, attribute
+    optional: bool
+    dtypes: tuple[DTypeRow, ...]
+    scalar_dtype: str | None
+    scalar_dtypes: tuple[str | DTypeRow, ...]
+    default: Any
+    constraints: tuple[Constraint, ...]
+    attr_type: str | None
+    choices: tuple[Any, ...]
+    dim_of: str | None = None
+    meaning: str | None = None
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.role in TENSOR_ROLES
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.role in SCALAR_ROLES
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    kind: RuleKind
+    status: int
+    families: tuple[str, ...]
+    since: str | None
+    until: str | None
+    when: Mapping[str, Any]
+    data: Mapping[str, Any]  # the rule as generated: what the kind's facets read
+
+    def holds_at(self, version: str) -> bool:
+        return holds_at(self.since, self.until, version)
+
+    def holds_on(self, family: str | None) -> bool:
+        """Whether it holds on product `family` (no `families`: on all; None: any family)."""
+        return family is None or not self.families or family in self.families
+
+
+@dataclass(frozen=True, slots=True)
+class ReturnCode:
+    status: int
+    check: str
+    params: tuple[str, ...]
+    condition: str
+    since: str | None = None
+    until: str | None = None
+
+    def holds_at(self, version: str) -> bool:
+        return holds_at(self.since, self.until, version)
+
+
+@dataclass(frozen=True, slots=True)
+class Product:
+    family: str
+    supported: bool
+    since: str | None = None
+    until: str | None = None
+
+    def holds_at(self, version: str) -> bool:
+        return holds_at(self.since, self.until, version)
+
+
+@dataclass(frozen=True, slots=True)
+class FormulaInfo:
+    outputs: Mapping[str, str]  # output Python name -> its kind of maths (selection, arithmetic, ...)
+    boundaries: tuple[tuple[str, str], ...]  # (tensor Python name, threshold expression)
+
+
+@dataclass(frozen=True, slots=True)
+class OpMeta:
+    name: str
+    snake: str
+    symbol: str
+    library: str
+    cann_version: str
+    cdef: str
+    products: tuple[Product, ...]
+    params: tuple[Param, ...]
+    rules: tuple[Rule, ...]
+    return_codes: tuple[ReturnCode, ...]
+    outputs: tuple[str, ...]  # C names of the output tensors, in order
+    formula: FormulaInfo
+    oracle: Mapping[str, Any]
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(f"{self.name} has no parameter {name!r}; it has {', '.join(p.name for p in self.params)}")
+
+    def by_role(self, *roles: str) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.role in roles)
+
+    @property
+    def tensors(self) -> tuple[Param, ...]:
+        return self.by_role(*TENSOR_ROLES)
+
+    def rules_at(self, version: str, family: str | None = None) -> tuple[Rule, ...]:
+        """The rules that hold at `version` on `family` (None: every family's), in spec order."""
+        return tuple(r for r in self.rules if r.holds_at(version) and r.holds_on(family))
+
+    def default_of(self, name: str) -> Any:
+        return next((p.default for p in self.params if p.name == name), None)
+
+
+def _dtype_row(d: Mapping) -> DTypeRow:
+    return DTypeRow(
+        tuple(d["families"]),
+        tuple(d["dtypes"]),
+        d.get("since"),
+        d.get("until"),
+        dict(d["when"]) if d.get("when") else None,
+    )
+
+
+def _param(p: Mapping) -> Param:
+    return Param(
+        name=p["name"],
+        py=p.get("py", p["name"]),
+        role=p["role"],
+        optional=bool(p.get("optional")),
+        dtypes=tuple(_dtype_row(d) for d in p.get("dtypes") or ()),
+        scalar_dtype=p.get("scalar_dtype"),
+        scalar_dtypes=tuple(d if isinstance(d, str) else _dtype_row(d) for d in p.get("scalar_dtypes") or ()),
+        default=p.get("default"),
+        constraints=tuple(
+            Constraint(
+                c["op"],
+                c["value"],
+                c["status"],
+                c.get("since"),
+                c.get("until"),
+                dict(c["when"]) if c.get("when") else None,
+            )
+            for c in p.get("constraints") or ()
+        ),
+        attr_type=p.get("attr_type"),
+        choices=tuple(p.get("choices") or ()),
+        dim_of=p.get("dim_of"),
+        meaning=p.get("meaning"),
+    )
+
+
+def _rule(r: Mapping) -> Rule:
+    return Rule(
+        kind=kind_of(r),
+        status=r["status"],
+        families=tuple(r.get("families") or ()),
+        since=r.get("since"),
+        until=r.get("until"),
+        when=dict(r.get("when") or {}),
+        data=r,
+    )
+
+
+def build(data: Mapping) -> OpMeta:
+    """The typed metadata of one op from its generated data; a MetaError names what is missing.
+    Only `name` and `params` are required: a META written by hand for a test of the planner or
+    the validator may leave out what they do not read (outputs default to the output tensors)."""
+    try:
+        params = tuple(_param(p) for p in data["params"])
+        formula = data.get("formula") or {}
+        return OpMeta(
+            name=data["name"],
+            snake=data.get("snake", ""),
+            symbol=data.get("symbol", ""),
+            library=data.get("library", ""),
+            cann_version=data.get("cann_version", ""),
+            cdef=data.get("cdef", ""),
+            products=tuple(
+                Product(p["family"], p.get("supported", True), p.get("since"), p.get("until"))
+                for p in data.get("products") or ()
+            ),
+            params=params,
+            rules=tuple(_rule(r) for r in data.get("rules") or ()),
+            return_codes=tuple(
+                ReturnCode(
+                    r["status"], r["check"], tuple(r["params"]), r.get("condition", ""), r.get("since"), r.get("until")
+                )
+                for r in data.get("return_codes") or ()
+            ),
+            outputs=tuple(data["outputs"])
+            if "outputs" in data
+            else tuple(p.name for p in params if p.role == "output"),
+            formula=FormulaInfo(
+                dict(formula.get("outputs") or {}), tuple(tuple(b) for b in formula.get("boundaries") or ())
+            ),
+            oracle=data.get("oracle") or {},
+        )
+    except (KeyError, TypeError, AttributeError) as exc:
+        name = data.get("name", "?") if isinstance(data, Mapping) else "?"
+        raise MetaError(f"metadata of op {name} is not as codegen/metadata.py writes it: {exc!r}") from None
+
+
+_BUILT: dict[int, tuple[Mapping, OpMeta]] = {}
+
+
+def op_meta(data: Mapping | OpMeta) -> OpMeta:
+    """The `OpMeta` of generated data `data`, built once per dict (an OpMeta is returned as is).
+    The dict is treated as immutable once read, as every META reader does."""
+    if isinstance(data, OpMeta):
+        return data
+    entry = _BUILT.get(id(data))
+    if entry is not None and entry[0] is data:
+        return entry[1]
+    built = build(data)
+    if len(_BUILT) > 4096:  # throwaway METAs of tests: forget the oldest half
+        for key in list(_BUILT)[:2048]:
+            del _BUILT[key]
+    _BUILT[id(data)] = (data, built)
+    return built
