@@ -6,7 +6,9 @@ against the spec and the header's prototypes.
 - every fact the page states that the spec, at the page's release, does not hold (op name,
   parameters, roles, C types, products, dtypes per family) is a mismatch, unless the spec records
   it as a page defect (then it is reported as that defect, seen);
-- the page's prototypes against the header's (the spec's `prototypes`), parsed.
+- the page's prototypes against the header's (the spec's `prototypes`), parsed;
+- the rules the page hints and the boundaries its formula draws, against the spec's
+  (audit/page_hints.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from aclnngen.codegen.importer.draft import build_draft
 from aclnngen.codegen.importer.pages import read_page
 from aclnngen.codegen.products import ProductTable
 
+from . import page_hints
 from .findings import Finding
 
 
@@ -59,7 +62,12 @@ def page_findings(page: Path, spec: dict[str, Any], release: str, products: Prod
                 change.message,
             )
         )
-    checked = len(facts.params) + len(facts.products) + len(facts.return_codes)
+    hinted = page_hints.rule_findings(spec, draft, release)
+    boundaries, compared = page_hints.boundary_findings(spec, facts.latex, release)
+    findings += hinted + boundaries
+    checked = (
+        len(facts.params) + len(facts.products) + len(facts.return_codes) + len(draft.get("rules") or ()) + compared
+    )
     for which, header_text in (spec.get("prototypes") or {}).items():
         page_text = (draft.get("prototypes") or {}).get(which)
         if not isinstance(page_text, str) or not page_text.startswith("aclnnStatus"):

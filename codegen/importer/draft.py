@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from aclnngen.core.kinds import KINDS
 from aclnngen.core.kinds.broadcast import KIND as BROADCAST
@@ -459,14 +459,25 @@ def _relation_hints(params: list[dict[str, Any]], page: dict[str, PageParam]) ->
     if len(outputs) != 1:
         return found
     out = outputs[0]
-    broadcasting = [n for n in inputs if _BROADCAST.search(text[n])]
+    broadcasting = _with_named([n for n in inputs if _BROADCAST.search(text[n])], inputs, text)
     if len(broadcasting) >= 2:
         found.append({"kind": BROADCAST.name, "inputs": broadcasting, "output": out})
-    promoting = [n for n in inputs if _PROMOTE.search(text[n])]
+    promoting = _with_named([n for n in inputs if _PROMOTE.search(text[n])], inputs, text)
     if len(promoting) >= 2:
         kind = (CASTABLE if _CASTABLE.search(text[out]) else PROMOTE).name
         found.append({"kind": kind, "inputs": promoting, "output": out})
     return found
+
+
+def _with_named(noted: list[str], inputs: list[str], text: Mapping[str, str]) -> list[str]:
+    """The inputs whose note states the relation, and the inputs those notes name ("self's dtype
+    promotes with gradOutput's" relates both), in parameter order."""
+    named = {t for n in noted for t in inputs if t != n and _names(t, text[n])}
+    return [n for n in inputs if n in noted or n in named]
+
+
+def _names(tensor: str, text: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(tensor)}(?![A-Za-z0-9_])", text) is not None
 
 
 _SAMENESS = tuple((k.name, re.compile(k.note_pattern, re.I)) for k in (SAME_SHAPE, SAME_DTYPE))

@@ -21,6 +21,8 @@ Contiguous = Callable[[str], bool]
 # its pydantic type.
 FIELD_TYPES = ("param list", "param", "optional param", "int", "bool", "dtype pair list")
 PARAM_TYPES = ("param list", "param", "optional param")
+# What a rule relates: tensors' shapes, their dtypes, their ranks, or what layouts are accepted.
+RELATIONS = ("shape", "dtype", "rank", "layout")
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class RuleKind:
     example: ClassVar[Mapping[str, Any]]  # its fields in one rule over tensors a, b, c, w (tests)
 
     # -- how other facts relate to it
+    relation: ClassVar[str]  # what it relates: one of RELATIONS (the page audit compares hints by it)
     promotes_inputs: ClassVar[bool] = False  # the dtype check reads its inputs' promoted dtype
     shapes_across_families: ClassVar[bool] = False  # over every family at once, its output shape wins
     cases: ClassVar[tuple[str, ...]] = ()  # the planned cases (core/planning.py) that probe it

@@ -7,6 +7,7 @@ from .base import Field, Provocation, RuleKind, Violation, first_violation, fmt,
 
 
 class Broadcast(RuleKind):
+    relation = "shape"
     name = "broadcast"
     model = "Broadcast"
     doc = "The inputs broadcast together, and the output has the broadcast shape."

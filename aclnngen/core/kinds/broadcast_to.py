@@ -7,6 +7,7 @@ from .base import Field, Provocation, RuleKind, Violation, first_violation, fmt
 
 
 class BroadcastTo(RuleKind):
+    relation = "shape"
     name = "broadcast_to"
     model = "BroadcastTo"
     doc = "`param` broadcasts to `target`'s shape, and the broadcast result is exactly that shape."

@@ -8,6 +8,7 @@ from ._promotion import described, no_common_dtype, promoted_output
 
 
 class Castable(RuleKind):
+    relation = "dtype"
     name = "castable"
     model = "Castable"
     doc = (

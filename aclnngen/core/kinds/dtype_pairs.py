@@ -21,6 +21,7 @@ def _listed_pairs(rule) -> str:
 
 
 class DTypePairs(RuleKind):
+    relation = "dtype"
     name = "dtype_pairs"
     model = "DTypePairs"
     doc = (

@@ -7,6 +7,7 @@ from ._params_rule import each_checker
 
 
 class Empty(RuleKind):
+    relation = "layout"
     name = "empty"
     model = "EmptyTensors"
     doc = "Whether tensors with a zero-sized dim are accepted (the op then does nothing)."

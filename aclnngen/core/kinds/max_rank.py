@@ -7,6 +7,7 @@ from ._params_rule import each_checker
 
 
 class MaxRank(RuleKind):
+    relation = "rank"
     name = "max_rank"
     model = "MaxRank"
     kind_doc = "max_rank: the tensors have at most `rank` dimensions."

@@ -7,6 +7,7 @@ from ._params_rule import each_checker
 
 
 class MinRank(RuleKind):
+    relation = "rank"
     name = "min_rank"
     model = "MinRank"
     doc = "Each listed tensor has at least `rank` dims."

@@ -8,6 +8,7 @@ from ._params_rule import each_checker
 
 
 class NonContiguous(RuleKind):
+    relation = "layout"
     name = "non_contiguous"
     model = "NonContiguous"
     kind_doc = "non_contiguous: whether non-contiguous (strided) tensors are accepted."

@@ -8,6 +8,7 @@ from .base import Field, Provocation, RuleKind, Violation, first_violation, fmt
 
 
 class PerChannel(RuleKind):
+    relation = "shape"
     name = "per_channel"
     model = "PerChannel"
     doc = (

@@ -8,6 +8,7 @@ from ._promotion import described, no_common_dtype, promoted_output
 
 
 class Promote(RuleKind):
+    relation = "dtype"
     name = "promote"
     model = "Promote"
     doc = (

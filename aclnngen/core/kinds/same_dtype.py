@@ -7,6 +7,7 @@ from ._sameness import same_as_other, sameness_checker
 
 
 class SameDType(RuleKind):
+    relation = "dtype"
     name = "same_dtype"
     model = "SameDType"
     doc = "All listed tensors have identical dtypes."

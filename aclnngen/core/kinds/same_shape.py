@@ -7,6 +7,7 @@ from ._sameness import same_as_other, sameness_checker
 
 
 class SameShape(RuleKind):
+    relation = "shape"
     name = "same_shape"
     model = "SameShape"
     doc = "All listed tensors have identical shapes."
