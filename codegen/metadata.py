@@ -1,6 +1,8 @@
 """An op spec as the plain data the runtime reads at call time (no YAML, no pydantic at run time).
 
-The shape is documented here once; generated/meta/<op>.py holds one such dict per op.
+The shape is documented here once; generated/meta/<op>.py holds one such dict per op, and
+readers take it typed: `aclnngen.core.meta.op_meta(META)` builds frozen objects from it once
+(each rule holding its kind from aclnngen/core/kinds).
 
 META = {
     "name", "snake", "symbol", "library", "cann_version",
