@@ -1,6 +1,12 @@
-"""The data behind docstrings and reference pages: what to say about an op, not how it looks."""
+"""The data behind docstrings and reference pages: what to say about an op, not how it looks.
+
+`op_docs` is the one entry: everything the binding's docstring, the op's reference page and its
+row of the support matrix say, built once per op from the op's derived view (codegen/view.py).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from aclnngen.core import defects as defect_kinds
 from aclnngen.core import planning
@@ -11,13 +17,26 @@ from aclnngen.core.rules import supported_dtypes, supported_families
 from . import cdecl
 from .model import OpSpec
 from .products import ProductTable
-from .resolve import resolve
+from .resolve import ResolvedOp, resolve
 from .pysig import binding_signature
-from .testplan import newest_version
 
 
-def _families_table(spec: OpSpec, products: ProductTable, version: str) -> list[dict]:
-    op = resolve(spec, version)
+@dataclass(frozen=True)
+class OpDocs:
+    binding: dict  # the binding's docstring (binding.py.j2's `doc`)
+    page: dict  # the reference page (op.md.j2's `doc`)
+    support: dict  # the op's row of the support matrix (index.md.j2)
+
+
+def op_docs(spec: OpSpec, products: ProductTable, package: str, meta: dict, op: ResolvedOp, parsed: tuple) -> OpDocs:
+    """What the docs say of one op, with `meta` its META, `op` its facts at its newest documented
+    release and `parsed` its prototypes; each table is built once, shared by docstring and page."""
+    binding = binding_doc(spec, products, op)
+    page = reference_page(spec, products, package, binding, meta, op, parsed)
+    return OpDocs(binding, page, support_row(spec, products, op))
+
+
+def _families_table(spec: OpSpec, products: ProductTable, op: ResolvedOp) -> list[dict]:
     rows = []
     for family in products.families:
         if family.id not in op.families:
@@ -68,11 +87,10 @@ def _scalars(spec: OpSpec) -> list[dict]:
     return rows
 
 
-def binding_doc(spec: OpSpec, products: ProductTable) -> dict:
-    version = newest_version(spec)
+def binding_doc(spec: OpSpec, products: ProductTable, op: ResolvedOp) -> dict:
     return {
-        "version": version,
-        "families": _families_table(spec, products, version),
+        "version": op.version,
+        "families": _families_table(spec, products, op),
         "rules": [kind_of(r).sentence(r) + (f" ({_versions(r)})" if _versions(r) else "") for r in spec.rules],
         "return_codes": [
             {"status": r.status, "condition": r.condition, "versions": _versions(r)} for r in spec.return_codes
@@ -83,11 +101,9 @@ def binding_doc(spec: OpSpec, products: ProductTable) -> dict:
     }
 
 
-def promotion_tables(spec: OpSpec, products: ProductTable, version: str) -> list[dict]:
+def promotion_tables(spec: OpSpec, op: ResolvedOp) -> list[dict]:
     """For each promote rule, the table it implies over the dtypes the inputs accept anywhere:
     row dtype x column dtype -> the promoted dtype, marked when no family supports the result."""
-
-    op = resolve(spec, version)
     tables = []
     for rule in spec.rules:
         if not kind_of(rule).promotes_inputs:
@@ -107,15 +123,20 @@ def promotion_tables(spec: OpSpec, products: ProductTable, version: str) -> list
     return tables
 
 
-def reference_page(spec: OpSpec, products: ProductTable, package: str = "aclnngen.generated") -> dict:
-    data = binding_doc(spec, products)
-    data["example"] = python_example(spec, package, data["version"])
-    page_version = spec.cann_version
+def reference_page(
+    spec: OpSpec, products: ProductTable, package: str, binding: dict, meta: dict, op: ResolvedOp, parsed: tuple
+) -> dict:
+    """The page: the binding's docstring data (`binding`) and what only the page shows; `parsed`:
+    the header's prototypes, parsed (get_workspace_size, launch)."""
+    data = dict(binding)
+    data["example"] = python_example(spec, package, meta, binding["signature"], op.version)
+    # the page's own release shows its own table; the newest one's is the docstring's
+    page_op = op if spec.cann_version == op.version else resolve(spec, spec.cann_version)
     data.update(
-        page_families=_families_table(spec, products, page_version),
+        page_families=binding["families"] if page_op is op else _families_table(spec, products, page_op),
         prototypes=[spec.prototypes.get_workspace_size, spec.prototypes.launch],
-        page_differences=_page_differences(spec),
-        promotions=promotion_tables(spec, products, data["version"]),
+        page_differences=_page_differences(spec, parsed),
+        promotions=promotion_tables(spec, op),
         params=[{"name": p.name, "py": p.py_name, "role": p.role, "summary": p.summary} for p in spec.parameters],
         defects=[
             {
@@ -132,13 +153,10 @@ def reference_page(spec: OpSpec, products: ProductTable, package: str = "aclnnge
     return data
 
 
-def python_example(spec: OpSpec, package: str, version: str) -> list[str]:
-    """A short call of the binding, with the shapes, dtype and scalar values the generated tests
-    use for the contiguous case (core/planning.py), as lines of Python."""
-    from . import metadata
-
-    meta = metadata.build(spec)
-    signature = binding_signature(spec)
+def python_example(spec: OpSpec, package: str, meta: dict, signature: dict, version: str) -> list[str]:
+    """A short call of the binding (`signature`, pysig.binding_signature), with the shapes, dtype
+    and scalar values the generated tests use for the contiguous case (core/planning.py), as lines
+    of Python."""
     first = next(p.name for p in spec.parameters if p.role == "input")
     families = supported_families(meta, version)
     dtypes = supported_dtypes(meta, first, families[0], version) if families else ()
@@ -163,23 +181,21 @@ def python_example(spec: OpSpec, package: str, version: str) -> list[str]:
     return lines
 
 
-def _page_differences(spec: OpSpec) -> list[str]:
+def _page_differences(spec: OpSpec, parsed: tuple) -> list[str]:
     if spec.page_prototypes is None:
         return []
     out = []
-    for field in ("get_workspace_size", "launch"):
+    for field, header in zip(("get_workspace_size", "launch"), parsed):
         text = getattr(spec.page_prototypes, field)
         if text:
-            header = cdecl.parse_prototype(getattr(spec.prototypes, field))
             out += cdecl.diff_prototypes(header, cdecl.parse_prototype(text))
     return out
 
 
-def support_row(spec: OpSpec, products: ProductTable) -> dict:
+def support_row(spec: OpSpec, products: ProductTable, op: ResolvedOp) -> dict:
     """One op's row of the support matrix: its first input's dtypes per product family, at its
-    newest documented release."""
-    version = newest_version(spec)
-    op = resolve(spec, version)
+    newest documented release (`op`)."""
+    version = op.version
     first_input = next(p for p in spec.parameters if p.role == "input")
     cells = []
     for family in products.families:

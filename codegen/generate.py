@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import abi as abi_model
-from . import metadata, names, render, testplan
+from . import names, render
 from .errors import GenerateError
 from .gencache import OpCache, record_class
 from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
@@ -29,6 +29,7 @@ from .model import OpSpec
 from .products import ProductTable
 from .writer import Folder, Manifest, digest, is_temporary, read_manifest, write_owned
 from .tables import table_path
+from .view import OpView
 
 GENERATOR = "aclnngen generate"
 MANIFEST_NAME = "aclnngen-manifest.json"
@@ -371,18 +372,18 @@ def _render_batch(specs_dir: Path, layout: Layout, products: ProductTable, relea
     return renders, problems
 
 
-def _record(spec: OpSpec, products: ProductTable) -> dict:
+def _record(view: OpView) -> dict:
     """What the shared files need of one op: its names, its simulator entry, its support-matrix
     row and its part of the change log."""
     from .changes import op_changes
-    from .docs import support_row
 
+    spec = view.spec
     return {
         "snake": spec.snake_name,
         "name": spec.name,
         "summary": spec.summary,
-        "sim": _sim_entry(spec),
-        "support": support_row(spec, products),
+        "sim": _sim_entry(view),
+        "support": view.docs.support,
         "changes": op_changes(spec),
         "newest": _newest_release(spec),
     }
@@ -398,15 +399,17 @@ def _newest_release(spec: OpSpec) -> str:
 
 
 def _render_op(specs_dir: Path, layout: Layout, ls: LoadedSpec, products: ProductTable) -> OpRender:
+    """One op's own outputs and record, all read from one view of it (codegen/view.py)."""
+    view = OpView(ls.spec, products, layout.package)
     p = Plan(specs_dir, layout)
-    _render_op_outputs(p, ls, products)
-    return OpRender(tuple(p.outputs), _record(ls.spec, products))
+    _render_op_outputs(p, ls.path, view)
+    return OpRender(tuple(p.outputs), _record(view))
 
 
-def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
-    spec, layout = ls.spec, p.layout
-    source = _source_of(ls.path, p.specs_dir)
-    meta = metadata.build(spec)
+def _render_op_outputs(p: Plan, path: Path, view: OpView) -> None:
+    spec, layout, products = view.spec, p.layout, view.products
+    source = _source_of(path, p.specs_dir)
+    meta = view.meta
     op = spec.snake_name
     common = {
         "spec": spec,
@@ -426,7 +429,7 @@ def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
         render.render(
             "binding.py.j2",
             header=_header("binding", source, "binding.py.j2"),
-            doc=_binding_doc(spec, products),
+            doc=view.docs.binding,
             **common,
         ),
     )
@@ -435,9 +438,9 @@ def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
         render.render(
             "reference.py.j2",
             header=_header("reference", source, "reference.py.j2"),
-            bodies=_bodies(spec),
-            forwards=_forwards(spec),
-            oracle_expressions=_oracle_expressions(spec),
+            bodies=view.bodies,
+            forwards=view.forwards,
+            oracle_expressions=view.oracle_expressions,
             bounds=meta["formula"]["boundaries"],
             bounds_need_math=any("math." in expr for _, expr in meta["formula"]["boundaries"]),
             **common,
@@ -448,7 +451,7 @@ def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
         render.render(
             "test_op.py.j2",
             header=_header("tests", source, "test_op.py.j2"),
-            plan=testplan.build(spec, products),
+            plan=view.test_plan,
             **common,
         ),
     )
@@ -457,68 +460,10 @@ def _render_op_outputs(p: Plan, ls: LoadedSpec, products: ProductTable) -> None:
         render.render(
             "op.md.j2",
             header=_header("reference page", source, "op.md.j2"),
-            doc=_page(spec, products, layout.package),
+            doc=view.docs.page,
             **common,
         ),
     )
-
-
-def _bodies(spec: OpSpec) -> list[dict]:
-    """The formula and every defect's claimed or observed formula, as Python function bodies."""
-    from . import formula
-
-    bodies = [{"key": "spec", "name": "_spec", "lines": formula.render_program(metadata.program(spec, spec.formula))}]
-    for index, defect in enumerate(spec.defects):
-        for which in ("claimed", "observed"):
-            expr = getattr(defect, which)
-            if expr is not None:
-                bodies.append(
-                    {
-                        "key": f"{which}:{index}",
-                        "name": f"_{which}_{index}",
-                        "lines": formula.render_program(metadata.program(spec, expr)),
-                    }
-                )
-    return bodies
-
-
-def _forwards(spec: OpSpec) -> list[dict]:
-    """Each forward-output input's forward function of `x`, as a Python function body."""
-    from . import formula
-    from .consistency import forward_program
-
-    return [
-        {
-            "key": p.py_name,
-            "name": f"_forward_{i}",
-            "lines": formula.render_program(forward_program(spec, p, loc=("parameters", i, "forward"))),
-        }
-        for i, p in enumerate(spec.parameters)
-        if p.forward is not None
-    ]
-
-
-def _oracle_expressions(spec: OpSpec) -> list[dict]:
-    """Each oracle argument's `{expr: ...}` over the scalars and attributes, as a function body."""
-    from . import formula
-    from .consistency import oracle_expression, oracle_expressions
-
-    return [
-        {"key": source, "name": f"_oracle_{i}", "lines": formula.render_program(oracle_expression(spec, source, ()))}
-        for i, source in enumerate(oracle_expressions(spec))
-    ]
-
-
-def _binding_doc(spec: OpSpec, products: ProductTable) -> dict:
-    from .docs import binding_doc
-
-    return binding_doc(spec, products)
-
-
-def _page(spec: OpSpec, products: ProductTable, package: str) -> dict:
-    from .docs import reference_page
-
-    return reference_page(spec, products, package)
 
 
 def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> None:
@@ -564,8 +509,8 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
     )
 
 
-def _render_sim_ops(specs: list[OpSpec]) -> str:
-    return _render_sim_entries([_sim_entry(spec) for spec in specs], [_newest_release(spec) for spec in specs])
+def _render_sim_ops(views: list[OpView]) -> str:
+    return _render_sim_entries([_sim_entry(v) for v in views], [_newest_release(v.spec) for v in views])
 
 
 def _render_sim_entries(entries: list[str], newest: list[str]) -> str:
@@ -582,9 +527,9 @@ def _render_sim_entries(entries: list[str], newest: list[str]) -> str:
     )
 
 
-def _sim_entry(spec: OpSpec) -> str:
+def _sim_entry(view: OpView) -> str:
     """One op's entry points of sim_ops.c (rendered with the op, so a cached op needs no rendering)."""
-    return render.render("sim_op_entry.c.j2", op=_sim_op(spec))
+    return render.render("sim_op_entry.c.j2", op=_sim_op(view))
 
 
 def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[str] | None = None) -> str:
@@ -601,7 +546,7 @@ def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[st
         if unknown:
             raise GenerateError(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         loaded = [ls for ls in loaded if ls.spec.snake_name in wanted or ls.spec.name in wanted]
-    return _render_sim_ops([ls.spec for ls in loaded])
+    return _render_sim_ops([OpView(ls.spec, products) for ls in loaded])
 
 
 _SIM_KIND = {
@@ -617,9 +562,9 @@ _SIM_KIND = {
 }
 
 
-def _sim_op(spec: OpSpec) -> dict:
-    from . import cdecl
-
+def _sim_op(view: OpView) -> dict:
+    spec = view.spec
+    get_workspace_size, launch = view.prototypes
     args = []
     for p in spec.parameters:
         kind = _SIM_KIND[(p.role, p.c_type)] if p.role == "attribute" else _SIM_KIND[p.role]
@@ -628,8 +573,8 @@ def _sim_op(spec: OpSpec) -> dict:
         args.append({"kind": kind, "name": p.name, "attr_type": p.c_type})
     return {
         "name": spec.name,
-        "get_workspace_size": cdecl.parse_prototype(spec.prototypes.get_workspace_size),
-        "launch": cdecl.parse_prototype(spec.prototypes.launch),
+        "get_workspace_size": get_workspace_size,
+        "launch": launch,
         "args": args,
     }
 

@@ -80,21 +80,27 @@ def program(spec: OpSpec, expr) -> "formula.FormulaProgram":
     return formula.parse_program(expr.outputs, program_names(spec), lets=expr.lets, loc=("formula",))
 
 
-def cdef(spec: OpSpec) -> str:
-    gws = cdecl.parse_prototype(spec.prototypes.get_workspace_size)
-    launch = cdecl.parse_prototype(spec.prototypes.launch)
+def prototypes(spec: OpSpec) -> tuple:
+    """The two prototypes, parsed: (get_workspace_size, launch)."""
+    return cdecl.parse_prototype(spec.prototypes.get_workspace_size), cdecl.parse_prototype(spec.prototypes.launch)
+
+
+def cdef(spec: OpSpec, parsed: tuple | None = None) -> str:
+    gws, launch = parsed if parsed is not None else prototypes(spec)
     return f"{gws};\n{launch};\n"
 
 
-def build(spec: OpSpec) -> dict:
-    prog = program(spec, spec.formula)
+def build(spec: OpSpec, prog: "formula.FormulaProgram | None" = None, parsed: tuple | None = None) -> dict:
+    """The META of `spec`. `prog` (its formula) and `parsed` (its prototypes) when already parsed:
+    codegen/view.py parses each once per op."""
+    prog = prog if prog is not None else program(spec, spec.formula)
     return {
         "name": spec.name,
         "snake": spec.snake_name,
         "symbol": spec.symbol,
         "library": spec.library,
         "cann_version": spec.cann_version,
-        "cdef": cdef(spec),
+        "cdef": cdef(spec, parsed),
         "products": [{"family": p.family, "supported": p.supported, **_versions(p)} for p in spec.products],
         "params": [_param(p) for p in spec.parameters],
         "rules": [_rule(r) for r in spec.rules],

@@ -17,7 +17,7 @@ from . import metadata
 from .consistency import versioned_facts
 from .model import OpSpec
 from .products import ProductTable
-from .resolve import resolve
+from .resolve import ResolvedOp, resolve
 
 # Data sets for the reference against the oracle; shape sets join when the op's rules allow them.
 DATA_KINDS = ("adversarial", "special-values", "random")
@@ -37,10 +37,14 @@ def _case(id_: str, **values) -> dict:
     return {"id": id_, **values}
 
 
-def build(spec: OpSpec, products: ProductTable) -> dict:
-    meta = metadata.build(spec)
-    version = newest_version(spec)
-    op = resolve(spec, version)
+def build(
+    spec: OpSpec, products: ProductTable, *, meta: dict | None = None, resolved: ResolvedOp | None = None
+) -> dict:
+    """The cases of the op's generated tests; `meta` and `resolved` (its facts at its newest
+    documented release) when already derived (codegen/view.py), else derived here."""
+    meta = meta if meta is not None else metadata.build(spec)
+    op = resolved if resolved is not None else resolve(spec, newest_version(spec))
+    version = op.version
     label = {f.id: f.label for f in products.families}
     families = [f.id for f in products.families if f.id in op.families]
     home = "a2" if "a2" in families else families[0]  # the family shape and scalar cases run on
