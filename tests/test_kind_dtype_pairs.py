@@ -116,7 +116,10 @@ def test_planning_expects_the_mixed_case_by_the_pairs(meta):
 
 
 def test_the_docs_state_the_pairs(spec, products):
-    sentences = docs.binding_doc(spec, products)["rules"]
+    from aclnngen.codegen.resolve import resolve
+    from aclnngen.codegen.testplan import newest_version
+
+    sentences = docs.binding_doc(spec, products, resolve(spec, newest_version(spec)))["rules"]
     assert (
         "gradOutput and self have the same dtype or one of the pairs (float16, float32), (bfloat16, float32)"
         in sentences
