@@ -14,6 +14,7 @@ from typing import Mapping
 
 import numpy as np
 
+from aclnngen.core.meta import op_meta
 from aclnngen.core.rules import supported_dtypes, supported_families
 from aclnngen.core import planning, sweeps
 from aclnngen.core.kinds import cases_probing
@@ -93,8 +94,10 @@ def audit(
 
 
 def _library_checks(call, op, source: str, profile: str | None, result: OpAudit, only_family: str | None) -> None:
-    meta, version, snake = op.meta, op.version, op.meta["snake"]
-    families = [p["family"] for p in meta["products"]]
+    meta, version = op.meta, op.version
+    typed = op_meta(meta)
+    snake = typed.snake
+    families = [p.family for p in typed.products]
     if only_family is not None:
         families = [f for f in families if f == only_family]
     supported = supported_families(meta, version)
@@ -145,8 +148,8 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
             _partial_support(op, family, sets, probe, repro, source, result)
             home = (
                 "float32"
-                if "float32" in supported_dtypes(meta, op.params("input")[0]["name"], family, version)
-                else (supported_dtypes(meta, op.params("input")[0]["name"], family, version) or ("float32",))[0]
+                if "float32" in supported_dtypes(meta, typed.by_role("input")[0].name, family, version)
+                else (supported_dtypes(meta, typed.by_role("input")[0].name, family, version) or ("float32",))[0]
             )
             for kind, expected in planning.applicable_cases(meta, version, family=family, dtype=home):
                 values = _broadcast_outputs(
@@ -172,33 +175,33 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                     )
             base = cases.make_values(meta, "contiguous", home, version=version, family=family)
             _null_defaults(call, op, base, family, source, result)
-            for index, row in enumerate(meta["return_codes"]):
-                if not _holds(row, version):
+            for index, row in enumerate(typed.return_codes):
+                if not row.holds_at(version):
                     continue
-                for param in row["params"]:
-                    if row["check"] == "null_pointer" and param in meta["outputs"]:
+                for param in row.params:
+                    if row.check == "null_pointer" and param in typed.outputs:
                         continue  # the binding allocates an output it is not given: no NULL reaches the library
                     result.claims += 1
                     try:
-                        values = opcheck._violate(op, dict(base), row["check"], param, family)
+                        values = opcheck._violate(op, dict(base), row.check, param, family)
                         status = probe(values, family)
                     except (ProbeError, AssertionError, StopIteration, ValueError, IndexError) as exc:
-                        result.errors.append(f"row {index} ({row['check']}: {param}): {exc}")
+                        result.errors.append(f"row {index} ({row.check}: {param}): {exc}")
                         continue
                     result.checked += 1
-                    if status != row["status"]:
+                    if status != row.status:
                         result.findings.append(
                             Finding(
                                 op.name,
                                 "return_code",
-                                f"row {index} ({row['check']}: {param}) on {family}",
+                                f"row {index} ({row.check}: {param}) on {family}",
                                 "mismatch",
                                 source,
                                 family,
-                                f"status {row['status']}",
+                                f"status {row.status}",
                                 "accepted" if status == 0 else f"status {status}",
                                 repro(values, family),
-                                checks=(row["check"],),
+                                checks=(row.check,),
                             )
                         )
 
@@ -230,20 +233,20 @@ def condition_text(when: Mapping) -> str:
 def _conditional_claims(meta: Mapping, family: str, version: str) -> dict[str, list[dict]]:
     """dtype -> the `when` conditions under which every tensor's page list has it (conditional
     rows, `when: {threshold: 0}`), for dtypes the unconditional lists lack."""
-    tensors = [p for p in meta["params"] if p["role"] in ("input", "output")]
+    tensors = op_meta(meta).tensors
     found: dict[str, list[dict]] = {}
     for p in tensors:
-        for row in p.get("dtypes") or ():
-            if row.get("when") and family in row["families"] and _holds(row, version):
-                for dtype in row["dtypes"]:
-                    if row["when"] not in found.setdefault(dtype, []):
-                        found[dtype].append(row["when"])
+        for row in p.dtypes:
+            if row.when and family in row.families and row.holds_at(version):
+                for dtype in row.dtypes:
+                    if row.when not in found.setdefault(dtype, []):
+                        found[dtype].append(dict(row.when))
     return {
         d: whens
         for d, whens in found.items()
         if all(
-            d in supported_dtypes(meta, t["name"], family, version)
-            or any(d in r["dtypes"] and r.get("when") for r in t.get("dtypes") or () if family in r["families"])
+            d in supported_dtypes(meta, t.name, family, version)
+            or any(d in r.dtypes and r.when for r in t.dtypes if family in r.families)
             for t in tensors
         )
     }
@@ -316,14 +319,14 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
 def _null_defaults(call, op, base: dict, family: str, source: str, result: OpAudit) -> None:
     """A NULL optional scalar behaves as its documented default: the same call made both ways
     (both phases, on the same data) gives the same bits."""
-    meta = op.meta
-    for p in op.params("optional_scalar"):
+    typed = op_meta(op.meta)
+    for p in typed.by_role("optional_scalar"):
         outputs = []
-        for value in (None, p["default"]):
+        for value in (None, p.default):
             values = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.items()}
-            values[p["name"]] = value
+            values[p.name] = value
             try:
-                got = call(*[values.get(q["name"]) for q in meta["params"]], validate=False)
+                got = call(*[values.get(q.name) for q in typed.params], validate=False)
             except Exception as exc:  # a library error is an answer too: the two ways must agree
                 got = (f"{type(exc).__name__}: {getattr(exc, 'status', '')}",)
             outputs.append(got if isinstance(got, tuple) else (got,))
@@ -335,13 +338,13 @@ def _null_defaults(call, op, base: dict, family: str, source: str, result: OpAud
                 Finding(
                     op.name,
                     "default",
-                    f"{p['name']} NULL on {family}",
+                    f"{p.name} NULL on {family}",
                     "mismatch",
                     source,
                     family,
-                    f"NULL means {p['default']!r}",
+                    f"NULL means {p.default!r}",
                     "NULL gives another result than the documented default",
-                    _default_snippet(meta, p["name"], p["default"], family, op.version),
+                    _default_snippet(op.meta, p.name, p.default, family, op.version),
                 )
             )
 
@@ -353,7 +356,7 @@ def _same(a, b) -> bool:
 
 
 def _default_snippet(meta: Mapping, name: str, default, family: str, version: str) -> str:
-    snake = meta["snake"]
+    snake = op_meta(meta).snake
     return (
         "\n".join(
             [
@@ -382,16 +385,13 @@ def _broadcast_outputs(meta: Mapping, values: dict, kind: str) -> dict:
     broadcast shape: the probe then asks only whether the library broadcasts the inputs."""
     if kind != "broadcast-rejected":
         return values
-    shapes = [
-        np.shape(values[p["name"]])
-        for p in meta["params"]
-        if p["role"] == "input" and values.get(p["name"]) is not None
-    ]
+    typed = op_meta(meta)
+    shapes = [np.shape(values[p.name]) for p in typed.by_role("input") if values.get(p.name) is not None]
     try:
         shape = np.broadcast_shapes(*shapes)
     except ValueError:
         return values
-    for name in meta["outputs"]:
+    for name in typed.outputs:
         if isinstance(values.get(name), np.ndarray) and values[name].shape != shape and values[name].size:
             values[name] = np.zeros(shape, dtype=values[name].dtype)
     return values
@@ -434,7 +434,8 @@ def _numeric_claim(
 def _numeric_checks(op, source: str, result: OpAudit) -> None:
     meta, version = op.meta, op.version
     families = supported_families(meta, version)
-    dtypes = sorted({d for f in families for d in supported_dtypes(meta, op.params("input")[0]["name"], f, version)})
+    first = op_meta(meta).by_role("input")[0].name
+    dtypes = sorted({d for f in families for d in supported_dtypes(meta, first, f, version)})
     for dtype in dtypes:
         _numeric_claim(op, source, result, dtype, f"spec formula, {dtype}", "the spec's formula", histogram=True)
         # NaN, infinities, signed zeros, subnormals and extremes, in the inputs and the gradient
@@ -521,12 +522,13 @@ def _against_oracle(op, dtype: str, values: dict, result: OpAudit | None, formul
     """None when the reference (by `formula`) agrees with torch under the precision policy, else
     the first line of the disagreement."""
     ours = op.run_reference(values, formula=formula)
-    by_py = {p["py"]: values.get(p["name"]) for p in op.meta["params"] if p["role"] != "output"}
-    for p in op.params("input"):
-        if isinstance(by_py.get(p["py"]), np.generic):
-            by_py[p["py"]] = np.asarray(by_py[p["py"]])
+    typed = op_meta(op.meta)
+    by_py = {p.py: values.get(p.name) for p in typed.params if p.role != "output"}
+    for p in typed.by_role("input"):
+        if isinstance(by_py.get(p.py), np.generic):
+            by_py[p.py] = np.asarray(by_py[p.py])
     theirs = op.run_oracle(by_py, [a.dtype for a in ours])
-    for (py, kind), a, b in zip(op.meta["formula"]["outputs"].items(), ours, theirs):
+    for (py, kind), a, b in zip(typed.formula.outputs.items(), ours, theirs):
         try:
             opcheck.compare_within_policy(op, values, py, kind, dtype, a, b, None)
         except AssertionError as exc:
@@ -535,7 +537,7 @@ def _against_oracle(op, dtype: str, values: dict, result: OpAudit | None, formul
 
 
 def _numeric_snippet(op, dtype: str, formula: str, overrides, data: str = "random") -> str:
-    snake = op.meta["snake"]
+    snake = op_meta(op.meta).snake
     return (
         "\n".join(
             [

@@ -8,6 +8,8 @@ specs (`codegen.cdecl`), then compared parameter by parameter: never grepped as 
 
 from __future__ import annotations
 
+from aclnngen.core.meta import op_meta
+
 import re
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -92,13 +94,14 @@ def compare(
     findings: list[Finding] = []
     checked = 0
     for meta in metas:
-        for which, text in prototypes[meta["name"]].items():
+        name = op_meta(meta).name
+        for which, text in prototypes[name].items():
             spec = parse_prototype(text)
             checked += 1
             if spec.name not in declared:
                 findings.append(
                     Finding(
-                        meta["name"],
+                        name,
                         "header",
                         spec.name,
                         "mismatch",
@@ -115,7 +118,7 @@ def compare(
             except PrototypeError as exc:
                 findings.append(
                     Finding(
-                        meta["name"],
+                        name,
                         "header",
                         spec.name,
                         "mismatch",
@@ -129,7 +132,7 @@ def compare(
             for difference in diff_prototypes(header, spec):
                 findings.append(
                     Finding(
-                        meta["name"],
+                        name,
                         "header",
                         f"{spec.name}: {difference}",
                         "mismatch",

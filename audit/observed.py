@@ -12,6 +12,8 @@ merges into it (its families replaced, the others kept); a file a person wrote i
 
 from __future__ import annotations
 
+from aclnngen.core.meta import op_meta
+
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -45,7 +47,7 @@ class SaveProfileError(ValueError):
 
 def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointers: str) -> dict[str, Any]:
     """The profile of op `meta` at `release` that reproduces `audit`'s library observations."""
-    tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
+    tensors = [p.name for p in op_meta(meta).tensors]
     by_list: dict[tuple[str, ...], list[str]] = {}
     for family, sets in audit.matrix.items():
         works = tuple(d for d, verdict in sets.items() if verdict.endswith("works"))
@@ -85,7 +87,7 @@ def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointe
                 {**change, "reason": f"{subject} accepted on {f.family} ({source}), though the spec rejects it"}
             )
     return {
-        "op": meta["name"],
+        "op": op_meta(meta).name,
         "cann_version": release,
         "evidence": f"observed on {source} at {release}",
         "null_out_pointers": null_out_pointers,
@@ -97,7 +99,8 @@ def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointe
 
 def _change(meta: Mapping, finding, subject: str) -> dict | None:
     """The one profile change that accepts what `finding` saw accepted, or None."""
-    kinds = {kind_of(r).name for r in meta["rules"]}
+    rules = [r.data for r in op_meta(meta).rules]
+    kinds = {kind_of(r).name for r in rules}
     if finding.check == "shape":
         return next((dict(c) for c in _CASE_CHANGES.get(subject, ()) if c["rule"] in kinds), None)
     # a return-code row "row N (check: param)" of a rule's check that the library did not make on param
@@ -105,7 +108,7 @@ def _change(meta: Mapping, finding, subject: str) -> dict | None:
     # a rule of that kind listing param (in a list field: `params`, `inputs`; loc is (field, index))
     named = [
         r
-        for r in meta["rules"]
+        for r in rules
         if kind_of(r).name == check and any(n == param and len(loc) == 2 for loc, n in kind_of(r).named(r))
     ]
     if not named:

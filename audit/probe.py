@@ -7,6 +7,8 @@ the binding's own checks out of the way, so the answer is the library's.
 
 from __future__ import annotations
 
+from aclnngen.core.meta import op_meta
+
 import contextlib
 import importlib
 from typing import Any, Mapping
@@ -39,13 +41,14 @@ def on_source(source: str, family: str, version: str, profile: str | None):
 
 def first_phase(call, meta: Mapping, values: Mapping[str, Any]) -> int:
     """The status of the first phase with `values` (C names): 0 when accepted."""
-    args = [values.get(p["name"]) for p in meta["params"]]  # prototype order, outputs included
+    op = op_meta(meta)
+    args = [values.get(p.name) for p in op.params]  # prototype order, outputs included
     try:
         prepared = call.prepare(*args, validate=False)
     except AclnnStatusError as exc:
         return exc.status
     except (AclnnError, TypeError, ValueError) as exc:  # refused before the library: not an answer of it
-        raise ProbeError(f"{meta['name']}: the probe could not call the library: {type(exc).__name__}: {exc}") from exc
+        raise ProbeError(f"{op.name}: the probe could not call the library: {type(exc).__name__}: {exc}") from exc
     prepared.close()
     return 0
 
@@ -57,9 +60,8 @@ class ProbeError(RuntimeError):
 def snippet_values(meta: Mapping, values: Mapping[str, Any]) -> list[str]:
     """Python lines that rebuild `values` (C names) as the smallest equivalent arguments."""
     lines = []
-    for p in meta["params"]:
-        value = values.get(p["name"])
-        lines.append(f"    {p['name']!r}: {_literal(value)},")
+    for p in op_meta(meta).params:
+        lines.append(f"    {p.name!r}: {_literal(values.get(p.name))},")
     return lines
 
 

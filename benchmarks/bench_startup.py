@@ -41,7 +41,8 @@ t1 = time.perf_counter()
 heavy_import = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[2].split(",")))
 import numpy as np
 meta = importlib.import_module(f"aclnngen.generated.meta.{op}").META
-inputs = [np.full((4,), 0.5, np.float32) for p in meta["params"] if p["role"] == "input"]
+from aclnngen.core.meta import op_meta
+inputs = [np.full((4,), 0.5, np.float32) for p in op_meta(meta).by_role("input")]
 fn = getattr(module, op)
 t2 = time.perf_counter()
 fn(*inputs)

@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, row  # noqa: E402
 
 from aclnngen.generated import OPS  # noqa: E402
+from aclnngen.core.meta import op_meta  # noqa: E402
 from aclnngen.verify import cases, oracle  # noqa: E402
 from aclnngen.verify.opcheck import OpUnderTest  # noqa: E402
 
@@ -54,20 +55,21 @@ def _values(op: OpUnderTest, elements: int, rng: np.random.Generator) -> dict:
     per-channel weight keeps one value per channel)."""
     side = round(elements ** (1 / 3))
     values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
-    for p in op.params("input"):
-        small = values.get(p["name"])
+    typed = op_meta(op.meta)
+    for p in typed.by_role("input"):
+        small = values.get(p.name)
         if not isinstance(small, np.ndarray):
             continue
         shape = (side,) if small.ndim == 1 else (side,) * 3
-        if p.get("meaning") == "forward_output":  # a value the forward can produce (sigmoid's, softmax's)
+        if p.meaning == "forward_output":  # a value the forward can produce (sigmoid's, softmax's)
             data = rng.uniform(0.01, 0.99, size=shape)
         elif small.ndim == 1:
             data = rng.uniform(0.05, 0.5, size=shape)
         else:
             data = rng.standard_normal(size=shape) * 2.0
-        values[p["name"]] = data.astype(np.float32)
-    for p in op.params("output"):
-        values.pop(p["name"], None)
+        values[p.name] = data.astype(np.float32)
+    for p in typed.by_role("output"):
+        values.pop(p.name, None)
     return values
 
 
@@ -92,7 +94,7 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
     op = _op(snake)
     rng = np.random.default_rng(0)
     values = _values(op, elements, rng)
-    by_py = {p["py"]: values.get(p["name"]) for p in op.meta["params"] if p["role"] != "output"}
+    by_py = {p.py: values.get(p.name) for p in op_meta(op.meta).params if p.role != "output"}
     positional, keywords, _ = op.split(values)
     cores = os.cpu_count() or 1
 

@@ -40,14 +40,16 @@ def rss_bytes() -> int:
 
 
 def _setup(op: str):
+    from aclnngen.core.meta import op_meta
     from aclnngen.verify import cases
 
     meta = importlib.import_module(f"aclnngen.generated.meta.{op}").META
     binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{op}"), op)
     reference = importlib.import_module(f"aclnngen.generated.reference.{op}")
     values = dict(cases.make_values(meta, "contiguous", "float32", version="8.5.0"))
-    inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-    scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")}
+    typed = op_meta(meta)
+    inputs = [values[p.name] for p in typed.by_role("input")]
+    scalars = {p.py: values[p.name] for p in typed.by_role("scalar", "optional_scalar")}
     return meta, binding, reference, values, inputs, scalars
 
 
@@ -61,13 +63,14 @@ def child(phase: str, op: str, mode: str, calls: int, every: int, warmup: int) -
     report("start", 0)
     meta, binding, reference, values, inputs, scalars = _setup(op)
     if phase == "runtime":
+        from aclnngen.core.meta import op_meta
         from aclnngen.runtime import arrays, session
 
         backend = session.backend()
         print(json.dumps({"label": "backend", "kind": backend.kind}), flush=True)
         if mode == "device":
             dev_inputs = [arrays.from_host(a) for a in inputs]
-            outs = {p["py"]: arrays.from_host(values[p["name"]]) for p in meta["params"] if p["role"] == "output"}
+            outs = {p.py: arrays.from_host(values[p.name]) for p in op_meta(meta).by_role("output")}
 
             def one():
                 binding(*dev_inputs, **scalars, **outs)

@@ -14,6 +14,7 @@ import numpy as np
 from . import chunking, numerics
 from aclnngen.core import arithmetic as arithmetic_facts
 from aclnngen.core.dtypes import PromotionError
+from aclnngen.core.meta import op_meta
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of, infer_outputs, promote_dtypes
 
 
@@ -35,23 +36,22 @@ class Reference:
 
     def __init__(self, meta: dict, formulas: Mapping[str, Callable], forwards: Mapping[str, Callable] = {}):
         self.meta = meta
+        self.op = op = op_meta(meta)
         self.formulas = dict(formulas)
         self.forwards = dict(forwards)
-        params = meta["params"]
-        self._inputs = [(p["name"], p["py"]) for p in params if p["role"] == "input"]
-        self._scalars = [
-            (p["name"], p["py"], p["default"]) for p in params if p["role"] in ("scalar", "optional_scalar")
-        ]
+        self._inputs = [(p.name, p.py) for p in op.by_role("input")]
+        self._scalars = [(p.name, p.py, p.default) for p in op.by_role("scalar", "optional_scalar")]
         # opmath sees a scalar as the aclScalar the binding creates holds it: in its scalar_dtype
         self._scalar_dtypes = {
-            p["name"]: NUMPY_DTYPES[p["scalar_dtype"]]
-            for p in params
-            if p["role"] in ("scalar", "optional_scalar") and p.get("scalar_dtype") in NUMPY_DTYPES
+            p.name: NUMPY_DTYPES[p.scalar_dtype]
+            for p in op.by_role("scalar", "optional_scalar")
+            if p.scalar_dtype in NUMPY_DTYPES
         }
-        self._attributes = [(p["name"], p["py"], p["default"]) for p in params if p["role"] == "attribute"]
-        self._outputs = [(p["name"], p["py"]) for p in params if p["role"] == "output"]
+        self._attributes = [(p.name, p.py, p.default) for p in op.by_role("attribute")]
+        self._outputs = [(p.name, p.py) for p in op.by_role("output")]
         # each output element depends on the same element of each input only: evaluable in pieces
-        self._elementwise = "reduction" not in (meta.get("formula") or {}).get("outputs", {"": "reduction"}).values()
+        kinds = op.formula.outputs.values()
+        self._elementwise = bool(kinds) and "reduction" not in kinds
 
     def __call__(
         self,
@@ -72,13 +72,11 @@ class Reference:
         try:
             body = self.formulas[formula]
         except KeyError:
-            raise ValueError(
-                f"{self.meta['name']} has no formula {formula!r}; known: {', '.join(self.formulas)}"
-            ) from None
+            raise ValueError(f"{self.op.name} has no formula {formula!r}; known: {', '.join(self.formulas)}") from None
         arrays = {name: np.asarray(values[name]) for name, _ in self._inputs if values.get(name) is not None}
         missing = [name for name, _ in self._inputs if name not in arrays]
         if missing:
-            raise ValueError(f"{self.meta['name']} reference needs the input tensors {missing}")
+            raise ValueError(f"{self.op.name} reference needs the input tensors {missing}")
         arrays = _promote_non_float(arrays)
         arithmetic, scalar_to = self._arithmetic(arrays, family)
         scalars = {}
@@ -86,7 +84,7 @@ class Reference:
             value = values.get(name)
             if value is None:
                 if default is None:
-                    raise ValueError(f"{self.meta['name']} reference needs the scalar {name!r}")
+                    raise ValueError(f"{self.op.name} reference needs the scalar {name!r}")
                 value = default
             if (
                 mode == "opmath"
@@ -96,7 +94,7 @@ class Reference:
                 value = _as_scalar_dtype(value, scalar_to or self._scalar_dtypes[name])
             scalars[py] = value
         attributes = {py: values.get(name, default) for name, py, default in self._attributes}
-        inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.meta["cann_version"])
+        inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.op.cann_version)
         dtypes = {py: (out_dtypes or {}).get(name, inferred[name][1]) for name, py in self._outputs}
         inputs = {py: arrays[name] for name, py in self._inputs}
         shapes = {tuple(inferred[name][0]) for name, _ in self._outputs} | {a.shape for a in inputs.values()}
@@ -130,7 +128,7 @@ class Reference:
     def _arithmetic(self, arrays: Mapping[str, np.ndarray], family: str | None):
         """The spec's arithmetic for inputs `arrays` on `family`: the evaluation's compute dtype and
         integer rounding, and the dtype scalars are rounded to (None: their aclScalar's dtype)."""
-        facts = self.meta.get("arithmetic")
+        facts = self.op.arithmetic
         if not facts or not arrays:
             return numerics.DEFAULT_ARITHMETIC, None
         try:
@@ -167,7 +165,7 @@ class Reference:
             body = self.forwards[name]
         except KeyError:
             raise ValueError(
-                f"{self.meta['name']}: {name!r} has no forward function; known: {', '.join(self.forwards) or 'none'}"
+                f"{self.op.name}: {name!r} has no forward function; known: {', '.join(self.forwards) or 'none'}"
             ) from None
         x = np.asarray(x)
         scalars = {py: values.get(c, default) for c, py, default in self._scalars}

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from aclnngen.core.meta import op_meta
 from aclnngen.generated import abi
 
 from . import ffi as ffimod
@@ -279,7 +280,8 @@ class Backend:
         simulator when the package brought no entry points of its own), OpNamespaceError names
         both packages instead of silently calling the other package's op. BackendError when no
         op library exports both symbols."""
-        key = (package, meta["symbol"], meta["cdef"])
+        op = op_meta(meta)
+        key = (package, op.symbol, op.cdef)
         found = self._ops.get(key)
         if found is not None:
             return found
@@ -291,7 +293,7 @@ class Backend:
             if found is not None:
                 return found
             op_ffi = ffimod.op_ffi(meta)
-            symbol = meta["symbol"]
+            symbol = op.symbol
             gws_name, launch_name = symbol + "GetWorkspaceSize", symbol
             searched = []
             for candidate in self.op_library_candidates(package):
@@ -326,9 +328,10 @@ class Backend:
             self._symbol_owner.setdefault(symbol, package)
 
     def _missing_op_error(self, meta, searched) -> BackendError:
+        op = op_meta(meta)
         return BackendError(
-            reason=f"{meta['symbol']}GetWorkspaceSize/{meta['symbol']} is not exported by any op library",
-            op=meta.get("name") or meta["symbol"],
+            reason=f"{op.symbol}GetWorkspaceSize/{op.symbol} is not exported by any op library",
+            op=op.name or op.symbol,
             cann_version=self.version(),
             searched=searched,
             hint="the installed CANN may predate the op; the other ops still work",

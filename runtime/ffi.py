@@ -23,6 +23,8 @@ from typing import Any, Mapping
 
 import cffi
 
+from aclnngen.core.meta import op_meta
+
 from .errors import BackendError
 
 __all__ = [
@@ -72,7 +74,8 @@ def runtime_ffi() -> cffi.FFI:
 
 def op_ffi(meta: Mapping[str, Any]) -> cffi.FFI:
     """An FFI holding the op's two prototypes, on top of the runtime FFI (cached per op)."""
-    key = (meta["symbol"], meta["cdef"])
+    op = op_meta(meta)
+    key = (op.symbol, op.cdef)
     ffi = _OPS.get(key)
     if ffi is not None:
         return ffi
@@ -83,11 +86,11 @@ def op_ffi(meta: Mapping[str, Any]) -> cffi.FFI:
             ffi = cffi.FFI()
             ffi.include(base)
             try:
-                ffi.cdef(meta["cdef"])
+                ffi.cdef(op.cdef)
             except cffi.CDefError as exc:
                 raise BackendError(
-                    reason=f"the declarations of {meta['symbol']} do not parse: {exc}",
-                    op=meta.get("name"),
+                    reason=f"the declarations of {op.symbol} do not parse: {exc}",
+                    op=op.name,
                     hint="regenerate the bindings with `aclnngen generate`",
                 ) from None
             _OPS[key] = ffi

@@ -48,10 +48,12 @@ def test_the_spec_audited_against_itself_has_no_library_finding(snake):
 
 @pytest.mark.parametrize("snake", OPS)
 def test_an_extra_and_a_missing_dtype_are_found(snake):
-    meta = copy.deepcopy(checks._op(snake).meta)
-    family = _family(meta)
+    original = checks._op(snake).meta
+    family = _family(original)
+    first = next(p["name"] for p in original["params"] if p["role"] in ("input", "output"))
+    listed = set(supported_dtypes(original, first, family, checks._newest(original)))
+    meta = copy.deepcopy(original)  # changed before anything reads it: a META once read is never changed
     tensors = [p for p in meta["params"] if p["role"] in ("input", "output")]
-    listed = set(supported_dtypes(meta, tensors[0]["name"], family, checks._newest(meta)))
     extra = next(d for d in ("complex128", "float64", "int16", "uint64") if d not in listed)
     missing = sorted(listed)[0]
     for p in tensors:
@@ -83,8 +85,8 @@ def _has_shape_relation(snake: str) -> bool:
 
 @pytest.mark.parametrize("snake", [s for s in OPS if _has_shape_relation(s)])
 def test_a_wrong_shape_rule_is_found(snake):
+    family = _family(checks._op(snake).meta)  # read before the copy is changed: a META once read is never changed
     meta = copy.deepcopy(checks._op(snake).meta)
-    family = _family(meta)
     inputs = [p["name"] for p in meta["params"] if p["role"] == "input"]
     kinds = {r["kind"] for r in meta["rules"]}
     if "broadcast" in kinds:  # plant: the page says the shapes must match
@@ -122,8 +124,8 @@ def test_a_wrong_shape_rule_is_found(snake):
 
 @pytest.mark.parametrize("snake", OPS)
 def test_a_wrong_return_code_is_found(snake):
+    family = _family(checks._op(snake).meta)  # read before the copy is changed: a META once read is never changed
     meta = copy.deepcopy(checks._op(snake).meta)
-    family = _family(meta)
     # every page's table has a 161002 row besides its null-pointer row; claim 161001 for it instead
     row = next(i for i, r in enumerate(meta["return_codes"]) if r["status"] == 161002)
     meta["return_codes"][row]["status"] = 161001
@@ -223,8 +225,8 @@ def _has_optional_scalar(snake: str) -> bool:
 def test_a_wrong_default_is_found(snake):
     """The page's default for an optional scalar is what NULL means to the library: a planted other
     default gives a call with NULL and a call with that value different results."""
+    family = _family(checks._op(snake).meta)  # read before the copy is changed: a META once read is never changed
     meta = copy.deepcopy(checks._op(snake).meta)
-    family = _family(meta)
     planted = [p for p in meta["params"] if p["role"] == "optional_scalar"]
     for p in planted:
         p["default"] = p["default"] + 0.75
@@ -291,6 +293,7 @@ def test_a_conditional_dtype_claim_is_probed_with_its_condition():
     assert result.partial["ascend950"]["int64"] == "works only when threshold=0"
     assert not [f for f in result.findings if "when" in f.subject]
     # plant: the page also claims int64 on a2 under that condition; the library rejects it there
+    meta = copy.deepcopy(meta)  # a new META: one that has been read is never changed
     for p in meta["params"]:
         if p["role"] in ("input", "output"):
             p["dtypes"].append(
@@ -303,8 +306,10 @@ def test_a_conditional_dtype_claim_is_probed_with_its_condition():
 
 
 def test_partial_support_by_shape_is_found_per_dtype():
+    family = _family(
+        checks._op("gelu_backward").meta
+    )  # read before the copy is changed: a META once read is never changed
     meta = copy.deepcopy(checks._op("gelu_backward").meta)
-    family = _family(meta)
     # plant: the page bounds no rank, so rank 9 is claimed for every dtype; the library rejects it
     meta["rules"] = [r for r in meta["rules"] if r["kind"] != "max_rank"]
     result = _audit("gelu_backward", meta, "sim", family=family)

@@ -136,6 +136,7 @@ class OpMeta:
     outputs: tuple[str, ...]  # C names of the output tensors, in order
     formula: FormulaInfo
     oracle: Mapping[str, Any]
+    arithmetic: Mapping[str, Any] | None = None  # the spec's arithmetic facts (core/arithmetic.py), if stated
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -158,7 +159,8 @@ class OpMeta:
         return next((p.default for p in self.params if p.name == name), None)
 
 
-def _dtype_row(d: Mapping) -> DTypeRow:
+def dtype_row(d: Mapping) -> DTypeRow:
+    """One dtype row from data (a META's, or a behaviour profile's)."""
     return DTypeRow(
         tuple(d["families"]),
         tuple(d["dtypes"]),
@@ -174,9 +176,9 @@ def _param(p: Mapping) -> Param:
         py=p.get("py", p["name"]),
         role=p["role"],
         optional=bool(p.get("optional")),
-        dtypes=tuple(_dtype_row(d) for d in p.get("dtypes") or ()),
+        dtypes=tuple(dtype_row(d) for d in p.get("dtypes") or ()),
         scalar_dtype=p.get("scalar_dtype"),
-        scalar_dtypes=tuple(d if isinstance(d, str) else _dtype_row(d) for d in p.get("scalar_dtypes") or ()),
+        scalar_dtypes=tuple(d if isinstance(d, str) else dtype_row(d) for d in p.get("scalar_dtypes") or ()),
         default=p.get("default"),
         constraints=tuple(
             Constraint(
@@ -241,6 +243,7 @@ def build(data: Mapping) -> OpMeta:
                 dict(formula.get("outputs") or {}), tuple(tuple(b) for b in formula.get("boundaries") or ())
             ),
             oracle=data.get("oracle") or {},
+            arithmetic=data.get("arithmetic"),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         name = data.get("name", "?") if isinstance(data, Mapping) else "?"

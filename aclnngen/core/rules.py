@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 # re-exported: the call path, the planner and the verdict read them from here too
 from .broadcasting import BroadcastError, broadcast_shapes, broadcasts_to, channels, numel  # noqa: F401
 from .kinds import kind_of
-from .meta import op_meta
+from .meta import DTypeRow, OpMeta, Param, dtype_row, op_meta
 from .releases import CannVersion, holds_at
 
 
@@ -31,7 +32,7 @@ from .releases import CannVersion, holds_at
 class MetaCache:
     """A small LRU of values computed from one META at one (family, version).
 
-    Keyed by `meta["name"]`, the META's identity and the extra key; the entry keeps a reference
+    Keyed by the META's identity and the extra key; the entry keeps a reference
     to its META, so a key can never be reused by another dict. A META is treated as immutable:
     mutate a copy, not a META that has been used.
     """
@@ -42,7 +43,7 @@ class MetaCache:
         self._entries: OrderedDict = OrderedDict()
 
     def get(self, meta: Mapping, *key: Any) -> Any:
-        full = (meta["name"], id(meta), *key)
+        full = (id(meta), *key)  # the entry keeps its META alive, so the id stays its own
         entry = self._entries.get(full)
         if entry is not None and entry[0] is meta:
             self._entries.move_to_end(full)
@@ -91,43 +92,46 @@ def holds(entity: Mapping, version: str) -> bool:
     return holds_at(entity.get("since"), entity.get("until"), version)
 
 
-def families_at(meta: Mapping, version: str) -> tuple[str, ...]:
+def families_at(meta: Mapping | OpMeta, version: str) -> tuple[str, ...]:
     supported: list[str] = []
-    for product in meta["products"]:
-        if not holds(product, version):
+    for product in op_meta(meta).products:
+        if not product.holds_at(version):
             continue
-        family = product["family"]
-        if product.get("supported", True):
-            if family not in supported:
-                supported.append(family)
-        elif family in supported:  # a holding "not supported" entry wins
-            supported.remove(family)
+        if product.supported:
+            if product.family not in supported:
+                supported.append(product.family)
+        elif product.family in supported:  # a holding "not supported" entry wins
+            supported.remove(product.family)
     return tuple(supported)
 
 
-def dtypes_at(param: Mapping, family: str, version: str) -> tuple[str, ...]:
+def _rows(param: Mapping | Param) -> tuple[DTypeRow, ...]:
+    """A parameter's dtype rows, from the typed parameter or from data (a profile's rows)."""
+    if isinstance(param, Mapping):
+        return tuple(dtype_row(d) for d in param.get("dtypes") or ())
+    return param.dtypes
+
+
+def dtypes_at(param: Mapping | Param, family: str, version: str) -> tuple[str, ...]:
     found: list[str] = []
-    for entry in param.get("dtypes") or ():
-        if family in entry["families"] and holds(entry, version) and not entry.get("when"):
-            for name in entry["dtypes"]:
+    for row in _rows(param):
+        if family in row.families and row.holds_at(version) and not row.when:
+            for name in row.dtypes:
                 if name not in found:
                     found.append(name)
     return tuple(found)
 
 
-def param_of(meta: Mapping, name: str) -> Mapping:
-    for p in meta["params"]:
-        if p["name"] == name:
-            return p
-    raise KeyError(f"{meta['name']} has no parameter {name!r}; it has {', '.join(p['name'] for p in meta['params'])}")
+def param_of(meta: Mapping | OpMeta, name: str) -> Param:
+    return op_meta(meta).param(name)
 
 
-def supported_families(meta: Mapping, version: str | CannVersion) -> tuple[str, ...]:
+def supported_families(meta: Mapping | OpMeta, version: str | CannVersion) -> tuple[str, ...]:
     """The product families the op is supported on at `version`, in the spec's order."""
     return families_at(meta, version_key(version))
 
 
-def supported_dtypes(meta: Mapping, param: str, family: str, version: str | CannVersion) -> tuple[str, ...]:
+def supported_dtypes(meta: Mapping | OpMeta, param: str, family: str, version: str | CannVersion) -> tuple[str, ...]:
     """The dtypes parameter `param` (C name) accepts on `family` at `version`; () when the op is
     not supported on the family there. For a scalar: the dtypes the page lists for it (or the one
     the binding creates)."""
@@ -135,18 +139,26 @@ def supported_dtypes(meta: Mapping, param: str, family: str, version: str | Cann
     p = param_of(meta, param)
     if family not in families_at(meta, version):
         return ()
-    if p["role"] in ("scalar", "optional_scalar"):
-        listed = p.get("scalar_dtypes") or ()
-        if listed and isinstance(listed[0], Mapping):  # entries per product family
-            return dtypes_at({"dtypes": listed}, family, version)
-        return tuple(listed) or ((p["scalar_dtype"],) if p.get("scalar_dtype") else ())
+    if p.is_scalar:
+        listed = p.scalar_dtypes
+        if listed and isinstance(listed[0], DTypeRow):  # entries per product family
+            rows = tuple(d for d in listed if isinstance(d, DTypeRow))
+            return dtypes_at(_Rows(rows), family, version)
+        return tuple(d for d in listed if isinstance(d, str)) or ((p.scalar_dtype,) if p.scalar_dtype else ())
     return dtypes_at(p, family, version)
 
 
-def status_of(meta: Mapping, check: str, version: str, default: int) -> int:
-    for row in meta.get("return_codes") or ():
-        if row["check"] == check and holds(row, version):
-            return row["status"]
+@dataclass(frozen=True)
+class _Rows:
+    """Rows read like a parameter's (a scalar's dtypes per family)."""
+
+    dtypes: tuple[DTypeRow, ...]
+
+
+def status_of(meta: Mapping | OpMeta, check: str, version: str, default: int) -> int:
+    for row in op_meta(meta).return_codes:
+        if row.check == check and row.holds_at(version):
+            return row.status
     return default
 
 
@@ -159,8 +171,8 @@ def _output_plan(meta: Mapping, version: str, family: str | None):
         # Every family's rules at once: where one family broadcasts and another demands one shape,
         # the broadcast shape is the answer (it equals the shared shape whenever the inputs agree).
         rules = tuple(sorted(rules, key=lambda r: not kind_of(r).shapes_across_families))
-    inputs = tuple(p["name"] for p in meta["params"] if p["role"] == "input")
-    return rules, inputs, tuple(meta["outputs"])
+    op = op_meta(meta)
+    return rules, tuple(p.name for p in op.by_role("input")), op.outputs
 
 
 _OUTPUT_PLANS = MetaCache(_output_plan)

@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any, Mapping
 
 from . import planning
-from .releases import holds_at
+from .meta import op_meta
 from .rules import version_key
 
 STEP = 0.25  # the distance of "around a boundary": values this far on either side
@@ -29,7 +29,7 @@ STEP = 0.25  # the distance of "around a boundary": values this far on either si
 
 def _satisfies(value: float, constraints) -> bool:
     for c in constraints:
-        op, bound = c["op"], c["value"]
+        op, bound = c.op, c.value
         ok = {">=": value >= bound, ">": value > bound, "<=": value <= bound, "<": value < bound, "!=": value != bound}[
             op
         ]
@@ -57,43 +57,40 @@ def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
     """(C name, value) pairs to sweep, in parameter order, without duplicates of the base value."""
     version = version_key(version)
     base = planning.scalar_values(meta)
-    scalars = [p for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")]
+    op = op_meta(meta)
+    scalars = op.by_role("scalar", "optional_scalar")
     points: list[tuple[str, Any]] = []
-    for p in meta["params"]:
-        name, role = p["name"], p["role"]
+    for p in op.params:
+        name, role = p.name, p.role
         if role == "attribute":
-            if p.get("attr_type") == "bool":
+            if p.attr_type == "bool":
                 candidates = [False, True]
-            elif p.get("choices"):
-                candidates = list(p["choices"])
-            elif p.get("dim_of"):  # every dim of the tests' rank-3 data, negative ones too
+            elif p.choices:
+                candidates = list(p.choices)
+            elif p.dim_of:  # every dim of the tests' rank-3 data, negative ones too
                 rank = len(planning.BASE_SHAPE)
                 candidates = list(range(-rank, rank))
             else:
                 continue
             points += [(name, v) for v in candidates if v != base.get(name)]
             continue
-        if role not in ("scalar", "optional_scalar"):
+        if not p.is_scalar:
             continue
-        constraints = [
-            c
-            for c in p.get("constraints") or ()
-            if holds_at(c.get("since"), c.get("until"), version) and planning.condition_holds(c, base)
-        ]
+        constraints = [c for c in p.constraints if c.holds_at(version) and planning.condition_holds(c, base)]
         raw = [0.0, -0.5, 0.5, -2.0, 2.0]
-        if p.get("default") is not None:
-            raw += [p["default"], -p["default"], p["default"] - STEP, p["default"] + STEP]
+        if p.default is not None:
+            raw += [p.default, -p.default, p.default - STEP, p.default + STEP]
         for c in constraints:
-            raw += [c["value"] - STEP, c["value"], c["value"] + STEP]
+            raw += [c.value - STEP, c.value, c.value + STEP]
         for other in scalars:
-            if other["name"] != name:
-                v = base[other["name"]]
+            if other.name != name:
+                v = base[other.name]
                 raw += [v - STEP, v, v + STEP]
         seen = {base.get(name)}
         for value in raw:
             if isinstance(value, bool) or not math.isfinite(float(value)):
                 continue
-            value = _exact(float(value), p.get("scalar_dtype"))
+            value = _exact(float(value), p.scalar_dtype)
             if value in seen or not _satisfies(value, constraints):
                 continue
             seen.add(value)

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from aclnngen.core.meta import op_meta
+
 
 DEFAULT_OUT = Path("audit-report")
 LAST_REPORT = "audit/last-report"  # under the cache folder: where the newest report went
@@ -331,10 +333,13 @@ def _save_profile(args: argparse.Namespace, selected: list[str], audits: list, r
         base = args.profile if args.source == "sim" else "vendor"
         null = (
             "checked"
-            if base not in profiles.names() or profiles.null_out_pointers_checked(base, meta["name"], str(release))
+            if base not in profiles.names()
+            or profiles.null_out_pointers_checked(base, op_meta(meta).name, str(release))
             else "unchecked"
         )
-        data = observed.observed(by_name[meta["name"]], meta, str(release), source=args.source, null_out_pointers=null)
+        data = observed.observed(
+            by_name[op_meta(meta).name], meta, str(release), source=args.source, null_out_pointers=null
+        )
         try:
             path = observed.write(data, directory, args.save_profile, snake, source=args.source, where=where)
         except observed.SaveProfileError as exc:
@@ -392,15 +397,16 @@ def _header_check(include: Path, selected: list[str], audits: list) -> None:
             include,
             [meta],
             {
-                meta["name"]: {
+                op_meta(meta).name: {
                     "get_workspace_size": spec.prototypes.get_workspace_size,
                     "launch": spec.prototypes.launch,
                 }
             },
         )
-        by_name[meta["name"]].findings += found
-        by_name[meta["name"]].checked += checked
-        by_name[meta["name"]].claims += checked
+        audited = by_name[op_meta(meta).name]
+        audited.findings += found
+        audited.checked += checked
+        audited.claims += checked
 
 
 def _page_check(page: Path, release: str | None, selected: list[str], audits: list) -> str | None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from aclnngen.core.meta import op_meta
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -61,8 +63,8 @@ def _ops(selected):
         snake = name
         if name not in OPS:
             for op in OPS:
-                meta = importlib.import_module(f"aclnngen.generated.meta.{op}").META
-                if name in (meta["name"], meta["symbol"]):
+                typed = op_meta(importlib.import_module(f"aclnngen.generated.meta.{op}").META)
+                if name in (typed.name, typed.symbol):
                     snake = op
         if snake not in OPS:
             from ..errors import GenerateError
@@ -84,10 +86,11 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
     binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
     reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
     op = opcheck.OpUnderTest(meta, reference=reference, binding=binding, version=version)
-    name = meta["name"]
+    typed = op_meta(meta)
+    name = typed.name
     if family not in supported_families(meta, version):
         return [(name, "-", "-", f"skipped: not supported on {family} at CANN {version}", "-", None)]
-    tensors = [p["name"] for p in meta["params"] if p["role"] in ("input", "output")]
+    tensors = [p.name for p in typed.tensors]
     dtypes = [
         d
         for d in supported_dtypes(meta, tensors[0], family, version)
@@ -97,11 +100,11 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
         dtypes = dtypes[:1]
     if not dtypes:
         return [(name, "-", "-", f"skipped: no dtype every tensor accepts on {family}", "-", None)]
-    kinds = meta["formula"]["outputs"]
+    kinds = typed.formula.outputs
     rows = []
     for dtype in dtypes:
         values = dict(cases.make_values(meta, "contiguous", dtype, version=version, seed=seed))
-        shape = "x".join(str(d) for d in values[op.params("input")[0]["name"]].shape) or "()"
+        shape = "x".join(str(d) for d in values[typed.by_role("input")[0].name].shape) or "()"
         positional, keywords, _ = op.split(values)
         try:
             result = binding(*positional, **keywords)
