@@ -24,11 +24,15 @@ def header(title: str) -> str:
     except OSError:
         pass
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        load = "load average {:.2f} {:.2f} {:.2f} (1, 5, 15 min)".format(*os.getloadavg())
+    except OSError:
+        load = "load average unknown"
     return (
         f"== {title}\n"
         f"machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
         f"Python {platform.python_version()}\n"
-        f"date: {now}"
+        f"date: {now}; {load}"
     )
 
 

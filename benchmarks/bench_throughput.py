@@ -8,9 +8,10 @@ Per op, side by side in one run (interleaved rounds, best round each):
 
   reference    the generated reference (`mode="opmath"`), NumPy, in pieces on one thread
                (ACLNNGEN_REFERENCE_THREADS=1; evaluate/chunking.py)
-  torch 1t     the spec's oracle (the aten op or recipe) with torch.set_num_threads(1)
+  torch 1t     the anchor as a PyTorch user calls it: the aten op (benchmarks/_anchors.py) on
+               torch.from_numpy tensors (no copies), torch.set_num_threads(1)
   reference all  the reference with its pieces on every core
-  torch all    the oracle with every core
+  torch all    the same anchor with every core
   binding      the generated binding on the simulator (kernels on), NumPy arrays in and out
   binding, device  the same with device arrays (uploaded once; the output stays on the device)
 
@@ -33,11 +34,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _anchors import anchor  # noqa: E402
 from _common import header, row  # noqa: E402
 
 from aclnngen.generated import OPS  # noqa: E402
 from aclnngen.core.meta import op_meta  # noqa: E402
-from aclnngen.verify import cases, oracle  # noqa: E402
+from aclnngen.verify import cases  # noqa: E402
 from aclnngen.verify.opcheck import OpUnderTest  # noqa: E402
 
 
@@ -73,13 +75,11 @@ def _values(op: OpUnderTest, elements: int, rng: np.random.Generator) -> dict:
     return values
 
 
-def _best(fn, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+def _best(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the whole process: every thread) of one call."""
+    start, used = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - start, time.process_time() - used
 
 
 def _errors(ours: np.ndarray, golden: np.ndarray) -> tuple[float, float]:
@@ -108,13 +108,15 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
     def reference_all():  # its pieces on every core (evaluate/chunking.py)
         return op.run_reference(values)
 
+    anchor_name, anchor_call = anchor(torch, op.meta, by_py)  # aten on zero-copy tensors
+
     def torch_one():
         torch.set_num_threads(1)
-        return oracle.run(op.meta["oracle"], by_py)
+        return anchor_call()
 
     def torch_all():
         torch.set_num_threads(cores)
-        return oracle.run(op.meta["oracle"], by_py)
+        return anchor_call()
 
     def binding():
         return op.binding(*positional, **keywords)
@@ -139,16 +141,26 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
     for _, fn in variants:  # warm-up: imports, simulator build
         fn()
     times = {name: float("inf") for name, _ in variants}
+    cpu = {name: float("inf") for name, _ in variants}
     for _ in range(rounds):
         for name, fn in variants:
-            times[name] = min(times[name], _best(fn, 1))
+            wall, used = _best(fn)
+            if wall < times[name]:
+                times[name], cpu[name] = wall, used
     golden = op.run_reference(values, mode="golden")
     errors = [_errors(a, g) for a, g in zip(reference(), golden)]
     worst_abs, mean_rel = max(e[0] for e in errors), max(e[1] for e in errors)
     n = int(np.prod(next(v.shape for v in values.values() if isinstance(v, np.ndarray) and v.ndim == 3)))
     print(f"\n{op.name}: {n / 1e6:.1f}M float32 elements, best of {rounds} interleaved rounds")
+    print(f"  torch = {anchor_name} on torch.from_numpy tensors (no copies), as a PyTorch user calls it")
     for name, seconds in times.items():
-        print(row(name, f"{seconds * 1e3:9.1f} ms", f"{n * 4 / seconds / 1e9:.2f} GB/s of one input"))
+        print(
+            row(
+                name,
+                f"{seconds * 1e3:9.1f} ms",
+                f"cpu {cpu[name] * 1e3:8.1f} ms; {n * 4 / seconds / 1e9:.2f} GB/s of one input",
+            )
+        )
     one = times["reference"] / times["torch 1t"]
     print(row("reference / torch 1 thread", f"{one:.2f}x", "target <= 1.5x: " + ("ok" if one <= 1.5 else "MISSED")))
     allr = times["reference all"] / times["torch all"]
