@@ -17,7 +17,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from repo_paths import REPO
+
 TIMEOUT = 1800
 
 # Variables of the developer's shell that would point a fresh copy back at this checkout's material.
