@@ -175,7 +175,7 @@ def test_ids_are_stable_and_the_baseline_gates(tmp_path):
         baseline.load(file)
 
 
-def test_the_command_writes_the_report_and_gates(tmp_path):
+def test_the_command_writes_the_report_and_gates(aclnngen_cli, tmp_path):
     out = tmp_path / "report"
     cmd = [
         sys.executable,
@@ -206,12 +206,7 @@ def test_the_command_writes_the_report_and_gates(tmp_path):
     assert again.returncode == 0, again.stdout + again.stderr
     finding = next((f for op in data["ops"] for f in op["findings"] if f["repro"]), None)
     if finding:
-        shown = subprocess.run(
-            [sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--out", str(out), "--repro", finding["id"]],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        shown = aclnngen_cli("audit", "--out", str(out), "--repro", finding["id"], timeout=120)
         assert shown.returncode == 0 and shown.stdout == finding["repro"]
 
 
@@ -238,37 +233,28 @@ def test_some_op_has_an_optional_scalar():
     assert any(_has_optional_scalar(s) for s in OPS), "the wrong-default test would test nothing"
 
 
-def test_jobs_give_the_same_report_as_one_process(tmp_path):
+def test_jobs_give_the_same_report_as_one_process(aclnngen_cli, tmp_path):
     reports = []
     for jobs in ("1", "2"):
         out = tmp_path / f"jobs{jobs}"
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "aclnngen.codegen.cli",
-                "audit",
-                "--source",
-                "sim",
-                "--ops",
-                *OPS[:3],
-                "--jobs",
-                jobs,
-                "--out",
-                str(out),
-                "--no-pictures",
-            ],
-            capture_output=True,
-            text=True,
+        done = aclnngen_cli(
+            "audit",
+            "--source",
+            "sim",
+            "--ops",
+            *OPS[:3],
+            "--jobs",
+            jobs,
+            "--out",
+            str(out),
+            "--no-pictures",
             timeout=600,
         )
         assert done.returncode in (0, 1), done.stderr
         data = json.loads((out / "audit.json").read_text())
         reports.append(([o["op"] for o in data["ops"]], sorted(f["id"] for o in data["ops"] for f in o["findings"])))
     assert reports[0] == reports[1]
-    bad = subprocess.run(
-        [sys.executable, "-m", "aclnngen.codegen.cli", "audit", "--jobs", "0"], capture_output=True, text=True
-    )
+    bad = aclnngen_cli("audit", "--jobs", "0")
     assert bad.returncode == 2 and "--jobs takes 1 to 64" in bad.stderr
 
 

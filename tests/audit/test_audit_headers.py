@@ -7,8 +7,6 @@ from __future__ import annotations
 import importlib
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -103,29 +101,22 @@ def test_the_real_prototypes_of_the_abi_fact_sheet_pass(tmp_path):
     assert _check(tmp_path / "include", checked) == []
 
 
-def test_the_command_reports_a_corrupted_header(tmp_path):
+def test_the_command_reports_a_corrupted_header(aclnngen_cli, tmp_path):
     snake = OPS[0]
     first, launch = _prototypes(snake).values()
     include = _include(tmp_path, {snake: [first.replace("const aclTensor*", "aclTensor*", 1), launch]})
     out = tmp_path / "report"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aclnngen.codegen.cli",
-            "audit",
-            "--source",
-            "torch",
-            "--ops",
-            snake,
-            "--headers",
-            str(include),
-            "--out",
-            str(out),
-            "--no-pictures",
-        ],
-        capture_output=True,
-        text=True,
+    done = aclnngen_cli(
+        "audit",
+        "--source",
+        "torch",
+        "--ops",
+        snake,
+        "--headers",
+        str(include),
+        "--out",
+        str(out),
+        "--no-pictures",
         timeout=600,
     )
     assert done.returncode == 1, done.stderr

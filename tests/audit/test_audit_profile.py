@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import copy
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -160,49 +158,35 @@ def _as_specs(profiles_dir):
     return specs
 
 
-def test_save_profile_from_the_command_line(tmp_path):
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aclnngen.codegen.cli",
-            "audit",
-            "--source",
-            "sim",
-            "--ops",
-            "swish_backward",
-            "--no-pictures",
-            "--out",
-            str(tmp_path / "report"),
-            "--save-profile",
-            "observed",
-            "--profiles-dir",
-            str(tmp_path / "profiles"),
-        ],
-        capture_output=True,
-        text=True,
+def test_save_profile_from_the_command_line(aclnngen_cli, tmp_path):
+    out = aclnngen_cli(
+        "audit",
+        "--source",
+        "sim",
+        "--ops",
+        "swish_backward",
+        "--no-pictures",
+        "--out",
+        str(tmp_path / "report"),
+        "--save-profile",
+        "observed",
+        "--profiles-dir",
+        str(tmp_path / "profiles"),
         timeout=300,
     )
     assert out.returncode in (0, 1), out.stderr
     saved = list((tmp_path / "profiles" / "observed").glob("*/swish_backward.yaml"))
     assert len(saved) == 1 and "drop" in saved[0].read_text() and "max_rank" in saved[0].read_text()
-    refused = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aclnngen.codegen.cli",
-            "audit",
-            "--source",
-            "torch",
-            "--ops",
-            "swish_backward",
-            "--save-profile",
-            "x",
-            "--out",
-            str(tmp_path / "r2"),
-        ],
-        capture_output=True,
-        text=True,
+    refused = aclnngen_cli(
+        "audit",
+        "--source",
+        "torch",
+        "--ops",
+        "swish_backward",
+        "--save-profile",
+        "x",
+        "--out",
+        str(tmp_path / "r2"),
         timeout=300,
     )
     assert refused.returncode == 2 and "--save-profile" in refused.stderr and "Traceback" not in refused.stderr

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from importlib.metadata import version
 
 import pytest
@@ -31,12 +29,10 @@ def test_version_is_the_package_metadata(capsys):
     assert capsys.readouterr().out.strip() == f"aclnngen {version('aclnngen')}" == f"aclnngen {aclnngen.__version__}"
 
 
-def test_every_command_takes_json_and_the_doc_describes_it():
+def test_every_command_takes_json_and_the_doc_describes_it(aclnngen_cli):
     doc = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     for name in COMMANDS:
-        helped = subprocess.run(
-            [sys.executable, "-m", "aclnngen.codegen.cli", name, "--help"], capture_output=True, text=True
-        )
+        helped = aclnngen_cli(name, "--help")
         assert "--json" in helped.stdout, name
         assert f"### `aclnngen {name} --json`" in doc, f"docs/cli.md does not describe {name} --json"
 

@@ -88,11 +88,9 @@ def test_check_lists_stale_missing_and_orphaned_files(tmp_path):
     assert again == [], "unchanged files must not be rewritten"
 
 
-def test_check_command_reports_and_prints_the_fix(tmp_path):
+def test_check_command_reports_and_prints_the_fix(aclnngen_cli, tmp_path):
     env = dict(os.environ)
-    ok = subprocess.run(
-        [sys.executable, "-m", "aclnngen.codegen.cli", "check"], capture_output=True, text=True, env=env, timeout=300
-    )
+    ok = aclnngen_cli("check", env=env, timeout=300)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "fresh" in ok.stdout
 
@@ -187,16 +185,11 @@ def _hostile_specs(tmp_path: Path) -> Path:
     return specs
 
 
-def test_spec_text_never_becomes_code(tmp_path, monkeypatch):
+def test_spec_text_never_becomes_code(aclnngen_cli, tmp_path, monkeypatch):
     specs = _hostile_specs(tmp_path)
     out = tmp_path / "pkg" / "hostile_ops"
     monkeypatch.chdir(tmp_path)
-    result = subprocess.run(
-        [sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = aclnngen_cli("generate", "--specs", str(specs), "--out", str(out), timeout=300)
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "PWNED").exists(), "generation executed spec text"
     monkeypatch.syspath_prepend(str(out.parent))

@@ -154,20 +154,14 @@ def test_a_large_run_keeps_texts_in_the_cache_and_writes_the_same_files(tmp_path
     assert all((out_plain / f).read_bytes() == (out_streamed / f).read_bytes() for f in files)
 
 
-def test_a_cache_folder_that_cannot_be_written_is_no_error(tmp_path):
+def test_a_cache_folder_that_cannot_be_written_is_no_error(aclnngen_cli, tmp_path):
     specs = _specs(tmp_path)
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache folder should be")  # no folder can be made under it
     env = {**os.environ, "ACLNNGEN_CACHE_DIR": str(blocked / "cache")}
     out = tmp_path / "out" / "my_ops"
     for _ in range(2):
-        done = subprocess.run(
-            [*CLI, "generate", "--specs", str(specs), "--out", str(out)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
+        done = aclnngen_cli("generate", "--specs", str(specs), "--out", str(out), env=env, timeout=300)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert (out / "ops" / "swish_backward.py").is_file()
 

@@ -198,19 +198,15 @@ def test_an_alias_bomb_in_a_spec_to_merge_into_is_refused_unexpanded(tmp_path):
     assert spec.stat().st_size == size
 
 
-def test_a_draft_is_never_written_through_a_link_in_the_output_folder(tmp_path):
+def test_a_draft_is_never_written_through_a_link_in_the_output_folder(aclnngen_cli, tmp_path):
     out, outside = tmp_path / "drafts", tmp_path / "outside"
     out.mkdir()
     outside.mkdir()
-    first = subprocess.run(
-        [*CLI, "import", str(PAGES / "table_variant.md"), "-o", str(out)], capture_output=True, text=True, timeout=120
-    )
+    first = aclnngen_cli("import", str(PAGES / "table_variant.md"), "-o", str(out), timeout=120)
     assert first.returncode == 0, first.stdout + first.stderr
     (written,) = out.iterdir()
     written.unlink()
     written.symlink_to(outside / "escaped.yaml")  # dangling: a write through it lands outside
-    again = subprocess.run(
-        [*CLI, "import", str(PAGES / "table_variant.md"), "-o", str(out)], capture_output=True, text=True, timeout=120
-    )
+    again = aclnngen_cli("import", str(PAGES / "table_variant.md"), "-o", str(out), timeout=120)
     assert again.returncode != 0 and "symbolic link" in again.stderr, again.stdout + again.stderr
     assert list(outside.iterdir()) == []

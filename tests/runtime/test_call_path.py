@@ -736,7 +736,7 @@ def test_extra_sim_sources_registry(tmp_path):
         simkernels._SOURCES.update(before)
 
 
-def test_standalone_package_brings_its_own_sim_sources(tmp_path):
+def test_standalone_package_brings_its_own_sim_sources(aclnngen_cli, tmp_path):
     """A package generated for custom specs runs on the simulator: its c/sim_ops.c is found from
     the META of its bindings and compiled in; an op it shares with the repository still links."""
     specs = tmp_path / "specs"
@@ -746,11 +746,7 @@ def test_standalone_package_brings_its_own_sim_sources(tmp_path):
     (specs / "ops" / "gelu_backward.yaml").write_text(text)  # the same op as the repository's
     (specs / "ops" / "my_gelu_backward.yaml").write_text(text.replace("GeluBackward", "MyGeluBackward"))
     out = tmp_path / "custompkg"
-    gen = subprocess.run(
-        [sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)],
-        capture_output=True,
-        text=True,
-    )
+    gen = aclnngen_cli("generate", "--specs", str(specs), "--out", str(out))
     assert gen.returncode == 0, gen.stdout + gen.stderr
     assert "aclnnMyGeluBackwardGetWorkspaceSize" in (out / "c" / "sim_ops.c").read_text()
     code = f"""

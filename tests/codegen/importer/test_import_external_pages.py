@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ from aclnngen.codegen.yamlio import read_yaml
 
 PRODUCTS = load_products()
 SPECS = spec_paths(DEFAULT_SPECS_DIR)
-CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
 MIRROR_ENV = "ACLNNGEN_OPS_NN_GIT"
 
 
@@ -36,7 +34,7 @@ def _draft(page: Path, release: str) -> dict:
 
 
 @pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: p.stem)
-def test_each_seed_page_imports_and_agrees_with_its_spec(spec_path, tmp_path):
+def test_each_seed_page_imports_and_agrees_with_its_spec(aclnngen_cli, spec_path, tmp_path):
     spec = _spec(spec_path)
     seed = spec.get("source", {}).get("seed")
     if not seed:
@@ -47,16 +45,9 @@ def test_each_seed_page_imports_and_agrees_with_its_spec(spec_path, tmp_path):
     unexcused, excused = disagreements(spec, draft, spec["cann_version"])
     assert unexcused == [], [str(c) for c in unexcused]
     # `diff SPEC DRAFT` lists what curation corrected: every excused difference is among its lines
-    result = subprocess.run(
-        [*CLI, "import", str(page), "-o", str(tmp_path), "--release", spec["cann_version"]],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = aclnngen_cli("import", str(page), "-o", str(tmp_path), "--release", spec["cann_version"], timeout=120)
     assert result.returncode == 0, result.stderr
-    shown = subprocess.run(
-        [*CLI, "diff", str(spec_path), str(tmp_path / spec_path.name)], capture_output=True, text=True, timeout=120
-    )
+    shown = aclnngen_cli("diff", str(spec_path), str(tmp_path / spec_path.name), timeout=120)
     assert "Traceback" not in shown.stderr and shown.returncode in (0, 1), shown.stderr
     for change in excused:
         assert change.message in shown.stdout, (change.message, shown.stdout)
@@ -95,7 +86,7 @@ def test_each_spec_agrees_with_its_vendor_page_at_the_newest_tag(spec_path, tmp_
 
 
 @pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: p.stem)
-def test_merging_the_page_a_spec_agrees_with_changes_no_fact(spec_path, tmp_path):
+def test_merging_the_page_a_spec_agrees_with_changes_no_fact(aclnngen_cli, spec_path, tmp_path):
     """`import --into` of the newest vendor page into a spec that already agrees with it: no
     versioned fact is added (a person's curation is never taken for a release change)."""
     git_dir = _mirror()
@@ -103,12 +94,7 @@ def test_merging_the_page_a_spec_agrees_with_changes_no_fact(spec_path, tmp_path
     copy = tmp_path / spec_path.name
     copy.write_text(spec_path.read_text())
     page = _vendor_page(git_dir, "v9.2.0-beta.1", spec["name"], tmp_path)
-    done = subprocess.run(
-        [*CLI, "import", "--into", str(copy), "--release", "v9.2.0-beta.1", str(page)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = aclnngen_cli("import", "--into", str(copy), "--release", "v9.2.0-beta.1", str(page), timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 change(s), 0 breaking" in done.stdout, done.stdout
     assert copy.read_text() == spec_path.read_text()

@@ -3,8 +3,6 @@ become drafts with the right facts, TODOs and defects; `validate` reports a draf
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,6 @@ from aclnngen.codegen.importer.text import html_tables
 from aclnngen.codegen.loader import load_products
 from repo_paths import PAGES
 
-CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
 PRODUCTS = load_products()
 
 
@@ -151,19 +148,16 @@ def test_saved_page_with_scrape_damage():
     assert any(k == "name" and "aclnnDemoBackwardBackward" in n for k, n in facts.defects)
 
 
-def test_import_writes_drafts_that_validate_reports_line_by_line(tmp_path):
-    result = subprocess.run(
-        [*CLI, "import", str(PAGES / "marker_variant.md"), "-o", str(tmp_path), "--release", "v9.2.0-beta.1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+def test_import_writes_drafts_that_validate_reports_line_by_line(aclnngen_cli, tmp_path):
+    result = aclnngen_cli(
+        "import", str(PAGES / "marker_variant.md"), "-o", str(tmp_path), "--release", "v9.2.0-beta.1", timeout=120
     )
     assert result.returncode == 0, result.stderr
     draft_path = tmp_path / "demo_backward.yaml"
     assert f"-> {draft_path}" in result.stdout and "TODO:" in result.stdout and "defects: 1" in result.stdout
     draft = yaml.safe_load(draft_path.read_text())
     assert draft["cann_version"] == "9.2.RC1.alpha001"
-    check = subprocess.run([*CLI, "validate", str(draft_path)], capture_output=True, text=True, timeout=120)
+    check = aclnngen_cli("validate", str(draft_path), timeout=120)
     assert check.returncode == 1 and "Traceback" not in check.stderr
     lines = check.stderr.splitlines()
     assert len([line for line in lines if ": TODO " in line]) == len(draft["todo"])
@@ -177,19 +171,12 @@ def _line_of(path: Path, prefix: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.startswith(prefix))
 
 
-def test_import_of_a_missing_page_or_bad_release_is_one_line(tmp_path):
-    missing = subprocess.run(
-        [*CLI, "import", str(tmp_path / "nope.md"), "-o", str(tmp_path)], capture_output=True, text=True, timeout=120
-    )
+def test_import_of_a_missing_page_or_bad_release_is_one_line(aclnngen_cli, tmp_path):
+    missing = aclnngen_cli("import", str(tmp_path / "nope.md"), "-o", str(tmp_path), timeout=120)
     assert (
         missing.returncode == 1 and "nope.md: no such doc page" in missing.stderr and "Traceback" not in missing.stderr
     )
-    bad = subprocess.run(
-        [*CLI, "import", str(PAGES / "english_variant.md"), "--release", "nine"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    bad = aclnngen_cli("import", str(PAGES / "english_variant.md"), "--release", "nine", timeout=120)
     assert (
         bad.returncode == 1 and "--release 'nine' is not a CANN release" in bad.stderr and "v9.2.0-beta.1" in bad.stderr
     )
@@ -220,32 +207,17 @@ def test_a_non_const_tensor_the_table_calls_an_input_is_an_output_and_a_defect()
     assert any(k == "prototype" and "calls out an input" in n for k, n in facts.defects)
 
 
-def test_import_never_overwrites_a_finished_spec_and_a_file_is_no_folder(tmp_path):
+def test_import_never_overwrites_a_finished_spec_and_a_file_is_no_folder(aclnngen_cli, tmp_path):
     spec = tmp_path / "demo_backward.yaml"
     spec.write_text("# a person's spec\nname: DemoBackward\n")
-    refused = subprocess.run(
-        [*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    refused = aclnngen_cli("import", str(PAGES / "english_variant.md"), "-o", str(tmp_path), timeout=120)
     assert refused.returncode == 1 and "exists and is not a draft" in refused.stderr and "--into" in refused.stderr
     assert spec.read_text() == "# a person's spec\nname: DemoBackward\n"
     spec.unlink()
     for _ in range(2):  # a draft replaces the previous draft
-        again = subprocess.run(
-            [*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(tmp_path)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        again = aclnngen_cli("import", str(PAGES / "english_variant.md"), "-o", str(tmp_path), timeout=120)
         assert again.returncode == 0, again.stderr
-    blocked = subprocess.run(
-        [*CLI, "import", str(PAGES / "english_variant.md"), "-o", str(spec)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    blocked = aclnngen_cli("import", str(PAGES / "english_variant.md"), "-o", str(spec), timeout=120)
     assert (
         blocked.returncode == 1 and "cannot create the folder" in blocked.stderr and "Traceback" not in blocked.stderr
     )
