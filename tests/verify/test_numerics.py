@@ -1,8 +1,10 @@
-"""The NumPy numerics behind rendered formulas: precision model, shapes, dtypes, and the five
-example ops against PyTorch on the CPU (the oracle conventions of torch-oracle.md §2-§4)."""
+"""The NumPy numerics behind rendered formulas: precision model, shapes, dtypes, and the recorded
+facts of five ops, their spec formulas read from specs/ops and run against PyTorch on the CPU (the
+oracle conventions of torch-oracle.md §2-§4)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -10,7 +12,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from aclnngen.codegen import metadata
 from aclnngen.codegen.formula import comparison_boundaries, parse_program, render_program
+from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, load_spec
 from aclnngen.core import externs
 from aclnngen.verify import numerics
 from aclnngen.verify.numerics import Numerics, evaluate
@@ -20,48 +24,29 @@ FP16, FP32, FP64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float
 DTYPES = [FP16, BF16, FP32, FP64]
 DTYPE_IDS = [d.name for d in DTYPES]
 
-OPS = {
-    "hardtanh": dict(
-        names={"grad_output": "input", "self": "input", "min": "scalar", "max": "scalar", "grad_input": "output"},
-        outputs={"grad_input": "where((self > min) & (self < max), grad_output, 0)"},
-    ),
-    "softshrink": dict(
-        names={"grad_output": "input", "self": "input", "lambd": "scalar", "grad_input": "output"},
-        outputs={
-            "grad_input": "where((self > round_to(lambd, self)) | (self < -round_to(lambd, self)), grad_output, 0)"
-        },
-    ),
-    "prelu": dict(
-        names={
-            "grad_output": "input",
-            "self": "input",
-            "weight": "input",
-            "grad_input": "output",
-            "grad_weight": "output",
-        },
-        outputs={
-            "grad_input": "where(self > 0, grad_output, grad_output * per_channel(weight, self))",
-            "grad_weight": "sum_per_channel(where(self > 0, 0, self * grad_output), weight)",
-        },
-    ),
-    "gelu": dict(
-        names={"grad_output": "input", "self": "input", "grad_input": "output"},
-        outputs={
-            "grad_input": "grad_output * (0.5 * (1 + erf(self / sqrt(2)))"
-            " + self / sqrt(2 * pi) * exp(-0.5 * self * self))"
-        },
-    ),
-    "swish": dict(
-        names={"grad_output": "input", "self": "input", "beta": "optional_scalar", "grad_input": "output"},
-        lets={"s": "sigmoid(beta * self)"},
-        outputs={"grad_input": "grad_output * (s + beta * s * (self * (1 - s)))"},
-    ),
+# The formulas come from the specs themselves (parsed as the generator parses them), so a changed
+# spec is tested as it now reads; the tests below compare them against PyTorch, a second source.
+SPEC_OF = {
+    "hardtanh": "hardtanh_backward",
+    "softshrink": "softshrink_backward",
+    "prelu": "prelu_backward",
+    "gelu": "gelu_backward",
+    "swish": "swish_backward",
 }
 
 
+@functools.cache
+def _spec(op):
+    return load_spec(DEFAULT_SPECS_DIR / "ops" / f"{SPEC_OF[op]}.yaml", load_products()).spec
+
+
+def names_of(op) -> dict[str, str]:
+    return {p.py_name: p.role for p in _spec(op).parameters}
+
+
 def program(op):
-    spec = OPS[op]
-    return parse_program(spec["outputs"], spec["names"], lets=spec.get("lets", {}), loc=("formula",))
+    spec = _spec(op)
+    return metadata.program(spec, spec.formula)
 
 
 def compile_body(prog, names):
@@ -74,7 +59,7 @@ def compile_body(prog, names):
 
 
 def run(op, mode="opmath", **values):
-    names = OPS[op]["names"]
+    names = names_of(op)
     by_kind = lambda *kinds: {k: v for k, v in values.items() if names[k] in kinds}  # noqa: E731
     inputs = by_kind("input")
     dtype = np.asarray(values["self"]).dtype
@@ -480,7 +465,7 @@ def test_register_extern_refuses_duplicates(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [FP16, BF16, FP32], ids=["float16", "bfloat16", "float32"])
-def test_hardtanh_compares_against_float32_scalars_and_zeroes_boundaries(dtype):
+def test_recorded_fact_hardtanh_compares_against_float32_scalars_and_zeroes_boundaries(dtype):
     lo, hi = -0.3, 0.7
     x = np.concatenate([neighbours(lo, dtype), neighbours(hi, dtype), np.array([np.nan, 0.0], dtype)])
     (out,) = run("hardtanh", grad_output=np.ones_like(x), self=x, min=lo, max=hi)
@@ -491,7 +476,7 @@ def test_hardtanh_compares_against_float32_scalars_and_zeroes_boundaries(dtype):
     assert 0 < expected[:-2].sum() < expected.size - 2  # the neighbours straddle the boundaries
 
 
-def test_softshrink_rounds_lambda_to_the_tensor_dtype():
+def test_recorded_fact_softshrink_rounds_lambda_to_the_tensor_dtype():
     x = np.array([0.5 + 2**-11, -(0.5 + 2**-11), 0.5, -0.5], FP16)
     lambd = 0.5 + 2**-11 - 2**-13  # rounds to 0.5 + 2**-11 in fp16
     (out,) = run("softshrink", grad_output=np.ones_like(x), self=x, lambd=lambd)
@@ -500,7 +485,7 @@ def test_softshrink_rounds_lambda_to_the_tensor_dtype():
     assert out.tolist() == [1.0, 1.0, 0.0, 0.0]
 
 
-def test_prelu_sends_zero_and_negative_zero_to_the_negative_branch():
+def test_recorded_fact_prelu_sends_zero_and_negative_zero_to_the_negative_branch():
     x = np.array([[0.0, -0.0, 1.0, -2.0]], FP32).reshape(1, 1, 4)
     g = np.full_like(x, 3.0)
     gi, gw = run("prelu", grad_output=g, self=x, weight=np.array([0.25], FP32))
@@ -554,7 +539,7 @@ def assert_transcendental_close(ours, theirs, grad, dtype):
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("lo,hi", [(-1.0, 1.0), (-0.3, 0.7), (0.1 - 1e-12, 2.5), (0.5, -0.5)])
-def test_hardtanh_matches_torch_bit_exactly(torch, dtype, lo, hi):
+def test_recorded_fact_hardtanh_matches_torch_bit_exactly(torch, dtype, lo, hi):
     rng = np.random.default_rng(1)
     x = adversarial(rng, dtype, thresholds("hardtanh", min=lo, max=hi))
     g = gradient(rng, x.size, dtype)
@@ -567,7 +552,7 @@ def test_hardtanh_matches_torch_bit_exactly(torch, dtype, lo, hi):
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_hardtanh_broadcast_and_special_shapes_match_torch(torch, dtype):
+def test_recorded_fact_hardtanh_broadcast_and_special_shapes_match_torch(torch, dtype):
     rng = np.random.default_rng(2)
     for shape_g, shape_x in [((4, 1), (1, 5)), ((), ()), ((0, 2), (0, 2)), ((3,), (2, 3))]:
         g = rng.normal(size=shape_g).astype(dtype)
@@ -580,7 +565,7 @@ def test_hardtanh_broadcast_and_special_shapes_match_torch(torch, dtype):
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("lambd", [0.5, 0.3, 0.5 + 2**-12 + 2**-30, 0.5 + 2**-9 + 2**-30, 0.0])
-def test_softshrink_matches_torch_bit_exactly(torch, dtype, lambd):
+def test_recorded_fact_softshrink_matches_torch_bit_exactly(torch, dtype, lambd):
     rng = np.random.default_rng(3)
     x = adversarial(rng, dtype, thresholds("softshrink", lambd=lambd))
     g = gradient(rng, x.size, dtype)
@@ -604,7 +589,7 @@ def prelu_torch(torch, g, x, w):
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("shape,channels", PRELU_SHAPES)
-def test_prelu_matches_torch(torch, dtype, shape, channels):
+def test_recorded_fact_prelu_matches_torch(torch, dtype, shape, channels):
     rng = np.random.default_rng(4)
     x = rng.normal(0, 3, shape).astype(dtype)
     if x.size:
@@ -635,7 +620,7 @@ def test_prelu_matches_torch(torch, dtype, shape, channels):
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_gelu_matches_torch_within_tolerance(torch, dtype):
+def test_recorded_fact_gelu_matches_torch_within_tolerance(torch, dtype):
     rng = np.random.default_rng(5)
     x = np.concatenate(
         [
@@ -658,7 +643,7 @@ def test_gelu_matches_torch_within_tolerance(torch, dtype):
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_swish_with_beta_1_matches_silu_backward(torch, dtype):
+def test_recorded_fact_swish_with_beta_1_matches_silu_backward(torch, dtype):
     rng = np.random.default_rng(6)
     x = np.concatenate(
         [rng.normal(0, 3, 20000), rng.uniform(-1e4, 1e4, 500), -1.2785 + rng.normal(0, 1e-3, 200), [0.0, -0.0]]
@@ -672,7 +657,7 @@ def test_swish_with_beta_1_matches_silu_backward(torch, dtype):
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("beta", [1.702, -1.0, 0.5])
-def test_swish_with_beta_matches_float32_autograd(torch, dtype, beta):
+def test_recorded_fact_swish_with_beta_matches_float32_autograd(torch, dtype, beta):
     rng = np.random.default_rng(7)
     x = rng.normal(0, 3, 20000).astype(dtype)
     g = rng.normal(0, 1, x.size).astype(dtype)
