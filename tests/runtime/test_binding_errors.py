@@ -33,9 +33,11 @@ from aclnngen.runtime.errors import (
     BackendError,
     UnknownSocError,
 )
+from catalog import PLAIN, meta as _meta
 from simtools import leak_counters as _counters, no_leaks_around
 
 VERSION = "8.5.0"
+PLAIN_SYMBOL = _meta(PLAIN)["symbol"]
 
 
 def _op(snake):
@@ -82,8 +84,8 @@ def test_wrong_dtype_for_the_product():
 
 
 def test_bad_shape():
-    _, binding = _op("gelu_backward")
-    v = _values("gelu_backward")
+    _, binding = _op(PLAIN)
+    v = _values(PLAIN)
     bad = np.zeros((2, 5, 4), np.float32)  # does not broadcast with (2, 3, 4)
     with pytest.raises(AclnnValidationError) as err:
         binding(bad, v["self"])
@@ -161,7 +163,7 @@ def test_op_not_supported_on_the_family():
 
 
 def test_unmappable_dtype():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     x = np.ones((2, 3), dtype=">f4")  # non-native byte order: no aclDataType
     with pytest.raises(AclnnValidationError) as err:
         binding(x, x)
@@ -176,7 +178,7 @@ def test_unmappable_dtype():
 
 
 def test_not_an_array():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     with pytest.raises(AclnnValidationError) as err:
         binding("not a tensor", np.ones(3, np.float32))
     assert err.value.status == 161002
@@ -261,7 +263,7 @@ def test_a_non_array_is_a_type_error_naming_that_tensor(kind):
 
 
 def test_only_lists_name_the_first_input_not_the_output():
-    """All inputs lists (gelu_backward([[1.0]], [[1.0]]) in the issue): the first input is named,
+    """All inputs lists (a binding called with [[1.0]], [[1.0]] in the issue): the first input is named,
     not an output that could not be inferred."""
     for meta in _metas():
         inputs = _tensors(meta, "input")
@@ -311,7 +313,7 @@ def test_a_torch_tensor_the_call_cannot_read_is_a_type_error_saying_what_to_do(m
 def test_a_readable_torch_tensor_still_works_after_detach():
     """The advice holds: the detached tensor is accepted (the refusal above is not a blanket one)."""
     torch = _torch()
-    meta, binding = _op("gelu_backward")
+    meta, binding = _op(PLAIN)
     x = torch.linspace(-2, 2, 6).reshape(2, 3).requires_grad_(True)
     with pytest.raises(TypeError):
         binding(x, x)
@@ -338,7 +340,7 @@ def test_an_output_larger_than_any_device_names_that_output():
 
 
 def test_read_only_output():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     x = np.ones(4, np.float32)
     out = np.zeros(4, np.float32)
     out.flags.writeable = False
@@ -347,7 +349,7 @@ def test_read_only_output():
 
 
 def test_wrong_number_of_arguments():
-    meta, _ = _op("gelu_backward")
+    meta, _ = _op(PLAIN)
     with pytest.raises(TypeError, match="takes 3 arguments"):
         bind(meta)(np.ones(3, np.float32))
 
@@ -356,7 +358,7 @@ def test_wrong_number_of_arguments():
 
 
 def test_device_array_pointing_into_host_memory():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     host = np.ones(64, np.float32)
     # a 32-byte aligned address inside a host array, posing as device memory
     address = (host.ctypes.data + 31) // 32 * 32
@@ -374,7 +376,7 @@ def test_device_array_pointing_into_host_memory():
 
 
 def test_device_array_past_the_end_of_its_block():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     x = DeviceArray.from_host(np.ones(4, np.float32))
     try:
         too_long = DeviceArray.wrap(x.address, (64,), np.float32)
@@ -386,7 +388,7 @@ def test_device_array_past_the_end_of_its_block():
 
 
 def test_freed_device_array():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     x = DeviceArray.from_host(np.ones(4, np.float32))
     x.free()
     x.free()  # twice is fine
@@ -403,7 +405,7 @@ def test_device_array_of_another_backend(tmp_path):
     try:
         other.ensure_thread()
         foreign = DeviceArray.from_host(np.ones(4, np.float32), backend=other)
-        _, binding = _op("gelu_backward")
+        _, binding = _op(PLAIN)
         with pytest.raises(ArrayError, match="another backend"):
             binding(foreign, np.ones(4, np.float32))
         foreign.free()
@@ -415,8 +417,8 @@ def test_device_array_of_another_backend(tmp_path):
 
 
 def test_executor_reused():
-    meta, _ = _op("gelu_backward")
-    v = _values("gelu_backward")
+    meta, _ = _op(PLAIN)
+    v = _values(PLAIN)
     call = bind(meta)
     with call.prepare(v["gradOutput"], v["self"], None) as prepared:
         prepared.launch()
@@ -426,7 +428,7 @@ def test_executor_reused():
         session.synchronize()
         with pytest.raises(AclnnStatusError) as err:
             prepared.launch()  # after it ran and was released
-        assert err.value.status == 161002 and err.value.function == "aclnnGeluBackward"
+        assert err.value.status == 161002 and err.value.function == PLAIN_SYMBOL
 
 
 def test_short_workspace():
@@ -450,7 +452,7 @@ def test_missing_workspace():
 
 
 def test_null_out_pointers_follow_the_profile():
-    meta, _ = _op("gelu_backward")
+    meta, _ = _op(PLAIN)
     b = session.backend()
     gws, _, _ = b.op_functions(meta)
     x = DeviceArray.from_host(np.ones(4, np.float32))
@@ -461,7 +463,7 @@ def test_null_out_pointers_follow_the_profile():
         assert gws(*handles, ws, b.ffi.NULL) == 161001
         assert "executor" in b.recent_error()
         unchecked = simkernels.Profile("unchecked", "does not check the out-pointers", null_out_pointer_status=None)
-        with simkernels.use_profile(unchecked, op="aclnnGeluBackward"):
+        with simkernels.use_profile(unchecked, op=PLAIN_SYMBOL):
             assert gws(*handles, b.ffi.NULL, b.ffi.NULL) == 561103  # the real library would crash
         b.recent_error()
     finally:
@@ -472,7 +474,7 @@ def test_null_out_pointers_follow_the_profile():
 
 
 def test_launch_on_a_destroyed_stream():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     x = DeviceArray.from_host(np.ones(4, np.float32))
     s = session.stream()
     s.destroy()
@@ -490,12 +492,12 @@ def test_launch_on_a_destroyed_stream():
 
 
 def test_missing_op_symbol_and_the_others_keep_working():
-    meta, gelu = _op("gelu_backward")
+    meta, plain = _op(PLAIN)
     bogus = dict(
         meta,
         name="NoSuchBackward",
         symbol="aclnnNoSuchBackward",
-        cdef=meta["cdef"].replace("aclnnGeluBackward", "aclnnNoSuchBackward"),
+        cdef=meta["cdef"].replace(PLAIN_SYMBOL, "aclnnNoSuchBackward"),
     )
     x = np.ones(4, np.float32)
     simkernels.clear_recorded()
@@ -509,17 +511,17 @@ def test_missing_op_symbol_and_the_others_keep_working():
     text = str(e)
     assert "aclnnNoSuchBackward" in text and f"CANN version: {reported}" in text and "searched:" in text
     assert _reaches_c() == 0
-    assert gelu(x, x).shape == (4,)
-    assert simkernels.entry_for("aclnnGeluBackward").meta is meta, "a META copy replaced the real op"
+    assert plain(x, x).shape == (4,)
+    assert simkernels.entry_for(PLAIN_SYMBOL).meta is meta, "a META copy replaced the real op"
 
 
 def test_forced_cann_without_cann():
-    code = """
+    code = f"""
         import numpy as np
-        from aclnngen.generated.ops.gelu_backward import gelu_backward
+        from aclnngen.generated.ops.{PLAIN} import {PLAIN}
         from aclnngen.runtime.errors import BackendError
         try:
-            gelu_backward(np.ones(3, np.float32), np.ones(3, np.float32))
+            {PLAIN}(np.ones(3, np.float32), np.ones(3, np.float32))
         except BackendError as exc:
             print("BackendError:", exc)
     """
@@ -536,7 +538,7 @@ def test_forced_cann_without_cann():
 
 
 def test_unknown_soc_from_the_environment(monkeypatch):
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     x = np.ones(4, np.float32)
     monkeypatch.setenv("ACLNNGEN_SIM_SOC", "Ascend999X")
     assert session.soc_name() == "Ascend999X"
@@ -558,7 +560,7 @@ def test_unknown_soc_from_the_environment(monkeypatch):
 
 
 def test_exception_in_the_prepare_hook_is_a_status():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     x = np.ones(4, np.float32)
 
     def explode(meta, values, *, family, version):
@@ -572,7 +574,7 @@ def test_exception_in_the_prepare_hook_is_a_status():
 
 
 def test_kernel_failure_reports_at_synchronisation():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     x = np.ones((2, 3), np.float32)
     out = np.zeros((2, 4), np.float32)  # wrong shape; the lenient profile lets it through
     with simkernels.use_profile("lenient"):
@@ -580,19 +582,19 @@ def test_kernel_failure_reports_at_synchronisation():
             binding(x, x, grad_input=out, validate=False)
     e = err.value
     assert e.status == 507015 and e.status_name == "ACL_ERROR_RT_AICORE_EXCEPTION"
-    assert e.function == "aclrtSynchronizeStream" and "aclnnGeluBackward" in e.detail
+    assert e.function == "aclrtSynchronizeStream" and PLAIN_SYMBOL in e.detail
     assert (out == 0).all()
 
 
 def test_profiles_decide_what_the_library_checks():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     x = np.linspace(-2, 2, 6)  # float64: outside every family's dtype list
     with pytest.raises(AclnnStatusError):
         binding(x, x, validate=False)
-    with simkernels.use_profile("lenient", op="aclnnGeluBackward"):
+    with simkernels.use_profile("lenient", op=PLAIN_SYMBOL):
         got = binding(x, x, validate=False)
         assert got.dtype == np.float64
-    assert simkernels.profile_for("aclnnGeluBackward").name == "spec"
+    assert simkernels.profile_for(PLAIN_SYMBOL).name == "spec"
     with pytest.raises(ValueError, match="unknown simulator profile"):
         simkernels.set_profile("nonsense")
 
@@ -601,7 +603,7 @@ def test_errors_cross_process_boundaries():
     import pickle
 
     error = AclnnStatusError(
-        status=161002, op="GeluBackward", function="aclnnGeluBackwardGetWorkspaceSize", recent_message="m"
+        status=161002, op="SomeBackward", function="aclnnSomeBackwardGetWorkspaceSize", recent_message="m"
     )
     again = pickle.loads(pickle.dumps(error))
     assert again.status == 161002 and str(again) == str(error)
