@@ -17,6 +17,7 @@ from aclnngen.runtime.errors import AclnnStatusError, AclnnValidationError
 from aclnngen.core import planning
 from aclnngen.verify import cases
 from simtools import no_leaks_around
+from catalog import OPS, PLAIN
 
 VERSION = "8.5.0"
 
@@ -34,7 +35,7 @@ def no_leaks():
 
 def _scalar_case():
     """An op with a scalar bound, its tensors, and a good and a bad value of that scalar."""
-    for snake in ("softshrink_backward",):  # any op with a scalar constraint will do
+    for snake in OPS:  # the first op with a scalar constraint will do
         meta, binding = _op(snake)
         bad = planning.scalar_violations(meta, VERSION)
         if bad:
@@ -72,7 +73,7 @@ def test_the_simulated_library_refuses_a_bad_value_after_good_ones():
 
 
 def test_a_signature_that_passed_on_one_family_is_checked_again_on_another():
-    meta, binding = _op("gelu_backward")
+    meta, binding = _op(PLAIN)
     families = {f for entry in meta["params"][0]["dtypes"] if "bfloat16" in entry["dtypes"] for f in entry["families"]}
     without = {f for entry in meta["params"][0]["dtypes"] for f in entry["families"]} - families
     if not families or not without:
@@ -89,7 +90,7 @@ def test_a_signature_that_passed_on_one_family_is_checked_again_on_another():
 
 
 def test_a_dtype_change_at_the_same_shape_is_checked():
-    _, binding = _op("gelu_backward")
+    _, binding = _op(PLAIN)
     with session.simulated(family="a2", version=VERSION):
         binding(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32))
         with pytest.raises(AclnnValidationError):
