@@ -40,14 +40,14 @@ def _status(meta, values, family="a2"):
         ("prelu_backward", "per-channel-rejected", 161002, 161002),
     ],
 )
-def test_vendor_profile_changes_only_the_recorded_checks(snake, case, spec_status, vendor_status):
+def test_recorded_fact_vendor_profile_changes_only_the_recorded_checks(snake, case, spec_status, vendor_status):
     meta = _meta(snake)
     values = cases.make_values(meta, case, "float32", version=V)
     assert _status(profiles.apply(meta, "spec", V), values) == spec_status
     assert _status(profiles.apply(meta, "vendor", V), values) == vendor_status
 
 
-def test_hardtanh_vendor_never_checks_out():
+def test_recorded_fact_hardtanh_backward_vendor_never_checks_out():
     meta = _meta("hardtanh_backward")
     values = dict(cases.make_values(meta, "contiguous", "float32", version=V))
     values["out"] = np.zeros((7,), dtype=np.float16)  # wrong shape and dtype (float16 is supported)
