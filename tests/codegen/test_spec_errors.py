@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from aclnngen.codegen.errors import SpecError
-from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, load_spec
+from aclnngen.codegen.loader import load_products, load_spec
+from repo_paths import DATA
 
-BASE = (DEFAULT_SPECS_DIR / "ops" / "swish_backward.yaml").read_text(encoding="utf-8")
+# a made-up spec (a frozen, renamed copy of a real one), so a changed spec of the catalog leaves these cases as they are
+BASE = (DATA / "spec_errors" / "demo_swish_backward.yaml").read_text(encoding="utf-8")
 PRODUCTS = load_products()
 
 
@@ -26,7 +28,7 @@ def _edit(old: str, new: str, count: int = 1) -> str:
     return BASE.replace(old, new, count)
 
 
-def _load(tmp_path: Path, text: str, name: str = "swish_backward.yaml"):
+def _load(tmp_path: Path, text: str, name: str = "demo_swish_backward.yaml"):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return path, load_spec(path, PRODUCTS)
@@ -55,7 +57,7 @@ CASES = [
     (
         "missing-key",
         _edit("summary: Gradient of Swish, x * sigmoid(beta * x), with respect to its input x.\n", ""),
-        "name: SwishBackward",
+        "name: DemoSwishBackward",
         r"missing key 'summary'",
     ),
     ("missing-nested-key", _edit("    role: optional_scalar\n", ""), "- name: betaOptional", r"missing key 'role'"),
@@ -76,7 +78,7 @@ CASES = [
     ),
     (
         "op-name-not-c-identifier",
-        _edit("name: SwishBackward", "name: Swish-Backward"),
+        _edit("name: DemoSwishBackward", "name: Swish-Backward"),
         "name: Swish-Backward",
         r"not a C identifier",
     ),
@@ -174,9 +176,9 @@ CASES = [
     ),
     (
         "prototype-wrong-function-name",
-        _edit("aclnnStatus aclnnSwishBackward(void*", "aclnnStatus aclnnSwishBackwards(void*"),
+        _edit("aclnnStatus aclnnDemoSwishBackward(void*", "aclnnStatus aclnnDemoSwishBackwards(void*"),
         "launch:",
-        r"must be named aclnnSwishBackward",
+        r"must be named aclnnDemoSwishBackward",
     ),
     (
         "prototype-input-not-const",
@@ -276,7 +278,7 @@ def test_malformed_spec_is_rejected_at_its_line(tmp_path, text, line_text, patte
     problems = info.value.problems
     assert problems, "SpecError without problems"
     first = problems[0]
-    assert first.path == str(tmp_path / "swish_backward.yaml")
+    assert first.path == str(tmp_path / "demo_swish_backward.yaml")
     assert first.line == _line_of(text, line_text), f"{first} should point at the line holding {line_text!r}"
     assert re.search(pattern, first.message), f"message {first.message!r} does not match {pattern!r}"
 
@@ -288,8 +290,8 @@ def test_there_are_at_least_25_kinds_of_mistake():
 def test_file_name_must_match_op(tmp_path):
     with pytest.raises(SpecError) as info:
         _load(tmp_path, BASE, name="swish.yaml")
-    assert "swish_backward.yaml" in info.value.problems[0].message
-    assert info.value.problems[0].line == _line_of(BASE, "name: SwishBackward")
+    assert "demo_swish_backward.yaml" in info.value.problems[0].message
+    assert info.value.problems[0].line == _line_of(BASE, "name: DemoSwishBackward")
 
 
 def test_empty_file(tmp_path):
@@ -300,4 +302,4 @@ def test_empty_file(tmp_path):
 
 def test_unmodified_base_loads(tmp_path):
     _, loaded = _load(tmp_path, BASE)
-    assert loaded.spec.name == "SwishBackward"
+    assert loaded.spec.name == "DemoSwishBackward"
