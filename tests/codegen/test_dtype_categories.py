@@ -57,6 +57,7 @@ def test_generated_cases_cover_every_category(package):
         assert re.search(rf"A2-{dtype}-contiguous", text), dtype
 
 
+@pytest.mark.slow(reason="a generated package's whole suite in a fresh pytest")
 def test_generated_tests_pass_on_every_category(package):
     env = dict(os.environ, PYTHONPATH=str(package.parent))
     env.pop("PYTEST_XDIST_WORKER", None)

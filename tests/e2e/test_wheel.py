@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from isolated import REPO, clean_env, fresh_venv, pip_install, run, type_check, venv_env
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(
+    reason="builds a wheel, installs it into a fresh venv and runs it from outside the checkout"
+)
 
 CUSTOM_SPECS = REPO / "tests" / "data" / "custom_specs" / "ops"
 

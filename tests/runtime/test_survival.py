@@ -18,6 +18,7 @@ import importlib
 import time
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +66,7 @@ def _host(result):
 # --- 100,000 calls -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow(reason="100,000 binding calls on the simulator, counters checked at checkpoints")
 def test_100k_calls_on_reused_device_arrays_leave_the_counters_unchanged():
     """Five ops in turn on device arrays allocated once: the first half on the default stream
     (each call synchronises), the second on an explicit stream synchronised every 100 calls (each
@@ -280,6 +282,7 @@ def _reference(meta, reference, values):
     return want if isinstance(want, tuple) else (want,)
 
 
+@pytest.mark.slow(reason="1,500 random binding calls, each against the reference")
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(examples())
 def test_random_arguments_never_crash_never_leak_and_match_the_reference(example):

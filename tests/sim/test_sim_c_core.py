@@ -1471,6 +1471,7 @@ def test_concurrent_builds_from_four_processes(tmp_path):
     assert _marker_of(path) == f"{marker} Ascend910B2"
 
 
+@pytest.mark.slow(reason="compiles the simulator once per changed input")
 def test_rebuilds_when_any_input_changes(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     src = _marker_source(tmp_path, "one")
