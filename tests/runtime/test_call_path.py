@@ -32,6 +32,8 @@ from aclnngen.runtime.shapes import NUMPY_DTYPES
 from aclnngen.core.rules import supported_dtypes, supported_families
 from simtools import leak_counters, no_leaks_around, reference_args, same_bits, sim_backend
 from repo_paths import REPO
+import catalog
+from catalog import PLAIN
 
 VERSION = "8.5.0"
 
@@ -167,14 +169,14 @@ def ffi_free(b, pointer):
 
 
 def test_negative_strides_are_copied_to_a_positive_layout(no_leaks):
-    meta, binding, reference = _op("gelu_backward")
+    meta, binding, reference = _op(PLAIN)
     values = dict(cases.make_values(meta, "contiguous", "float32", version=VERSION))
     g = values["gradOutput"][:, ::-1, ::-1]
     x = values["self"][::-1]
     got = binding(g, x)
     want = reference.reference(np.ascontiguousarray(g), np.ascontiguousarray(x))
     assert _same_bits(got, want)
-    seen = simkernels.recorded("aclnnGeluBackward")[-1]["args"]
+    seen = simkernels.recorded(catalog.meta(PLAIN)["symbol"])[-1]["args"]
     assert all(s >= 0 for name in ("gradOutput", "self") for s in seen[name]["strides"])
 
 
@@ -341,7 +343,7 @@ def test_explicit_stream_returns_after_launch_and_keeps_the_workspace(no_leaks):
 
 
 def test_numpy_call_on_an_explicit_stream_synchronises(no_leaks):
-    meta, binding, reference = _op("gelu_backward")
+    meta, binding, reference = _op(PLAIN)
     values = dict(cases.make_values(meta, "offset", "bfloat16", version=VERSION))
     with session.stream() as s:
         got = binding(values["gradOutput"], values["self"], stream=s)
@@ -397,7 +399,7 @@ def test_simulated_version_decides_validation():
 
 
 def test_user_threads_just_work(no_leaks):
-    meta, binding, reference = _op("gelu_backward")
+    meta, binding, reference = _op(PLAIN)
     values = dict(cases.make_values(meta, "contiguous", "float32", version=VERSION))
     want = reference.reference(values["gradOutput"], values["self"])
     results, errors = [], []
@@ -512,7 +514,7 @@ def test_init_once_and_repeat_initialize_is_not_finalised():
     proc = _subprocess(code)
     assert proc.returncode == 0, proc.stderr
     assert "owner ok" in proc.stdout
-    code = """
+    code = f"""
         from aclnngen.runtime import session, ffi
         from aclnngen.runtime.sim import SimBackend
         # someone else initialises ACL first, as a host framework would
@@ -520,8 +522,8 @@ def test_init_once_and_repeat_initialize_is_not_finalised():
         lib = ffi.runtime_ffi().dlopen(b.libraries["ascendcl"])
         assert lib.aclInit(ffi.runtime_ffi().NULL) == 0
         import numpy as np
-        from aclnngen.generated.ops.gelu_backward import gelu_backward
-        out = gelu_backward(np.ones(3, np.float32), np.ones(3, np.float32))
+        from aclnngen.generated.ops.{PLAIN} import {PLAIN}
+        out = {PLAIN}(np.ones(3, np.float32), np.ones(3, np.float32))
         active = session.backend()
         assert not active.owns_init, "100002 means ACL belongs to someone else"
         active.shutdown()
@@ -534,11 +536,11 @@ def test_init_once_and_repeat_initialize_is_not_finalised():
 
 
 def test_session_reset_rebuilds_from_scratch():
-    code = """
+    code = f"""
         import numpy as np
         from aclnngen.runtime import session
         from aclnngen.runtime.arrays import DeviceArray
-        from aclnngen.generated.ops.gelu_backward import gelu_backward
+        from aclnngen.generated.ops.{PLAIN} import {PLAIN}
         old = session.backend()
         kept = DeviceArray.from_host(np.ones(8, np.float32))
         session.reset()
@@ -549,7 +551,7 @@ def test_session_reset_rebuilds_from_scratch():
         except Exception as exc:
             print("stale:", type(exc).__name__)
         kept.free()  # a no-op: its block died with the reset
-        out = gelu_backward(np.ones(3, np.float32), np.ones(3, np.float32))
+        out = {PLAIN}(np.ones(3, np.float32), np.ones(3, np.float32))
         print("ok", out.shape)
     """
     proc = _subprocess(code)
