@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from repo_paths import TESTS, hand_written_tests
 
 FOLDERS = {"core", "codegen", "runtime", "sim", "verify", "audit", "cli", "e2e"}
@@ -50,3 +52,11 @@ def test_every_test_module_sits_in_a_package_folder():
     ]
     assert misplaced == []
     assert {p.relative_to(TESTS).parts[0] for p in hand_written_tests()} == FOLDERS
+
+
+def test_a_property_no_op_of_the_catalog_has_is_a_clear_error():
+    import catalog
+
+    assert catalog.is_plain(catalog.meta(catalog.PLAIN))
+    with pytest.raises(LookupError, match="no op of the catalog is an op with nine outputs: add a spec"):
+        catalog.an_op("an op with nine outputs", lambda m: len(m["outputs"]) == 9)
