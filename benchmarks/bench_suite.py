@@ -36,20 +36,39 @@ SLOWEST = 12
 
 
 def _suite(repo: Path, python: Path, workers: int, cache: Path) -> tuple[float, bool, str, list[str]]:
-    """Wall time, success, pytest's summary line and its slowest tests, for the README's command."""
-    command = [python, "-m", "pytest", "-q", "-n", str(workers), "-p", "no:cacheprovider", f"--durations={SLOWEST}"]
+    """Wall time, success, pytest's summary line and its slowest tests (or what failed), for the
+    README's command."""
+    command = [
+        python,
+        "-m",
+        "pytest",
+        "-q",
+        "-rfE",
+        "-n",
+        str(workers),
+        "-p",
+        "no:cacheprovider",
+        f"--durations={SLOWEST}",
+    ]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=repo, capture_output=True, text=True, env=_env(python, cache))
     took = time.perf_counter() - start
     summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "")
     tail = done.stdout.split(f"slowest {SLOWEST} durations", 1)
     slowest = tail[1].splitlines()[1 : SLOWEST + 1] if len(tail) == 2 else []
-    return took, done.returncode == 0, summary.strip("= "), [line.strip() for line in slowest]
+    failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    return took, done.returncode == 0, summary.strip("= "), [line.strip() for line in failed + slowest]
 
 
 def _env(python: Path, cache: Path) -> dict[str, str]:
     """The venv's environment, with a cache of the run's own (the simulator is built once per copy)."""
     return venv_env(python, ACLNNGEN_CACHE_DIR=str(cache))
+
+
+def _as_a_clone(repo: Path) -> None:
+    """The copy as a clone has it: a git work tree, its files in the index (tests list what git tracks)."""
+    for command in (["git", "init", "-q"], ["git", "add", "-A"]):
+        subprocess.run(command, cwd=repo, check=True, capture_output=True)
 
 
 def _add_ops(repo: Path, python: Path, count: int, cache: Path) -> int:
@@ -69,7 +88,7 @@ def _add_ops(repo: Path, python: Path, count: int, cache: Path) -> int:
 def _report(label: str, took: float, ok: bool, summary: str, slowest: list[str]) -> None:
     print(row(f"{label}: pytest", "", summary))
     print(row(f"{label}: wall time", f"{took:8.1f} s", "" if ok else "THE SUITE FAILED: the time says nothing"))
-    print(f"{label}: slowest tests")
+    print(f"{label}: what failed, then the slowest tests")
     for line in slowest:
         print(f"  {line}")
 
@@ -83,6 +102,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as tmp:
         where = Path(tmp)
         repo = copy_repository(where / "checkout")
+        _as_a_clone(repo)
         python = fresh_venv(where / "venv")
         pip_install(python, "-e", repo)
         builtin = len(list((repo / "specs" / "ops").glob("*.yaml")))
