@@ -65,9 +65,11 @@ def copy_repository(dest: Path) -> Path:
 
 
 def dependency_folders() -> list[str]:
-    """The running interpreter's site-packages folders, where the tests' dependencies are."""
+    """The running interpreter's site-packages folders, where the tests' dependencies are; in a venv
+    made by fresh_venv (a benchmark's copy of the checkout), also those its .pth file adds."""
     found = [sysconfig.get_paths()[key] for key in ("purelib", "platlib")]
     found += site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    found += [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
     return list(dict.fromkeys(f for f in found if os.path.isdir(f)))
 
 
