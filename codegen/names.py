@@ -39,7 +39,7 @@ REFERENCE_KEYWORDS: tuple[tuple[str, object], ...] = (
 )
 
 # Names the generated binding and reference modules (where a spec's Python names are identifiers)
-# define, import or call, besides the spec's own names. tests/test_reserved_names.py checks this list
+# define, import or call, besides the spec's own names. tests/codegen/test_reserved_names.py checks this list
 # against every generated module, so a template that starts using a new name (or a builtin) fails it.
 GENERATED_PYTHON = frozenset(
     {

@@ -3,7 +3,7 @@ in float64 one element at a time (scipy.special.erf on float32: ~18 ns per eleme
 
 `erf_float32`: a rational approximation x * P(x^2) / Q(x^2) on x clamped to [-4, 4] (erf(4)
 rounds to 1 in float32), with the monomial coefficients of Eigen's float32 erf. Stated accuracy,
-tested in tests/test_fastmath.py against float64: at most 8 float32 ulps (absolute error below
+tested in tests/verify/test_fastmath.py against float64: at most 8 float32 ulps (absolute error below
 5e-7) everywhere; NaN stays NaN. Evaluated in place, in chunks that stay in the CPU's cache.
 """
 

@@ -10,7 +10,6 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from aclnngen.core.meta import op_meta
 from aclnngen.core.releases import CannVersion, as_release, known_releases, vendor_tag
 
 
@@ -25,15 +24,14 @@ def check_release(meta: Mapping[str, Any], installed: str | None) -> str | None:
     """Warn once per op when `installed` precedes every release the spec describes; returns the
     message (None when the spec describes it or an older one, when unknown or already warned)."""
     installed = as_release(installed)
-    name = op_meta(meta).name
-    if installed is None or name in _warned:
+    if installed is None or meta["name"] in _warned:
         return None
     oldest = known_releases(meta)[0]
     if oldest <= CannVersion(installed):
         return None
-    _warned.add(name)
+    _warned.add(meta["name"])
     message = (
-        f"aclnn{name}: the installed CANN {vendor_tag(installed)} precedes every release its spec "
+        f"aclnn{meta['name']}: the installed CANN {vendor_tag(installed)} precedes every release its spec "
         f"describes (the oldest is {vendor_tag(oldest.text)}): the op or the facts it is checked against may "
         f"not exist there; the facts of {vendor_tag(oldest.text)} are used. Install CANN {vendor_tag(oldest.text)} "
         f"or newer (on the simulator: ACLNNGEN_SIM_CANN={vendor_tag(oldest.text)})"

@@ -4,6 +4,8 @@ such as tests/fakecann.py import by name."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import settings
@@ -21,3 +23,15 @@ def fake_cann_homes(tmp_path_factory):
     import fakecann
 
     return fakecann.make_installs(tmp_path_factory.mktemp("fake-cann"))
+
+
+@pytest.fixture(scope="session")
+def aclnngen_cli():
+    """Runs `aclnngen ARGS` in a fresh interpreter, as a user's shell does: returns the completed
+    process with its output as text. One runner for every test of the command line."""
+
+    def run(*args, cwd=None, env=None, timeout: float = 600) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "aclnngen.codegen.cli", *map(str, args)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+
+    return run

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from repo_paths import REPO
+
 REQUIRE_ENV = "ACLNNGEN_REQUIRE_EXTERNAL"
 
 # name -> (environment variable, default beside the checkout, what it is)

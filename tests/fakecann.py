@@ -26,7 +26,7 @@ uses a core built with -DACLSIM_NO_VERSION_API (no aclsysGetVersionStr/Num at al
 The fake CANN is the simulator, so its kernels are the Python hooks of runtime/sim/kernels.py. The
 production CannBackend never installs simulator hooks (a real CANN has no aclsim_* controls);
 the scenario scripts do it themselves with `install_kernels(b)` (PRELUDE), exactly as
-tests/test_runtime.py does in-process.
+tests/runtime/test_call_path.py does in-process.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from repo_paths import REPO
+
 TIMEOUT = 1800
 
 # Variables of the developer's shell that would point a fresh copy back at this checkout's material.
@@ -64,9 +65,11 @@ def copy_repository(dest: Path) -> Path:
 
 
 def dependency_folders() -> list[str]:
-    """The running interpreter's site-packages folders, where the tests' dependencies are."""
+    """The running interpreter's site-packages folders, where the tests' dependencies are; in a venv
+    made by fresh_venv (a benchmark's copy of the checkout), also those its .pth file adds."""
     found = [sysconfig.get_paths()[key] for key in ("purelib", "platlib")]
     found += site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    found += [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
     return list(dict.fromkeys(f for f in found if os.path.isdir(f)))
 
 

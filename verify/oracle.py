@@ -135,7 +135,7 @@ class _Call:
 # aten operators whose answer at a NaN forward input depends on the element's position: the
 # vectorised body selects 0, the scalar tail and strided inputs pass the gradient
 # (torch-oracle.md, section 2). Only there is a NaN position left out of the comparison; every
-# other op is judged at NaN inputs like anywhere else. tests/test_oracle_quirks.py checks each
+# other op is judged at NaN inputs like anywhere else. tests/verify/test_special_values.py checks each
 # entry against the torch in use, so an entry a fixed torch no longer needs fails there.
 NAN_POSITION_DEPENDENT = frozenset({"hardtanh_backward", "softshrink_backward"})
 

@@ -9,5 +9,5 @@
 
 It imports nothing of the project above it (codegen, runtime, verify, audit, generated) and
 nothing heavy (no NumPy, pydantic, cffi, jinja2, torch, scipy): the generator, the call path, the
-verdict and the audit all build on it (docs/architecture.md, tests/test_architecture.py).
+verdict and the audit all build on it (docs/architecture.md, tests/e2e/test_architecture.py).
 """

@@ -7,7 +7,7 @@
  * Layers: calls between the C files go one way, down. sim_state.c (state, errors, registries,
  * controls) is the bottom; sim_meta.c (tensors, scalars, arrays) and sim_op.c (the two-phase
  * protocol, executors, queues) call only into it; sim_runtime.c (devices, memory, streams, and
- * aclsim_reset, which frees what every layer holds) is the top. tests/test_architecture.py
+ * aclsim_reset, which frees what every layer holds) is the top. tests/e2e/test_architecture.py
  * parses the files and fails on a call that goes up.
  */
 #ifndef ACLSIM_INTERNAL_H

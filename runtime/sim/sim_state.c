@@ -1,7 +1,7 @@
 /* sim_state.c: global state, error messages, registries and the simulator-only controls.
  *
  * The bottom layer of the simulator's C: it calls no function of sim_meta.c, sim_op.c or
- * sim_runtime.c (tests/test_architecture.py checks that calls between the C files go one way).
+ * sim_runtime.c (tests/e2e/test_architecture.py checks that calls between the C files go one way).
  * What frees objects of the layers above (aclsim_reset) lives in sim_runtime.c, the top. */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,0 +1,134 @@
+"""A new user's clone: a copy of the tracked files with nothing beside it, installed the README's
+way into a fresh venv. The tests that need material outside the repository skip there, naming
+the variable that points to it, and fail under ACLNNGEN_REQUIRE_EXTERNAL=1 (which .ci/run sets).
+Adding an op there is one spec: validate, generate, and the hand-written tests a new op can change
+stay green (those without parameters and those parametrized by it, slow ones aside), with the new
+op's generated tests.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from isolated import copy_repository, fresh_venv, pip_install, run, type_check, venv_env
+from repo_paths import CUSTOM_SPECS, REPO, hand_written_tests
+
+pytestmark = pytest.mark.slow(reason="a copy of the checkout in a fresh venv, and a nested pytest run in it")
+
+# Left out of the suite run inside the copy: this module (it would recurse), the wheel test (it
+# builds its own environment), and the custom-package tests, which generate and run stand-alone
+# packages several times over and do not depend on the set of ops in the repository.
+NOT_RUN_IN_THE_COPY = (
+    "tests/e2e/test_fresh_checkout.py",
+    "tests/e2e/test_wheel.py",
+    "tests/e2e/test_custom_packages.py",
+)
+CUSTOM_OPS = CUSTOM_SPECS / "ops"
+
+
+def _clone(dest: Path) -> tuple[Path, Path]:
+    repo = copy_repository(dest)
+    python = fresh_venv(dest / "venv")
+    pip_install(python, "-e", repo)
+    return repo, python
+
+
+def _external_tests(repo: Path) -> list[str]:
+    """The test modules that use the external-material helper (tests/external.py)."""
+    uses = re.compile(r"^from external import", re.M)
+    found = [p for p in hand_written_tests(repo / "tests") if uses.search(p.read_text(encoding="utf-8"))]
+    assert found, "no test uses tests/external.py"
+    return [p.relative_to(repo).as_posix() for p in found]
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    return _clone(tmp_path_factory.mktemp("clone"))
+
+
+def test_the_clone_resolves_aclnngen_to_itself(clone):
+    repo, python = clone
+    where = run(
+        [python, "-c", "import aclnngen.codegen.loader as l; print(l.REPO_ROOT)"], cwd="/", env=venv_env(python)
+    )
+    assert where.returncode == 0 and Path(where.stdout.strip()) == repo, where.stdout + where.stderr
+
+
+def test_type_checkers_resolve_the_bindings_of_the_editable_install(clone, tmp_path):
+    # an import hook (setuptools' editable default) is invisible to mypy and editors: the install
+    # must name a plain folder (buildsys/aclnngen_build.py); the overloads type each call's result
+    _, python = clone
+    checked = type_check(python, tmp_path)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+def test_external_material_absent_skips_naming_its_variable(clone):
+    repo, python = clone
+    tests = _external_tests(repo)
+    result = run(
+        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *tests], cwd=repo, env=venv_env(python)
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert re.search(r"\d+ skipped", result.stdout) and "failed" not in result.stdout
+    assert "set ACLNNGEN_REFERENCE to where it is" in result.stdout, result.stdout[-3000:]
+
+
+def test_external_material_absent_fails_when_required(clone):
+    repo, python = clone
+    tests = _external_tests(repo)
+    env = venv_env(python, ACLNNGEN_REQUIRE_EXTERNAL="1")
+    result = run([python, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", *tests], cwd=repo, env=env)
+    # tests of material CI never has (a vendor repository's mirror) may still skip; none of the
+    # material ACLNNGEN_REQUIRE_EXTERNAL covers does
+    assert result.returncode == 1 and not re.search(r"SKIPPED.*external material absent", result.stdout), result.stdout[
+        -3000:
+    ]
+    assert "ACLNNGEN_REQUIRE_EXTERNAL=1 requires it" in result.stdout
+
+
+def test_ci_requires_the_external_material():
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^export ACLNNGEN_REQUIRE_EXTERNAL=1$", ci, re.M)
+
+
+def _nested_selection(ids: list[str], new: str) -> list[str]:
+    """What a new op can change: the hand-written tests that take no parameters (any of them may
+    read the set of ops), those parametrized by the new op, and the new op's generated tests. Tests
+    parametrized by another op or by anything else (a dtype, a case) are the repository's own,
+    unchanged by a new spec: the main suite runs them."""
+    return [test for test in ids if new in test or "[" not in test]
+
+
+def test_adding_an_op_is_one_spec_and_the_whole_suite_stays_green(clone, tmp_path):
+    # the module's clone: the other tests here hold with one more op, whichever runs first
+    repo, python = clone
+    env = venv_env(python, ACLNNGEN_CACHE_DIR=str(tmp_path / "cache"))
+    # any spec that is not one of the repository's
+    spec = next((s for s in sorted(CUSTOM_OPS.glob("*.yaml")) if not (repo / "specs" / "ops" / s.name).exists()), None)
+    assert spec is not None, f"every spec of {CUSTOM_OPS} is also one of the repository's: add another"
+    (repo / "specs" / "ops" / spec.name).write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
+    for command in (["validate"], ["generate"], ["check"]):
+        done = run([python.parent / "aclnngen", *command], cwd=repo, env=env)
+        assert done.returncode == 0, f"aclnngen {command[0]}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+    assert (repo / "tests" / "generated" / f"test_{spec.stem}.py").is_file()
+    # the other ops' generated tests are the repository's own, unchanged by a new spec
+    hand_written = [p.relative_to(repo).as_posix() for p in hand_written_tests(repo / "tests")]
+    chosen = [t for t in hand_written if t not in NOT_RUN_IN_THE_COPY] + [f"tests/generated/test_{spec.stem}.py"]
+    collected = run(
+        [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *chosen], cwd=repo, env=env
+    )
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
+    ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    selected = _nested_selection(ids, spec.stem)
+    assert any(spec.stem in i for i in selected if not i.startswith("tests/generated/")), (
+        "no hand-written test took the new op"
+    )
+    assert len(selected) < len(ids)
+    # the slow-marked tests (a venv, a simulator rebuilt per input, 100,000 calls) the main suite runs
+    nested = [python, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-m", "not slow", *selected]
+    result = run(nested, cwd=repo, env=env)
+    tail = result.stdout[-4000:]
+    assert result.returncode == 0, tail
+    assert re.search(r"\d+ passed", tail) and " failed" not in tail and " error" not in tail, tail

@@ -1,0 +1,77 @@
+"""An elementwise reference evaluated in pieces, on threads, into given arrays gives the same bits
+as one whole-array evaluation (evaluate/chunking.py); so does a binding whose simulated kernel
+writes the pieces straight into device memory."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from aclnngen.generated import OPS
+from aclnngen.evaluate import chunking
+from aclnngen.verify import cases
+from aclnngen.verify.opcheck import OpUnderTest
+from catalog import PLAIN
+
+
+def _op(snake):
+    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+    return OpUnderTest(
+        meta,
+        reference=importlib.import_module(f"aclnngen.generated.reference.{snake}"),
+        binding=getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake),
+        version=meta["cann_version"],
+    )
+
+
+def _as_tuple(r):
+    return r if isinstance(r, tuple) else (r,)
+
+
+@pytest.mark.parametrize("snake", OPS)
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_pieces_give_the_bits_of_one_piece(snake, threads, monkeypatch):
+    op = _op(snake)
+    values = cases.make_values(op.meta, "contiguous", "float32", version=op.version)
+    monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1 << 62)
+    whole = op.run_reference(values)
+    monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1)
+    monkeypatch.setattr(chunking, "CHUNK", 5)  # pieces of 5 over (2, 3, 4): uneven, several per thread
+    monkeypatch.setenv("ACLNNGEN_REFERENCE_THREADS", threads)
+    pieces = op.run_reference(values)
+    assert len(whole) == len(pieces)
+    for a, b in zip(whole, pieces):
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+
+
+def test_results_go_into_the_given_arrays(monkeypatch):
+    op = _op(PLAIN)
+    values = cases.make_values(op.meta, "contiguous", "float32", version=op.version)
+    monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1)
+    monkeypatch.setattr(chunking, "CHUNK", 7)
+    target = np.full(values["self"].shape, -1.0, dtype=np.float32)
+    (result,) = _as_tuple(op.reference._REFERENCE(values, out={"gradInput": target}))
+    assert result is target and not np.any(target == -1.0)
+    strided = np.zeros(values["self"].shape + (2,), np.float32)[..., 0]  # not contiguous: not written
+    (other,) = _as_tuple(op.reference._REFERENCE(values, out={"gradInput": strided}))
+    assert other is not strided and np.array_equal(other, target) and not strided.any()
+
+
+def _elementwise(snake) -> bool:
+    return "reduction" not in _op(snake).meta["formula"]["outputs"].values()
+
+
+@pytest.mark.parametrize("snake", [s for s in OPS if _elementwise(s)])
+def test_a_simulated_kernel_writing_pieces_into_device_memory_matches_the_reference(snake, monkeypatch):
+    op = _op(snake)
+    values = cases.make_values(op.meta, "contiguous", "float32", version=op.version)
+    monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1)
+    monkeypatch.setattr(chunking, "CHUNK", 5)
+    positional, keywords, _ = op.split(values)
+    got = _as_tuple(op.binding(*positional, **keywords))
+    monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1 << 62)
+    want = op.run_reference(values)
+    for a, b in zip(got, want):
+        assert np.array_equal(np.asarray(a), b, equal_nan=True)
