@@ -252,9 +252,12 @@ def _reference_mixed(meta, version, families, home, label, layouts, applicable, 
     found, seen = [], set()
     for family in _dtype_families(meta, version, families, home):
         for combo in dtype_combinations.mixed_combinations(meta, version, family):
-            if combo.key() in seen:
+            # one case per combination and the output dtypes it gets: a family whose rules give
+            # the outputs other dtypes gets its own
+            key = tuple(sorted(dtype_combinations.resolved(meta, combo, version, family).items()))
+            if key in seen:
                 continue
-            seen.add(combo.key())
+            seen.add(key)
             for data in DATA_KINDS:
                 found.append(_mixed_case(label, family, combo, data, mixed=True))
     for kind, family in layouts.first.items():

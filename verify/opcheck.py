@@ -94,14 +94,20 @@ class OpUnderTest:
         """The package the op belongs to: the one its reference module is in."""
         return self.reference.__name__.rpartition(".reference.")[0]
 
-    def params(self, *roles: str) -> tuple[Param, ...]:
+    def params(self, *roles: str) -> list[Mapping]:
+        """The META rows of the parameters of these roles (for callers that read them as data;
+        this module reads `of_roles`)."""
+        return [p for p in self.meta["params"] if p["role"] in roles]
+
+    def of_roles(self, *roles: str) -> tuple[Param, ...]:
+        """The typed parameters of these roles (core/meta.py), in prototype order."""
         return self.typed.by_role(*roles)
 
     def split(self, values: Mapping[str, Any]):
         """C-named values -> (the leading inputs, positionally; every later parameter by py name, since
         a scalar may come before an input in C order; outputs by py name)."""
         positional, keywords = binding_args(self.meta, values)
-        outputs = {p.py: values.get(p.name) for p in self.params("output")}
+        outputs = {p.py: values.get(p.name) for p in self.of_roles("output")}
         return positional, keywords, outputs
 
     def case(self, test: str, family: str | None, dtype: str | None, *values, id: str):
@@ -163,7 +169,7 @@ def check_shape_case(op: OpUnderTest, family: str, dtype: str, kind: str, status
 
 def _home_dtype(op: OpUnderTest, family: str) -> str:
     """float32 where the first input takes it on `family`, else its first supported dtype."""
-    name = op.params("input")[0].name
+    name = op.of_roles("input")[0].name
     supported = supported_dtypes(op.meta, name, family, op.version)
     return "float32" if "float32" in supported or not supported else supported[0]
 
@@ -172,7 +178,7 @@ def check_conditional_dtype(op: OpUnderTest, family: str, dtype: str, context: M
     """A dtype allowed only under a condition (`when`): refused without it where the plain list
     lacks it, accepted with it, and the binding then agrees with the reference bit-wise."""
     values = dict(cases.make_values(op.meta, "contiguous", dtype, version=op.version, family=family))
-    first = op.params("input")[0].name
+    first = op.of_roles("input")[0].name
     if dtype not in supported_dtypes(op.meta, first, family, op.version) and not planning.condition_holds(
         {"when": context}, values
     ):
@@ -308,7 +314,7 @@ def _roots(op: OpUnderTest, scalars: Mapping) -> list[float]:
 def _with_inputs(op: OpUnderTest, x: np.ndarray, g: np.ndarray, scalars: Mapping) -> dict:
     """Values where the first input is the gradient, the second the data x, any further input (a
     weight) a single element."""
-    inputs = op.params("input")
+    inputs = op.of_roles("input")
     values = dict(scalars)
     values[inputs[0].name] = g
     values[inputs[1].name] = x
@@ -320,7 +326,7 @@ def _with_inputs(op: OpUnderTest, x: np.ndarray, g: np.ndarray, scalars: Mapping
 def _scalars(op: OpUnderTest) -> dict:
     """Scalar values for test data, each exactly representable in the dtype of the aclScalar the
     binding creates, so the device, the reference and the oracle all see the same number."""
-    dtypes = {p.name: p.scalar_dtype for p in op.params("scalar", "optional_scalar")}
+    dtypes = {p.name: p.scalar_dtype for p in op.of_roles("scalar", "optional_scalar")}
     chosen = {}
     for name, value in planning.scalar_values(op.meta).items():
         dtype = NUMPY_DTYPES.get(dtypes.get(name) or "")
@@ -381,7 +387,7 @@ def adversarial_values(
 def _meanings(op: OpUnderTest) -> list[tuple[Mapping, str]]:
     """Each input with its meaning: as the spec states it, else by position (the first input the
     gradient, the second the forward input, any further one a per-channel weight)."""
-    inputs = op.params("input")
+    inputs = op.of_roles("input")
     if any(p.meaning for p in inputs):
         return [(p, p.meaning or "unused") for p in inputs]
     return [(p, "gradient" if i == 0 else "forward_input" if i == 1 else "weight") for i, p in enumerate(inputs)]
@@ -422,7 +428,7 @@ def _float_data(op, dt, data, rng, n, scalars):
 
 
 def _scalar_py(op: OpUnderTest, scalars: Mapping) -> dict:
-    return {p.py: scalars.get(p.name, p.default) for p in op.params("scalar", "optional_scalar", "attribute")}
+    return {p.py: scalars.get(p.name, p.default) for p in op.of_roles("scalar", "optional_scalar", "attribute")}
 
 
 def _exact_data(op, dt, data, rng, n, scalars):
@@ -485,7 +491,7 @@ def _nan_inputs(op: OpUnderTest, values: Mapping, shape) -> np.ndarray:
     mask = np.zeros(shape, dtype=bool)
     if not oracle.nan_position_dependent(op.typed.oracle):
         return mask
-    for p in op.params("input"):
+    for p in op.of_roles("input"):
         arr = values.get(p.name)
         if not isinstance(arr, np.ndarray):
             continue
@@ -538,21 +544,20 @@ def _reference_against_oracle(
     """`dtype` names the case (its directives); with `family`, the reference follows its rules;
     `outputs` (C name -> dtype name) sets output dtypes, to which the oracle's results are cast."""
     options = {"family": family} if family is not None else {}
-    out_params = op.params("output")
+    out_params = op.of_roles("output")
     if outputs:
         options["out_dtypes"] = {p.name: NUMPY_DTYPES[outputs[p.name]] for p in out_params if p.name in outputs}
     ours = op.run_reference(values, **options)
     by_py = {p.py: values.get(p.name) for p in op.typed.params if p.role != "output"}
-    for p in op.params("input"):  # a 0-d input may be a NumPy scalar: the oracle needs a tensor of its dtype
+    for p in op.of_roles("input"):  # a 0-d input may be a NumPy scalar: the oracle needs a tensor of its dtype
         if isinstance(by_py.get(p.py), np.generic):
             by_py[p.py] = np.asarray(by_py[p.py])
     theirs = op.run_oracle(by_py, [a.dtype for a in ours])
-    if outputs:  # the library computes, then casts to each output's dtype the case sets
+    if family is not None:
+        # the library computes, then stores in each output's dtype: the one the case sets, else
+        # the one the family's rules give (aten's own promotion may pick another)
         to_integer = arithmetic_facts.to_integer(op.meta.get("arithmetic"))
-        theirs = tuple(
-            oracle.cast_to(b, a.dtype, to_integer) if p.name in outputs else b
-            for p, a, b in zip(out_params, ours, theirs)
-        )
+        theirs = tuple(oracle.cast_to(b, a.dtype, to_integer) for a, b in zip(ours, theirs))
     tolerance = op.directives().tolerance(op.name, "reference", None, dtype)
     for (py, kind), a, b in zip(op.typed.formula.outputs.items(), ours, theirs):
         assert a.shape == b.shape, f"{py}: reference shape {a.shape}, oracle {b.shape}"
@@ -609,7 +614,7 @@ def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) 
             f"{py}: {int(bad.sum())} of {a.size} elements differ bit-wise: {describe_mismatch(ours, theirs, bad)}"
         )
         return
-    g = values[op.params("input")[0].name]
+    g = values[op.of_roles("input")[0].name]
     scale = max(1.0, float(np.nanmax(np.abs(np.asarray(g)), initial=0.0)))
     if kind == "arithmetic" and tolerance is None:
         _within_precision_standard(op, values, py, dtype, a, b, scale)
@@ -621,8 +626,10 @@ def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) 
         atol *= scale
     else:  # reduction: per-element rounding plus the summation error, bounded by sum |terms|
         rtol = REDUCTION_RTOL[dtype]
-        terms = np.prod([np.nanmax(np.abs(values[p.name].astype(np.float64)), initial=0.0) for p in op.params("input")])
-        summed = max(1, int(np.prod(values[op.params("input")[1].name].shape)) // max(1, a.size))
+        terms = np.prod(
+            [np.nanmax(np.abs(values[p.name].astype(np.float64)), initial=0.0) for p in op.of_roles("input")]
+        )
+        summed = max(1, int(np.prod(values[op.of_roles("input")[1].name].shape)) // max(1, a.size))
         atol = UNIT_ROUNDOFF[dtype] * float(terms) * summed * max(1.0, np.log2(summed))
     if tolerance is not None:
         rtol = tolerance.rtol if tolerance.rtol is not None else rtol
@@ -740,17 +747,17 @@ def _binding_matches_reference(
     values = {**made, **overrides}
     tolerance = op.directives().tolerance(op.name, "binding", family, dtype)
     # outputs of a dtype the case sets are passed in (`out=`); others the binding allocates
-    fixed = [p for p in op.params("output") if p.name in (dtypes or {})]
+    fixed = [p for p in op.of_roles("output") if p.name in (dtypes or {})]
     with session.simulated(family=family, version=op.version):
         positional, keywords, _ = op.split(values)
         if fixed:
-            outs = [values[p.name] for p in op.params("output")]
+            outs = [values[p.name] for p in op.of_roles("output")]
             keywords["out"] = outs[0] if len(outs) == 1 else tuple(outs)
         result = op.binding(*positional, **keywords)
     results = result if isinstance(result, tuple) else (result,)
     out_dtypes = {p.name: values[p.name].dtype for p in fixed}
     expected = op.run_reference(values, family=family, **({"out_dtypes": out_dtypes} if out_dtypes else {}))
-    for p, got, want in zip(op.params("output"), results, expected):
+    for p, got, want in zip(op.of_roles("output"), results, expected):
         assert isinstance(got, np.ndarray), f"{p.py}: the binding returned {type(got).__name__}"
         assert got.shape == want.shape and got.dtype == want.dtype, (
             f"{p.py}: {got.shape}/{got.dtype} vs {want.shape}/{want.dtype}"

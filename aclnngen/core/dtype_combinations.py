@@ -24,7 +24,7 @@ from .meta import op_meta
 from .rules import infer_output_names, status_of, supported_dtypes, supported_families, version_key
 from .scalar_values import condition_holds, scalar_values
 
-__all__ = ["Combination", "combination", "combination_status", "mixed_combinations", "tensor_lists"]
+__all__ = ["Combination", "combination", "combination_status", "mixed_combinations", "resolved", "tensor_lists"]
 
 # the representative mixed combinations planned per rule (the full cross product is not)
 PER_RULE = 2
@@ -76,7 +76,8 @@ def _dtype_rules(meta: Mapping, version: str, family: str) -> list[Mapping]:
     ]
 
 
-def _all_dtypes(meta: Mapping, combo: Combination, version: str, family: str) -> dict[str, str]:
+def resolved(meta: Mapping, combo: Combination, version: str, family: str) -> dict[str, str]:
+    """The dtype of every tensor: the combination's, each other output's as `family`'s rules infer it."""
     inputs = dict(combo.inputs)
     shapes = dict.fromkeys(inputs, _SHAPE)
     dtypes = dict(inputs)
@@ -93,7 +94,7 @@ def combination_status(meta: Mapping, combo: Combination, family: str, version: 
     version = version_key(version)
     if family not in supported_families(meta, version):
         return 161002
-    dtypes = _all_dtypes(meta, combo, version, family)
+    dtypes = resolved(meta, combo, version, family)
     lists = tensor_lists(meta, version, family)
     dtype_status = status_of(meta, "dtype", version, 161002)
     rules = _dtype_rules(meta, version, family)
@@ -204,8 +205,12 @@ def mixed_combinations(meta: Mapping, version: str, family: str) -> list[Combina
         for dtype in lists.get(name, ()):
             if others and not all(dtype in other for other in others):
                 keep(_complete(meta, {name: dtype}, version, family))
-    for rule in _dtype_rules(meta, version, family):
-        named = [n for n in kind_of(rule).names(rule) if n in inputs]
+    # the first two inputs in two dtypes, as any rule or none lets them mix, then each rule's own
+    sources = [(inputs[:2], [])] + [
+        ([n for n in kind_of(rule).names(rule) if n in inputs], [n for n in kind_of(rule).names(rule) if n in outputs])
+        for rule in _dtype_rules(meta, version, family)
+    ]
+    for named, named_outputs in sources:
         base = _complete(meta, {}, version, family)  # the inputs an output variant is cast from
         if len(named) >= 2:
             a, b = named[0], named[1]
@@ -221,10 +226,10 @@ def mixed_combinations(meta: Mapping, version: str, family: str) -> list[Combina
                 if keep(combo):
                     kept += 1
                     base = base if kept > 1 else combo  # promoted, then cast to the output
-        for out in (n for n in kind_of(rule).names(rule) if n in outputs):
+        for out in named_outputs:
             if base is None:
                 continue
-            inferred = _all_dtypes(meta, base, version, family).get(out)
+            inferred = resolved(meta, base, version, family).get(out)
             kept = 0
             for dtype in lists.get(out, ()):
                 if kept == PER_RULE:
