@@ -192,11 +192,13 @@ def mixed_combinations(meta: Mapping, version: str, family: str) -> list[Combina
     found: dict[tuple, Combination] = {}
 
     def keep(combo: Combination | None) -> bool:
-        if combo is None or combo.uniform() or combo.key() in found:
+        """Plan `combo` once; whether it is an accepted mixed combination (planned now or before)."""
+        if combo is None or combo.uniform():
             return False
-        if combination_status(meta, combo, family, version) != 0:
-            return False
-        found[combo.key()] = combo
+        if combo.key() not in found:
+            if combination_status(meta, combo, family, version) != 0:
+                return False
+            found[combo.key()] = combo
         return True
 
     # a dtype of one input's own list beside the others' (an int8 forward input, float gradients)

@@ -59,9 +59,6 @@ def test_reference_matches_oracle(dtype, data):
         _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'float32'}, {}, 'adversarial', id='A2-float16-float32-adversarial'),
         _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'float32'}, {}, 'special-values', id='A2-float16-float32-special-values'),
         _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'float32'}, {}, 'random', id='A2-float16-float32-random'),
-        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'self': 'bfloat16'}, {}, 'adversarial', id='A2-float32-bfloat16-adversarial'),
-        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'self': 'bfloat16'}, {}, 'special-values', id='A2-float32-bfloat16-special-values'),
-        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'self': 'bfloat16'}, {}, 'random', id='A2-float32-bfloat16-random'),
     ],
 )
 def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
@@ -329,7 +326,6 @@ def test_binding_on_simulator(family, dtype, layout):
     [
         _case("binding", 'a2', None, 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {}, id='A2-float16-bfloat16-mixed'),
         _case("binding", 'a2', None, 'a2', {'gradOutput': 'float16', 'self': 'float32'}, {}, id='A2-float16-float32-mixed'),
-        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float32', 'self': 'bfloat16'}, {}, id='A2-float32-bfloat16-mixed'),
     ],
 )
 def test_mixed_dtypes_on_simulator(family, dtypes, outputs):

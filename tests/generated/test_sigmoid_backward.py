@@ -71,12 +71,6 @@ def test_reference_matches_oracle(dtype, data):
         _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'output': 'complex128'}, {}, 'adversarial', id='A2-float32-complex128-adversarial'),
         _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'output': 'complex128'}, {}, 'special-values', id='A2-float32-complex128-special-values'),
         _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'output': 'complex128'}, {}, 'random', id='A2-float32-complex128-random'),
-        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'output': 'complex64'}, {}, 'adversarial', id='A2-float16-complex64-adversarial'),
-        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'output': 'complex64'}, {}, 'special-values', id='A2-float16-complex64-special-values'),
-        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'output': 'complex64'}, {}, 'random', id='A2-float16-complex64-random'),
-        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'output': 'complex128'}, {}, 'adversarial', id='A2-float16-complex128-adversarial'),
-        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'output': 'complex128'}, {}, 'special-values', id='A2-float16-complex128-special-values'),
-        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'output': 'complex128'}, {}, 'random', id='A2-float16-complex128-random'),
     ],
 )
 def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
@@ -390,8 +384,6 @@ def test_binding_on_simulator(family, dtype, layout):
     [
         _case("binding", 'a2', None, 'a2', {'gradOutput': 'float32', 'output': 'complex64'}, {}, id='A2-float32-complex64-mixed'),
         _case("binding", 'a2', None, 'a2', {'gradOutput': 'float32', 'output': 'complex128'}, {}, id='A2-float32-complex128-mixed'),
-        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float16', 'output': 'complex64'}, {}, id='A2-float16-complex64-mixed'),
-        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float16', 'output': 'complex128'}, {}, id='A2-float16-complex128-mixed'),
     ],
 )
 def test_mixed_dtypes_on_simulator(family, dtypes, outputs):
