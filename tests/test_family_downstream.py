@@ -112,7 +112,10 @@ def test_validate_warns_where_unqualified_rules_contradict_each_other(tmp_path):
     path = _without_families(
         tmp_path,
         ("gradInput], families: [a2]}", "gradInput]}"),
-        ("output: gradInput, families: [ascend950]}\n  - {kind: same_dtype", "output: gradInput}\n  - {kind: same_dtype"),
+        (
+            "output: gradInput, families: [ascend950]}\n  - {kind: same_dtype",
+            "output: gradInput}\n  - {kind: same_dtype",
+        ),
     )
     done = _validate(path)
     assert done.returncode == 0, done.stdout + done.stderr  # a warning, not an error

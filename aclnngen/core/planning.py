@@ -32,7 +32,12 @@ the status the op's rules at `version` give them (0 = accepted):
 - "mixed-dtype": two inputs of different dtypes (the requested dtype and float32, or float16 when
   the requested dtype is float32). Applies with two or more input tensors; accepted with a
   `promote` rule over them (the output takes the promoted dtype) and without any dtype rule,
-  rejected by a `same_dtype` rule.
+  rejected by a `same_dtype` rule. Where the mixed input's own list lacks the second dtype, it
+  takes the first of its list that differs (`OpAt.second_dtype`).
+
+The rules' expectations assume each input takes the requested dtype where its own list has it and
+a dtype of its list otherwise (`OpAt.dtypes_for`, core/dtype_combinations.py); the mixed dtype
+combinations the reference is compared on are planned there too.
 
 The expected status is that of the first rule (in spec order) the case breaks, counting both the
 rule the case aims at and the max_rank / empty / non_contiguous rules its shapes and layout meet.
