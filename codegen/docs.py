@@ -64,6 +64,15 @@ def _versions(entity) -> str:
     return ""
 
 
+def _rule_text(rule, products: ProductTable) -> str:
+    """A rule's sentence, qualified by the families it holds on (a rule the page states for some
+    products only is never shown as if it held everywhere) and its releases."""
+    labels = {f.id: f.label for f in products.families}
+    where = f"on {', '.join(labels.get(f, f) for f in rule.families)} only" if rule.families else ""
+    qualifiers = "; ".join(q for q in (where, _versions(rule)) if q)
+    return kind_of(rule).sentence(rule) + (f" ({qualifiers})" if qualifiers else "")
+
+
 def _scalars(spec: OpSpec) -> list[dict]:
     rows = []
     for p in spec.parameters:
@@ -91,7 +100,7 @@ def binding_doc(spec: OpSpec, products: ProductTable, op: ResolvedOp) -> dict:
     return {
         "version": op.version,
         "families": _families_table(spec, products, op),
-        "rules": [kind_of(r).sentence(r) + (f" ({_versions(r)})" if _versions(r) else "") for r in spec.rules],
+        "rules": [_rule_text(r, products) for r in spec.rules],
         "return_codes": [
             {"status": r.status, "condition": r.condition, "versions": _versions(r)} for r in spec.return_codes
         ],

@@ -9,7 +9,9 @@ from __future__ import annotations
 from aclnngen.core import planning
 from aclnngen.core import sweeps
 from aclnngen.core.dtypes import sort_key
-from aclnngen.core.kinds import kind_of
+from aclnngen.core import dtype_combinations
+from aclnngen.core.kinds import BY_NAME, kind_of
+from aclnngen.core.meta import op_meta
 from aclnngen.core.releases import CannVersion
 from aclnngen.core.rules import rules_at
 
@@ -22,6 +24,7 @@ from .resolve import ResolvedOp, resolve
 # Data sets for the reference against the oracle; shape sets join when the op's rules allow them.
 DATA_KINDS = ("adversarial", "special-values", "random")
 LAYOUTS = ("contiguous", "broadcast", "non-contiguous", "offset", "empty", "rank0")
+REFERENCE_LAYOUTS = ("broadcast", "rank0", "empty")  # shape sets the reference is compared on
 
 
 def newest_version(spec: OpSpec) -> str:
@@ -50,17 +53,18 @@ def build(
     home = "a2" if "a2" in families else families[0]  # the family shape and scalar cases run on
     home_dtype = "float32"
 
-    supported_anywhere = sorted(
-        {d for family in families for p in spec.parameters if p.is_tensor for d in op.dtypes_of(p.name, family)},
-        key=sort_key,
-    )
+    # a dtype every input takes on some family: the cases where all inputs have one dtype; the
+    # dtypes only some inputs take join them in mixed combinations (reference_mixed)
+    shared = sorted({d for family in families for d in _shared_dtypes(spec, op, family)}, key=sort_key)
     applicable = dict(planning.applicable_cases(meta, version))
+    layouts_anywhere = _FamilyLayouts(meta, version, families, home)
 
     reference = [
         _case(f"{dtype}-{data}", dtype=dtype, data=data)
-        for dtype in supported_anywhere
-        for data in DATA_KINDS + tuple(k for k in ("broadcast", "rank0", "empty") if applicable.get(k) == 0)
+        for dtype in shared
+        for data in DATA_KINDS + tuple(k for k in REFERENCE_LAYOUTS if applicable.get(k) == 0)
     ]
+    reference_mixed = _reference_mixed(meta, version, families, home, label, layouts_anywhere, applicable, shared)
     dtype_cases = [
         _case(f"{label[f.id]}-{dtype}-{'accepted' if ok else 'rejected'}", family=f.id, dtype=dtype, accepted=ok)
         for f in products.families
@@ -150,6 +154,11 @@ def build(
     return {
         "version": version,
         "reference": reference,
+        "reference_mixed": reference_mixed,
+        "binding_mixed": [
+            _case(f"{c['combo']}-mixed", family=c["family"], dtypes=c["dtypes"], outputs=c["outputs"])
+            for c in _unique([dict(c, id=c["combo"]) for c in reference_mixed if c["mixed"]])
+        ],
         "dtypes": dtype_cases,
         "shapes": shape_cases,
         "nulls": null_cases,
@@ -184,9 +193,11 @@ def _rule_families(meta: dict, version: str, families: list[str], home: str) -> 
 def _row_family(meta: dict, version: str, check: str, param: str, families: list[str], home: str) -> str:
     """Where a return-code row can be provoked: the home family, unless the rule behind the row
     holds only on other families (then the first of those)."""
+    typed = op_meta(meta)
+    kind = BY_NAME.get(check)
     for family in [home] + [f for f in families if f != home]:
-        if not any(r["kind"] == check for r in meta["rules"]) or any(
-            r["kind"] == check and param in _rule_names(r) for r in rules_at(meta, version, family)
+        if not any(r.kind is kind for r in typed.rules) or any(
+            r.kind is kind and param in r.kind.names(r.data) for r in typed.rules_at(version, family)
         ):
             return family
     return home
@@ -204,6 +215,76 @@ class _Layouts:
             applicable = dict(planning.applicable_cases(self.meta, self.version, family=family))
             self.known[key] = [layout for layout in LAYOUTS if applicable.get(layout) == 0]
         return self.known[key]
+
+
+def _shared_dtypes(spec: OpSpec, op: ResolvedOp, family: str) -> list[str]:
+    """The dtypes every input tensor takes on `family`."""
+    lists = [op.dtypes_of(p.name, family) for p in spec.parameters if p.role == "input"]
+    return [d for d in (lists[0] if lists else ()) if all(d in other for other in lists[1:])]
+
+
+def _dtype_families(meta: dict, version: str, families: list[str], home: str) -> list[str]:
+    """The home family, then each family whose dtype lists or rules differ from every one listed."""
+    chosen, seen = [], []
+    for family in [home] + [f for f in families if f != home]:
+        facts = (dtype_combinations.tensor_lists(meta, version, family), _rules_on(meta, version, family))
+        if facts not in seen:
+            chosen.append(family)
+            seen.append(facts)
+    return chosen
+
+
+class _FamilyLayouts:
+    """For each reference layout (broadcast, rank0, empty), the first family whose rules accept it."""
+
+    def __init__(self, meta: dict, version: str, families: list[str], home: str):
+        self.first: dict[str, str] = {}
+        for family in [home] + [f for f in families if f != home]:
+            for kind, status in planning.applicable_cases(meta, version, family=family):
+                if kind in REFERENCE_LAYOUTS and status == 0:
+                    self.first.setdefault(kind, family)
+
+
+def _reference_mixed(meta, version, families, home, label, layouts, applicable, shared) -> list[dict]:
+    """Reference-vs-oracle cases run on a family: each mixed dtype combination the family's rules
+    accept (core/dtype_combinations.py) on every data set, and the layouts only some family
+    accepts (which the cases without a family cannot build) with the dtypes every input takes."""
+    found, seen = [], set()
+    for family in _dtype_families(meta, version, families, home):
+        for combo in dtype_combinations.mixed_combinations(meta, version, family):
+            # one case per combination and the output dtypes it gets: a family whose rules give
+            # the outputs other dtypes gets its own
+            key = tuple(sorted(dtype_combinations.resolved(meta, combo, version, family).items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            for data in DATA_KINDS:
+                found.append(_mixed_case(label, family, combo, data, mixed=True))
+    for kind, family in layouts.first.items():
+        if applicable.get(kind) == 0:
+            continue  # planned without a family, in the uniform reference cases
+        on_family = [d for d in shared if d in dtype_combinations.tensor_lists(meta, version, family)[_first(meta)]]
+        for dtype in on_family:
+            combo = dtype_combinations.Combination(dtype_combinations.combination(meta, dtype, version, family))
+            found.append(_mixed_case(label, family, combo, kind, mixed=False))
+    return found
+
+
+def _first(meta: dict) -> str:
+    return op_meta(meta).by_role("input")[0].name
+
+
+def _mixed_case(label, family, combo, data, mixed: bool) -> dict:
+    return _case(
+        f"{label[family]}-{combo.label()}-{data}",
+        family=family,
+        dtype=next(iter(combo.inputs.values())),
+        dtypes=dict(combo.inputs),
+        outputs=dict(combo.outputs),
+        data=data,
+        combo=f"{label[family]}-{combo.label()}",
+        mixed=mixed,
+    )
 
 
 def _conditional_entries(spec: OpSpec, version: str):

@@ -94,7 +94,8 @@ class Reference:
                 value = _as_scalar_dtype(value, scalar_to or self._scalar_dtypes[name])
             scalars[py] = value
         attributes = {py: values.get(name, default) for name, py, default in self._attributes}
-        inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.op.cann_version)
+        # the output dtypes by the rules of the family the call runs on (they may differ per family)
+        inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.op.cann_version, family=family)
         dtypes = {py: (out_dtypes or {}).get(name, inferred[name][1]) for name, py in self._outputs}
         inputs = {py: arrays[name] for name, py in self._inputs}
         shapes = {tuple(inferred[name][0]) for name, _ in self._outputs} | {a.shape for a in inputs.values()}

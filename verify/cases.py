@@ -14,6 +14,7 @@ import numpy as np
 
 from aclnngen.core import planning
 from aclnngen.core.dtypes import ALL_DTYPES
+from aclnngen.core.meta import op_meta
 from aclnngen.core.planning import BASE_SHAPE, SHAPE_CASES
 from aclnngen.core.releases import CannVersion
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of, infer_outputs
@@ -88,35 +89,49 @@ def _place(data: np.ndarray, layout: str, variant: int, fill) -> np.ndarray:
 
 
 def make_values(
-    meta: Mapping, case: str, dtype: Any, *, version: str | CannVersion, seed: int = 0, family: str | None = None
+    meta: Mapping,
+    case: str,
+    dtype: Any,
+    *,
+    version: str | CannVersion,
+    seed: int = 0,
+    family: str | None = None,
+    dtypes: Mapping[str, str] | None = None,
+    own_dtypes: bool = False,
 ) -> dict[str, Any]:
     """Arguments of the op for one case kind (see the module docstring): NumPy arrays for every
     input and output (outputs zero-filled, of the shape and dtype `infer_outputs` gives, except an
     output the case deliberately gets wrong), and values for scalars and attributes. `dtype` is a
-    NumPy dtype or name ("bfloat16" via ml_dtypes). Deterministic for a given `seed`. With
-    `family`, the case follows the rules that hold on that family only."""
+    NumPy dtype or name ("bfloat16" via ml_dtypes), every input's; with `own_dtypes`, each input
+    takes it where its own dtype list has it, else a dtype of its list (`planning.OpAt.dtypes_for`,
+    so a float-only gradient stays float beside an int8 input). `dtypes` (C name -> dtype name)
+    sets the dtype of any input or output outright (a mixed combination). Deterministic for a
+    given `seed`. With `family`, the case follows the rules and dtype lists of that family only."""
     op = planning.op_at(meta, version, family)
     if case not in SHAPE_CASES:
         raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
     plan = planning.case_plan(op, case)
     if plan is None:
-        raise ValueError(f"case {case!r} does not apply to {meta['name']} at CANN {op.version}")
+        raise ValueError(f"case {case!r} does not apply to {op_meta(meta).name} at CANN {op.version}")
     name = dtype_name_of(dtype)
     if name not in NUMPY_DTYPES:
         raise ValueError(f"dtype {name!r} is not one of {', '.join(ALL_DTYPES)}")
-    main = NUMPY_DTYPES[name]
-    other = NUMPY_DTYPES[planning.other_dtype(name)]
+    chosen = {**planning.mixed_case_dtypes(op, plan, name, own=own_dtypes), **(dtypes or {})}
+    unknown = sorted(set(chosen.values()) - set(NUMPY_DTYPES))
+    if unknown:
+        raise ValueError(f"dtype {unknown[0]!r} is not one of {', '.join(ALL_DTYPES)}")
     rng = np.random.default_rng(seed)
     values: dict[str, Any] = {}
     variant = 0
     for tensor in op.inputs:
-        dt = other if tensor == plan.mixed else main
+        dt = NUMPY_DTYPES[chosen[tensor]]
         data = _data(rng, plan.shapes[tensor], dt, weight=tensor in op.weights)
         values[tensor] = _place(data, plan.layout, variant, _junk(dt))
         variant += 1
     inferred = infer_outputs(meta, values, op.version, family=op.family)
     for tensor in op.outputs:
-        shape, dt = inferred.get(tensor, (BASE_SHAPE, main))
+        shape, dt = inferred.get(tensor, (BASE_SHAPE, NUMPY_DTYPES[name]))
+        dt = NUMPY_DTYPES[chosen[tensor]] if tensor in chosen else dt
         shape = plan.outputs.get(tensor, shape)
         values[tensor] = _place(np.zeros(shape, dtype=dt), plan.layout, variant, 0)
         variant += 1

@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from aclnngen.runtime import session
-from aclnngen.core.dtypes import category
+from aclnngen.core.dtypes import category, promote_names
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
 from aclnngen.core.rules import supported_dtypes
@@ -23,7 +23,8 @@ from aclnngen.runtime.validation import validate
 
 from aclnngen.core import arithmetic as arithmetic_facts
 from aclnngen.core import planning
-from aclnngen.core.kinds import BY_NAME, kind_of
+from aclnngen.core.kinds import BY_NAME
+from aclnngen.core.meta import OpMeta, Param, op_meta
 from aclnngen.evaluate.numerics import storage_dtype
 
 from . import cases, directives, oracle
@@ -58,13 +59,13 @@ def binding_args(meta: Mapping, values: Mapping[str, Any]) -> tuple[list, dict]:
     by position, every later parameter but the outputs by its Python name (in C order a scalar or
     attribute may come before an input)."""
     positional, keywords = [], {}
-    for p in meta["params"]:
-        if p["role"] == "output":
+    for p in op_meta(meta).params:
+        if p.role == "output":
             continue
-        if p["role"] == "input" and not keywords:
-            positional.append(values.get(p["name"]))
+        if p.role == "input" and not keywords:
+            positional.append(values.get(p.name))
         else:
-            keywords[p["py"]] = values.get(p["name"])
+            keywords[p.py] = values.get(p.name)
     return positional, keywords
 
 
@@ -80,8 +81,13 @@ class OpUnderTest:
         return directives.load(directives.near(self.tests_file))
 
     @property
+    def typed(self) -> OpMeta:
+        """The op's META as typed objects (core/meta.py)."""
+        return op_meta(self.meta)
+
+    @property
     def name(self) -> str:
-        return self.meta["name"]
+        return self.typed.name
 
     @property
     def package(self) -> str:
@@ -89,13 +95,19 @@ class OpUnderTest:
         return self.reference.__name__.rpartition(".reference.")[0]
 
     def params(self, *roles: str) -> list[Mapping]:
+        """The META rows of the parameters of these roles (for callers that read them as data;
+        this module reads `of_roles`)."""
         return [p for p in self.meta["params"] if p["role"] in roles]
+
+    def of_roles(self, *roles: str) -> tuple[Param, ...]:
+        """The typed parameters of these roles (core/meta.py), in prototype order."""
+        return self.typed.by_role(*roles)
 
     def split(self, values: Mapping[str, Any]):
         """C-named values -> (the leading inputs, positionally; every later parameter by py name, since
         a scalar may come before an input in C order; outputs by py name)."""
         positional, keywords = binding_args(self.meta, values)
-        outputs = {p["py"]: values.get(p["name"]) for p in self.params("output")}
+        outputs = {p.py: values.get(p.name) for p in self.of_roles("output")}
         return positional, keywords, outputs
 
     def case(self, test: str, family: str | None, dtype: str | None, *values, id: str):
@@ -109,11 +121,11 @@ class OpUnderTest:
         """The spec's oracle on `by_py` (Python names), its `{expr: ...}` arguments computed by the
         generated reference; an oracle with `compute` stores its results in `output_dtypes`."""
         return oracle.run(
-            self.meta["oracle"],
+            self.typed.oracle,
             by_py,
             expressions=getattr(self.reference, "oracle_argument", None),
             output_dtypes=output_dtypes,
-            to_integer=arithmetic_facts.to_integer(self.meta.get("arithmetic")),
+            to_integer=arithmetic_facts.to_integer(op_meta(self.meta).arithmetic),
         )
 
     def run_reference(self, values: Mapping[str, Any], **options):
@@ -141,19 +153,23 @@ def _expect(op: OpUnderTest, values: Mapping, family: str, status: int, param: s
     raise AssertionError(f"{op.name} accepted the input on {family}; expected status {status}")
 
 
+def _own(op: OpUnderTest, case: str, dtype: str, family: str) -> dict:
+    """A case's values with each input of its own dtype list: `dtype` where the input takes it."""
+    return dict(cases.make_values(op.meta, case, dtype, version=op.version, family=family, own_dtypes=True))
+
+
 def check_dtype(op: OpUnderTest, family: str, dtype: str, accepted: bool) -> None:
     values = cases.make_values(op.meta, "contiguous", dtype, version=op.version, family=family)
     _expect(op, values, family, 0 if accepted else 161002)
 
 
 def check_shape_case(op: OpUnderTest, family: str, dtype: str, kind: str, status: int) -> None:
-    values = cases.make_values(op.meta, kind, dtype, version=op.version, family=family)
-    _expect(op, values, family, status)
+    _expect(op, _own(op, kind, dtype, family), family, status)
 
 
 def _home_dtype(op: OpUnderTest, family: str) -> str:
     """float32 where the first input takes it on `family`, else its first supported dtype."""
-    name = op.params("input")[0]["name"]
+    name = op.of_roles("input")[0].name
     supported = supported_dtypes(op.meta, name, family, op.version)
     return "float32" if "float32" in supported or not supported else supported[0]
 
@@ -162,17 +178,17 @@ def check_conditional_dtype(op: OpUnderTest, family: str, dtype: str, context: M
     """A dtype allowed only under a condition (`when`): refused without it where the plain list
     lacks it, accepted with it, and the binding then agrees with the reference bit-wise."""
     values = dict(cases.make_values(op.meta, "contiguous", dtype, version=op.version, family=family))
-    first = op.params("input")[0]["name"]
+    first = op.of_roles("input")[0].name
     if dtype not in supported_dtypes(op.meta, first, family, op.version) and not planning.condition_holds(
         {"when": context}, values
     ):
         _expect(op, values, family, 161002)
     _expect(op, {**values, **context}, family, 0)
-    _binding_matches_reference(op, family, dtype, "contiguous", context)
+    _binding_matches_reference(op, family, dtype, "contiguous", context, own=False)
 
 
 def check_null(op: OpUnderTest, family: str, param: str) -> None:
-    values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version, family=family))
+    values = _own(op, "contiguous", "float32", family)
     values[param] = None
     _expect(op, values, family, 161001, param)
 
@@ -180,7 +196,7 @@ def check_null(op: OpUnderTest, family: str, param: str) -> None:
 def check_scalar(op: OpUnderTest, family: str, param: str, value: float, status: int, context: Mapping = {}) -> None:
     """`param` at a value outside its bound is refused; `context` sets the values that make a
     conditional bound apply (and without them the same value is accepted)."""
-    values = dict(cases.make_values(op.meta, "contiguous", _home_dtype(op, family), version=op.version, family=family))
+    values = _own(op, "contiguous", _home_dtype(op, family), family)
     if context:
         values[param] = value
         _expect(op, values, family, 0)  # the condition does not hold: the bound does not apply
@@ -204,11 +220,11 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
     if check == "null_pointer":
         values[param] = None
     elif check == "attribute_value":  # a value outside the attribute's choices, or a dim past the rank
-        attribute = next(p for p in meta["params"] if p["name"] == param)
-        if attribute.get("dim_of"):
-            values[param] = max(np.ndim(values[attribute["dim_of"]]), 1)
+        attribute = op.typed.param(param)
+        if attribute.dim_of:
+            values[param] = max(np.ndim(values[attribute.dim_of]), 1)
         else:
-            values[param] = "".join(sorted(attribute["choices"])) + "_not_a_choice"
+            values[param] = "".join(sorted(attribute.choices)) + "_not_a_choice"
     elif check == "scalar_range":
         plain = [(v, {}) for name, v, _ in planning.scalar_violations(meta, op.version) if name == param]
         conditional = [
@@ -221,7 +237,7 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
         values[param] = value.astype(NUMPY_DTYPES[_unsupported_dtype(op, param, family)])
     elif check in BY_NAME:  # a rule kind says how to break it
         kind = BY_NAME[check]
-        rules = [r for r in meta["rules"] if kind_of(r) is kind]
+        rules = [r.data for r in op.typed.rules if r.kind is kind]
         values[param] = _provoked(
             op, param, family, value, kind.provoke(rules, param, value.shape, dtype_name_of(value.dtype))
         )
@@ -244,7 +260,7 @@ def _provoked(op: OpUnderTest, param: str, family, value, how):
 
 
 def check_return_code(op: OpUnderTest, family: str, row: int, check: str, param: str, status: int) -> None:
-    values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version, family=family))
+    values = _own(op, "contiguous", "float32", family)
     _expect(op, _violate(op, values, check, param, family), family, status)
 
 
@@ -298,19 +314,19 @@ def _roots(op: OpUnderTest, scalars: Mapping) -> list[float]:
 def _with_inputs(op: OpUnderTest, x: np.ndarray, g: np.ndarray, scalars: Mapping) -> dict:
     """Values where the first input is the gradient, the second the data x, any further input (a
     weight) a single element."""
-    inputs = op.params("input")
+    inputs = op.of_roles("input")
     values = dict(scalars)
-    values[inputs[0]["name"]] = g
-    values[inputs[1]["name"]] = x
+    values[inputs[0].name] = g
+    values[inputs[1].name] = x
     for p in inputs[2:]:
-        values[p["name"]] = np.full((1,), 0.25, dtype=x.dtype)
+        values[p.name] = np.full((1,), 0.25, dtype=x.dtype)
     return values
 
 
 def _scalars(op: OpUnderTest) -> dict:
     """Scalar values for test data, each exactly representable in the dtype of the aclScalar the
     binding creates, so the device, the reference and the oracle all see the same number."""
-    dtypes = {p["name"]: p.get("scalar_dtype") for p in op.params("scalar", "optional_scalar")}
+    dtypes = {p.name: p.scalar_dtype for p in op.of_roles("scalar", "optional_scalar")}
     chosen = {}
     for name, value in planning.scalar_values(op.meta).items():
         dtype = NUMPY_DTYPES.get(dtypes.get(name) or "")
@@ -320,44 +336,60 @@ def _scalars(op: OpUnderTest) -> dict:
     return chosen
 
 
-def adversarial_values(op: OpUnderTest, dtype: str, data: str, seed: int = 0, overrides: Mapping | None = None) -> dict:
+def adversarial_values(
+    op: OpUnderTest,
+    dtype: str,
+    data: str,
+    seed: int = 0,
+    overrides: Mapping | None = None,
+    dtypes: Mapping[str, str] | None = None,
+) -> dict:
     """Inputs for the reference-vs-oracle comparison: `data` is adversarial (boundaries, roots,
     signed zeros, tiny and huge magnitudes; integers at their range's edges), special-values (NaN
     and inf too, for floats and complex) or random. Integer, bool and complex dtypes get data of
-    their own category."""
-    dt = storage_dtype(NUMPY_DTYPES[dtype] if dtype in NUMPY_DTYPES else dtype)
-    rng = np.random.default_rng(seed)
-    n = int(np.prod(DATA_SHAPE))
+    their own category. Every input has `dtype`, or its own from `dtypes` (C name -> dtype name:
+    a mixed combination); each dtype's data is drawn as a case of that dtype alone would draw it."""
     scalars = {**_scalars(op), **(overrides or {})}
-    kind = category(dtype_name_of(dt))
-    if kind == "float":
-        g, x = _float_data(op, dt, data, rng, n, scalars)
-    elif kind == "complex":
-        g, x = _complex_data(dt, data, rng, n)
-    else:
-        g, x = _exact_data(op, dt, data, rng, n, scalars)
+    drawn: dict[str, tuple] = {}  # dtype name -> (g, x, rng, its numpy dtype, its category)
+
+    def draw(name: str) -> tuple:
+        if name not in drawn:
+            dt = storage_dtype(NUMPY_DTYPES[name] if name in NUMPY_DTYPES else name)
+            rng = np.random.default_rng(seed)
+            n = int(np.prod(DATA_SHAPE))
+            kind = category(dtype_name_of(dt))
+            if kind == "float":
+                g, x = _float_data(op, dt, data, rng, n, scalars)
+            elif kind == "complex":
+                g, x = _complex_data(dt, data, rng, n)
+            else:
+                g, x = _exact_data(op, dt, data, rng, n, scalars)
+            drawn[name] = (g, x, rng, dt, kind)
+        return drawn[name]
+
     values = dict(scalars)
     for p, meaning in _meanings(op):
+        g, x, rng, dt, kind = draw((dtypes or {}).get(p.name, dtype))
         if meaning == "gradient":
-            values[p["name"]] = g.reshape(DATA_SHAPE)
+            values[p.name] = g.reshape(DATA_SHAPE)
         elif meaning == "forward_input":
-            values[p["name"]] = x.reshape(DATA_SHAPE)
+            values[p.name] = x.reshape(DATA_SHAPE)
         elif meaning == "forward_output":  # a value the forward function can produce
-            values[p["name"]] = op.reference.forward(p["py"], x.reshape(DATA_SHAPE), scalars)
+            values[p.name] = op.reference.forward(p.py, x.reshape(DATA_SHAPE), scalars)
         elif meaning == "weight":  # one value per channel of dim 1, negative ones too
             w = rng.uniform(-0.5, 1.0, DATA_SHAPE[1])
-            values[p["name"]] = (w > 0.25 if kind == "bool" else np.round(w * 4) if kind == "integer" else w).astype(dt)
+            values[p.name] = (w > 0.25 if kind == "bool" else np.round(w * 4) if kind == "integer" else w).astype(dt)
         else:  # unused: any data of the dtype
-            values[p["name"]] = rng.permutation(x).reshape(DATA_SHAPE)
+            values[p.name] = rng.permutation(x).reshape(DATA_SHAPE)
     return values
 
 
 def _meanings(op: OpUnderTest) -> list[tuple[Mapping, str]]:
     """Each input with its meaning: as the spec states it, else by position (the first input the
     gradient, the second the forward input, any further one a per-channel weight)."""
-    inputs = op.params("input")
-    if any(p.get("meaning") for p in inputs):
-        return [(p, p.get("meaning") or "unused") for p in inputs]
+    inputs = op.of_roles("input")
+    if any(p.meaning for p in inputs):
+        return [(p, p.meaning or "unused") for p in inputs]
     return [(p, "gradient" if i == 0 else "forward_input" if i == 1 else "weight") for i, p in enumerate(inputs)]
 
 
@@ -396,7 +428,7 @@ def _float_data(op, dt, data, rng, n, scalars):
 
 
 def _scalar_py(op: OpUnderTest, scalars: Mapping) -> dict:
-    return {p["py"]: scalars.get(p["name"], p["default"]) for p in op.params("scalar", "optional_scalar", "attribute")}
+    return {p.py: scalars.get(p.name, p.default) for p in op.of_roles("scalar", "optional_scalar", "attribute")}
 
 
 def _exact_data(op, dt, data, rng, n, scalars):
@@ -444,7 +476,7 @@ def _complex_data(dt, data, rng, n):
 
 
 def _classified(op: OpUnderTest, kind: str) -> bool:
-    return kind in op.meta["formula"]["outputs"].values()
+    return kind in op.typed.formula.outputs.values()
 
 
 def _values_for(op: OpUnderTest, dtype: str, data: str) -> dict:
@@ -457,10 +489,10 @@ def _nan_inputs(op: OpUnderTest, values: Mapping, shape) -> np.ndarray:
     """Positions left out of the comparison with the oracle: a NaN forward input, and only where
     the oracle's own answer there depends on the element's position (oracle.NAN_POSITION_DEPENDENT)."""
     mask = np.zeros(shape, dtype=bool)
-    if not oracle.nan_position_dependent(op.meta.get("oracle") or {}):
+    if not oracle.nan_position_dependent(op.typed.oracle):
         return mask
-    for p in op.params("input"):
-        arr = values.get(p["name"])
+    for p in op.of_roles("input"):
+        arr = values.get(p.name)
         if not isinstance(arr, np.ndarray):
             continue
         try:
@@ -477,6 +509,27 @@ def check_reference_against_oracle(op: OpUnderTest, dtype: str, data: str) -> No
     _reference_against_oracle(op, dtype, _values_for(op, dtype, data))
 
 
+def check_reference_on_family(
+    op: OpUnderTest, family: str, dtypes: Mapping[str, str], outputs: Mapping[str, str], data: str
+) -> None:
+    """The reference against the oracle for inputs of these dtypes (C name -> dtype name: a mixed
+    combination the rules accept, core/dtype_combinations.py) on `family`: the reference takes
+    the family's rules for its output dtypes, or `outputs` where the case sets them; the oracle's
+    result is then cast to them as the library casts its result to the output."""
+    dtype = next(iter(dtypes.values()))
+    if data in ("adversarial", "special-values", "random"):
+        values = adversarial_values(op, dtype, data, dtypes=dtypes)
+    else:  # a layout (broadcast, rank0, empty) only some families accept
+        values = dict(cases.make_values(op.meta, data, dtype, version=op.version, family=family, dtypes=dtypes))
+    _reference_against_oracle(op, dtype, values, family=family, outputs=outputs)
+
+
+def check_mixed_binding(op: OpUnderTest, family: str, dtypes: Mapping[str, str], outputs: Mapping[str, str]) -> None:
+    """The binding on the simulator accepts inputs of these dtypes (and outputs of these) on
+    `family`, and agrees with the reference bit-wise."""
+    _binding_matches_reference(op, family, next(iter(dtypes.values())), "contiguous", {}, {**dtypes, **outputs})
+
+
 def check_sweep(op: OpUnderTest, family: str, dtype: str, overrides: Mapping) -> None:
     """One sweep point (core/sweeps.py): with these scalar/attribute values, the reference agrees
     with the oracle on adversarial data (boundaries follow the swept values), and the binding on
@@ -485,19 +538,53 @@ def check_sweep(op: OpUnderTest, family: str, dtype: str, overrides: Mapping) ->
     _binding_matches_reference(op, family, dtype, "contiguous", overrides)
 
 
-def _reference_against_oracle(op: OpUnderTest, dtype: str, values: dict) -> None:
-    ours = op.run_reference(values)
-    by_py = {p["py"]: values.get(p["name"]) for p in op.meta["params"] if p["role"] != "output"}
-    for p in op.params("input"):  # a 0-d input may be a NumPy scalar: the oracle needs a tensor of its dtype
-        if isinstance(by_py.get(p["py"]), np.generic):
-            by_py[p["py"]] = np.asarray(by_py[p["py"]])
+def _reference_against_oracle(
+    op: OpUnderTest, dtype: str, values: dict, family: str | None = None, outputs: Mapping[str, str] | None = None
+) -> None:
+    """`dtype` names the case (its directives); with `family`, the reference follows its rules;
+    `outputs` (C name -> dtype name) sets output dtypes, to which the oracle's results are cast."""
+    options = {"family": family} if family is not None else {}
+    out_params = op.of_roles("output")
+    if outputs:
+        options["out_dtypes"] = {p.name: NUMPY_DTYPES[outputs[p.name]] for p in out_params if p.name in outputs}
+    ours = op.run_reference(values, **options)
+    by_py = {p.py: values.get(p.name) for p in op.typed.params if p.role != "output"}
+    for p in op.of_roles("input"):  # a 0-d input may be a NumPy scalar: the oracle needs a tensor of its dtype
+        if isinstance(by_py.get(p.py), np.generic):
+            by_py[p.py] = np.asarray(by_py[p.py])
     theirs = op.run_oracle(by_py, [a.dtype for a in ours])
-    kinds = op.meta["formula"]["outputs"]
+    if family is not None:
+        # the library computes, then stores in each output's dtype: the one the case sets, else
+        # the one the family's rules give (aten's own promotion may pick another)
+        to_integer = arithmetic_facts.to_integer(op_meta(op.meta).arithmetic)
+        theirs = tuple(oracle.cast_to(b, a.dtype, to_integer) for a, b in zip(ours, theirs))
     tolerance = op.directives().tolerance(op.name, "reference", None, dtype)
-    for (py, kind), a, b in zip(kinds.items(), ours, theirs):
+    for (py, kind), a, b in zip(op.typed.formula.outputs.items(), ours, theirs):
         assert a.shape == b.shape, f"{py}: reference shape {a.shape}, oracle {b.shape}"
         assert a.dtype == b.dtype, f"{py}: reference dtype {a.dtype}, oracle {b.dtype}"
-        compare_within_policy(op, values, py, kind, dtype, a, b, tolerance)
+        judged = dtype if family is None else _judged_dtype(values, a.dtype)
+        compare_within_policy(op, values, py, kind, judged, a, b, tolerance)
+
+
+# the complex dtype whose parts have a float dtype's precision (a float result cast to complex)
+_AS_COMPLEX = {"float16": "complex64", "bfloat16": "complex64", "float32": "complex64", "float64": "complex128"}
+
+
+def _judged_dtype(values: Mapping, out) -> str:
+    """The dtype a mixed case's result is judged at: the coarser of the inputs' promoted dtype (the
+    precision the library computes at) and the output's (it casts to it). An exact (integer or
+    bool) output is judged exactly."""
+    out = dtype_name_of(out)
+    if category(out) in ("integer", "bool"):
+        return out
+    inputs = [dtype_name_of(a.dtype) for a in values.values() if isinstance(a, np.ndarray)]
+    promoted = promote_names(inputs)
+    if promoted is None or category(promoted) not in ("float", "complex"):
+        return out
+    if category(out) == "complex" and category(promoted) == "float":
+        promoted = _AS_COMPLEX[promoted]
+    unit = UNIT_ROUNDOFF.get(REAL_PART.get(promoted, promoted), 0.0)
+    return promoted if unit > UNIT_ROUNDOFF.get(REAL_PART.get(out, out), 0.0) else out
 
 
 def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) -> None:
@@ -527,7 +614,7 @@ def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) 
             f"{py}: {int(bad.sum())} of {a.size} elements differ bit-wise: {describe_mismatch(ours, theirs, bad)}"
         )
         return
-    g = values[op.params("input")[0]["name"]]
+    g = values[op.of_roles("input")[0].name]
     scale = max(1.0, float(np.nanmax(np.abs(np.asarray(g)), initial=0.0)))
     if kind == "arithmetic" and tolerance is None:
         _within_precision_standard(op, values, py, dtype, a, b, scale)
@@ -540,9 +627,9 @@ def compare_within_policy(op, values, py, kind, dtype, ours, theirs, tolerance) 
     else:  # reduction: per-element rounding plus the summation error, bounded by sum |terms|
         rtol = REDUCTION_RTOL[dtype]
         terms = np.prod(
-            [np.nanmax(np.abs(values[p["name"]].astype(np.float64)), initial=0.0) for p in op.params("input")]
+            [np.nanmax(np.abs(values[p.name].astype(np.float64)), initial=0.0) for p in op.of_roles("input")]
         )
-        summed = max(1, int(np.prod(values[op.params("input")[1]["name"]].shape)) // max(1, a.size))
+        summed = max(1, int(np.prod(values[op.of_roles("input")[1].name].shape)) // max(1, a.size))
         atol = UNIT_ROUNDOFF[dtype] * float(terms) * summed * max(1.0, np.log2(summed))
     if tolerance is not None:
         rtol = tolerance.rtol if tolerance.rtol is not None else rtol
@@ -646,18 +733,34 @@ def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None
     _binding_matches_reference(op, family, dtype, layout, {})
 
 
-def _binding_matches_reference(op: OpUnderTest, family: str, dtype: str, layout: str, overrides: Mapping) -> None:
-    values = {**cases.make_values(op.meta, layout, dtype, version=op.version, family=family), **overrides}
+def _binding_matches_reference(
+    op: OpUnderTest,
+    family: str,
+    dtype: str,
+    layout: str,
+    overrides: Mapping,
+    dtypes: Mapping[str, str] | None = None,
+    own: bool = True,
+) -> None:
+    """`own`: each input of its own dtype list (`dtype` where it takes it); `dtypes` set outright."""
+    made = cases.make_values(op.meta, layout, dtype, version=op.version, family=family, dtypes=dtypes, own_dtypes=own)
+    values = {**made, **overrides}
     tolerance = op.directives().tolerance(op.name, "binding", family, dtype)
+    # outputs of a dtype the case sets are passed in (`out=`); others the binding allocates
+    fixed = [p for p in op.of_roles("output") if p.name in (dtypes or {})]
     with session.simulated(family=family, version=op.version):
         positional, keywords, _ = op.split(values)
+        if fixed:
+            outs = [values[p.name] for p in op.of_roles("output")]
+            keywords["out"] = outs[0] if len(outs) == 1 else tuple(outs)
         result = op.binding(*positional, **keywords)
     results = result if isinstance(result, tuple) else (result,)
-    expected = op.run_reference(values, family=family)
-    for p, got, want in zip(op.params("output"), results, expected):
-        assert isinstance(got, np.ndarray), f"{p['py']}: the binding returned {type(got).__name__}"
+    out_dtypes = {p.name: values[p.name].dtype for p in fixed}
+    expected = op.run_reference(values, family=family, **({"out_dtypes": out_dtypes} if out_dtypes else {}))
+    for p, got, want in zip(op.of_roles("output"), results, expected):
+        assert isinstance(got, np.ndarray), f"{p.py}: the binding returned {type(got).__name__}"
         assert got.shape == want.shape and got.dtype == want.dtype, (
-            f"{p['py']}: {got.shape}/{got.dtype} vs {want.shape}/{want.dtype}"
+            f"{p.py}: {got.shape}/{got.dtype} vs {want.shape}/{want.dtype}"
         )
         if tolerance is not None:  # the override replaces bit-exactness for this scope
             rtol, atol = tolerance.rtol or 0.0, tolerance.atol or 0.0
@@ -665,7 +768,7 @@ def _binding_matches_reference(op: OpUnderTest, family: str, dtype: str, layout:
             with np.errstate(invalid="ignore"):
                 bad = ~((a == b) | (np.isnan(a) & np.isnan(b)) | (np.abs(a - b) <= atol + rtol * np.abs(b)))
             assert not bad.any(), (
-                f"{p['py']}: outside rtol={rtol:g}, atol={atol:g} (directive): {describe_mismatch(got, want, bad)}"
+                f"{p.py}: outside rtol={rtol:g}, atol={atol:g} (directive): {describe_mismatch(got, want, bad)}"
             )
             continue
         if not same_bits(got, want):
@@ -673,5 +776,5 @@ def _binding_matches_reference(op: OpUnderTest, family: str, dtype: str, layout:
                 f"u{want.dtype.itemsize}"
             )
             raise AssertionError(
-                f"{p['py']}: the simulator's result differs from the reference bit-wise: {describe_mismatch(got, want, differ)}"
+                f"{p.py}: the simulator's result differs from the reference bit-wise: {describe_mismatch(got, want, differ)}"
             )

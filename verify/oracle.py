@@ -231,3 +231,13 @@ def _stored(result, dtype: np.dtype, to_integer: str):
     if dtype.kind in "iu" and result.is_floating_point():
         result = getattr(torch, _ROUNDINGS[to_integer])(result)
     return result.to(_torch_dtype(np.zeros((), dtype=dtype)))
+
+
+def cast_to(result: np.ndarray, dtype, to_integer: str = arithmetic_facts.DEFAULT_TO_INTEGER) -> np.ndarray:
+    """An oracle result stored in `dtype` as the library stores its result in an output of that
+    dtype (torch's own rounding; integers by `to_integer`); unchanged when it has the dtype."""
+    dtype = np.dtype(dtype)
+    if result.dtype == dtype:
+        return result
+    contiguous = result if result.flags.c_contiguous else result.copy()
+    return to_numpy(_stored(to_torch(contiguous), dtype, to_integer))

@@ -32,7 +32,12 @@ the status the op's rules at `version` give them (0 = accepted):
 - "mixed-dtype": two inputs of different dtypes (the requested dtype and float32, or float16 when
   the requested dtype is float32). Applies with two or more input tensors; accepted with a
   `promote` rule over them (the output takes the promoted dtype) and without any dtype rule,
-  rejected by a `same_dtype` rule.
+  rejected by a `same_dtype` rule. Where the mixed input's own list lacks the second dtype, it
+  takes the first of its list that differs (`OpAt.second_dtype`).
+
+The rules' expectations assume each input takes the requested dtype where its own list has it and
+a dtype of its list otherwise (`OpAt.dtypes_for`, core/dtype_combinations.py); the mixed dtype
+combinations the reference is compared on are planned there too.
 
 The expected status is that of the first rule (in spec order) the case breaks, counting both the
 rule the case aims at and the max_rank / empty / non_contiguous rules its shapes and layout meet.
@@ -43,7 +48,7 @@ It assumes the requested dtype is supported on the family; pass `family` and `dt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
 from .dtypes import ALL_DTYPES, promote_names
 from .kinds import KINDS, RuleKind, kind_of
@@ -52,10 +57,11 @@ from .kinds.broadcast import KIND as BROADCAST
 from .kinds.broadcast_to import KIND as BROADCAST_TO
 from .kinds.per_channel import KIND as PER_CHANNEL
 from .kinds.same_shape import KIND as SAME_SHAPE
-from .releases import CannVersion, holds_at
+from .dtype_combinations import combination, tensor_lists
+from .scalar_values import condition_holds, satisfy_constraints, scalar_values
+from .releases import CannVersion
 from .rules import (
     channels,
-    holds_on,
     infer_output_names,
     status_of,
     supported_dtypes,
@@ -128,20 +134,40 @@ class OpAt:
         self.inputs = [p.name for p in typed.by_role("input")]
         self.outputs = list(typed.outputs)
         self.tensors = [p.name for p in typed.tensors]
-        # (META index, rule) for the rules that hold at `version`
-        self.rules = [
+        # (META index, rule as data) for the rules that hold at `version`; statuses by index
+        held = [
             (i, r)
-            for i, r in enumerate(meta["rules"])
-            if holds_at(r.get("since"), r.get("until"), version)
-            and holds_on(r, family)
-            and (not r.get("when") or condition_holds(r, scalar_values(meta)))  # as the cases set them
+            for i, r in enumerate(typed.rules)
+            if r.holds_at(version)
+            and r.holds_on(family)
+            and (not r.when or condition_holds(r, scalar_values(meta)))  # as the cases set them
         ]
+        self.rules = [(i, r.data) for i, r in held]
+        self.status = {i: r.status for i, r in held}
         self.per_channel = [r for _, r in self.of_kind(PER_CHANNEL)]
         self.weights = {r["weight"] for r in self.per_channel}
         self.sources = {r["input"] for r in self.per_channel}
+        self._lists: dict[str, tuple[str, ...]] | None = None
 
     def of_kind(self, *kinds: RuleKind):
         return [(i, r) for i, r in self.rules if kind_of(r) in kinds]
+
+    def dtypes_for(self, dtype: str) -> dict[str, str]:
+        """Each input's dtype in a case that asks for `dtype`: `dtype` where the input's own
+        list has it, else one of its list (core/dtype_combinations.py)."""
+        return combination(self.meta, dtype, self.version, self.family)
+
+    def second_dtype(self, name: str, dtype: str) -> str:
+        """The dtype input `name` takes in a "mixed-dtype" case beside others of `dtype`:
+        `other_dtype(dtype)`, or, where the input's own list lacks it, the first of its list
+        that differs from `dtype`."""
+        if self._lists is None:
+            self._lists = tensor_lists(self.meta, self.version, self.family)
+        own = self._lists.get(name, ())
+        other = other_dtype(dtype)
+        if not own or other in own:
+            return other
+        return next((d for d in own if d != dtype), other)
 
     def in_same_shape(self, name) -> bool:
         return any(name in r["params"] for _, r in self.of_kind(SAME_SHAPE))
@@ -197,7 +223,7 @@ def _collateral(op: OpAt, plan: CasePlan) -> list[tuple[int, int]]:
     broken = []
     for index, rule in op.rules:
         if kind_of(rule).breaks(rule, shapes, plan.layout):
-            broken.append((index, rule["status"]))
+            broken.append((index, op.status[index]))
     return broken
 
 
@@ -209,7 +235,7 @@ def _rules_naming(op: OpAt, name: str, kinds) -> list[tuple[int, int]]:
     found = []
     for index, rule in op.of_kind(*kinds):
         if name in kind_of(rule).names(rule):
-            found.append((index, rule["status"]))
+            found.append((index, op.status[index]))
     return found
 
 
@@ -250,12 +276,12 @@ def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
             plan = CasePlan(0, {**base, rule["weight"]: (1,)})
         elif case == "per-channel-rejected":
             plan = CasePlan(0, {**base, rule["weight"]: (c + 1,)})
-            targeted.append((index, rule["status"]))
+            targeted.append((index, op.status[index]))
         else:
             if not rule.get("grad"):
                 return None
             plan = CasePlan(0, base, outputs={rule["grad"]: (1, c)})
-            targeted.append((index, rule["status"]))
+            targeted.append((index, op.status[index]))
     elif case == "mixed-dtype":
         if len(op.inputs) < 2:
             return None
@@ -264,7 +290,7 @@ def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
         plan = CasePlan(0, base, mixed=mixed)
         if not any(mixed in r["inputs"] for _, r in promotes):
             # dtypes of every tensor: `mixed` differs from the others, outputs follow infer_outputs
-            dtypes = {n: other_dtype(dtype) if n == mixed else dtype for n in base}
+            dtypes = mixed_case_dtypes(op, plan, dtype)
             for name, (_, dt) in _infer(op, base, dtypes, op.family).items():
                 dtypes[name] = dt
             targeted += _dtype_breaks(op, dtypes, mixed)
@@ -276,7 +302,19 @@ def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
 
 def _dtype_breaks(op: OpAt, dtypes: dict[str, str], mixed: str) -> list[tuple[int, int]]:
     """(META index, status) of the rules tensors of these dtypes break, `mixed` the odd one."""
-    return [(i, r["status"]) for i, r in op.rules if kind_of(r).dtypes_break(r, dtypes, mixed)]
+    return [(i, op.status[i]) for i, r in op.rules if kind_of(r).dtypes_break(r, dtypes, mixed)]
+
+
+def mixed_case_dtypes(op: OpAt, plan: CasePlan, dtype: str, own: bool = True) -> dict[str, str]:
+    """The dtype of each input in a case asking for `dtype`, the case's `mixed` input taking a
+    second one: with `own`, each input's own (`OpAt.dtypes_for`: the dtype where its list has
+    it) and the mixed one `OpAt.second_dtype`; else `dtype` for all and `other_dtype(dtype)`."""
+    if not own:
+        return {n: other_dtype(dtype) if n == plan.mixed else dtype for n in op.inputs}
+    dtypes = op.dtypes_for(dtype)
+    if plan.mixed is not None:
+        dtypes[plan.mixed] = op.second_dtype(plan.mixed, dtypes[plan.mixed])
+    return dtypes
 
 
 def case_shapes(
@@ -289,7 +327,7 @@ def case_shapes(
         raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
     plan = case_plan(op, case)
     if plan is None:
-        raise ValueError(f"case {case!r} does not apply to {meta['name']} at CANN {op.version}")
+        raise ValueError(f"case {case!r} does not apply to {op_meta(meta).name} at CANN {op.version}")
     shapes = dict(plan.shapes)
     inferred = _infer(op, plan.shapes, dict.fromkeys(plan.shapes, "float32"), op.family)
     for tensor in op.outputs:
@@ -311,7 +349,7 @@ def _broadcast_rejected(op: OpAt, base) -> tuple[CasePlan, list] | None:
         rule = targets[0][1]
         name = rule["param"]
         shapes = {**base, name: (2,) + tuple(base[rule["target"]])}
-        broken = [(i, r["status"]) for i, r in targets if r["param"] == name or r["target"] == name]
+        broken = [(i, op.status[i]) for i, r in targets if r["param"] == name or r["target"] == name]
         broken += _rules_naming(op, name, (SAME_SHAPE,))
         return CasePlan(0, shapes), broken
     for _, rule in op.of_kind(SAME_SHAPE):
@@ -374,92 +412,19 @@ def _dtype_status(op: OpAt, plan: CasePlan, family: str, dtype: str) -> int:
     if family not in supported_families(meta, version):
         return 161002
     status = status_of(meta, "dtype", version, 161002)
-    dtypes = {n: (other_dtype(dtype) if n == plan.mixed else dtype) for n in op.inputs}
+    dtypes = mixed_case_dtypes(op, plan, dtype, own=False)  # as make_values builds them by default
     promotes = [r for _, r in op.of_kind(*PROMOTING)]
     promoted_inputs = {n for r in promotes for n in r["inputs"]}
     for rule in promotes:
         promoted = promote_names(dtypes[n] for n in rule["inputs"])
         if promoted is None or any(promoted not in supported_dtypes(meta, n, family, version) for n in rule["inputs"]):
             return status
-    for name, (_, dt) in _infer(op, {n: plan.shapes[n] for n in op.inputs}, dtypes, None).items():
+    for name, (_, dt) in _infer(op, {n: plan.shapes[n] for n in op.inputs}, dtypes, family).items():
         dtypes[name] = dt
     for name in op.tensors:
         if name not in promoted_inputs and dtypes.get(name) not in supported_dtypes(meta, name, family, version):
             return status
     return 0
-
-
-# --- scalars and attributes ------------------------------------------------------------------
-
-
-def _spaced(start: float, stop: float, count: int) -> list[float]:
-    """`count` (>= 2) evenly spaced values from `start` to `stop`, as numpy.linspace computes them."""
-    step = (stop - start) / (count - 1)
-    return [i * step + start for i in range(count - 1)] + [stop]
-
-
-def scalar_values(meta: Mapping) -> dict[str, Any]:
-    """Sensible values for the op's scalars and attributes: the default where there is one; else,
-    for required scalars, 0.5 when there is one and evenly spaced ascending values from -1.0 to
-    1.0 in the order they appear when there are several (so a min comes out below a max); each
-    moved inside the constraints of every version. Attributes: default, first choice, or a
-    neutral value of their type."""
-    params = op_meta(meta).params
-    free = [p for p in params if p.is_scalar and p.default is None]
-    picks = [0.5] if len(free) == 1 else _spaced(-1.0, 1.0, len(free)) if free else []
-    chosen = {p.name: float(v) for p, v in zip(free, picks)}
-    values: dict[str, Any] = {}
-    for p in params:  # attributes first: a scalar's conditional bounds depend on them
-        if p.is_scalar:
-            values[p.name] = p.default if p.default is not None else chosen[p.name]
-        elif p.role == "attribute":
-            if p.default is not None:
-                values[p.name] = p.default
-            elif p.choices:
-                values[p.name] = p.choices[0]
-            else:
-                values[p.name] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
-                    p.attr_type, None
-                )
-    return satisfy_constraints(meta, values)
-
-
-def condition_holds(constraint: Any, values: Mapping[str, Any]) -> bool:
-    """Whether a constraint's or rule's `when` (attribute or scalar values) holds for `values` (C
-    names); `constraint` is typed metadata (core.meta) or its generated dict."""
-    when = constraint.get("when") if isinstance(constraint, Mapping) else constraint.when
-    return all(values.get(k) == v for k, v in (when or {}).items())
-
-
-def satisfy_constraints(meta: Mapping, values: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
-    """`values` with each scalar moved inside the bounds whose condition holds (every version's,
-    or only those that hold at `version` when it is given)."""
-    fixed = dict(values)
-    for p in op_meta(meta).params:
-        if p.is_scalar and p.name in fixed:
-            holding = [
-                c
-                for c in p.constraints
-                if condition_holds(c, fixed) and (version is None or c.holds_at(version_key(version)))
-            ]
-            fixed[p.name] = _inside(fixed[p.name], holding)
-    return fixed
-
-
-def _inside(value, constraints):
-    for c in constraints:
-        op, bound = c.op, c.value
-        if op == ">=" and not value >= bound:
-            value = bound
-        elif op == ">" and not value > bound:
-            value = bound + 0.5
-        elif op == "<=" and not value <= bound:
-            value = bound
-        elif op == "<" and not value < bound:
-            value = bound - 0.5
-        elif op == "!=" and value == bound:
-            value = bound + 0.5
-    return value
 
 
 # --- nulls, scalars, dtypes ---------------------------------------------------------------------

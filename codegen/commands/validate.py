@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..errors import Problem, SpecError
@@ -38,9 +39,12 @@ def _validate_dir(specs_dir: Path) -> list[Problem]:
     specs = {}
     for path in paths:
         try:
-            specs[path] = load_spec(path, products).spec
+            loaded = load_spec(path, products)
         except SpecError as exc:
             problems += exc.problems
+            continue
+        specs[path] = loaded.spec
+        _warn(loaded)
     if not problems:
         from ..profiles import load_profiles
 
@@ -74,10 +78,20 @@ def _validate_file(path: Path) -> list[Problem]:
         return _validate_abi(path)
     try:
         products = load_products(_specs_dir_of(path))
-        load_spec(path, products)
+        loaded = load_spec(path, products)
     except SpecError as exc:
         return list(exc.problems)
+    _warn(loaded)
     return []
+
+
+def _warn(loaded) -> None:
+    """Print what is suspicious but valid (rules that contradict each other) to stderr."""
+    from .. import metadata
+    from ..rule_conflicts import rule_conflicts
+
+    for problem in rule_conflicts(loaded.spec, metadata.build(loaded.spec), str(loaded.path), loaded.lines):
+        print(problem, file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -59,7 +59,7 @@ def test_an_attribute_value_row_needs_choices(tmp_path):
 
 
 def test_the_violation_is_a_value_outside_the_choices():
-    meta = {"params": [{"name": "mode", "role": "attribute", "choices": ["a", "b"]}]}
+    meta = {"name": "ModeProbe", "params": [{"name": "mode", "role": "attribute", "choices": ["a", "b"]}]}
     op = opcheck.OpUnderTest(meta, reference=None, binding=None, version="8.5.0")
     values = opcheck._violate(op, {"mode": "a"}, "attribute_value", "mode")
     assert isinstance(values["mode"], str) and values["mode"] not in ("a", "b")

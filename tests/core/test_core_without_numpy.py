@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from aclnngen.codegen.loader import load_all
 from aclnngen.codegen.metadata import build
-from aclnngen.core import externs, planning, sweeps
+from aclnngen.core import externs, planning, scalar_values, sweeps
 from aclnngen.core.rules import infer_output_names
 from aclnngen.verify import cases, oracle
 
@@ -56,7 +56,7 @@ def test_rounding_at_the_ends_of_the_range(value, dtype):
 
 @pytest.mark.parametrize("count", range(2, 40))
 def test_scalar_picks_are_spaced_as_numpy_linspace_spaces_them(count):
-    assert planning._spaced(-1.0, 1.0, count) == [float(v) for v in np.linspace(-1.0, 1.0, count)]
+    assert scalar_values._spaced(-1.0, 1.0, count) == [float(v) for v in np.linspace(-1.0, 1.0, count)]
 
 
 SPECS = [ls.spec for ls in load_all()]

@@ -93,12 +93,18 @@ def test_ci_requires_the_external_material():
     assert re.search(r"^export ACLNNGEN_REQUIRE_EXTERNAL=1$", ci, re.M)
 
 
+# Modules whose unparametrized tests run whole-checkout commands over every op (the command line,
+# the README's promises): they see a new op as a user does.
+WHOLE_CHECKOUT = ("tests/cli/test_cli.py", "tests/e2e/test_readme.py")
+
+
 def _nested_selection(ids: list[str], new: str) -> list[str]:
-    """What a new op can change: the hand-written tests that take no parameters (any of them may
-    read the set of ops), those parametrized by the new op, and the new op's generated tests. Tests
-    parametrized by another op or by anything else (a dtype, a case) are the repository's own,
-    unchanged by a new spec: the main suite runs them."""
-    return [test for test in ids if new in test or "[" not in test]
+    """What a new op can change: the tests parametrized by the new op (every catalog-wide test is
+    parametrized by op, so each takes it), the new op's generated tests, and the whole-checkout
+    commands. The tests parametrized by another op or by anything else, and the mechanisms the
+    unparametrized tests check, are the repository's own, unchanged by a new spec: the main suite
+    runs them."""
+    return [t for t in ids if new in t or ("[" not in t and t.split("::", 1)[0] in WHOLE_CHECKOUT)]
 
 
 def test_adding_an_op_is_one_spec_and_the_whole_suite_stays_green(clone, tmp_path):

@@ -49,6 +49,22 @@ def test_reference_matches_oracle(dtype, data):
     opcheck.check_reference_against_oracle(OP, dtype, data)
 
 
+@pytest.mark.needs_torch
+@pytest.mark.parametrize(
+    "family,dtypes,outputs,data",
+    [
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {}, 'adversarial', id='A2-float16-bfloat16-adversarial'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {}, 'special-values', id='A2-float16-bfloat16-special-values'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {}, 'random', id='A2-float16-bfloat16-random'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'float32'}, {}, 'adversarial', id='A2-float16-float32-adversarial'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'float32'}, {}, 'special-values', id='A2-float16-float32-special-values'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'float32'}, {}, 'random', id='A2-float16-float32-random'),
+    ],
+)
+def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
+    opcheck.check_reference_on_family(OP, family, dtypes, outputs, data)
+
+
 @pytest.mark.parametrize(
     "family,dtype,accepted",
     [
@@ -287,3 +303,15 @@ def test_return_code(family, row, check, param, status):
 )
 def test_binding_on_simulator(family, dtype, layout):
     opcheck.check_binding(OP, family, dtype, layout)
+
+
+@pytest.mark.needs_runtime
+@pytest.mark.parametrize(
+    "family,dtypes,outputs",
+    [
+        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {}, id='A2-float16-bfloat16-mixed'),
+        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float16', 'self': 'float32'}, {}, id='A2-float16-float32-mixed'),
+    ],
+)
+def test_mixed_dtypes_on_simulator(family, dtypes, outputs):
+    opcheck.check_mixed_binding(OP, family, dtypes, outputs)

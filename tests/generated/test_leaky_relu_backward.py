@@ -55,6 +55,34 @@ def test_reference_matches_oracle(dtype, data):
     opcheck.check_reference_against_oracle(OP, dtype, data)
 
 
+@pytest.mark.needs_torch
+@pytest.mark.parametrize(
+    "family,dtypes,outputs,data",
+    [
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {}, 'adversarial', id='A2-float16-bfloat16-adversarial'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {}, 'special-values', id='A2-float16-bfloat16-special-values'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {}, 'random', id='A2-float16-bfloat16-random'),
+        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'self': 'float16'}, {}, 'adversarial', id='A2-float32-float16-adversarial'),
+        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'self': 'float16'}, {}, 'special-values', id='A2-float32-float16-special-values'),
+        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'self': 'float16'}, {}, 'random', id='A2-float32-float16-random'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {'out': 'float16'}, 'adversarial', id='A2-float16-bfloat16-to-float16-adversarial'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {'out': 'float16'}, 'special-values', id='A2-float16-bfloat16-to-float16-special-values'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {'out': 'float16'}, 'random', id='A2-float16-bfloat16-to-float16-random'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {'out': 'bfloat16'}, 'adversarial', id='A2-float16-bfloat16-to-bfloat16-adversarial'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {'out': 'bfloat16'}, 'special-values', id='A2-float16-bfloat16-to-bfloat16-special-values'),
+        _case("reference", 'a2', 'float16', 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {'out': 'bfloat16'}, 'random', id='A2-float16-bfloat16-to-bfloat16-random'),
+        _case("reference", 'training', 'float32', 'training', {'gradOutput': 'float32', 'self': 'float64'}, {}, 'adversarial', id='Training-float32-float64-adversarial'),
+        _case("reference", 'training', 'float32', 'training', {'gradOutput': 'float32', 'self': 'float64'}, {}, 'special-values', id='Training-float32-float64-special-values'),
+        _case("reference", 'training', 'float32', 'training', {'gradOutput': 'float32', 'self': 'float64'}, {}, 'random', id='Training-float32-float64-random'),
+        _case("reference", 'training', 'float32', 'training', {'gradOutput': 'float32', 'self': 'float16'}, {'out': 'float16'}, 'adversarial', id='Training-float32-float16-to-float16-adversarial'),
+        _case("reference", 'training', 'float32', 'training', {'gradOutput': 'float32', 'self': 'float16'}, {'out': 'float16'}, 'special-values', id='Training-float32-float16-to-float16-special-values'),
+        _case("reference", 'training', 'float32', 'training', {'gradOutput': 'float32', 'self': 'float16'}, {'out': 'float16'}, 'random', id='Training-float32-float16-to-float16-random'),
+    ],
+)
+def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
+    opcheck.check_reference_on_family(OP, family, dtypes, outputs, data)
+
+
 @pytest.mark.parametrize(
     "family,dtype,accepted",
     [
@@ -350,3 +378,19 @@ def test_return_code(family, row, check, param, status):
 )
 def test_binding_on_simulator(family, dtype, layout):
     opcheck.check_binding(OP, family, dtype, layout)
+
+
+@pytest.mark.needs_runtime
+@pytest.mark.parametrize(
+    "family,dtypes,outputs",
+    [
+        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {}, id='A2-float16-bfloat16-mixed'),
+        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float32', 'self': 'float16'}, {}, id='A2-float32-float16-mixed'),
+        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {'out': 'float16'}, id='A2-float16-bfloat16-to-float16-mixed'),
+        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float16', 'self': 'bfloat16'}, {'out': 'bfloat16'}, id='A2-float16-bfloat16-to-bfloat16-mixed'),
+        _case("binding", 'training', None, 'training', {'gradOutput': 'float32', 'self': 'float64'}, {}, id='Training-float32-float64-mixed'),
+        _case("binding", 'training', None, 'training', {'gradOutput': 'float32', 'self': 'float16'}, {'out': 'float16'}, id='Training-float32-float16-to-float16-mixed'),
+    ],
+)
+def test_mixed_dtypes_on_simulator(family, dtypes, outputs):
+    opcheck.check_mixed_binding(OP, family, dtypes, outputs)

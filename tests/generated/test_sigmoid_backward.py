@@ -61,6 +61,22 @@ def test_reference_matches_oracle(dtype, data):
     opcheck.check_reference_against_oracle(OP, dtype, data)
 
 
+@pytest.mark.needs_torch
+@pytest.mark.parametrize(
+    "family,dtypes,outputs,data",
+    [
+        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'output': 'complex64'}, {}, 'adversarial', id='A2-float32-complex64-adversarial'),
+        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'output': 'complex64'}, {}, 'special-values', id='A2-float32-complex64-special-values'),
+        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'output': 'complex64'}, {}, 'random', id='A2-float32-complex64-random'),
+        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'output': 'complex128'}, {}, 'adversarial', id='A2-float32-complex128-adversarial'),
+        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'output': 'complex128'}, {}, 'special-values', id='A2-float32-complex128-special-values'),
+        _case("reference", 'a2', 'float32', 'a2', {'gradOutput': 'float32', 'output': 'complex128'}, {}, 'random', id='A2-float32-complex128-random'),
+    ],
+)
+def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
+    opcheck.check_reference_on_family(OP, family, dtypes, outputs, data)
+
+
 @pytest.mark.parametrize(
     "family,dtype,accepted",
     [
@@ -360,3 +376,15 @@ def test_return_code(family, row, check, param, status):
 )
 def test_binding_on_simulator(family, dtype, layout):
     opcheck.check_binding(OP, family, dtype, layout)
+
+
+@pytest.mark.needs_runtime
+@pytest.mark.parametrize(
+    "family,dtypes,outputs",
+    [
+        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float32', 'output': 'complex64'}, {}, id='A2-float32-complex64-mixed'),
+        _case("binding", 'a2', None, 'a2', {'gradOutput': 'float32', 'output': 'complex128'}, {}, id='A2-float32-complex128-mixed'),
+    ],
+)
+def test_mixed_dtypes_on_simulator(family, dtypes, outputs):
+    opcheck.check_mixed_binding(OP, family, dtypes, outputs)

@@ -27,7 +27,7 @@ def _op(snake: str) -> opcheck.OpUnderTest:
 def test_special_values_reach_the_gradient_and_the_forward_input(snake):
     op = _op(snake)
     values = opcheck.adversarial_values(op, "float32", "special-values")
-    meanings = dict((p["name"], m) for p, m in opcheck._meanings(op))
+    meanings = dict((p.name, m) for p, m in opcheck._meanings(op))
     for name, meaning in meanings.items():
         if meaning not in ("gradient", "forward_input"):
             continue
@@ -52,7 +52,7 @@ def test_each_listed_oracle_quirk_is_real_in_this_torch(aten):
 
 def _wrong_at_nan_inputs(values, op, result):
     """`result` with another value wherever a forward input is NaN: a reference wrong only there."""
-    x = next(values[p["name"]] for p, m in opcheck._meanings(op) if m == "forward_input")
+    x = next(values[p.name] for p, m in opcheck._meanings(op) if m == "forward_input")
     out = np.array(result, copy=True)
     at = np.isnan(np.asarray(x, dtype=np.float64))
     out[at] = np.where(out[at] == 0, 7.0, 0.0)  # differs from what was there, NaN included

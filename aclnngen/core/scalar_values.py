@@ -1,0 +1,83 @@
+"""Values for an op's scalars and attributes in planned cases, and whether a `when` holds for
+them. The planner sets them this way; a rule or dtype row with a `when` holds for a case when its
+condition holds for these values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .meta import op_meta
+from .rules import version_key
+
+__all__ = ["scalar_values", "condition_holds", "satisfy_constraints"]
+
+
+def _spaced(start: float, stop: float, count: int) -> list[float]:
+    """`count` (>= 2) evenly spaced values from `start` to `stop`, as numpy.linspace computes them."""
+    step = (stop - start) / (count - 1)
+    return [i * step + start for i in range(count - 1)] + [stop]
+
+
+def scalar_values(meta: Mapping) -> dict[str, Any]:
+    """Sensible values for the op's scalars and attributes: the default where there is one; else,
+    for required scalars, 0.5 when there is one and evenly spaced ascending values from -1.0 to
+    1.0 in the order they appear when there are several (so a min comes out below a max); each
+    moved inside the constraints of every version. Attributes: default, first choice, or a
+    neutral value of their type."""
+    params = op_meta(meta).params
+    free = [p for p in params if p.is_scalar and p.default is None]
+    picks = [0.5] if len(free) == 1 else _spaced(-1.0, 1.0, len(free)) if free else []
+    chosen = {p.name: float(v) for p, v in zip(free, picks)}
+    values: dict[str, Any] = {}
+    for p in params:  # attributes first: a scalar's conditional bounds depend on them
+        if p.is_scalar:
+            values[p.name] = p.default if p.default is not None else chosen[p.name]
+        elif p.role == "attribute":
+            if p.default is not None:
+                values[p.name] = p.default
+            elif p.choices:
+                values[p.name] = p.choices[0]
+            else:
+                values[p.name] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
+                    p.attr_type, None
+                )
+    return satisfy_constraints(meta, values)
+
+
+def condition_holds(constraint: Any, values: Mapping[str, Any]) -> bool:
+    """Whether a constraint's or rule's `when` (attribute or scalar values) holds for `values` (C
+    names); `constraint` is typed metadata (core.meta) or its generated dict."""
+    when = constraint.get("when") if isinstance(constraint, Mapping) else constraint.when
+    return all(values.get(k) == v for k, v in (when or {}).items())
+
+
+def satisfy_constraints(meta: Mapping, values: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
+    """`values` with each scalar moved inside the bounds whose condition holds (every version's,
+    or only those that hold at `version` when it is given)."""
+    fixed = dict(values)
+    for p in op_meta(meta).params:
+        if p.is_scalar and p.name in fixed:
+            holding = [
+                c
+                for c in p.constraints
+                if condition_holds(c, fixed) and (version is None or c.holds_at(version_key(version)))
+            ]
+            fixed[p.name] = _inside(fixed[p.name], holding)
+    return fixed
+
+
+def _inside(value, constraints):
+    for c in constraints:
+        op, bound = c.op, c.value
+        if op == ">=" and not value >= bound:
+            value = bound
+        elif op == ">" and not value > bound:
+            value = bound + 0.5
+        elif op == "<=" and not value <= bound:
+            value = bound
+        elif op == "<" and not value < bound:
+            value = bound - 0.5
+        elif op == "!=" and value == bound:
+            value = bound + 0.5
+    return value
