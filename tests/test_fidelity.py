@@ -138,14 +138,14 @@ def test_softshrink_mixed_dtypes_vendor_accepts_spec_rejects():
 
 def test_a_profile_holds_from_its_release_on():
     """The vendor profile is recorded for 8.5.0: on an older simulated CANN the spec's rules hold."""
-    _, swish, _ = _op("swish_backward")
+    _, gelu_v2, _ = _op("gelu_backward_v2")  # its vendor profile drops max_rank
     x = np.ones((1,) * 9, np.float32)
     with session.simulated(family="a2", version="8.0.0", profile="vendor"):
         with pytest.raises(AclnnStatusError) as err:
-            swish(x, x, validate=False)
+            gelu_v2(x, x, "none", validate=False)
     assert err.value.status == ACLNN_ERR_PARAM_INVALID and "9 dims" in err.value.recent_message
     with session.simulated(family="a2", version="8.5.0", profile="vendor"):
-        assert swish(x, x, validate=False).shape == (1,) * 9
+        assert gelu_v2(x, x, "none", validate=False).shape == (1,) * 9
 
 
 def test_hardtanh_empty_tensors_vendor_accepts_spec_rejects():
@@ -191,25 +191,26 @@ def test_hardtanh_wrong_out_shape_passes_get_workspace_size_under_vendor():
         assert (dout.to_host() == 5).all()
 
 
-def test_swish_rank9_vendor_accepts_and_computes():
-    _, swish, _ = _op("swish_backward")
+def test_rank9_vendor_accepts_and_computes():
+    # GeluBackwardV2's vendor implementation checks no rank (SwishBackward's rejects more than 8)
+    _, gelu_v2, _ = _op("gelu_backward_v2")
     shape = (2, 1, 2, 1, 2, 1, 2, 1, 3)
     rng = np.random.default_rng(9)
     x = rng.standard_normal(shape).astype(np.float32)
     g = rng.standard_normal(shape).astype(np.float32)
     with session.simulated(profile="spec"):
         with pytest.raises(AclnnStatusError) as err:
-            swish(g, x, beta=1.5, validate=False)
+            gelu_v2(g, x, "tanh", validate=False)
     assert err.value.status == ACLNN_ERR_PARAM_INVALID and "9 dims" in err.value.recent_message
     with session.simulated(profile="vendor"):
-        got = swish(g, x, beta=1.5, validate=False)
+        got = gelu_v2(g, x, "tanh", validate=False)
         # non-contiguous rank-9 views too
         gt, xt = g.transpose(8, 0, 1, 2, 3, 4, 5, 6, 7), x.transpose(8, 0, 1, 2, 3, 4, 5, 6, 7)
-        got_t = swish(gt, xt, beta=1.5, validate=False)
-    want = _reference("swish_backward", {"gradOutput": g, "self": x, "betaOptional": 1.5})[0]
+        got_t = gelu_v2(gt, xt, "tanh", validate=False)
+    want = _reference("gelu_backward_v2", {"gradOutput": g, "self": x, "approximate": "tanh"})[0]
     assert _same_bits(got, want)
-    # the vendor flattens to 1-D: the same as computing the flattened arrays
-    flat = _reference("swish_backward", {"gradOutput": g.ravel(), "self": x.ravel(), "betaOptional": 1.5})[0]
+    # elementwise: the same as computing the flattened arrays
+    flat = _reference("gelu_backward_v2", {"gradOutput": g.ravel(), "self": x.ravel(), "approximate": "tanh"})[0]
     assert _same_bits(got.ravel(), flat)
     assert _same_bits(got_t, np.ascontiguousarray(want.transpose(8, 0, 1, 2, 3, 4, 5, 6, 7)))
 
