@@ -228,8 +228,8 @@ CASES = [
     ("invalid-yaml", _edit("summary: Gradient", "summary: [Gradient"), "summary: [Gradient", r"invalid YAML"),
     (
         "claimed-formula-on-other-defect",
-        _edit("  - kind: rule\n", "  - kind: rule\n    claimed: {outputs: {grad_input: grad_output}}\n"),
-        "- kind: rule",
+        _edit("  - kind: return_code\n", "  - kind: return_code\n    claimed: {outputs: {grad_input: grad_output}}\n"),
+        "- kind: return_code",
         r"claimed",
     ),
     ("optional-scalar-without-default", _edit("    default: 1.0\n", ""), "- name: betaOptional", r"needs 'default'"),
