@@ -160,3 +160,17 @@ def test_a_bad_formats_argument_is_a_typed_error_naming_it(formats, error, messa
 
 def test_meta_of_every_built_in_op_is_nd_only():
     assert all(p.formats_at("a2", "9.1.0") == ("ND",) for p in op_meta(META).tensors)
+
+
+def test_the_audit_probes_each_tensors_formats():
+    from aclnngen.audit.checks import audit_op  # deferred: the audit is heavy and only this test needs it
+
+    def format_findings(profile):
+        found = audit_op("softmax_backward", "sim", profile=profile, family="a2").findings
+        return {(f.subject, f.group) for f in found if f.check == "format"}
+
+    assert format_findings("spec") == set()  # ND accepted (every probe), NCHW refused
+    # a library that checks no format accepts what the spec says it refuses
+    assert format_findings("lenient") == {
+        (f"{name} in NCHW on a2", "undocumented") for name in ("gradOutput", "output", "out")
+    }
