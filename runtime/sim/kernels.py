@@ -31,6 +31,12 @@ generated/profiles.py): every name of `profiles.names()` is a profile here.
   i.e. the rules the implementation is recorded to check at the simulator's CANN version; a NULL
   workspaceSize/executor pointer gives 161001 when `profiles.null_out_pointers_checked(name, op,
   version)`, else the core answers 561103 (the real library would dereference it and crash).
+  The data profile may also state parameters it never null-checks (a NULL one passes the
+  checks; the hook then answers 561103, the modelled dereference), early returns (an empty tensor
+  answered with success before the remaining checks: workspace 0, and the run computes nothing)
+  and the order of the checks; the validator reads them from the applied META.
+  Each tensor's aclFormat, as its descriptor carries it, is checked against the formats its spec
+  accepts on the family (161002 otherwise).
 - "lenient": no op-specific checks (only the core's own); for tests and audits.
 - a `Profile` object built by hand (tests).
 Profiles also announce the workspace: by default 512 bytes for an op with a reduction output (for
