@@ -174,3 +174,21 @@ def test_the_check_order_puts_unstated_steps_after_the_stated_ones():
         check_order(("dtype", "dtype"))
     with pytest.raises(CheckOrderError, match="unknown check step"):
         check_order(("shapes",))
+
+
+def test_a_saved_profile_keeps_the_stated_facts_about_the_checks():
+    from aclnngen.audit import observed  # deferred: only this test needs the audit
+
+    saved = {
+        "op": "SoftmaxBackward",
+        "changes": [],
+        "dtypes": [],
+        "notes": [],
+        "evidence": "e",
+        "early_returns": [{"params": ["gradOutput"], "families": [], "reason": "r"}],
+        "check_order": {"steps": ["dtype"], "reason": "r"},
+    }
+    new = {"op": "SoftmaxBackward", "changes": [], "dtypes": [], "notes": [], "evidence": "e"}
+    merged = observed.merge(saved, new)
+    assert merged["early_returns"] == saved["early_returns"] and merged["check_order"] == saved["check_order"]
+    assert "unchecked_nulls" not in merged
