@@ -356,8 +356,14 @@ def validate(
 def _checked_in_order(plan: _Plan, get: Callable[[str], Any], formats) -> EarlyReturn | None:
     """The checks in a behaviour profile's order; a rule kind named there runs its rules at its
     place, the `rules` step the others."""
-    info: dict | None = None
     placed = {s for s in plan.order if s not in steps.STEPS}
+    read: dict = {}  # the tensors given, read once by the first step that needs them
+
+    def tensors() -> dict:
+        if "info" not in read:
+            read["info"] = _tensors(plan, get)
+        return read["info"]
+
     for step in plan.order:
         if step == steps.NULL_POINTER:
             _check_null_pointers(plan, get)
@@ -365,24 +371,21 @@ def _checked_in_order(plan: _Plan, get: Callable[[str], Any], formats) -> EarlyR
             early = _early_return(plan, get)
             if early is not None:
                 return early
-        elif step == "product":
+        elif step == steps.PRODUCT:
             _check_family(plan)
-        elif step == "format":
+        elif step == steps.DTYPE:
+            read["info"] = _check_dtypes(plan, get)
+        elif step == steps.FORMAT:
             _check_formats(plan, get, formats)
-        elif step == "attributes":
+        elif step == steps.RULES:
+            _check_rules(plan, get, tensors(), lambda kind: kind.name not in placed)
+        elif step == steps.SCALARS:
+            _check_scalars(plan, get, tensors())
+            _check_scalar_ranges(plan, get)
+        elif step == steps.ATTRIBUTES:
             _check_attributes(plan, get)
-        else:
-            if info is None:
-                info = _check_dtypes(plan, get) if step == "dtype" else _tensors(plan, get)
-            elif step == "dtype":
-                _check_dtypes(plan, get)
-            if step == "scalars":
-                _check_scalars(plan, get, info)
-                _check_scalar_ranges(plan, get)
-            elif step == steps.RULES:
-                _check_rules(plan, get, info, lambda kind: kind.name not in placed)
-            elif step != "dtype":
-                _check_rules(plan, get, info, lambda kind, step=step: kind.name == step)
+        else:  # a rule kind: its rules here
+            _check_rules(plan, get, tensors(), lambda kind, step=step: kind.name == step)
     return None
 
 

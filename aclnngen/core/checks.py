@@ -14,19 +14,15 @@ from .kinds import KIND_NAMES
 
 NULL_POINTER = "null_pointer"
 EARLY_RETURN = "early_return"
+PRODUCT = "product"
+DTYPE = "dtype"
+FORMAT = "format"
 RULES = "rules"
+SCALARS = "scalars"
+ATTRIBUTES = "attributes"
 
 #: The validator's steps in their default order (runtime/validation.py documents each).
-STEPS: tuple[str, ...] = (
-    NULL_POINTER,
-    EARLY_RETURN,
-    "product",
-    "dtype",
-    "format",
-    RULES,
-    "scalars",
-    "attributes",
-)
+STEPS: tuple[str, ...] = (NULL_POINTER, EARLY_RETURN, PRODUCT, DTYPE, FORMAT, RULES, SCALARS, ATTRIBUTES)
 
 #: Every name a `check_order` may hold.
 ORDER_NAMES: tuple[str, ...] = STEPS + KIND_NAMES
