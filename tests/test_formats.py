@@ -4,7 +4,10 @@ by the simulator (161002 for a format the family does not accept)."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
+import yaml
 import pytest
 
 from aclnngen.codegen import metadata
@@ -173,4 +176,23 @@ def test_the_audit_probes_each_tensors_formats():
     # a library that checks no format accepts what the spec says it refuses
     assert format_findings("lenient") == {
         (f"{name} in NCHW on a2", "undocumented") for name in ("gradOutput", "output", "out")
+    }
+
+
+def test_diff_calls_a_lost_format_breaking_and_a_new_one_compatible(tmp_path):
+    from aclnngen.codegen import specdiff
+
+    base = yaml.safe_load((DEFAULT_SPECS_DIR / "ops" / "prelu_backward.yaml").read_text())
+    wider = copy.deepcopy(base)
+    wider["parameters"][1]["formats"] = [{"families": ["a2"], "formats": ["ND", "NCHW"]}]
+    gained = specdiff.diff(specdiff.view(base, "9.1.0"), specdiff.view(wider, "9.1.0"))
+    assert [(c.kind, c.what, c.message) for c in gained] == [("compatible", "format", "self on a2: NCHW added")]
+    lost = specdiff.diff(specdiff.view(wider, "9.1.0"), specdiff.view(base, "9.1.0"))
+    assert [(c.kind, c.what) for c in lost] == [("breaking", "format")]
+    nchw_only = copy.deepcopy(base)
+    nchw_only["parameters"][1]["formats"] = [{"families": ["a2"], "formats": ["NCHW"]}]
+    both = specdiff.diff(specdiff.view(base, "9.1.0"), specdiff.view(nchw_only, "9.1.0"))
+    assert {(c.kind, c.message) for c in both} == {
+        ("breaking", "self on a2: ND removed"),
+        ("compatible", "self on a2: NCHW added"),
     }
