@@ -196,3 +196,16 @@ def test_diff_calls_a_lost_format_breaking_and_a_new_one_compatible(tmp_path):
         ("breaking", "self on a2: ND removed"),
         ("compatible", "self on a2: NCHW added"),
     }
+
+
+def test_the_page_audit_sets_the_pages_formats_against_the_specs():
+    from aclnngen.codegen.importer.agree import disagreements
+
+    spec = yaml.safe_load((DEFAULT_SPECS_DIR / "ops" / "prelu_backward.yaml").read_text())
+    page = copy.deepcopy(spec)  # a page that also lists NCHW for self
+    page["parameters"][1]["formats"] = [{"families": ["a2"], "formats": ["ND", "NCHW"]}]
+    unexcused, excused = disagreements(spec, page, "8.5.0")
+    assert [(c.what, c.where, c.family) for c in unexcused] == [("format", "self", "a2")] and not excused
+    spec["defects"].append({"kind": "other", "note": "the page lists NCHW for self, which the code refuses"})
+    unexcused, excused = disagreements(spec, page, "8.5.0")
+    assert not unexcused and [c.what for c in excused] == ["format"]
