@@ -14,6 +14,7 @@ from typing import Mapping
 
 import numpy as np
 
+from aclnngen.core.formats import FORMATS, ND
 from aclnngen.core.meta import op_meta
 from aclnngen.core.rules import supported_dtypes, supported_families
 from aclnngen.core import planning, sweeps
@@ -175,6 +176,7 @@ def _library_checks(call, op, source: str, profile: str | None, result: OpAudit,
                     )
             base = cases.make_values(meta, "contiguous", home, version=version, family=family)
             _null_defaults(call, op, base, family, source, result)
+            _formats(call, op, base, family, profile, source, result)
             for index, row in enumerate(typed.return_codes):
                 if not row.holds_at(version):
                     continue
@@ -314,6 +316,39 @@ def _partial_support(op, family: str, sets: dict, probe, repro, source: str, res
                 )
         if rejected:
             notes[dtype] = "not with " + ", ".join(rejected)
+
+
+def _formats(call, op, base: dict, family: str, profile: str | None, source: str, result: OpAudit) -> None:
+    """Each tensor in each format its spec accepts on the family (but ND, which every other probe
+    uses) must be accepted, and in the first format it does not accept, refused with 161002."""
+    typed = op_meta(op.meta)
+    for param in typed.tensors:
+        claimed = param.formats_at(family, op.version)
+        unclaimed = next(f for f in FORMATS if f not in claimed)
+        for fmt, expected in [(f, 0) for f in claimed if f != ND] + [(unclaimed, 161002)]:
+            formats = {param.py: fmt}
+            result.claims += 1
+            try:
+                status = first_phase(call, op.meta, base, formats)
+            except ProbeError as exc:
+                result.errors.append(str(exc))
+                continue
+            result.checked += 1
+            if (status == 0) != (expected == 0):
+                result.findings.append(
+                    Finding(
+                        op.name,
+                        "format",
+                        f"{param.name} in {fmt} on {family}",
+                        "mismatch" if expected == 0 else "undocumented",
+                        source,
+                        family,
+                        "accepted" if expected == 0 else f"rejected with {expected}",
+                        "accepted" if status == 0 else f"rejected with {status}",
+                        probe_snippet(typed.snake, op.meta, base, family, op.version, profile, source, formats),
+                        checks=("format",),
+                    )
+                )
 
 
 def _null_defaults(call, op, base: dict, family: str, source: str, result: OpAudit) -> None:

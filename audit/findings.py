@@ -18,7 +18,7 @@ GROUPS = ("mismatch", "undocumented", "page_defect")
 @dataclass(frozen=True)
 class Finding:
     op: str
-    check: str  # "dtype", "shape", "return_code", "numerics", "formula", "defect"
+    check: str  # "dtype", "shape", "format", "return_code", "numerics", "formula", "defect"
     subject: str  # what was checked: "float64 on a2", "row 2 (same_shape: gradOutput)", ...
     group: str  # one of GROUPS
     source: str  # "sim", "torch", "cann" or "spec" (a defect the spec records)

@@ -76,10 +76,11 @@ def observed(audit, meta: Mapping, release: str, *, source: str, null_out_pointe
     changes: list[dict] = []
     left_out: dict[str, list[str]] = {}
     for f in audit.findings:
-        if f.check not in ("shape", "return_code"):
+        if f.check not in ("shape", "return_code", "format"):
             continue  # dtypes: the lists above say it; numerics and defaults are no check of parameters
         subject = f.subject.rsplit(" on ", 1)[0]
-        change = _change(meta, f, subject) if f.group == "undocumented" or f.observed == "accepted" else None
+        accepted = f.group == "undocumented" or f.observed == "accepted"
+        change = _change(meta, f, subject) if accepted and f.check != "format" else None  # formats: a note
         if change is None:
             left_out.setdefault(f"{subject}: {f.observed}, the spec says {f.claimed}", []).append(f.family or "-")
         elif not any(_same_change(c, change) for c in changes):
@@ -139,7 +140,20 @@ def merge(saved: Mapping, new: Mapping) -> dict[str, Any]:
         else f"{saved.get('evidence')}; then {new['evidence']}"
     )
     notes = list(dict.fromkeys(list(saved.get("notes") or []) + list(new["notes"])))
-    return {**new, "evidence": evidence, "changes": changes, "dtypes": kept + list(new["dtypes"]), "notes": notes}
+    # what no probe observes (null checks the code lacks, early returns, the order of the checks)
+    # is a person's statement: it carries over
+    stated = {key: saved[key] for key in STATED_CHECK_FACTS if saved.get(key) and not new.get(key)}
+    return {
+        **new,
+        "evidence": evidence,
+        "changes": changes,
+        "dtypes": kept + list(new["dtypes"]),
+        "notes": notes,
+        **stated,
+    }
+
+
+STATED_CHECK_FACTS = ("unchecked_nulls", "early_returns", "check_order")
 
 
 def write(profile: Mapping, profiles_dir: Path, name: str, snake: str, *, source: str, where: str = "") -> Path:

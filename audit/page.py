@@ -4,7 +4,7 @@ against the spec and the header's prototypes.
 - every contradiction the importer finds inside the page (its parameter table against its own
   prototype, its dtype notes against its product list) is a page defect;
 - every fact the page states that the spec, at the page's release, does not hold (op name,
-  parameters, roles, C types, products, dtypes per family) is a mismatch, unless the spec records
+  parameters, roles, C types, products, dtypes and tensor formats per family) is a mismatch, unless the spec records
   it as a page defect (then it is reported as that defect, seen);
 - the page's prototypes against the header's (the spec's `prototypes`), parsed;
 - the rules the page hints and the boundaries its formula draws, against the spec's

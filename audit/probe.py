@@ -39,12 +39,13 @@ def on_source(source: str, family: str, version: str, profile: str | None):
         raise ValueError(f"source {source!r} cannot run the library; it is one of sim, cann")
 
 
-def first_phase(call, meta: Mapping, values: Mapping[str, Any]) -> int:
-    """The status of the first phase with `values` (C names): 0 when accepted."""
+def first_phase(call, meta: Mapping, values: Mapping[str, Any], formats: Mapping[str, str] | None = None) -> int:
+    """The status of the first phase with `values` (C names), each tensor in its format of
+    `formats` (Python names, the binding's keyword; ND when absent): 0 when accepted."""
     op = op_meta(meta)
     args = [values.get(p.name) for p in op.params]  # prototype order, outputs included
     try:
-        prepared = call.prepare(*args, validate=False)
+        prepared = call.prepare(*args, validate=False, formats=formats)
     except AclnnStatusError as exc:
         return exc.status
     except (AclnnError, TypeError, ValueError) as exc:  # refused before the library: not an answer of it
@@ -65,6 +66,10 @@ def snippet_values(meta: Mapping, values: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _formats_arg(formats: Mapping[str, str] | None) -> str:
+    return f", formats={dict(formats)!r}" if formats else ""
+
+
 def _literal(value: Any) -> str:
     if isinstance(value, np.ndarray):
         dtype = "ml_dtypes.bfloat16" if value.dtype.name == "bfloat16" else f"np.{value.dtype.name}"
@@ -78,7 +83,14 @@ def _literal(value: Any) -> str:
 
 
 def probe_snippet(
-    snake: str, meta: Mapping, values: Mapping[str, Any], family: str, version: str, profile: str | None, source: str
+    snake: str,
+    meta: Mapping,
+    values: Mapping[str, Any],
+    family: str,
+    version: str,
+    profile: str | None,
+    source: str,
+    formats: Mapping[str, str] | None = None,
 ) -> str:
     """A self-contained script that makes the same first-phase call and prints its status."""
     where = (
@@ -100,7 +112,7 @@ def probe_snippet(
                 *snippet_values(meta, values),
                 "}",
                 f"with {where}:",
-                f"    print('status', first_phase(bound_op({snake!r}), META, values))",
+                f"    print('status', first_phase(bound_op({snake!r}), META, values{_formats_arg(formats)}))",
             ]
         )
         + "\n"

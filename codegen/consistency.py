@@ -42,6 +42,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _prototypes(spec)
     _products(spec, families)
     _dtypes(spec, families)
+    _formats(spec, families)
     _rules(spec, families)
     _formula(spec)
     _return_codes(spec)
@@ -268,6 +269,33 @@ def _dtypes(spec: "OpSpec", families: Iterable[str]) -> None:
                 )
 
 
+def _formats(spec: "OpSpec", families: Iterable[str]) -> None:
+    """Formats name known families, each format once per row, each family once per release."""
+    families = set(families)
+    for i, p in enumerate(spec.parameters):
+        for j, entry in enumerate(p.formats):
+            for k, family in enumerate(entry.families):
+                if family not in families:
+                    raise FieldProblem(
+                        ("parameters", i, "formats", j, "families", k), _unknown("product family", family, families)
+                    )
+            if len(set(entry.formats)) != len(entry.formats):
+                raise FieldProblem(("parameters", i, "formats", j, "formats"), "a format is listed twice")
+    for version in _checkpoints(spec):
+        for i, p in enumerate(spec.parameters):
+            owner: set[str] = set()
+            for j, entry in enumerate(p.formats):
+                if not entry.holds_at(version):
+                    continue
+                twice = owner.intersection(entry.families)
+                if twice:
+                    raise FieldProblem(
+                        ("parameters", i, "formats", j),
+                        f"{p.name}: formats for family {sorted(twice)[0]!r} are given twice for CANN {version}",
+                    )
+                owner.update(entry.families)
+
+
 def _checkpoints(spec: "OpSpec") -> list[str]:
     """Releases at which the set of holding facts can change: the page's own and every boundary."""
     points = {spec.cann_version}
@@ -284,6 +312,7 @@ def versioned_facts(spec: "OpSpec"):
     yield from spec.return_codes
     for p in spec.parameters:
         yield from p.dtypes
+        yield from p.formats
         yield from p.constraints
 
 

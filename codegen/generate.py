@@ -603,9 +603,7 @@ def _render_shared(p: Plan, records: list[dict], products: ProductTable) -> None
 
     profiles: dict = {}
     for name, profile in load_profiles(p.specs_dir, _profiled_specs(p.specs_dir, records, products)):
-        profiles.setdefault(name, {}).setdefault(profile.op, {})[profile.cann_version] = profile.model_dump(
-            mode="python"
-        )
+        profiles.setdefault(name, {}).setdefault(profile.op, {})[profile.cann_version] = profile.as_data()
     p.add(
         "generated/profiles.py",
         render.render(

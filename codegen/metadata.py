@@ -10,13 +10,16 @@ META = {
     "products": [{"family", "supported", "since", "until"}],
     "params": [{"name", "py", "role", "c_type", "optional", "dtypes": [{"families", "dtypes", "since", "until"}],
                 "scalar_dtype", "scalar_dtypes", "default", "constraints": [{"op", "value", "status", "since", "until"}],
-                "attr_type", "choices", "dim_of" (only a dimension attribute), "meaning"}],
+                "attr_type", "choices", "dim_of" (only a dimension attribute), "meaning",
+                "formats" (only where the spec states them): [{"families", "formats", "since", "until"}]}],
     "rules": [{"kind", "status", "since", "until", ...the rule's own fields}],
     "return_codes": [{"status", "check", "params", "condition", "since", "until"}],
     "outputs": [C names of the output tensors, in order],
     "formula": {"outputs": {py name: kind}, "boundaries": [[tensor py name, threshold expression]]},
     "oracle": the oracle recipe as data,
     "arithmetic" (only where the spec states it): {"compute", "to_integer", "scalars"} (core/arithmetic.py),
+    a behaviour profile's facts, only in the META runtime/profiles.py `apply` returns:
+    "unchecked_nulls": [C names], "early_returns": [{"params", "families"}], "check_order": [steps],
 }
 """
 
@@ -55,7 +58,12 @@ def _param(p) -> dict:
         "choices": list(p.choices),
         **({"dim_of": p.dim_of} if p.dim_of else {}),  # absent: not a dimension
         **({"meaning": p.meaning} if p.meaning else {}),  # absent: meaning by position
+        **({"formats": [_format_entry(f) for f in p.formats]} if p.formats else {}),  # absent: ND
     }
+
+
+def _format_entry(f) -> dict:
+    return {"families": list(f.families), "formats": list(f.formats), **_versions(f)}
 
 
 def _dtype_entry(d) -> dict:

@@ -35,6 +35,7 @@ from .errors import FieldProblem, non_ascii
 from aclnngen.core import defects as defect_kinds
 from aclnngen.core.arithmetic import DEFAULT_TO_INTEGER, TO_INTEGER
 from aclnngen.core.dtypes import ALL_DTYPES
+from aclnngen.core.formats import FORMATS
 from aclnngen.core.kinds import KIND_NAMES, KINDS, RuleKind
 from aclnngen.core.kinds import Field as RuleField
 from aclnngen.core.releases import RELEASE_PATTERN, VERSION_HELP, as_release, holds_at
@@ -113,6 +114,16 @@ Version = Annotated[
     WithJsonSchema({"type": "string", "pattern": RELEASE_PATTERN}),
 ]
 DType = Annotated[str, AfterValidator(_dtype), WithJsonSchema({"type": "string", "enum": list(DTYPES)})]
+
+
+def _format(value: str) -> str:
+    if value not in FORMATS:
+        raise ValueError(f"unknown tensor format {value!r}; expected one of {', '.join(FORMATS)}")
+    return value
+
+
+# A tensor format: an aclFormat member's name without its prefix (aclnngen.core.formats).
+Format = Annotated[str, AfterValidator(_format), WithJsonSchema({"type": "string", "enum": list(FORMATS)})]
 Status = Literal[161001, 161002]
 DEFECT_KIND_NAMES = defect_kinds.NAMES
 NonEmptyText = Annotated[str, Field(min_length=1)]
@@ -205,6 +216,16 @@ class DTypeSupport(Versioned):
     """Only while each named scalar or attribute (C name) has the given value."""
 
 
+class FormatSupport(Versioned):
+    """Formats a tensor takes on some families (`formats: [ND, NCHW]`); a tensor with no entry
+    for a family takes ND alone there."""
+
+    families: list[FamilyId] = Field(min_length=1)
+    """Product families these formats apply to."""
+    formats: list[Format] = Field(min_length=1)
+    """The formats the page lists for the tensor on those families (aclFormat names without ACL_FORMAT_)."""
+
+
 class ScalarConstraint(Versioned):
     """A bound on a scalar's value, and the status a violation gives. With `when`, the bound holds
     only while each named attribute or scalar has the given value (`when: {isResult: true}`)."""
@@ -246,6 +267,8 @@ class Parameter(Frozen):
     """Tensors: the dtypes per product family (and per release with since/until)."""
     optional: bool = False
     """Tensors: whether the tensor may be NULL."""
+    formats: list[FormatSupport] = []
+    """Tensors: the formats per product family (the page's format column); absent: ND on every family."""
     # scalars: the aclDataType the binding creates, the value a NULL optional scalar means
     scalar_dtype: DType | None = None
     """Scalars: the aclDataType the binding creates the aclScalar with."""
@@ -277,7 +300,7 @@ class Parameter(Frozen):
 
     @model_validator(mode="after")
     def _fields_fit_role(self):
-        tensor_only = {"dtypes": bool(self.dtypes), "optional": self.optional}
+        tensor_only = {"dtypes": bool(self.dtypes), "optional": self.optional, "formats": bool(self.formats)}
         scalar_only = {
             "scalar_dtype": self.scalar_dtype is not None,
             "scalar_dtypes": bool(self.scalar_dtypes),

@@ -28,7 +28,12 @@ _ABI = _CODEGEN.parent / "specs" / "abi.yaml"
 # The binding's own keyword arguments, after the op's parameters (codegen/pysig.py and
 # binding.py.j2 render these). `out` takes the outputs; an output parameter may itself be named
 # `out` (it is then the same argument), nothing else may.
-BINDING_KEYWORDS: tuple[tuple[str, object], ...] = (("out", None), ("stream", None), ("validate", True))
+BINDING_KEYWORDS: tuple[tuple[str, object], ...] = (
+    ("out", None),
+    ("stream", None),
+    ("validate", True),
+    ("formats", None),
+)
 OUTPUT_KEYWORD = "out"
 # The reference's own keyword arguments (reference.py.j2 renders these).
 REFERENCE_KEYWORDS: tuple[tuple[str, object], ...] = (
@@ -72,6 +77,7 @@ GENERATED_PYTHON = frozenset(
         "float",
         "int",
         "str",
+        "dict",
         "object",
         "tuple",
     }

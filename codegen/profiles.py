@@ -5,7 +5,10 @@ The simulator checks parameters by a profile: `spec` (implicit) follows the spec
 `vendor` models the vendor implementation's known checks; a recorded audit of a real NPU can be
 written as another profile. Each change to the spec's rules carries its reason; each dtype list
 (`dtypes`) is what the implementation accepts for some tensors on some product families, replacing
-the page's list there (the implementation's support list per SoC).
+the page's list there (the implementation's support list per SoC). Three facts describe the
+checks themselves: `unchecked_nulls` (required parameters the implementation never null-checks),
+`early_returns` (an empty tensor answered with success before the remaining checks, per family) and
+`check_order` (which violation is reported first when a call breaks several; aclnngen.core.checks).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from aclnngen.core.checks import ORDER_NAMES
 from aclnngen.core.kinds import KIND_NAMES
 
 from .errors import Problem, SpecError
@@ -42,6 +46,34 @@ class ProfileDtypes(Frozen):
     reason: NonEmptyText
 
 
+class UncheckedNull(Frozen):
+    """Required parameters the implementation reads without a null check: a NULL one is
+    dereferenced (the simulator answers 561103 once the other checks pass, as for an unchecked
+    out-pointer), never refused with 161001."""
+
+    params: list[CIdentifier] = Field(min_length=1)
+    reason: NonEmptyText
+
+
+class EarlyReturn(Frozen):
+    """When one of `params` is empty, the implementation returns success with no work at this
+    step of `check_order` (default: right after the null checks), skipping every later check."""
+
+    when: Literal["empty"] = "empty"
+    params: list[CIdentifier] = Field(min_length=1)
+    families: list[FamilyId] = []
+    """Only on these families (empty: on every family)."""
+    reason: NonEmptyText
+
+
+class CheckOrder(Frozen):
+    """The order of the checks: steps of aclnngen.core.checks.STEPS or rule kind names; the steps
+    not named follow in the default order."""
+
+    steps: list[Literal[ORDER_NAMES]] = Field(min_length=1)
+    reason: NonEmptyText
+
+
 class Profile(Frozen):
     op: CIdentifier
     cann_version: Version
@@ -51,6 +83,21 @@ class Profile(Frozen):
     dtypes: list[ProfileDtypes] = Field(default_factory=list)
     notes: list[NonEmptyText] = Field(default_factory=list)
     """Behaviour seen that no change or dtype list expresses (written by `audit --save-profile`)."""
+    unchecked_nulls: list[UncheckedNull] = Field(default_factory=list)
+    early_returns: list[EarlyReturn] = Field(default_factory=list)
+    check_order: CheckOrder | None = None
+
+    def as_data(self) -> dict:
+        """The profile as plain data for generated/profiles.py; the facts about the checks only
+        when stated, so a profile without them renders as before they existed."""
+        data = self.model_dump(mode="python")
+        for key in _STATED_ONLY:
+            if not data[key]:
+                del data[key]
+        return data
+
+
+_STATED_ONLY = ("unchecked_nulls", "early_returns", "check_order")
 
 
 def profile_paths(specs_dir: Path) -> list[Path]:
@@ -112,6 +159,52 @@ def _check(profile: Profile, path: Path, lines, specs: dict[str, OpSpec]) -> Non
                 )
             )
     _check_dtypes(profile, path, lines, spec)
+    _check_checks(profile, path, lines, spec)
+
+
+def _check_checks(profile: Profile, path: Path, lines, spec: OpSpec) -> None:
+    """The facts about the checks name the op's own parameters, families and rule kinds."""
+    by_name = {p.name: p for p in spec.parameters}
+    families = {p.family for p in spec.products if p.supported}
+    for i, entry in enumerate(profile.unchecked_nulls):
+        for j, name in enumerate(entry.params):
+            param = by_name.get(name)
+            if param is None or param.optional or param.role in ("optional_scalar", "attribute"):
+                raise SpecError(
+                    Problem(
+                        str(path),
+                        lines.line_of(("unchecked_nulls", i, "params", j)),
+                        f"{profile.op} has no required tensor or scalar {name!r} whose null check could be missing",
+                    )
+                )
+    for i, entry in enumerate(profile.early_returns):
+        for j, name in enumerate(entry.params):
+            if name not in by_name or not by_name[name].is_tensor:
+                raise SpecError(
+                    Problem(
+                        str(path),
+                        lines.line_of(("early_returns", i, "params", j)),
+                        f"{profile.op} has no tensor {name!r} whose emptiness could end the checks",
+                    )
+                )
+        for j, family in enumerate(entry.families):
+            if family not in families:
+                raise SpecError(
+                    Problem(
+                        str(path),
+                        lines.line_of(("early_returns", i, "families", j)),
+                        f"{profile.op}'s spec lists {family!r} as no product it supports",
+                    )
+                )
+    if profile.check_order is not None:
+        steps = profile.check_order.steps
+        kinds = {r.kind for r in spec.rules}
+        for j, step in enumerate(steps):
+            where = lines.line_of(("check_order", "steps", j))
+            if steps.index(step) != j:
+                raise SpecError(Problem(str(path), where, f"check step {step!r} is named twice"))
+            if step in KIND_NAMES and step not in kinds:
+                raise SpecError(Problem(str(path), where, f"{profile.op} has no {step!r} rule to place in the order"))
 
 
 def _check_dtypes(profile: Profile, path: Path, lines, spec: OpSpec) -> None:

@@ -6,7 +6,7 @@ docs/python-api.md).
   (optional tensors, optional scalars, parameters with a default).
 - Keyword-only: `out` (one array, or a tuple with one array per output, in C order, as NumPy's
   ufuncs and torch take it), then each output's own Python name as an alias of its place in `out`,
-  then `stream` and `validate`.
+  then `stream`, `validate` and `formats`.
 - Typed with overloads, one per kind of call (TENSOR_KINDS): host arrays in give NumPy arrays back,
   device arrays in give DeviceArrays back, and any other mix gives either.
 """
@@ -117,5 +117,12 @@ def binding_signature(spec: OpSpec) -> dict:
 def _python_text(name: str, positional: list[PyParam], outputs: list[str]) -> str:
     """The signature as the op page shows it (no hints, to stay short)."""
     parts = [p.name if p.default is None else f"{p.name}={p.default}" for p in positional]
-    parts += ["*", "out=None", *(f"{o}=None" for o in outputs if o != "out"), "stream=None", "validate=True"]
+    parts += [
+        "*",
+        "out=None",
+        *(f"{o}=None" for o in outputs if o != "out"),
+        "stream=None",
+        "validate=True",
+        "formats=None",
+    ]
     return f"{name}({', '.join(parts)})"

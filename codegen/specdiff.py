@@ -1,7 +1,7 @@
 """Comparing two specs (or a spec and a draft, or one spec at two releases) the way a binding user
 feels it. Each change is breaking (a parameter added, removed, renamed, retyped or reordered; a
-dtype or product removed; a rule tightened; a default changed) or compatible (a dtype or product
-added; a rule relaxed; documentation only).
+dtype, format or product removed; a rule tightened; a default changed) or compatible (a dtype,
+format or product added; a rule relaxed; documentation only).
 
 Works on plain spec data (a draft with TODOs is fine): `view(data, release)` takes the facts that
 hold at `release`, `diff(old, new)` lists the changes."""
@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from aclnngen.core.formats import DEFAULT_FORMATS
 from aclnngen.core.releases import known_releases
 from aclnngen.core.releases import holds_at, is_version, vendor_tag
 
@@ -24,7 +25,7 @@ _TRAILING = ("workspaceSize", "executor")
 @dataclass(frozen=True)
 class Change:
     kind: str  # breaking / compatible
-    what: str  # parameter, dtype, product, rule, default, return_code, doc
+    what: str  # parameter, dtype, format, product, rule, default, return_code, doc
     where: str  # the parameter or family it is about
     message: str
     family: str = ""  # the product family a product or dtype change is about
@@ -46,6 +47,8 @@ class View:
     rules: set[str]
     docs: dict[str, str]
     return_codes: set = field(default_factory=set)  # (status, check) of each row of the table
+    formats: dict = field(default_factory=dict)  # (tensor, family) -> formats, where the spec states them
+    tensors: set = field(default_factory=set)  # the tensor parameters' names
 
 
 def holds(item: Any, release: str | None) -> bool:
@@ -74,7 +77,7 @@ def _c_types(data: dict) -> dict[str, str]:
 def view(data: dict, release: str | None = None) -> View:
     """The facts of `data` at `release` (all unversioned facts and those whose range holds)."""
     c_types = _c_types(data)
-    params, dtypes, defaults, constraints = [], {}, {}, []
+    params, dtypes, defaults, constraints, formats = [], {}, {}, [], {}
     for p in _list(data.get("parameters")):
         if not isinstance(p, dict) or not holds(p, release):
             continue
@@ -85,6 +88,11 @@ def view(data: dict, release: str | None = None) -> View:
                 for family in _list(group.get("families")):
                     key = (name, family)
                     dtypes[key] = dtypes.get(key, frozenset()) | frozenset(_list(group.get("dtypes")))
+        for group in _list(p.get("formats")):
+            if isinstance(group, dict) and holds(group, release):
+                for family in _list(group.get("families")):
+                    key = (name, family)
+                    formats[key] = formats.get(key, frozenset()) | frozenset(_list(group.get("formats")))
         if "default" in p:
             defaults[name] = p["default"]
         for bound in _list(p.get("constraints")):
@@ -110,7 +118,43 @@ def view(data: dict, release: str | None = None) -> View:
         for r in _list(data.get("return_codes"))
         if isinstance(r, dict) and holds(r, release)
     }
-    return View(str(data.get("name")), params, products, dtypes, defaults, rules, docs, codes)
+    tensors = {name for name, role, _ in params if role in ("input", "output")}
+    return View(str(data.get("name")), params, products, dtypes, defaults, rules, docs, codes, formats, tensors)
+
+
+def _format_changes(old: View, new: View, names: set) -> list[Change]:
+    """A format a tensor loses on a family supported on both sides breaks; one it gains is
+    compatible (a tensor without `formats` takes ND alone)."""
+    out = []
+    families = sorted(f for f in set(old.products) & set(new.products) if old.products[f] and new.products[f])
+    for param in sorted(names & old.tensors & new.tensors):
+        for family in families:
+            before = old.formats.get((param, family), DEFAULT_FORMATS_SET)
+            after = new.formats.get((param, family), DEFAULT_FORMATS_SET)
+            if before - after:
+                out.append(
+                    Change(
+                        BREAKING,
+                        "format",
+                        param,
+                        f"{param} on {family}: {', '.join(sorted(before - after))} removed",
+                        family,
+                    )
+                )
+            if after - before:
+                out.append(
+                    Change(
+                        COMPATIBLE,
+                        "format",
+                        param,
+                        f"{param} on {family}: {', '.join(sorted(after - before))} added",
+                        family,
+                    )
+                )
+    return out
+
+
+DEFAULT_FORMATS_SET = frozenset(DEFAULT_FORMATS)
 
 
 def diff(old: View, new: View) -> list[Change]:
@@ -142,6 +186,7 @@ def diff(old: View, new: View) -> list[Change]:
             out.append(
                 Change(COMPATIBLE, "dtype", param, f"{param} on {family}: {', '.join(sorted(added))} added", family)
             )
+    out += _format_changes(old, new, names)
     for name in sorted(names):
         if old.defaults.get(name) != new.defaults.get(name):
             out.append(

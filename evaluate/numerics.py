@@ -23,6 +23,7 @@ import numpy as np
 from aclnngen.core import arithmetic as arithmetic_facts
 from aclnngen.core import externs
 from aclnngen.core.dtypes import category
+from aclnngen.core.kinds.per_channel import weight_layout
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
 
 MODES = ("opmath", "golden")
@@ -227,18 +228,13 @@ class Numerics:
     # --- channels and reductions ---------------------------------------------------------------
     def per_channel(self, w, x):
         w, x = np.asarray(self._num(w)), np.asarray(x)
-        if w.ndim > 1 and (sum(d != 1 for d in w.shape) <= 1 or w.size == 0):
-            w = w.reshape(-1)  # (1, C, 1, ...) or (1, 1): the same weights, laid out along one axis
-        if w.ndim > 1:
-            raise ValueError(f"per_channel: weight must hold its channels along one axis, found shape {w.shape}")
-        if w.size == 1:
-            return w.reshape(())
-        if x.ndim < 2 or x.shape[1] != w.size:
+        layout = weight_layout(w.shape, x.shape)  # the rule's own definition: validator and kernel agree
+        if layout is None:
             raise ValueError(
                 f"per_channel: a weight of {w.size} elements needs a tensor with "
                 f"{w.size} channels in dim 1, found shape {x.shape}"
             )
-        return w.reshape((1, w.size) + (1,) * (x.ndim - 2))
+        return w.reshape(layout)
 
     def sum_per_channel(self, e, w):
         # Summation order follows memory order: a C-ordered copy makes the result independent of
@@ -246,7 +242,7 @@ class Numerics:
         e, w = np.asarray(self._num(e), order="C"), np.asarray(w)
         if w.size == 1:
             return np.asarray(np.sum(e, dtype=self.dtype)).reshape(w.shape)
-        if e.ndim < 2 or e.shape[1] != w.size:
+        if weight_layout(w.shape, e.shape) is None:
             raise ValueError(
                 f"sum_per_channel: a weight of {w.size} elements needs {w.size} "
                 f"channels in dim 1, found shape {e.shape}"

@@ -265,7 +265,41 @@ PROFILES = {'vendor': {'EluBackward': {'8.5.0': {'op': 'EluBackward',
                                                       'reason': 'a bfloat16 gradOutput is rejected '
                                                                 'outside SocVersion ASCEND910B to '
                                                                 'ASCEND910E'}],
-                                          'notes': []}},
+                                          'notes': [],
+                                          'early_returns': [{'when': 'empty',
+                                                             'params': ['gradOutput', 'output'],
+                                                             'families': [],
+                                                             'reason': 'CheckParams returns '
+                                                                       'ACLNN_SUCCESS when '
+                                                                       'gradOutput->IsEmpty() or '
+                                                                       'output->IsEmpty(), right '
+                                                                       'after CheckNotNull and '
+                                                                       'before CheckDtypeValid, '
+                                                                       'CheckDim and CheckShape; '
+                                                                       'GetWorkspaceSize then '
+                                                                       'releases an empty executor '
+                                                                       'with workspaceSize 0. No '
+                                                                       'SoC condition: on every '
+                                                                       'family.'}],
+                                          'check_order': {'steps': ['null_pointer',
+                                                                    'early_return',
+                                                                    'dtype',
+                                                                    'same_dtype',
+                                                                    'attributes',
+                                                                    'max_rank',
+                                                                    'same_shape'],
+                                                          'reason': 'CheckParams runs '
+                                                                    'CheckNotNull, the empty '
+                                                                    'return, CheckDtypeValid '
+                                                                    "(support lists, then output's "
+                                                                    "dtype against gradOutput's), "
+                                                                    'CheckDim, then CheckShape '
+                                                                    '(OP_CHECK_MAX_DIM on '
+                                                                    'gradOutput before '
+                                                                    'OP_CHECK_SHAPE_NOT_EQUAL); a '
+                                                                    'call breaking both dim and a '
+                                                                    'shape is refused for its '
+                                                                    'dim.'}}},
             'SoftshrinkBackward': {'8.5.0': {'op': 'SoftshrinkBackward',
                                              'cann_version': '8.5.0',
                                              'evidence': 'hicann/ops-nn '

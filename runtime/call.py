@@ -69,6 +69,9 @@ from .errors import (
     CallOrderError,
     UnknownSocError,
 )
+from aclnngen.core.formats import ND, UnknownFormat, acl_member
+from aclnngen.core.meta import Param as MetaParam
+from aclnngen.core.meta import op_meta
 from aclnngen.core.releases import as_release, known_releases
 
 from .releases import check_release
@@ -82,8 +85,6 @@ ACL_FORMAT_ND = acl.enum_value("ACL_FORMAT_ND")
 ACLNN_ERR_PARAM_NULLPTR = acl.status_code("ACLNN_ERR_PARAM_NULLPTR")
 ACLNN_ERR_PARAM_INVALID = acl.status_code("ACLNN_ERR_PARAM_INVALID")
 ACLNN_ERR_INNER_NULLPTR = acl.status_code("ACLNN_ERR_INNER_NULLPTR")
-_TENSOR_ROLES = ("input", "output")
-_SCALAR_ROLES = ("scalar", "optional_scalar")
 
 
 def bind(meta: Mapping[str, Any]) -> "BoundOp":
@@ -95,7 +96,7 @@ def bind(meta: Mapping[str, Any]) -> "BoundOp":
 def package_of(meta: Mapping[str, Any]) -> str | None:
     """The package whose `meta.<snake>` module defines this very META dict (e.g.
     "aclnngen.generated", or a stand-alone generated package); None for a META of no package."""
-    suffix = f".meta.{meta.get('snake')}"
+    suffix = f".meta.{op_meta(meta).snake}"
     for name, module in list(sys.modules.items()):
         if name.endswith(suffix) and getattr(module, "META", None) is meta:
             return name[: -len(suffix)]
@@ -142,39 +143,39 @@ class _Param:
     scalar_dtype: str | None = None
 
 
-def _param(index: int, p: Mapping) -> _Param:
-    role = p["role"]
-    if role in _TENSOR_ROLES:
-        return _Param(index, p["name"], p["py"], role, "tensor", bool(p.get("optional")), role == "output")
-    if role in _SCALAR_ROLES:
-        dtype_name = p.get("scalar_dtype") or DEFAULT_SCALAR_DTYPE
+def _param(index: int, p: MetaParam) -> _Param:
+    role = p.role
+    if p.is_tensor:
+        return _Param(index, p.name, p.py, role, "tensor", p.optional, role == "output")
+    if p.is_scalar:
+        dtype_name = p.scalar_dtype or DEFAULT_SCALAR_DTYPE
         np_dtype = NUMPY_DTYPES.get(dtype_name) or np.dtype(dtype_name)
         return _Param(
             index,
-            p["name"],
-            p["py"],
+            p.name,
+            p.py,
             role,
             "scalar",
             role == "optional_scalar",
             False,
             scalar_acl=acl_dtype(np_dtype),
             scalar_np=np_dtype,
-            default=p.get("default"),
+            default=p.default,
             scalar_dtype=dtype_name,
         )
     if role == "attribute":
         return _Param(
             index,
-            p["name"],
-            p["py"],
+            p.name,
+            p.py,
             role,
             "attribute",
             False,
             False,
-            attr_type=p.get("attr_type"),
-            default=p.get("default"),
+            attr_type=p.attr_type,
+            default=p.default,
         )
-    raise ValueError(f"{p['name']}: unknown parameter role {role!r}")
+    raise ValueError(f"{p.name}: unknown parameter role {role!r}")
 
 
 def _newest_version(meta: Mapping[str, Any]) -> str:
@@ -199,15 +200,16 @@ class BoundOp:
 
     def __init__(self, meta: Mapping[str, Any]):
         self.meta = meta
-        self.name = meta["name"]
-        self.symbol = meta["symbol"]
+        op = op_meta(meta)
+        self.name = op.name
+        self.symbol = op.symbol
         self.gws_name = self.symbol + "GetWorkspaceSize"
-        self.params = tuple(_param(i, p) for i, p in enumerate(meta["params"]))
+        self.params = tuple(_param(i, p) for i, p in enumerate(op.params))
         self.nparams = len(self.params)
         self.tensors = tuple(p for p in self.params if p.kind == "tensor")
         self.inputs = tuple(p for p in self.tensors if not p.output)
         by_name = {p.name: p for p in self.params}
-        self.outputs = tuple(by_name[name] for name in meta["outputs"])
+        self.outputs = tuple(by_name[name] for name in op.outputs)
         self.newest_version = _newest_version(meta)
         self._versions: dict[str | None, str] = {}
         self.signatures: dict[tuple, tuple] = {}  # call signature -> (outputs to allocate, validated)
@@ -259,10 +261,36 @@ class BoundOp:
                 given[index] = alias
         return tuple(given)
 
+    def resolve_formats(self, formats: Mapping[str, str] | None) -> dict[str, str]:
+        """C name -> format name from the binding's `formats=` (tensor Python name -> a name of
+        aclnngen.core.formats, e.g. {"self": "NCHW"}); the tensors not named are ND."""
+        if not formats:
+            return {}
+        if not isinstance(formats, Mapping):
+            raise TypeError(
+                f"{self.symbol}: formats must be a mapping of tensor name to format, e.g. "
+                f"{{{self.tensors[0].py!r}: 'NCHW'}}; got {type(formats).__name__}"
+            )
+        by_py = {p.py: p for p in self.tensors}
+        resolved = {}
+        for key, name in formats.items():
+            p = by_py.get(key)
+            if p is None:
+                raise TypeError(
+                    f"{self.symbol}: formats names {key!r}, which is no tensor of the op; "
+                    f"its tensors are {', '.join(by_py)}"
+                )
+            try:
+                acl_member(name)
+            except UnknownFormat as exc:
+                raise ValueError(f"{self.symbol}: formats[{key!r}]: {exc}") from None
+            resolved[p.name] = name
+        return resolved
+
     # -- the call ----------------------------------------------------------------------------------
-    def __call__(self, *args, stream=None, validate: bool = True):
+    def __call__(self, *args, stream=None, validate: bool = True, formats: Mapping[str, str] | None = None):
         # launched and closed right here (try/finally), so it needs no finaliser
-        prepared = self.prepare(*args, stream=stream, validate=validate, _guarded=False)
+        prepared = self.prepare(*args, stream=stream, validate=validate, formats=formats, _guarded=False)
         try:
             prepared.launch(stream)
         except BaseException:
@@ -270,15 +298,23 @@ class BoundOp:
             raise
         return prepared.finish(stream)
 
-    def prepare(self, *args, stream=None, validate: bool = True, _guarded: bool = True) -> "Prepared":
+    def prepare(
+        self,
+        *args,
+        stream=None,
+        validate: bool = True,
+        formats: Mapping[str, str] | None = None,
+        _guarded: bool = True,
+    ) -> "Prepared":
         """Phase one only: validation, device copies, descriptors and GetWorkspaceSize."""
         if len(args) != self.nparams:
             raise TypeError(
                 f"{self.symbol} takes {self.nparams} arguments in prototype order "
                 f"({', '.join(p.py for p in self.params)}), got {len(args)}"
             )
+        resolved = self.resolve_formats(formats)
         backend = _stream_backend(stream)
-        return Prepared(self, backend, args, validate, guarded=_guarded)
+        return Prepared(self, backend, args, validate, guarded=_guarded, formats=resolved)
 
 
 SIGNATURE_CACHE_SIZE = 512  # signatures remembered per op
@@ -303,10 +339,10 @@ def _value_key(value):
     raise TypeError(t)
 
 
-def _signature(op: "BoundOp", values: Mapping[str, Any], soc, version) -> tuple | None:
+def _signature(op: "BoundOp", values: Mapping[str, Any], soc, version, formats: Mapping[str, str]) -> tuple | None:
     """The call's signature for `BoundOp.signatures`; None when an argument cannot be keyed."""
     try:
-        key = (soc, version, tuple(_value_key(values[p.name]) for p in op.params))
+        key = (soc, version, tuple(sorted(formats.items())), tuple(_value_key(values[p.name]) for p in op.params))
         hash(key)
     except TypeError:
         return None
@@ -431,9 +467,19 @@ class Prepared:
     executor until `close()` (or `finish()`); a prepared call that is dropped without either
     gives its descriptors and executor back through a finaliser."""
 
-    def __init__(self, op: BoundOp, backend, args: Sequence[Any], validate: bool, *, guarded: bool = True):
+    def __init__(
+        self,
+        op: BoundOp,
+        backend,
+        args: Sequence[Any],
+        validate: bool,
+        *,
+        guarded: bool = True,
+        formats: Mapping[str, str] | None = None,
+    ):
         self.op = op
         self.backend = backend
+        self.formats = dict(formats or {})  # C name -> format name; ND when absent
         self._owned = _Descriptors(backend)
         if guarded:  # a prepared call handed to the caller, who may drop it
             self._finalizer = weakref.finalize(self, self._owned.release)
@@ -485,7 +531,7 @@ class Prepared:
         # What a call of this signature (shapes, dtypes, layouts, scalar values, SoC, version)
         # needs is worked out once: the outputs to allocate, and whether it passed validation.
         # Only a call that passed is remembered as validated, so a bad call is checked every time.
-        key = _signature(op, values, soc, version)
+        key = _signature(op, values, soc, version, self.formats)
         known = op.signatures.get(key) if key is not None else None
         if known is None:
             allocate = self._outputs_to_allocate(values, version, self._family(validate))
@@ -495,7 +541,7 @@ class Prepared:
         for name, shape, dtype in allocate:
             values[name] = _OutputSpec(shape, dtype)
         if validate and not validated:
-            validate_values(meta, values, family=b.family(), version=version)
+            validate_values(meta, values, family=b.family(), version=version, formats=self.formats)
             validated = True
         if key is not None and (known is None or validated != known[1]):
             op.remember(key, (allocate, validated))
@@ -614,7 +660,8 @@ class Prepared:
 
     def _create_tensor(self, dev: DeviceArray, p: _Param | None = None):
         b = self.backend
-        handle = tensor_descriptor(b, dev, param=p.name if p else None, op=self.op.name)
+        fmt = self.formats.get(p.name, ND) if p else ND
+        handle = tensor_descriptor(b, dev, param=p.name if p else None, op=self.op.name, format=fmt)
         self._handles.append((b.api.aclDestroyTensor, handle))
         return handle
 
@@ -868,17 +915,18 @@ def _void_p(ffi):
     return ffi.typeof("void *")
 
 
-def tensor_descriptor(backend, dev: DeviceArray, *, param: str | None = None, op: str | None = None):
-    """aclCreateTensor for a device array: view dims/strides/offset in elements, format ND, 1-D
-    storage dims (the storage's element count), data = the storage base (NULL when empty). The
-    caller destroys it (aclDestroyTensor)."""
+def tensor_descriptor(backend, dev: DeviceArray, *, param: str | None = None, op: str | None = None, format: str = ND):
+    """aclCreateTensor for a device array: view dims/strides/offset in elements, `format` (a name
+    of aclnngen.core.formats, ND by default), 1-D storage dims (the storage's element count),
+    data = the storage base (NULL when empty). The caller destroys it (aclDestroyTensor)."""
     ffi = backend.ffi
     dtype = acl_dtype(dev.dtype, param=param, op=op)
     shape = dev.shape
     dims, strides, storage = _layout(ffi, shape, dev.strides, dev.storage_size)
     address = dev.address
     data = ffi.cast(_void_p(ffi), address) if address else ffi.NULL
-    handle = backend.api.aclCreateTensor(dims, len(shape), dtype, strides, dev.offset, ACL_FORMAT_ND, storage, 1, data)
+    acl_format = ACL_FORMAT_ND if format == ND else acl.enum_value(acl_member(format))
+    handle = backend.api.aclCreateTensor(dims, len(shape), dtype, strides, dev.offset, acl_format, storage, 1, data)
     if handle == ffi.NULL:
         raise AclnnStatusError(
             status=ACLNN_ERR_INNER_NULLPTR,

@@ -12,6 +12,7 @@ import os
 
 from aclnngen.generated import profiles as generated_profiles
 
+from aclnngen.core.meta import op_meta
 from aclnngen.core.releases import CannVersion
 
 SPEC = "spec"
@@ -50,12 +51,18 @@ def null_out_pointers_checked(profile: str, op: str, version: str) -> bool:
 _PARAM_FIELDS = ("params", "inputs")
 
 
+#: what a profile states about the checks themselves, carried into the META under the same keys
+_CHECK_FACTS = ("unchecked_nulls", "early_returns", "check_order")
+
+
 def apply(meta: dict, profile: str, version: str) -> dict:
-    """META with the profile's changes to its rules (the same object when nothing changes)."""
-    entry = select(profile, meta["name"], version)
-    if entry is None or not (entry["changes"] or entry.get("dtypes")):
+    """META with the profile's changes to its rules and dtypes, and its facts about the checks
+    (missing null checks, early returns, the check order); the same object when nothing changes."""
+    name = op_meta(meta).name
+    entry = select(profile, name, version)
+    if entry is None or not (entry["changes"] or entry.get("dtypes") or any(entry.get(k) for k in _CHECK_FACTS)):
         return meta
-    key = (meta["name"], id(meta), profile, entry["cann_version"])
+    key = (name, id(meta), profile, entry["cann_version"])
     cached = _APPLIED.get(key)
     if cached is None or cached[0] is not meta:
         cached = _APPLIED[key] = (meta, _changed(meta, entry))  # keeps `meta` alive, so its id stays unique
@@ -88,6 +95,14 @@ def _changed(meta: dict, entry: dict) -> dict:
         for param in changed["params"]:
             if param["name"] in listed["params"]:
                 _replace_dtypes(param, listed)
+    if entry.get("unchecked_nulls"):
+        changed["unchecked_nulls"] = [n for e in entry["unchecked_nulls"] for n in e["params"]]
+    if entry.get("early_returns"):
+        changed["early_returns"] = [
+            {"params": list(e["params"]), "families": list(e["families"])} for e in entry["early_returns"]
+        ]
+    if entry.get("check_order"):
+        changed["check_order"] = list(entry["check_order"]["steps"])
     return changed
 
 

@@ -1,21 +1,31 @@
 """Validation of an op's arguments against its doc page, driven only by META (codegen/metadata.py).
 
-`validate(meta, values, family=..., version=...)` checks, in this order, and raises
-`AclnnValidationError` with the status the page documents at the first violation:
+`validate(meta, values, family=..., version=..., formats=...)` checks, by default in this order
+(the steps of aclnngen.core.checks), and raises `AclnnValidationError` with the status the page
+documents at the first violation:
 
-1. null pointers: a required tensor (inputs and outputs; the binding allocates outputs before
+1. null_pointer: a required tensor (inputs and outputs; the binding allocates outputs before
    validating) or a required scalar that is None or absent -> 161001. Optional tensors and
-   optional scalars may be None;
-2. the op is supported on `family` at `version` (from META "products") -> 161002;
-3. dtypes: every tensor's dtype is in its list for the family at `version`. For the inputs of a
+   optional scalars may be None; so may a parameter a behaviour profile says the implementation
+   never null-checks (META "unchecked_nulls": what happens then is the caller's to model);
+2. early_return: a behaviour profile's early return (META "early_returns"): when one of its
+   tensors is empty on a family it holds on, nothing after this step is checked and `validate`
+   returns the `EarlyReturn` (success with no work); it returns None otherwise;
+3. product: the op is supported on `family` at `version` (from META "products") -> 161002;
+4. dtype: every tensor's dtype is in its list for the family at `version`. For the inputs of a
    `promote` rule the promoted dtype is checked instead, and the rule's output must have the
    promoted dtype;
-4. every rule that holds at `version`, in spec order, by its kind's check (aclnngen/core/kinds)
-   -> the rule's status;
-5. scalars: a real number that fits the dtype of its aclScalar (`scalar_misfit`: 1e300 for a
+5. format: every tensor's format (`formats`: C name -> a name of aclnngen.core.formats; ND when
+   absent) is one its spec accepts on the family at `version` (ND when it states none) -> 161002;
+6. rules: every rule that holds at `version`, in spec order, by its kind's check
+   (aclnngen/core/kinds) -> the rule's status;
+7. scalars: a real number that fits the dtype of its aclScalar (`scalar_misfit`: 1e300 for a
    float32 scalar would become inf) -> 161002; constraints that hold at `version` (NaN satisfies
    no bound) -> the constraint's status;
-6. attributes: type and `choices` -> 161002.
+8. attributes: type and `choices` -> 161002.
+
+A behaviour profile may state another order (META "check_order"), naming a rule kind to run its
+rules at that place instead of in step 6.
 
 Everything that depends only on (META, family, version) is computed once and cached, so a repeated
 call does nothing but the checks on the actual values. Values are looked up by C name; tensors are
@@ -32,13 +42,14 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from aclnngen.core import checks as steps
 from aclnngen.core.dtypes import CATEGORY, promote_names
+from aclnngen.core.formats import ND
 from aclnngen.core.kinds import kind_of
-from aclnngen.core.meta import TENSOR_ROLES, op_meta
+from aclnngen.core.meta import EarlyReturn, op_meta
 from aclnngen.core.releases import CannVersion
 from aclnngen.core.rules import (
     MetaCache,
-    dtypes_at,
     families_at,
     status_of,
     version_key,
@@ -47,7 +58,7 @@ from aclnngen.core.rules import (
 from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnValidationError
 from .shapes import NUMPY_DTYPES, dtype_name, is_contiguous, shape_of
 
-__all__ = ["validate", "clear_cache"]
+__all__ = ["validate", "clear_cache", "EarlyReturn"]
 
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
@@ -77,6 +88,9 @@ class _Plan:
     promotes: tuple[Mapping, ...]  # the rules whose inputs' promoted dtype the dtype check reads
     plain_dtype_params: tuple[str, ...]  # tensors whose own dtype is checked against their list
     rule_checks: tuple[tuple[Callable, tuple], ...]  # (a kind's checker, its `when` as (name, value, default))
+    formats: Mapping[str, tuple[str, ...]]  # tensor -> the formats it accepts on the family
+    early_returns: tuple[EarlyReturn, ...]  # those that hold on the family
+    order: tuple[str, ...]  # the steps (aclnngen.core.checks), rule kinds among them
     scalars: tuple[tuple[str, str], ...]  # (C name, the dtype its aclScalar is created with)
     conditional_dtypes: Mapping[str, tuple]  # name -> ((when, dtypes),): dtypes allowed only while `when` holds
     constraints: tuple[tuple[str, str, Any, int, Callable, tuple], ...]  # ..., when: ((name, value, default),)
@@ -115,6 +129,8 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
     tensors = tuple(p.name for p in op.tensors)
     required = []
     for p in op.params:
+        if p.name in op.unchecked_nulls:
+            continue  # the implementation never checks it: a NULL one goes through
         if p.is_tensor and not p.optional:
             required.append((p.name, "tensor"))
         elif p.role == "scalar":
@@ -144,7 +160,7 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
         families=families,
         supported=family in families,
         tensors=tensors,
-        allowed={p["name"]: dtypes_at(p, family, version) for p in meta["params"] if p["role"] in TENSOR_ROLES},
+        allowed={p.name: p.dtypes_at(family, version) for p in op.tensors},
         conditional_dtypes=conditional_dtypes,
         dtype_status=status_of(meta, "dtype", version, 161002),
         promotes=promotes,
@@ -162,6 +178,9 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
             for p in op.params
             if p.role == "attribute"
         ),
+        formats={p.name: p.formats_at(family, version) for p in op.tensors},
+        early_returns=tuple(e for e in op.early_returns if e.holds_on(family)),
+        order=op.check_order,
     )
     context = _Plan(rule_checks=(), **plan_fields)
     checks: list[tuple[Callable, tuple]] = []
@@ -304,22 +323,107 @@ def _check_dim(plan: _Plan, name: str, value: Any, tensor: str, array: Any):
         )
 
 
-def validate(meta: Mapping, values: Mapping[str, Any], *, family: str, version: str | CannVersion) -> None:
+def validate(
+    meta: Mapping,
+    values: Mapping[str, Any],
+    *,
+    family: str,
+    version: str | CannVersion,
+    formats: Mapping[str, str] | None = None,
+) -> EarlyReturn | None:
     """Check `values` (C name -> array-like, number, attribute or None) against the op's META on
-    product `family` at CANN `version`; raise AclnnValidationError at the first violation."""
+    product `family` at CANN `version`, each tensor in its format of `formats` (C name -> format
+    name; ND when absent); raise AclnnValidationError at the first violation. Returns the
+    `EarlyReturn` that ended the checks (a behaviour profile's), else None."""
     plan: _Plan = _PLANS.get(meta, family, version_key(version))
     get = values.get
-    _check_null_pointers(plan, get)  # 1
-    _check_family(plan)  # 2
-    info = _check_dtypes(plan, get)  # 3
-    _check_rules(plan, get, info)  # 4
-    _check_scalars(plan, get, info)  # 5
-    _check_scalar_ranges(plan, get)  # 5
-    _check_attributes(plan, get)  # 6
+    if plan.order == steps.STEPS:
+        _check_null_pointers(plan, get)  # 1
+        early = _early_return(plan, get)  # 2
+        if early is not None:
+            return early
+        _check_family(plan)  # 3
+        info = _check_dtypes(plan, get)  # 4
+        _check_formats(plan, get, formats)  # 5
+        _check_rules(plan, get, info)  # 6
+        _check_scalars(plan, get, info)  # 7
+        _check_scalar_ranges(plan, get)  # 7
+        _check_attributes(plan, get)  # 8
+        return None
+    return _checked_in_order(plan, get, formats)
+
+
+def _checked_in_order(plan: _Plan, get: Callable[[str], Any], formats) -> EarlyReturn | None:
+    """The checks in a behaviour profile's order; a rule kind named there runs its rules at its
+    place, the `rules` step the others."""
+    placed = {s for s in plan.order if s not in steps.STEPS}
+    read: dict = {}  # the tensors given, read once by the first step that needs them
+
+    def tensors() -> dict:
+        if "info" not in read:
+            read["info"] = _tensors(plan, get)
+        return read["info"]
+
+    for step in plan.order:
+        if step == steps.NULL_POINTER:
+            _check_null_pointers(plan, get)
+        elif step == steps.EARLY_RETURN:
+            early = _early_return(plan, get)
+            if early is not None:
+                return early
+        elif step == steps.PRODUCT:
+            _check_family(plan)
+        elif step == steps.DTYPE:
+            read["info"] = _check_dtypes(plan, get)
+        elif step == steps.FORMAT:
+            _check_formats(plan, get, formats)
+        elif step == steps.RULES:
+            _check_rules(plan, get, tensors(), lambda kind: kind.name not in placed)
+        elif step == steps.SCALARS:
+            _check_scalars(plan, get, tensors())
+            _check_scalar_ranges(plan, get)
+        elif step == steps.ATTRIBUTES:
+            _check_attributes(plan, get)
+        else:  # a rule kind: its rules here
+            _check_rules(plan, get, tensors(), lambda kind, step=step: kind.name == step)
+    return None
+
+
+def _early_return(plan: _Plan, get: Callable[[str], Any]) -> EarlyReturn | None:
+    """2. The first early return whose tensors include an empty one."""
+    for early in plan.early_returns:
+        for name in early.params:
+            value = get(name)
+            try:
+                empty = value is not None and 0 in shape_of(value)
+            except Exception:  # noqa: BLE001 - not a tensor: the dtype step says so
+                empty = False
+            if empty:
+                return early
+    return None
+
+
+def _check_formats(plan: _Plan, get: Callable[[str], Any], formats: Mapping[str, str] | None) -> None:
+    """5. Each tensor given is in a format its spec accepts on the family (ND when unstated)."""
+    for name in plan.tensors:
+        if get(name) is None:
+            continue
+        found = (formats or {}).get(name, ND)
+        allowed = plan.formats[name]
+        if found not in allowed:
+            plan.fail(
+                161002,
+                name,
+                "format",
+                f"{name} has format {found}, which is not accepted on family {plan.family!r}; "
+                f"allowed: {', '.join(allowed)}",
+                found=found,
+                allowed=allowed,
+            )
 
 
 def _check_null_pointers(plan: _Plan, get: Callable[[str], Any]) -> None:
-    """1. A required tensor, scalar or pointer attribute is not None."""
+    """1. A required tensor, scalar or pointer attribute is not None (unless never checked)."""
     for name, what in plan.required:
         if get(name) is None:
             plan.fail(
@@ -333,7 +437,7 @@ def _check_null_pointers(plan: _Plan, get: Callable[[str], Any]) -> None:
 
 
 def _check_family(plan: _Plan) -> None:
-    """2. The op is supported on the product family at the release."""
+    """3. The op is supported on the product family at the release."""
     if not plan.supported:
         supported = ", ".join(plan.families) if plan.families else "none"
         plan.fail(
@@ -347,14 +451,20 @@ def _check_family(plan: _Plan) -> None:
         )
 
 
-def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
-    """3. Each tensor given is a tensor of a dtype its family allows (after promotion, for the
-    inputs of a `promote` rule). Returns name -> (shape, dtype, value) of the tensors given."""
+def _tensors(plan: _Plan, get: Callable[[str], Any]) -> dict:
+    """name -> (shape, dtype, value) of the tensors given; a value that is no tensor -> 161002."""
     info = {}
     for name in plan.tensors:
         value = get(name)
         if value is not None:
             info[name] = _tensor_info(plan, name, value)
+    return info
+
+
+def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
+    """4. Each tensor given is a tensor of a dtype its family allows (after promotion, for the
+    inputs of a `promote` rule). Returns name -> (shape, dtype, value) of the tensors given."""
+    info = _tensors(plan, get)
     for rule in plan.promotes:
         present = [(n, info[n][1]) for n in rule["inputs"] if n in info]
         if not present:
@@ -395,10 +505,13 @@ def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
     return info
 
 
-def _check_rules(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:
-    """4. The op's rules (shapes, ranks, ...), each while its `when` holds."""
+def _check_rules(plan: _Plan, get: Callable[[str], Any], info: dict, which: Callable | None = None) -> None:
+    """6. The op's rules (shapes, ranks, ...), each while its `when` holds; only those whose kind
+    `which` selects, when given."""
     contiguous = _contiguity(info)
     for (kind, check), when in plan.rule_checks:
+        if which is not None and not which(kind):
+            continue
         # a rule with `when` holds only while each named scalar or attribute has the given value
         if all((get(k) if get(k) is not None else default) == v for k, v, default in when):
             _raise(plan, kind, check(info, contiguous))
@@ -428,7 +541,7 @@ def _raise(plan: _Plan, kind, violation) -> None:
 
 
 def _check_scalars(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:
-    """5. Each scalar given is a real number that fits the dtype of its aclScalar, and a finite
+    """7. Each scalar given is a real number that fits the dtype of its aclScalar, and a finite
     one when every tensor is of an integer or bool dtype."""
     tensor_dtypes = {entry[1] for entry in info.values()}
     integer_only = bool(tensor_dtypes) and all(CATEGORY.get(d) in ("integer", "bool") for d in tensor_dtypes)
@@ -459,7 +572,7 @@ def _check_scalars(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:
 
 
 def _check_scalar_ranges(plan: _Plan, get: Callable[[str], Any]) -> None:
-    """5. Each scalar given satisfies its bounds, each while its `when` holds."""
+    """7. Each scalar given satisfies its bounds, each while its `when` holds."""
     for name, op, bound, status, compare, when in plan.constraints:
         value = get(name)
         if value is None:
@@ -487,7 +600,7 @@ def _check_scalar_ranges(plan: _Plan, get: Callable[[str], Any]) -> None:
 
 
 def _check_attributes(plan: _Plan, get: Callable[[str], Any]) -> None:
-    """6. Each attribute is given (or has a default), of its C type, one of its choices, and a
+    """8. Each attribute is given (or has a default), of its C type, one of its choices, and a
     dimension of its tensor when it names one."""
     for name, c_type, choices, has_default, dim_of in plan.attributes:
         value = get(name)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .checks import check_order
+from .formats import DEFAULT_FORMATS
 from .kinds import RuleKind, kind_of
 from .releases import holds_at
 
@@ -30,6 +32,17 @@ class DTypeRow:
     since: str | None = None
     until: str | None = None
     when: Mapping[str, Any] | None = None  # accepted only while each named scalar/attribute has the value
+
+    def holds_at(self, version: str) -> bool:
+        return holds_at(self.since, self.until, version)
+
+
+@dataclass(frozen=True, slots=True)
+class FormatRow:
+    families: tuple[str, ...]
+    formats: tuple[str, ...]
+    since: str | None = None
+    until: str | None = None
 
     def holds_at(self, version: str) -> bool:
         return holds_at(self.since, self.until, version)
@@ -63,10 +76,29 @@ class Param:
     choices: tuple[Any, ...]
     dim_of: str | None = None
     meaning: str | None = None
+    formats: tuple[FormatRow, ...] = ()  # none stated: ND on every family
 
     @property
     def is_tensor(self) -> bool:
         return self.role in TENSOR_ROLES
+
+    def dtypes_at(self, family: str, version: str) -> tuple[str, ...]:
+        """The dtypes this tensor accepts on `family` at `version`, unconditionally (rows with
+        `when` aside), in listing order."""
+        found: list[str] = []
+        for row in self.dtypes:
+            if family in row.families and row.holds_at(version) and not row.when:
+                found.extend(d for d in row.dtypes if d not in found)
+        return tuple(found)
+
+    def formats_at(self, family: str, version: str) -> tuple[str, ...]:
+        """The formats this tensor accepts on `family` at `version`: the rows that hold there,
+        else ND alone (what a spec that states no format means)."""
+        found: list[str] = []
+        for row in self.formats:
+            if family in row.families and row.holds_at(version):
+                found.extend(f for f in row.formats if f not in found)
+        return tuple(found) or DEFAULT_FORMATS
 
     @property
     def is_scalar(self) -> bool:
@@ -122,6 +154,18 @@ class FormulaInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class EarlyReturn:
+    """Success with no work when one of `params` is empty, at the `early_return` step of the
+    check order (a behaviour profile's fact; runtime/profiles.py puts it in the META)."""
+
+    params: tuple[str, ...]
+    families: tuple[str, ...] = ()  # empty: every family
+
+    def holds_on(self, family: str | None) -> bool:
+        return not self.families or family in self.families
+
+
+@dataclass(frozen=True, slots=True)
 class OpMeta:
     name: str
     snake: str
@@ -137,6 +181,10 @@ class OpMeta:
     formula: FormulaInfo
     oracle: Mapping[str, Any]
     arithmetic: Mapping[str, Any] | None = None  # the spec's arithmetic facts (core/arithmetic.py), if stated
+    # what a behaviour profile states about the checks (none for the spec's own profile)
+    unchecked_nulls: tuple[str, ...] = ()
+    early_returns: tuple[EarlyReturn, ...] = ()
+    check_order: tuple[str, ...] = check_order()
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -195,6 +243,10 @@ def _param(p: Mapping) -> Param:
         choices=tuple(p.get("choices") or ()),
         dim_of=p.get("dim_of"),
         meaning=p.get("meaning"),
+        formats=tuple(
+            FormatRow(tuple(f["families"]), tuple(f["formats"]), f.get("since"), f.get("until"))
+            for f in p.get("formats") or ()
+        ),
     )
 
 
@@ -244,8 +296,13 @@ def build(data: Mapping) -> OpMeta:
             ),
             oracle=data.get("oracle") or {},
             arithmetic=data.get("arithmetic"),
+            unchecked_nulls=tuple(data.get("unchecked_nulls") or ()),
+            early_returns=tuple(
+                EarlyReturn(tuple(e["params"]), tuple(e.get("families") or ())) for e in data.get("early_returns") or ()
+            ),
+            check_order=check_order(data.get("check_order") or ()),
         )
-    except (KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
         name = data.get("name", "?") if isinstance(data, Mapping) else "?"
         raise MetaError(f"metadata of op {name} is not as codegen/metadata.py writes it: {exc!r}") from None
 

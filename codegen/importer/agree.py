@@ -1,6 +1,6 @@
 """Does a draft agree with a curated spec at the draft's release? In the fields a page states
-plainly: op name, parameters (name, role, C type, order), supported products and dtypes per
-family. The spec's `page_prototypes` stand for the page where the page and header differ, and a
+plainly: op name, parameters (name, role, C type, order), supported products, dtypes and tensor
+formats per family. The spec's `page_prototypes` stand for the page where the page and header differ, and a
 disagreement is excused when the spec records a defect of that kind that holds at the release and
 names the parameter or family (so a known page error is not mistaken for a spec error)."""
 
@@ -10,12 +10,13 @@ from typing import Any
 
 from ..specdiff import Change, diff, holds, view
 
-COMPARED = ("name", "parameter", "product", "dtype")
+COMPARED = ("name", "parameter", "product", "dtype", "format")
 _DEFECT_KINDS = {
     "name": ("name",),
     "parameter": ("prototype", "name"),
     "product": ("product",),
     "dtype": ("dtype", "product"),
+    "format": ("rule", "other"),  # no kind of its own: a format is a check of the tensor
 }
 
 

@@ -22,7 +22,7 @@ from aclnngen.core.kinds.same_shape import KIND as SAME_SHAPE
 
 from ..cdecl import PrototypeError, parse_prototype
 from ..products import ProductTable
-from .facts import PageFacts, PageParam
+from .facts import PageFacts, PageParam, page_formats
 
 TODO = "TODO"
 _ATTRIBUTE_TYPES = {
@@ -179,6 +179,9 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
             facts.defect("prototype", f"the parameter table types {name} as {page.c_type}; the prototype as {c_type}")
         if role in ("input", "output"):
             entry["dtypes"] = _tensor_dtypes(facts, page, at, todo)
+            formats = _tensor_formats(facts, page, at, todo)
+            if formats:
+                entry["formats"] = formats
         elif role in ("scalar", "optional_scalar"):
             dtypes = page.dtypes if page else []
             entry["scalar_dtype"] = "float32" if "float32" in dtypes or not dtypes else TODO
@@ -401,6 +404,20 @@ def _tensor_dtypes(facts: PageFacts, page: PageParam | None, at: str, todo: list
     if not groups:
         return TODO
     return groups
+
+
+def _tensor_formats(facts: PageFacts, page: PageParam | None, at: str, todo: list) -> list[dict[str, Any]]:
+    """The page's format column for every supported family; nothing when it says ND alone (what
+    a spec without formats means) or nothing at all."""
+    if page is None:
+        return []
+    formats, unknown = page_formats(page.formats)
+    for word in unknown:
+        todo.append((f"{at}.formats", f"the page's format {word!r} names no aclFormat"))
+    supported = [f for f, ok in facts.products.items() if ok]
+    if not formats or formats == ["ND"] or not supported:
+        return []
+    return [{"families": supported, "formats": formats}]
 
 
 def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any]]:

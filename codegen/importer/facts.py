@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from aclnngen.core.formats import FORMATS
+
 # The vendor's dtype spellings on doc pages -> the spec's (NumPy) names.
 PAGE_DTYPES = {
     "FLOAT": "float32",
@@ -29,6 +31,29 @@ PAGE_DTYPES = {
 _DTYPE_WORD = re.compile(
     r"(?<![A-Za-z0-9_])(" + "|".join(sorted(PAGE_DTYPES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])"
 )
+
+# The vendor's format spellings on doc pages that are not the spec's (aclFormat's member names
+# without their prefix, aclnngen.core.formats): pages write the fractal formats short.
+PAGE_FORMAT_ALIASES = {"NZ": "FRACTAL_NZ"}
+_FORMAT_SEPARATORS = re.compile(r"[、,，/\s]+")
+
+
+def page_formats(text: str) -> tuple[list[str], list[str]]:
+    """The formats of a page's format column ("ND、NCHW"), as the spec's names, and the words that
+    name no format (for a TODO). "-" or an empty cell: none."""
+    found: list[str] = []
+    unknown: list[str] = []
+    for word in _FORMAT_SEPARATORS.split(text.replace("<br>", " ")):
+        word = word.strip().upper()
+        if not word or word == "-":
+            continue
+        name = PAGE_FORMAT_ALIASES.get(word, word)
+        if name not in FORMATS:
+            unknown.append(word)
+        elif name not in found:
+            found.append(name)
+    return found, unknown
+
 
 # The product-marker ids of newer vendor Markdown (`<!-- npu="910b" id3 -->`) -> product families.
 NPU_IDS = {
@@ -66,7 +91,7 @@ class PageParam:
     c_type: str | None = None  # the type the table prints beside the name, when it does
     dtypes: list[str] = field(default_factory=list)  # the dtype column, spec names
     text: str = ""  # description and usage notes, joined
-    formats: str = ""
+    formats: str = ""  # the format column as the page writes it ("ND、NCHW")
     dims: str = ""
     non_contiguous: str = ""
     # family -> dtypes, from per-product notes (inline or below the table)

@@ -31,6 +31,7 @@ def elu_backward(
     grad_input: HostArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> np.ndarray: ...
 
 
@@ -47,6 +48,7 @@ def elu_backward(
     grad_input: DeviceArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> DeviceArray: ...
 
 
@@ -63,6 +65,7 @@ def elu_backward(
     grad_input: TensorLike | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> Result: ...
 
 
@@ -78,6 +81,7 @@ def elu_backward(
     grad_input: TensorLike | None = None,
     stream: object | None = None,
     validate: bool = True,
+    formats: dict[str, str] | None = None,
 ) -> Result:
     """Gradient of ELU with respect to its input, from either the forward input or the forward result.
 
@@ -105,6 +109,7 @@ def elu_backward(
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
+        formats: the format of each tensor by name ({"self": "NCHW"}); the others are ND.
 
     Dtypes per product family (CANN 9.1.0):
         Training: gradOutput float32/float16; selfOrResult float32/float16; gradInput float32/float16
@@ -134,4 +139,4 @@ def elu_backward(
         grad_input (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out, grad_input=grad_input)
-    return _CALL(grad_output, alpha, scale, input_scale, is_result, self_or_result, _outs[0], stream=stream, validate=validate)
+    return _CALL(grad_output, alpha, scale, input_scale, is_result, self_or_result, _outs[0], stream=stream, validate=validate, formats=formats)

@@ -27,6 +27,7 @@ def gelu_backward(
     grad_input: HostArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> np.ndarray: ...
 
 
@@ -39,6 +40,7 @@ def gelu_backward(
     grad_input: DeviceArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> DeviceArray: ...
 
 
@@ -51,6 +53,7 @@ def gelu_backward(
     grad_input: TensorLike | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> Result: ...
 
 
@@ -62,6 +65,7 @@ def gelu_backward(
     grad_input: TensorLike | None = None,
     stream: object | None = None,
     validate: bool = True,
+    formats: dict[str, str] | None = None,
 ) -> Result:
     """Gradient of GELU (exact erf form) with respect to its input.
 
@@ -82,6 +86,7 @@ def gelu_backward(
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
+        formats: the format of each tensor by name ({"self": "NCHW"}); the others are ND.
 
     Dtypes per product family (CANN 8.5.0):
         Training: gradOutput float16/float32; self float16/float32; gradInput float16/float32
@@ -107,4 +112,4 @@ def gelu_backward(
         grad_input (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out, grad_input=grad_input)
-    return _CALL(grad_output, self, _outs[0], stream=stream, validate=validate)
+    return _CALL(grad_output, self, _outs[0], stream=stream, validate=validate, formats=formats)

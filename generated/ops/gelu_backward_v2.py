@@ -28,6 +28,7 @@ def gelu_backward_v2(
     grad_input: HostArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> np.ndarray: ...
 
 
@@ -41,6 +42,7 @@ def gelu_backward_v2(
     grad_input: DeviceArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> DeviceArray: ...
 
 
@@ -54,6 +56,7 @@ def gelu_backward_v2(
     grad_input: TensorLike | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> Result: ...
 
 
@@ -66,6 +69,7 @@ def gelu_backward_v2(
     grad_input: TensorLike | None = None,
     stream: object | None = None,
     validate: bool = True,
+    formats: dict[str, str] | None = None,
 ) -> Result:
     """Gradient of GELU with respect to its input, in the exact erf form or the tanh approximation.
 
@@ -88,6 +92,7 @@ def gelu_backward_v2(
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
+        formats: the format of each tensor by name ({"self": "NCHW"}); the others are ND.
 
     Dtypes per product family (CANN 9.1.0):
         Training: gradOutput float16/float32; self float16/float32; gradInput float16/float32
@@ -114,4 +119,4 @@ def gelu_backward_v2(
         grad_input (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out, grad_input=grad_input)
-    return _CALL(grad_output, self, approximate, _outs[0], stream=stream, validate=validate)
+    return _CALL(grad_output, self, approximate, _outs[0], stream=stream, validate=validate, formats=formats)

@@ -28,6 +28,7 @@ def leaky_relu_backward(
     out: HostArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> np.ndarray: ...
 
 
@@ -41,6 +42,7 @@ def leaky_relu_backward(
     out: DeviceArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> DeviceArray: ...
 
 
@@ -54,6 +56,7 @@ def leaky_relu_backward(
     out: TensorLike | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> Result: ...
 
 
@@ -66,6 +69,7 @@ def leaky_relu_backward(
     out: TensorLike | None = None,
     stream: object | None = None,
     validate: bool = True,
+    formats: dict[str, str] | None = None,
 ) -> Result:
     """Gradient of LeakyReLU, from its input or, with selfIsResult, from its result.
 
@@ -88,6 +92,7 @@ def leaky_relu_backward(
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
+        formats: the format of each tensor by name ({"self": "NCHW"}); the others are ND.
 
     Dtypes per product family (CANN 9.1.0):
         Training: gradOutput float32/float16/float64; self float32/float16/float64; out float32/float16/float64
@@ -114,4 +119,4 @@ def leaky_relu_backward(
         out (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out)
-    return _CALL(grad_output, self, negative_slope, self_is_result, _outs[0], stream=stream, validate=validate)
+    return _CALL(grad_output, self, negative_slope, self_is_result, _outs[0], stream=stream, validate=validate, formats=formats)

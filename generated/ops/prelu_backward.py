@@ -29,6 +29,7 @@ def prelu_backward(
     grad_weight: HostArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> tuple[np.ndarray, np.ndarray]: ...
 
 
@@ -43,6 +44,7 @@ def prelu_backward(
     grad_weight: DeviceArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> tuple[DeviceArray, DeviceArray]: ...
 
 
@@ -57,6 +59,7 @@ def prelu_backward(
     grad_weight: TensorLike | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> tuple[Result, Result]: ...
 
 
@@ -70,6 +73,7 @@ def prelu_backward(
     grad_weight: TensorLike | None = None,
     stream: object | None = None,
     validate: bool = True,
+    formats: dict[str, str] | None = None,
 ) -> tuple[Result, Result]:
     """Gradients of PReLU with respect to its input and to its per-channel weight.
 
@@ -97,6 +101,7 @@ def prelu_backward(
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
+        formats: the format of each tensor by name ({"self": "NCHW"}); the others are ND.
 
     Dtypes per product family (CANN 8.5.0):
         Training: gradOutput float16/float32; self float16/float32; weight float16/float32; gradInput float16/float32; gradWeight float16/float32
@@ -125,4 +130,4 @@ def prelu_backward(
         grad_input, grad_weight (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out, grad_input=grad_input, grad_weight=grad_weight)
-    return _CALL(grad_output, self, weight, _outs[0], _outs[1], stream=stream, validate=validate)
+    return _CALL(grad_output, self, weight, _outs[0], _outs[1], stream=stream, validate=validate, formats=formats)

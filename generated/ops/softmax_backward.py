@@ -27,6 +27,7 @@ def softmax_backward(
     out: HostArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> np.ndarray: ...
 
 
@@ -39,6 +40,7 @@ def softmax_backward(
     out: DeviceArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> DeviceArray: ...
 
 
@@ -51,6 +53,7 @@ def softmax_backward(
     out: TensorLike | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> Result: ...
 
 
@@ -62,6 +65,7 @@ def softmax_backward(
     out: TensorLike | None = None,
     stream: object | None = None,
     validate: bool = True,
+    formats: dict[str, str] | None = None,
 ) -> Result:
     """Gradient of softmax along one dimension, computed from the forward output.
 
@@ -82,6 +86,7 @@ def softmax_backward(
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
+        formats: the format of each tensor by name ({"self": "NCHW"}); the others are ND.
 
     Dtypes per product family (CANN 9.1.0):
         Training: gradOutput float16/float32; output float16/float32; out float16/float32
@@ -107,4 +112,4 @@ def softmax_backward(
         out (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out)
-    return _CALL(grad_output, output, dim, _outs[0], stream=stream, validate=validate)
+    return _CALL(grad_output, output, dim, _outs[0], stream=stream, validate=validate, formats=formats)

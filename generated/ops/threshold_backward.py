@@ -27,6 +27,7 @@ def threshold_backward(
     out: HostArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> np.ndarray: ...
 
 
@@ -39,6 +40,7 @@ def threshold_backward(
     out: DeviceArray | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> DeviceArray: ...
 
 
@@ -51,6 +53,7 @@ def threshold_backward(
     out: TensorLike | None = ...,
     stream: object | None = ...,
     validate: bool = ...,
+    formats: dict[str, str] | None = ...,
 ) -> Result: ...
 
 
@@ -62,6 +65,7 @@ def threshold_backward(
     out: TensorLike | None = None,
     stream: object | None = None,
     validate: bool = True,
+    formats: dict[str, str] | None = None,
 ) -> Result:
     """Gradient of Threshold; the incoming gradient where the input exceeds the threshold, zero elsewhere.
 
@@ -81,6 +85,7 @@ def threshold_backward(
         stream: a stream from aclnngen.runtime; None uses the session's stream and synchronises.
         validate: check inputs against the spec before calling C (False lets the library's own
             checks speak, for audits).
+        formats: the format of each tensor by name ({"self": "NCHW"}); the others are ND.
 
     Dtypes per product family (CANN 9.1.0):
         Training: gradOutput float32/float16/int32/int8/uint8; self float32/float16/int32/int8/uint8; out float32/float16/int32/int8/uint8
@@ -106,4 +111,4 @@ def threshold_backward(
         out (a tuple when there are several)
     """
     _outs = _CALL.resolve_outputs(out)
-    return _CALL(grad_output, self, threshold, _outs[0], stream=stream, validate=validate)
+    return _CALL(grad_output, self, threshold, _outs[0], stream=stream, validate=validate, formats=formats)

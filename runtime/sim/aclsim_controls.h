@@ -40,10 +40,15 @@ typedef enum {
 /* Bits of aclsim_view_flags(): which out-pointers of XxxGetWorkspaceSize were NULL. The
  * prepare hook decides what that means for the op (the behaviour profile): return 161001 if
  * the library checks them; if it returns 0 anyway, sim_prepare reports 561103 because the real
- * library would then dereference a null pointer. */
+ * library would then dereference a null pointer.
+ * ACLSIM_NULL_REQUIRED_ARG: a required handle argument (tensor, scalar, ...) is NULL. The hook
+ * sees it as a null argument of the view; if it returns 0, sim_prepare reports 161001 (the
+ * core's own null check, as without a hook); a profile that records the implementation never
+ * checks it returns 561103 itself, modelling the null dereference. */
 enum {
     ACLSIM_NULL_WORKSPACE_SIZE_PTR = 1,
-    ACLSIM_NULL_EXECUTOR_PTR = 2
+    ACLSIM_NULL_EXECUTOR_PTR = 2,
+    ACLSIM_NULL_REQUIRED_ARG = 4
 };
 
 /* Message buffer size handed to the hooks. */

@@ -31,6 +31,12 @@ generated/profiles.py): every name of `profiles.names()` is a profile here.
   i.e. the rules the implementation is recorded to check at the simulator's CANN version; a NULL
   workspaceSize/executor pointer gives 161001 when `profiles.null_out_pointers_checked(name, op,
   version)`, else the core answers 561103 (the real library would dereference it and crash).
+  The data profile may also state parameters it never null-checks (a NULL one passes the
+  checks; the hook then answers 561103, the modelled dereference), early returns (an empty tensor
+  answered with success before the remaining checks: workspace 0, and the run computes nothing)
+  and the order of the checks; the validator reads them from the applied META.
+  Each tensor's aclFormat, as its descriptor carries it, is checked against the formats its spec
+  accepts on the family (161002 otherwise).
 - "lenient": no op-specific checks (only the core's own); for tests and audits.
 - a `Profile` object built by hand (tests).
 Profiles also announce the workspace: by default 512 bytes for an op with a reduction output (for
@@ -57,7 +63,9 @@ from __future__ import annotations
 import collections
 import collections.abc
 import contextlib
+import functools
 import importlib
+import inspect
 import os
 import re
 import sys
@@ -75,6 +83,8 @@ from aclnngen.runtime.call import package_of as _package_of
 from aclnngen.runtime.errors import AclnnValidationError, UnknownSocError
 from aclnngen.runtime.shapes import c_contiguous
 from aclnngen.runtime.validation import validate
+from aclnngen.core.formats import name_of_member
+from aclnngen.core.meta import EarlyReturn, OpMeta, op_meta
 from aclnngen.core.releases import VERSION_HELP, is_version
 from aclnngen.evaluate.reference import Reference
 
@@ -104,6 +114,7 @@ DEFAULT_REDUCTION_WORKSPACE = 512
 ACLNN_ERR_PARAM_NULLPTR = acl.status_code("ACLNN_ERR_PARAM_NULLPTR")
 ACLNN_ERR_INNER = acl.status_code("ACLNN_ERR_INNER")
 ACLNN_ERR_INNER_FIND_KERNEL_ERROR = acl.status_code("ACLNN_ERR_INNER_FIND_KERNEL_ERROR")
+ACLNN_ERR_INNER_NULLPTR = acl.status_code("ACLNN_ERR_INNER_NULLPTR")
 NULL_WORKSPACE_SIZE_PTR, NULL_EXECUTOR_PTR = 1, 2
 TENSOR_KINDS = (0, 1, 2, 3)
 OUTPUT_KINDS = (1, 3)
@@ -125,21 +136,26 @@ class OpEntry:
     meta: Mapping[str, Any]
     package: str | None  # the package whose meta/ and reference/ hold the op
     _reference: Any = None
-    # executor signatures that passed a data profile's checks (see _validation_key)
-    validated: set = field(default_factory=set)
+    # executor signatures that passed a data profile's checks (see _validation_key) -> the early
+    # return that ended them (None: every check ran)
+    validated: dict = field(default_factory=dict)
 
-    def remember(self, key: tuple) -> None:
+    def remember(self, key: tuple, early: EarlyReturn | None = None) -> None:
         if len(self.validated) >= VALIDATED_CACHE_SIZE:
             self.validated.clear()
-        self.validated.add(key)
+        self.validated[key] = early
+
+    @property
+    def op(self) -> OpMeta:
+        return op_meta(self.meta)
 
     def reference(self):
         """The callable reference: an `evaluate.Reference` over the generated module's formula
         bodies (values by C name, out_dtypes=, mode=, version=)."""
         if self._reference is None:
             if self.package is None:
-                raise LookupError(f"no reference is known for {self.meta['symbol']} (its META belongs to no package)")
-            module = importlib.import_module(f"{self.package}.reference.{self.meta['snake']}")
+                raise LookupError(f"no reference is known for {self.op.symbol} (its META belongs to no package)")
+            module = importlib.import_module(f"{self.package}.reference.{self.op.snake}")
             formulas = getattr(module, "FORMULAS", None)
             # the generated module holds only the formula bodies: the simulator evaluates them itself
             if formulas is not None:
@@ -157,11 +173,9 @@ class _PyNamedReference:
         self.meta, self.fn = meta, fn
 
     def __call__(self, values, *, out_dtypes=None, mode="opmath", version=None):
-        params = self.meta["params"]
-        positional = [values.get(p["name"]) for p in params if p["role"] == "input"]
-        keywords = {
-            p["py"]: values.get(p["name"]) for p in params if p["role"] in ("scalar", "optional_scalar", "attribute")
-        }
+        params = op_meta(self.meta).params
+        positional = [values.get(p.name) for p in params if p.role == "input"]
+        keywords = {p.py: values.get(p.name) for p in params if p.is_scalar or p.role == "attribute"}
         return self.fn(*positional, **keywords, out_dtypes=out_dtypes, mode=mode)
 
 
@@ -248,7 +262,7 @@ def register_op(meta: Mapping[str, Any], *, package: str | None = None) -> OpEnt
         if package is None:
             package = _package_of(meta)
         entry = OpEntry(meta, package)
-        _OPS[(package, meta["symbol"])] = entry
+        _OPS[(package, op_meta(meta).symbol)] = entry
         if package is not None and package not in _PACKAGES:
             register_package(package)
         return entry
@@ -273,7 +287,7 @@ def entry_for(symbol: str, package: str | None = None) -> OpEntry:
             except ImportError:
                 continue
             meta = getattr(module, "META", None)
-            if meta is not None and meta.get("symbol") == symbol:
+            if meta is not None and op_meta(meta).symbol == symbol:
                 entry = _OPS[(name, symbol)] = OpEntry(meta, name)
                 return entry
         if package is None and (None, symbol) in _OPS:
@@ -284,13 +298,13 @@ def entry_for(symbol: str, package: str | None = None) -> OpEntry:
 # --- profiles ---------------------------------------------------------------------------------------
 
 
-def _spec_check(meta, values, *, family, version):
-    validate(meta, values, family=family, version=version)
+def _spec_check(meta, values, *, family, version, formats=None):
+    return validate(meta, values, family=family, version=version, formats=formats)
 
 
 def default_workspace(meta: Mapping, args: Mapping[str, "ViewArg"]) -> int:
     """512 bytes for an op with a reduction output, else 0."""
-    kinds = (meta.get("formula") or {}).get("outputs") or {}
+    kinds = op_meta(meta).formula.outputs
     return DEFAULT_REDUCTION_WORKSPACE if "reduction" in kinds.values() else 0
 
 
@@ -303,7 +317,9 @@ class Profile:
         NULL workspaceSize/executor out-pointer gives 161001 when
         `profiles.null_out_pointers_checked(data, op, version)`, else None; `check` and
         `null_out_pointer_status` are then unused.
-    check: raises AclnnValidationError (its status is returned) or returns None; None = no
+    check: `check(meta, values, *, family, version[, formats])` raises AclnnValidationError (its
+        status is returned) or returns None (or the EarlyReturn that answered success with no
+        work); `formats` (C name -> format name) is passed when it takes it; None = no
         op-specific checks.
     null_out_pointer_status: the status for a NULL workspaceSize/executor out-pointer; None = the
         library does not check them (the core then reports 561103, modelling the null
@@ -318,17 +334,23 @@ class Profile:
     workspace: Callable[[Mapping, Mapping], int] = default_workspace
     data: str | None = None
 
-    def validate(self, meta: Mapping, values: Mapping, *, family: str, version: str) -> None:
-        """Raises AclnnValidationError when the simulated library rejects `values`."""
+    def checked_meta(self, meta: Mapping, version: str) -> Mapping:
+        """The META the checks read: with a data profile's changes applied."""
+        if self.data is None:
+            return meta
+        return profiles.apply(meta, self.data, _profile_version(self.data, version))
+
+    def validate(
+        self, meta: Mapping, values: Mapping, *, family: str, version: str, formats: Mapping[str, str] | None = None
+    ) -> EarlyReturn | None:
+        """Raises AclnnValidationError when the simulated library rejects `values`; returns the
+        early return that answered success before the remaining checks, if one did."""
         if self.data is not None:
-            validate(
-                profiles.apply(meta, self.data, _profile_version(self.data, version)),
-                values,
-                family=family,
-                version=version,
-            )
-        elif self.check is not None:
-            self.check(meta, values, family=family, version=version)
+            return validate(self.checked_meta(meta, version), values, family=family, version=version, formats=formats)
+        if self.check is not None:
+            extra = {"formats": formats} if _takes_formats(self.check) else {}
+            return self.check(meta, values, family=family, version=version, **extra)
+        return None
 
     @property
     def checks(self) -> bool:
@@ -338,8 +360,20 @@ class Profile:
         """The status for a NULL workspaceSize/executor out-pointer, None when unchecked."""
         if self.data is None:
             return self.null_out_pointer_status
-        checked = profiles.null_out_pointers_checked(self.data, meta["name"], _profile_version(self.data, version))
+        checked = profiles.null_out_pointers_checked(
+            self.data, op_meta(meta).name, _profile_version(self.data, version)
+        )
         return ACLNN_ERR_PARAM_NULLPTR if checked else None
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_formats(check: Callable) -> bool:
+    """Whether a hand-built check takes the tensors' formats (older ones know only the values)."""
+    try:
+        parameters = inspect.signature(check).parameters
+    except (TypeError, ValueError):
+        return False
+    return "formats" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
 def _profile_version(profile: str, version: str) -> str:
@@ -616,6 +650,21 @@ def _validation_key(profile: "Profile", family: str, version: str, args: list[Vi
     return key
 
 
+_FORMAT_NAMES = {value: name_of_member(member) for member, value in abi.ENUMS["aclFormat"].items()}
+
+
+def _formats(args: list[ViewArg]) -> dict[str, str]:
+    """C name -> the spec's name of each tensor's aclFormat (a value no format names: as text)."""
+    return {
+        a.name: _FORMAT_NAMES.get(a.format) or f"aclFormat {a.format}" for a in args if a.is_tensor and not a.is_null
+    }
+
+
+def _null_unchecked(meta: Mapping, by_name: Mapping[str, ViewArg]) -> str | None:
+    """The first parameter the implementation never null-checks that is NULL, if any."""
+    return next((n for n in op_meta(meta).unchecked_nulls if n in by_name and by_name[n].is_null), None)
+
+
 # --- recording (for tests: what the library received) -----------------------------------------------
 
 _RECORD: collections.deque = collections.deque(maxlen=64)
@@ -667,27 +716,28 @@ class Kernels:
         )
 
     # -- the executor view, read once ------------------------------------------------------------
-    def _keep_snapshot(self, view, args: list[ViewArg]) -> None:
+    def _keep_snapshot(self, view, args: list[ViewArg], work: bool = True) -> None:
         """Keeps what prepare read of an executor for its run: an executor's arguments do not
-        change after GetWorkspaceSize. Keyed by the executor's serial (never reused), so a
-        snapshot can only ever serve the executor it was read from."""
+        change after GetWorkspaceSize, and whether the kernel has work (False after an early
+        return: success with nothing computed). Keyed by the executor's serial (never reused),
+        so a snapshot can only ever serve the executor it was read from."""
         serial = self.controls.aclsim_view_serial(view)
         if not serial:
             return
         with self._snapshots_lock:
             if len(self._snapshots) >= SNAPSHOT_LIMIT:  # executors prepared but never launched
                 self._snapshots.pop(next(iter(self._snapshots)))
-            self._snapshots[serial] = args
+            self._snapshots[serial] = (args, work)
 
-    def _snapshot(self, view) -> list[ViewArg]:
-        """The arguments of the executor being run: prepare's snapshot when there is one (taken
-        unless the kernels were off at prepare), else read now."""
+    def _snapshot(self, view) -> tuple[list[ViewArg], bool]:
+        """The arguments of the executor being run and whether it has work: prepare's snapshot
+        when there is one (taken unless the kernels were off at prepare), else read now."""
         serial = self.controls.aclsim_view_serial(view)
         with self._snapshots_lock:
-            args = self._snapshots.get(serial) if serial else None
-        if args is None:
-            args = read_view(self.ffi, self.controls, view)
-        return args
+            found = self._snapshots.get(serial) if serial else None
+        if found is None:
+            return read_view(self.ffi, self.controls, view), True
+        return found
 
     @staticmethod
     def _onerror(exception, exc_value, traceback):
@@ -727,13 +777,14 @@ class Kernels:
         profile = profile_for(symbol)
         args = read_view(ffi, self.controls, view)
         by_name = {a.name: a for a in args}
-        flags = self.controls.aclsim_view_flags(view)
+        flags = self.controls.aclsim_view_flags(view) & (NULL_WORKSPACE_SIZE_PTR | NULL_EXECUTOR_PTR)
         if flags:
             status = profile.null_status(entry.meta, self._version())
             if status is not None:
                 which = "workspaceSize" if flags & NULL_WORKSPACE_SIZE_PTR else "executor"
                 _write_message(ffi, message, cap, f"{which} is a null pointer (profile {profile.name!r})")
                 return status
+        early = None
         if profile.checks:
             values = {a.name: (None if a.is_null else (a if a.is_tensor else a.value)) for a in args}
             try:
@@ -745,15 +796,30 @@ class Kernels:
             key = _validation_key(profile, family, version, args)
             if key is None or key not in entry.validated:
                 try:
-                    profile.validate(entry.meta, values, family=family, version=version)
+                    early = profile.validate(entry.meta, values, family=family, version=version, formats=_formats(args))
                 except AclnnValidationError as exc:
                     _write_message(ffi, message, cap, f"{exc} (profile {profile.name!r})")
                     return exc.status
                 if key is not None:
-                    entry.remember(key)
-        size = int(profile.workspace(entry.meta, by_name))
+                    entry.remember(key, early)
+            else:
+                early = entry.validated[key]
+            if early is None:
+                unchecked = _null_unchecked(profile.checked_meta(entry.meta, version), by_name)
+                if unchecked is not None:
+                    # the implementation reads it without a null check: a real library
+                    # dereferences NULL here; the simulator answers as for an unchecked out-pointer
+                    _write_message(
+                        ffi,
+                        message,
+                        cap,
+                        f"{unchecked} is a null pointer the implementation never checks (profile "
+                        f"{profile.name!r}): the real library would dereference it",
+                    )
+                    return ACLNN_ERR_INNER_NULLPTR
+        size = 0 if early is not None else int(profile.workspace(entry.meta, by_name))
         workspace_size[0] = size
-        self._keep_snapshot(view, args)
+        self._keep_snapshot(view, args, early is None)
         with _lock:
             _RECORD.append((symbol, entry.package, args, size))
         return 0
@@ -770,9 +836,12 @@ class Kernels:
         ffi = self.ffi
         package, symbol = split_op_id(ffi.string(op).decode())
         entry = entry_for(symbol, package)
-        args = self._snapshot(view)
+        args, work = self._snapshot(view)
+        if not work:
+            return 0  # GetWorkspaceSize returned early (an empty tensor): nothing to compute
         meta = entry.meta
-        roles = {p["name"]: p["role"] for p in meta["params"]}
+        op = op_meta(meta)
+        roles = {p.name: p.role for p in op.params}
         values: dict[str, Any] = {}
         outputs: dict[str, np.ndarray] = {}
         inputs: list[ViewArg] = []
@@ -808,7 +877,7 @@ class Kernels:
         if not isinstance(results, tuple):
             results = (results,)
         writes = []
-        for name, result in zip(meta["outputs"], results):
+        for name, result in zip(op.outputs, results):
             target = outputs.get(name)
             if target is None or target.size == 0:
                 continue  # nothing to write
@@ -833,7 +902,7 @@ class Kernels:
 
     def _version_for_reference(self, meta) -> str:
         version = self.backend.library_version()
-        return version if version is not None and is_version(version) else meta["cann_version"]
+        return version if version is not None and is_version(version) else op_meta(meta).cann_version
 
 
 _INSTALLED: dict[str, Kernels] = {}  # library path -> hooks (module-level: keeps the callbacks alive)

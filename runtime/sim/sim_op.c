@@ -257,17 +257,34 @@ static int check_arg_table(const char *opn, const sim_arg *args, int nargs)
 }
 
 /* 1. null required handles, and strings that are not terminated */
-static int check_required_args(const char *opn, const sim_arg *args, int nargs)
+/* The first required handle argument that is NULL, or -1. */
+static int first_null_required(const sim_arg *args, int nargs)
 {
-    char namebuf[32];
     for (int i = 0; i < nargs; i++) {
         int k = (int)args[i].kind;
-        if (kind_has_handle(k) && !kind_optional(k) && !args[i].handle) {
-            snprintf(namebuf, sizeof namebuf, "argument %d", i);
-            sim_err("%sGetWorkspaceSize: %s is a null pointer (ACLNN_ERR_PARAM_NULLPTR)", opn,
-                    args[i].name ? args[i].name : namebuf);
-            return SIM_NN_PARAM_NULLPTR;
-        }
+        if (kind_has_handle(k) && !kind_optional(k) && !args[i].handle)
+            return i;
+    }
+    return -1;
+}
+
+static int null_required_error(const char *opn, const char *name, int i)
+{
+    char namebuf[32];
+    snprintf(namebuf, sizeof namebuf, "argument %d", i);
+    sim_err("%sGetWorkspaceSize: %s is a null pointer (ACLNN_ERR_PARAM_NULLPTR)", opn,
+            name ? name : namebuf);
+    return SIM_NN_PARAM_NULLPTR;
+}
+
+/* 1. required handles (refused here unless `defer_nulls`: the prepare hook then decides, see
+ * ACLSIM_NULL_REQUIRED_ARG) and strings */
+static int check_required_args(const char *opn, const sim_arg *args, int nargs, int defer_nulls)
+{
+    for (int i = 0; i < nargs; i++) {
+        int k = (int)args[i].kind;
+        if (!defer_nulls && kind_has_handle(k) && !kind_optional(k) && !args[i].handle)
+            return null_required_error(opn, args[i].name, i);
         if ((k == SIM_ARG_STRING || k == SIM_ARG_STRING_OPTIONAL) && args[i].handle &&
             strnlen(args[i].handle, SIM_MAX_STRING_ARG) == SIM_MAX_STRING_ARG) {
             sim_err("%sGetWorkspaceSize: string %s is not terminated within %d bytes", opn,
@@ -407,6 +424,15 @@ static int finish_prepare_locked(const char *opn, aclOpExecutor *ex, int st, con
             sim_err("%sGetWorkspaceSize: %s", opn, msg);
         else
             sim_err("%sGetWorkspaceSize: rejected by the op's checks (status %d)", opn, st);
+    } else if (ex->flags & ACLSIM_NULL_REQUIRED_ARG) {
+        /* the hook did not take it up: the core's own null check */
+        for (int i = 0; i < ex->nargs; i++) {
+            int k = ex->args[i].kind;
+            if (ex->args[i].is_null && kind_has_handle(k) && !kind_optional(k)) {
+                st = null_required_error(opn, ex->args[i].name, i);
+                break;
+            }
+        }
     } else if (ex->flags) {
         sim_err("%sGetWorkspaceSize: %s is NULL and the op's behaviour profile does not check it; "
                 "the real library would dereference a null pointer",
@@ -454,11 +480,16 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
     const char *opn = sim_op_symbol(opid);
 
     int rc = check_arg_table(opn, args, nargs); /* 0 */
+    SIM_LOCK();
+    int hooked = sim_g.prepare && !sim_g.kernels_off;
+    SIM_UNLOCK();
     if (rc == SIM_OK)
-        rc = check_required_args(opn, args, nargs); /* 1 */
+        rc = check_required_args(opn, args, nargs, hooked); /* 1 */
     if (rc != SIM_OK)
         return rc;
     unsigned flags = 0;
+    if (first_null_required(args, nargs) >= 0)
+        flags |= ACLSIM_NULL_REQUIRED_ARG;
     if (!workspaceSize)
         flags |= ACLSIM_NULL_WORKSPACE_SIZE_PTR;
     if (!executor)

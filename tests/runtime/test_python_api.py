@@ -60,7 +60,7 @@ def test_signature_follows_the_rule(snake):
     assert positional == [p["py"] for p in non_outputs if p["py"] not in optional] + optional
     keyword_only = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
     outputs = [p["py"] for p in meta["params"] if p["role"] == "output" and p["py"] != "out"]
-    assert keyword_only == ["out", *outputs, "stream", "validate"]
+    assert keyword_only == ["out", *outputs, "stream", "validate", "formats"]
     hints = typing.get_type_hints(binding)  # every hint resolves
     assert set(hints) == set(params) | {"return"}
     module = importlib.import_module(f"aclnngen.generated.ops.{snake}")

@@ -400,7 +400,11 @@ def test_per_channel_broadcasts_along_dim_1():
     # A weight of self's rank with its C along dim 1 (or any single element) is the same weight.
     assert m.per_channel(np.ones((1, 3), FP32), np.zeros((2, 3))).shape == (1, 3)
     assert m.per_channel(np.ones((1, 1, 1), FP32), np.zeros((2, 3))).shape == ()
-    with pytest.raises(ValueError, match="along one axis"):
+    # Any shape with C elements: its elements are the channels in row-major order (as the vendor
+    # flattens the weight); the element count alone decides.
+    square = np.arange(4, dtype=FP32).reshape(2, 2)
+    np.testing.assert_array_equal(m.per_channel(square, np.zeros((2, 4))), square.reshape(1, 4))
+    with pytest.raises(ValueError, match="6 channels"):
         m.per_channel(np.zeros((2, 3), FP32), np.zeros((2, 3)))
 
 

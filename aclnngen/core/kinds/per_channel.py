@@ -7,6 +7,21 @@ from ..broadcasting import channels, numel
 from .base import Field, Provocation, RuleKind, Violation, first_violation, fmt
 
 
+def weight_layout(weight: tuple[int, ...], source: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape a per-channel weight of shape `weight` takes to broadcast against an input of
+    shape `source`: () for one element, (1, C, 1, ...) for one element per channel (C =
+    `channels(source)`), None when it has neither. The weight's own shape does not matter, only
+    its element count: its elements are the channels in row-major order (the vendor reshapes any
+    weight to 1-D before its kernel). The rule's check and the evaluator's `per_channel` both
+    ask this, so what the validator accepts is what the kernel runs."""
+    n, c = numel(weight), channels(source)
+    if n == 1:
+        return ()
+    if n != c or len(source) < 2:
+        return None
+    return (1, c) + (1,) * (len(source) - 2)
+
+
 class PerChannel(RuleKind):
     relation = "shape"
     name = "per_channel"
@@ -37,7 +52,7 @@ class PerChannel(RuleKind):
                 return None
             n = numel(w[0])
             c = channels(x[0])
-            if n != 1 and n != c:
+            if weight_layout(w[0], x[0]) is None:
                 if len(x[0]) == 0:
                     why = f"{source} is 0-d, so {weight} must have exactly one element"
                 elif len(x[0]) == 1:

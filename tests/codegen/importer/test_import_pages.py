@@ -387,3 +387,22 @@ def test_a_page_without_a_formula_gets_a_no_formula_defect(tmp_path):
     assert [d["kind"] for d in draft["defects"]].count("no_formula") == 1 and "defects" in todo_at(draft)
     _, with_formula = draft_of("table_variant.md")
     assert "no_formula" not in [d["kind"] for d in with_formula["defects"]]
+
+
+def test_the_format_column_becomes_formats_and_nd_alone_stays_unsaid(tmp_path):
+    text = (PAGES / "marker_variant.md").read_text()
+    cells = text.split("<td>ND</td>")
+    assert len(cells) == 4  # gradOutput, self, out
+    page = tmp_path / "formats.md"
+    page.write_text(
+        cells[0] + "<td>ND</td>" + cells[1] + "<td>ND、NCHW、NZ</td>" + cells[2] + "<td>ND、XYZ</td>" + cells[3]
+    )
+    facts = read_page(page, PRODUCTS, None)
+    draft = build_draft(facts, PRODUCTS)
+    by_name = {p["name"]: p for p in draft["parameters"]}
+    assert "formats" not in by_name["gradOutput"]  # ND alone: what a spec without formats means
+    supported = [f for f, ok in facts.products.items() if ok]
+    assert by_name["self"]["formats"] == [{"families": supported, "formats": ["ND", "NCHW", "FRACTAL_NZ"]}]
+    assert "formats" not in by_name["out"]  # ND, and a word that names no format: a TODO
+    out_at = f"parameters.{list(by_name).index('out')}.formats"
+    assert any(t["at"] == out_at and "XYZ" in t["note"] for t in draft["todo"])
