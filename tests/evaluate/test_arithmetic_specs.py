@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
+from packages import generated_package
 from repo_paths import DATA
 from aclnngen.codegen.errors import SpecError
 from aclnngen.codegen.loader import load_products, load_spec
@@ -30,15 +31,8 @@ def _run(args, **kwargs):
 
 @pytest.fixture(scope="module")
 def package(tmp_path_factory):
-    root = tmp_path_factory.mktemp("arithmetic")
-    out = root / "pkg" / PACKAGE
-    done = _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(SPECS), "--out", str(out)])
-    assert done.returncode == 0, done.stdout + done.stderr
-    sys.path.insert(0, str(out.parent))
-    yield out
-    sys.path.remove(str(out.parent))
-    for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
-        del sys.modules[name]
+    with generated_package(tmp_path_factory.mktemp("arithmetic"), SPECS, PACKAGE) as out:
+        yield out
 
 
 @pytest.mark.slow(reason="runs the generated suites of two ops in a subprocess (about 20 s)")

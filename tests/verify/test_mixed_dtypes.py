@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+from packages import generated_package
 from repo_paths import DATA, REPO
 from aclnngen.codegen import metadata, testplan
 from aclnngen.codegen.loader import load_products, load_spec
@@ -49,14 +50,8 @@ def masked_meta(masked):
 
 @pytest.fixture(scope="module")
 def package(tmp_path_factory):
-    out = tmp_path_factory.mktemp("mixed") / "pkg" / PACKAGE
-    done = _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(SPECS), "--out", str(out)])
-    assert done.returncode == 0, done.stdout + done.stderr
-    sys.path.insert(0, str(out.parent))
-    yield out
-    sys.path.remove(str(out.parent))
-    for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
-        del sys.modules[name]
+    with generated_package(tmp_path_factory.mktemp("mixed"), SPECS, PACKAGE) as out:
+        yield out
 
 
 def _built_in(snake):
