@@ -199,3 +199,23 @@ def test_the_op_page_states_the_arithmetic(package):
     page = (package / "docs" / "scaled_result_backward.md").read_text(encoding="utf-8")
     assert "int8, int32 compute in float32" in page and "`nearest_even`" in page
     assert "## Arithmetic" not in (package / "docs" / "clamped_threshold_backward.md").read_text(encoding="utf-8")
+
+
+def test_an_ignored_forward_intermediate_gets_data_its_forward_gives(package):
+    from aclnngen.verify import cases, opcheck
+
+    meta = importlib.import_module(f"{PACKAGE}.meta.buffered_log_sigmoid_backward").META
+    reference = importlib.import_module(f"{PACKAGE}.reference.buffered_log_sigmoid_backward")
+    op = opcheck.OpUnderTest(meta, reference=reference, binding=None, version="8.5.0")
+    drawn = dict(cases.make_values(meta, "rank0", "float32", version="8.5.0"))
+    random_buffer = drawn["buffer"].copy()
+    values = opcheck.with_forward_values(op, drawn)
+    x = values["self"].astype(np.float64)
+    np.testing.assert_allclose(values["buffer"], np.exp(-np.abs(x)), rtol=1e-6)
+    by_py = {"grad_output": values["gradOutput"], "self": values["self"], "buffer": values["buffer"]}
+    (theirs,) = op.run_oracle(by_py, [np.dtype(np.float32)])
+    np.testing.assert_allclose(
+        theirs, reference.reference(values["gradOutput"], values["self"], values["buffer"]), rtol=1e-5
+    )
+    (with_random,) = op.run_oracle({**by_py, "buffer": random_buffer}, [np.dtype(np.float32)])
+    assert not np.allclose(with_random, theirs, rtol=1e-3), "PyTorch reads the buffer: random data would not do"
