@@ -562,6 +562,8 @@ def _against_oracle(op, dtype: str, values: dict, result: OpAudit | None, formul
     for p in typed.by_role("input"):
         if isinstance(by_py.get(p.py), np.generic):
             by_py[p.py] = np.asarray(by_py[p.py])
+    if op.outside_oracle_domain(by_py) is not None:
+        return None  # the spec says the vendor differs from PyTorch there on purpose
     theirs = op.run_oracle(by_py, [a.dtype for a in ours])
     for (py, kind), a, b in zip(typed.formula.outputs.items(), ours, theirs):
         try:

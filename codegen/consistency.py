@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from . import arithmetic, cdecl, formula, names
 from .errors import FieldProblem
 from aclnngen.core.externs import ORACLE_RECIPES
+from aclnngen.core.externs import oracle_domain_source as oracle_domain_source_of
 from aclnngen.core.kinds import BY_NAME, kind_of
 from aclnngen.core.releases import CannVersion
 
@@ -492,6 +493,7 @@ def _oracle(spec: "OpSpec") -> None:
             _oracle_ref(spec, arg, ("oracle", "args", j), py, tensors)
         for key, arg in getattr(spec.oracle, "kwargs", {}).items():
             _oracle_ref(spec, arg, ("oracle", "kwargs", key), py, tensors)
+    oracle_domain_program(spec)  # a condition over scalars and attributes only
     if sorted(spec.oracle.outputs) != sorted(outputs):
         raise FieldProblem(("oracle", "outputs"), f"the oracle must produce the outputs {outputs}")
 
@@ -542,10 +544,22 @@ def oracle_expression(spec: "OpSpec", source: str, loc: tuple):
     return formula.parse_program({ORACLE_EXPRESSION_RESULT: source}, names, loc=loc)
 
 
+def oracle_domain_source(spec: "OpSpec") -> str | None:
+    """The oracle's domain condition as the number the evaluator computes (1 inside, 0 outside)."""
+    domain = spec.oracle.domain
+    return None if domain is None else oracle_domain_source_of(domain.where)
+
+
+def oracle_domain_program(spec: "OpSpec"):
+    """The oracle's domain condition, parsed (None without a domain)."""
+    source = oracle_domain_source(spec)
+    return None if source is None else oracle_expression(spec, source, ("oracle", "domain", "where"))
+
+
 def oracle_expressions(spec: "OpSpec") -> list[str]:
-    """Every oracle argument's `expr`, in the order they appear, once each."""
+    """Every oracle argument's `expr`, in the order they appear, once each, then the domain."""
     oracle = spec.oracle
-    found: list[str] = []
+    found: list[str] = [] if oracle_domain_source(spec) is None else [oracle_domain_source(spec)]
     calls = oracle.steps if oracle.kind == "steps" else [oracle] if oracle.kind == "aten" else []
     for call in calls:
         for arg in [*call.args, *call.kwargs.values()]:

@@ -726,6 +726,37 @@ def fold(node: Node, lets: Mapping[str, Node] = {}) -> int | float | None:
     return None if isinstance(value, complex) else value
 
 
+_COMPARED_AT = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+_COMPARED_AT.update({"==": lambda a, b: a == b, "!=": lambda a, b: a != b})
+
+
+def value_at(node: Node, values: Mapping[str, object]):
+    """The value of an expression over scalars and attributes at `values` (Python names), for
+    the generator (an oracle domain at a planned sweep point); None where it reads anything else
+    or uses a function the generator does not compute (the test decides at run time then)."""
+    if isinstance(node, Name) and node.kind in ("scalar", "optional_scalar", "attribute"):
+        return values.get(node.id)
+    if isinstance(node, Literal):
+        return node.value
+    if isinstance(node, Unary):
+        v = value_at(node.operand, values)
+        if v is None:
+            return None
+        return (not v) if node.op == "~" else (-v if node.op == "-" else v)
+    if isinstance(node, Compare):
+        a, b = value_at(node.left, values), value_at(node.right, values)
+        return None if a is None or b is None else _COMPARED_AT[node.op](a, b)
+    if isinstance(node, Binary) and node.op in ("&", "|"):
+        a, b = value_at(node.left, values), value_at(node.right, values)
+        return None if a is None or b is None else (a and b) if node.op == "&" else (a or b)
+    if isinstance(node, Call) and node.function in ("minimum", "maximum", "abs"):
+        args = [value_at(a, values) for a in node.args]
+        if any(a is None for a in args):
+            return None
+        return {"minimum": min, "maximum": max, "abs": abs}[node.function](*args)
+    return fold(node)
+
+
 def _int_too_large(op: str, a: int, b: int) -> bool:
     if op == "**":
         return b > 0 and abs(a) > 1 and b * (abs(a).bit_length() - 1) > MAX_CONSTANT_BITS

@@ -511,6 +511,16 @@ OracleArg = Union[PythonName, OracleConstant, OracleDTypeOf, OracleDType, Oracle
 OracleKwarg = Union[str, float, int, bool, OracleParam, OracleDTypeOf, OracleDType, OracleExpr]
 
 
+class OracleDomain(Frozen):
+    """Where the oracle is consulted: `where` holds for the call's scalars and attributes. Outside
+    it the vendor's op differs from PyTorch's on purpose and no single call states how."""
+
+    where: NonEmptyText
+    """A condition over scalars, optional scalars and attributes, in the formula language."""
+    reason: NonEmptyText
+    """Why the oracle is not consulted outside it (shown in the test ids and skip messages)."""
+
+
 class AtenOracle(Frozen):
     """A direct call of an aten operator on the CPU. `args` are passed by position (parameter names,
     `{const: ...}` or `{dtype_of: ...}`), `kwargs` by keyword (a plain value is a constant,
@@ -529,6 +539,8 @@ class AtenOracle(Frozen):
     compute: DType | None = None
     """Compute in this dtype: input tensors are cast to it, results to the outputs' dtypes (by the
     spec's `arithmetic.to_integer` for integer outputs); absent: aten's own dtypes."""
+    domain: OracleDomain | None = None
+    """Where the oracle is consulted (a condition over scalars and attributes); absent: everywhere."""
     outputs: list[PythonName] = Field(min_length=1)
     """The outputs (Python names) the call returns, in order."""
 
@@ -542,6 +554,8 @@ class RecipeOracle(Frozen):
     """The recipe's name."""
     args: list[PythonName]
     """Arguments: Python names of the op's parameters."""
+    domain: OracleDomain | None = None
+    """Where the oracle is consulted (a condition over scalars and attributes); absent: everywhere."""
     outputs: list[PythonName] = Field(min_length=1)
     """The outputs (Python names) the recipe returns, in order."""
 
@@ -576,6 +590,8 @@ class StepsOracle(Frozen):
     compute: DType | None = None
     """Compute every step in this dtype (tensors cast to it; results rounded once, at the end, to
     the outputs' dtypes); absent: each step at aten's own dtypes."""
+    domain: OracleDomain | None = None
+    """Where the oracle is consulted (a condition over scalars and attributes); absent: everywhere."""
     outputs: list[PythonName] = Field(min_length=1)
     """The op's outputs (Python names), each the name of a step's result."""
 

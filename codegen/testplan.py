@@ -6,6 +6,8 @@ these cases and hands each to aclnngen.verify.opcheck, which builds the data and
 
 from __future__ import annotations
 
+import re
+
 from aclnngen.core import planning
 from aclnngen.core import sweeps
 from aclnngen.core.dtypes import sort_key
@@ -15,8 +17,8 @@ from aclnngen.core.meta import op_meta
 from aclnngen.core.releases import CannVersion
 from aclnngen.core.rules import rules_at
 
-from . import metadata
-from .consistency import versioned_facts
+from . import formula, metadata
+from .consistency import oracle_domain_program, versioned_facts
 from .model import OpSpec
 from .products import ProductTable
 from .resolve import ResolvedOp, resolve
@@ -34,6 +36,26 @@ def newest_version(spec: OpSpec) -> str:
         if entity.since is not None:
             versions.append(CannVersion(entity.since))
     return str(max(versions))
+
+
+def _outside_oracle_domain(spec: OpSpec, meta: dict):
+    """A function of a sweep point's overrides (C names) giving its id's suffix: "" inside the
+    oracle's domain (or where the generator cannot tell), else "-no-oracle-" and the reason's first
+    words, so the test id says why that point is not compared with PyTorch (the test skips it)."""
+    program = oracle_domain_program(spec)
+    if program is None:
+        return lambda overrides: ""
+    condition = program.outputs[0][1].tree.args[0]  # where(condition, 1, 0)
+    py = {p.name: p.py_name for p in spec.parameters}
+    base = planning.scalar_values(meta)
+    words = re.findall(r"[a-z0-9]+", spec.oracle.domain.reason.lower())[:6]
+    suffix = "-no-oracle-" + "-".join(words)
+
+    def outside(overrides: dict) -> str:
+        values = {py[c]: v for c, v in {**base, **overrides}.items() if c in py}
+        return suffix if formula.value_at(condition, values) is False else ""
+
+    return outside
 
 
 def _case(id_: str, **values) -> dict:
@@ -107,14 +129,16 @@ def build(
     ]
     home_supported = op.dtypes_of(_first_input(spec), home)
     sweep_dtype = home_dtype if home_dtype in home_supported else sorted(home_supported, key=sort_key)[0]
+    outside = _outside_oracle_domain(spec, meta)
     sweep_cases = [
         _case(
-            f"{label[home]}-{param}-{sweeps.value_id(value)}",
+            f"{label[home]}-{param}-{sweeps.value_id(value)}{outside(overrides)}",
             family=home,
             dtype=sweep_dtype,
-            overrides=sweeps.overrides_for(meta, version, param, value),
+            overrides=overrides,
         )
         for param, value in sweeps.scalar_points(meta, version)
+        for overrides in [sweeps.overrides_for(meta, version, param, value)]
     ]
     conditional = [
         _case(

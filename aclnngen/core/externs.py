@@ -29,3 +29,9 @@ def register_extern(name: str):
 
 
 ORACLE_RECIPES: tuple[str, ...] = ("prelu_kernel", "swish_autograd")
+
+
+def oracle_domain_source(where: str) -> str:
+    """An oracle domain's condition as the number the evaluator computes (1 inside, 0 outside):
+    the key of its rendered body among the generated reference's ORACLE_EXPRESSIONS."""
+    return f"where({where}, 1, 0)"

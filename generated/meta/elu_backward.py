@@ -253,4 +253,5 @@ META = {'name': 'EluBackward',
             'kwargs': {},
             'disable_mkldnn': False,
             'compute': None,
+            'domain': None,
             'outputs': ['grad_input']}}

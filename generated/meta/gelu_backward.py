@@ -158,4 +158,5 @@ META = {'name': 'GeluBackward',
             'kwargs': {'approximate': 'none'},
             'disable_mkldnn': True,
             'compute': None,
+            'domain': None,
             'outputs': ['grad_input']}}

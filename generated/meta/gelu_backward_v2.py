@@ -163,4 +163,5 @@ META = {'name': 'GeluBackwardV2',
             'kwargs': {'approximate': {'param': 'approximate'}},
             'disable_mkldnn': True,
             'compute': None,
+            'domain': None,
             'outputs': ['grad_input']}}

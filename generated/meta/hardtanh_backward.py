@@ -197,4 +197,5 @@ META = {'name': 'HardtanhBackward',
             'kwargs': {},
             'disable_mkldnn': False,
             'compute': None,
+            'domain': None,
             'outputs': ['out']}}

@@ -204,4 +204,5 @@ META = {'name': 'LeakyReluBackward',
             'kwargs': {},
             'disable_mkldnn': False,
             'compute': None,
+            'domain': None,
             'outputs': ['out']}}

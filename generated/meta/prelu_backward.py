@@ -226,4 +226,5 @@ META = {'name': 'PreluBackward',
  'oracle': {'kind': 'recipe',
             'recipe': 'prelu_kernel',
             'args': ['grad_output', 'self', 'weight'],
+            'domain': None,
             'outputs': ['grad_input', 'grad_weight']}}

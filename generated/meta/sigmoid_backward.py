@@ -170,4 +170,5 @@ META = {'name': 'SigmoidBackward',
             'kwargs': {},
             'disable_mkldnn': False,
             'compute': None,
+            'domain': None,
             'outputs': ['grad_input']}}

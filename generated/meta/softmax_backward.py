@@ -156,4 +156,5 @@ META = {'name': 'SoftmaxBackward',
             'kwargs': {},
             'disable_mkldnn': False,
             'compute': None,
+            'domain': None,
             'outputs': ['out']}}

@@ -197,4 +197,5 @@ META = {'name': 'SoftshrinkBackward',
             'kwargs': {},
             'disable_mkldnn': False,
             'compute': None,
+            'domain': None,
             'outputs': ['grad_input']}}

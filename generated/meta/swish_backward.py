@@ -163,4 +163,5 @@ META = {'name': 'SwishBackward',
  'oracle': {'kind': 'recipe',
             'recipe': 'swish_autograd',
             'args': ['grad_output', 'self', 'beta'],
+            'domain': None,
             'outputs': ['grad_input']}}

@@ -172,4 +172,5 @@ META = {'name': 'ThresholdBackward',
             'kwargs': {},
             'disable_mkldnn': False,
             'compute': None,
+            'domain': None,
             'outputs': ['out']}}

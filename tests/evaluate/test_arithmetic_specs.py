@@ -6,6 +6,7 @@ integer; a scalar the library clamps, stated to the oracle as `{expr: ...}`; dty
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,30 @@ def test_an_ignored_forward_intermediate_gets_data_its_forward_gives(package):
     )
     (with_random,) = op.run_oracle({**by_py, "buffer": random_buffer}, [np.dtype(np.float32)])
     assert not np.allclose(with_random, theirs, rtol=1e-3), "PyTorch reads the buffer: random data would not do"
+
+
+@pytest.mark.slow(reason="generates a package and runs its generated suite in a subprocess (about 15 s)")
+def test_an_oracle_domain_skips_the_points_outside_it_naming_why(tmp_path):
+    data = _spec_text("clamped_threshold_backward")
+    data["oracle"]["args"][2] = "threshold"  # PyTorch's own threshold: right only where it is not negative
+    data["oracle"]["domain"] = {"where": "threshold >= 0", "reason": "A negative threshold counts as zero here."}
+    specs = tmp_path / "specs"
+    (specs / "ops").mkdir(parents=True)
+    (specs / "ops" / "clamped_threshold_backward.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    with generated_package(tmp_path, specs, "domain_ops") as out:
+        tests = out / "tests" / "test_clamped_threshold_backward.py"
+        text = tests.read_text(encoding="utf-8")
+        assert "-no-oracle-a-negative-threshold-counts-as-zero" in text
+        done = _run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(tests)], cwd=out.parent)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "outside the oracle's domain (threshold >= 0): A negative threshold counts as zero here." in done.stdout
+    skipped = int(re.search(r"(\d+) skipped", done.stdout).group(1))
+    assert 0 < skipped < int(re.search(r"(\d+) passed", done.stdout).group(1))
+    data["oracle"].pop("domain")  # without the domain the negative points fail: the domain is what keeps them out
+    (specs / "ops" / "clamped_threshold_backward.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    with generated_package(tmp_path / "again", specs, "nodomain_ops") as out:
+        done = _run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "tests"), "-k", "sweep"],
+            cwd=out.parent,
+        )
+    assert done.returncode == 1 and " failed" in done.stdout
