@@ -540,11 +540,11 @@ HISTOGRAM_EDGES = tuple(range(-12, 1))  # log10 of the relative error; below 1e-
 
 def _error_histogram(op, values: dict) -> list[int]:
     """Counts of log10 |opmath - golden| / |golden| over the first output's finite elements."""
-    opmath = np.asarray(op.run_reference(values)[0]).astype(np.float64)
+    opmath = np.asarray(op.run_reference(values)[0])
     golden = np.asarray(op.run_reference(values, mode="golden")[0])
-    if golden.dtype.kind == "c" or opmath.dtype.kind == "c":
+    if golden.dtype.kind == "c" or opmath.dtype.kind == "c":  # judged on magnitudes, never cast to real
         opmath, golden = np.abs(opmath), np.abs(golden)
-    golden = golden.astype(np.float64)
+    opmath, golden = opmath.astype(np.float64), golden.astype(np.float64)
     finite = np.isfinite(opmath) & np.isfinite(golden)
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.abs(opmath - golden)[finite] / np.maximum(np.abs(golden[finite]), np.finfo(np.float64).tiny)
