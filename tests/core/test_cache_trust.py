@@ -379,8 +379,12 @@ def test_the_key_describes_exactly_the_bytes_compiled(tmp_path, monkeypatch):
 # --- a killed build -------------------------------------------------------------------------------
 
 
+# The build as a user's process runs it: Ctrl-C and SIGTERM at their defaults, whatever dispositions
+# the test process (a pytest-xdist worker) passes down (an ignored signal is inherited across exec).
 _SLOW_BUILD = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 from aclnngen.runtime.sim.build import build_simulator
 build_simulator(core_dir=sys.argv[1], cache_dir=sys.argv[2])
 """
@@ -413,6 +417,7 @@ def test_a_killed_build_leaves_no_compiler_and_no_temporary(tmp_path, sig):
     proc = subprocess.Popen(
         [sys.executable, "-c", _SLOW_BUILD, str(core), str(cache)],
         env={**os.environ, "CC": str(cc)},
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
