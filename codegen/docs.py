@@ -54,6 +54,19 @@ def _families_table(spec: OpSpec, products: ProductTable, op: ResolvedOp) -> lis
     return rows
 
 
+def _formats_text(p) -> str:
+    """The formats a tensor takes, per family and release (ND alone where the spec states none)."""
+    if not p.is_tensor:
+        return "—"
+    if not p.formats:
+        return "ND"
+    parts = []
+    for row in p.formats:
+        text = f"{', '.join(row.formats)} on {', '.join(row.families)}"
+        parts.append(text + (f" ({_versions(row)})" if _versions(row) else ""))
+    return "; ".join(parts) + "; ND elsewhere"
+
+
 def _versions(entity) -> str:
     if entity.since and entity.until:
         return f"CANN {entity.since} to before {entity.until}"
@@ -146,7 +159,10 @@ def reference_page(
         prototypes=[spec.prototypes.get_workspace_size, spec.prototypes.launch],
         page_differences=_page_differences(spec, parsed),
         promotions=promotion_tables(spec, op),
-        params=[{"name": p.name, "py": p.py_name, "role": p.role, "summary": p.summary} for p in spec.parameters],
+        params=[
+            {"name": p.name, "py": p.py_name, "role": p.role, "summary": p.summary, "formats": _formats_text(p)}
+            for p in spec.parameters
+        ],
         defects=[
             {
                 "kind": d.kind,

@@ -209,3 +209,12 @@ def test_the_page_audit_sets_the_pages_formats_against_the_specs():
     spec["defects"].append({"kind": "other", "note": "the page lists NCHW for self, which the code refuses"})
     unexcused, excused = disagreements(spec, page, "8.5.0")
     assert not unexcused and [c.what for c in excused] == ["format"]
+
+
+def test_the_op_page_lists_each_tensors_formats(tmp_path):
+    from aclnngen.codegen.view import OpView
+
+    spec = _spec_with(tmp_path, "    formats:\n      - {families: [a2, a3], formats: [ND, NCHW]}\n")
+    rows = {p["name"]: p["formats"] for p in OpView(spec, load_products()).docs.page["params"]}
+    assert rows["self"] == "ND, NCHW on a2, a3; ND elsewhere" and rows["gradOutput"] == "ND"
+    assert all(rows[p.name] == "—" for p in spec.parameters if not p.is_tensor)
