@@ -9,6 +9,8 @@ editable install of this checkout among them) are not run.
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import os
 import shutil
 import site
@@ -73,10 +75,16 @@ def dependency_folders() -> list[str]:
     return list(dict.fromkeys(f for f in found if os.path.isdir(f)))
 
 
+def _importable(*modules: str) -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
 def fresh_venv(where: Path) -> Path:
     """A new venv of the running interpreter's Python that imports its dependencies (not its
     aclnngen); returns its python."""
-    made = run([sys.executable, "-m", "venv", where])
+    # pip, like every other dependency, comes from the running interpreter's folders: ensurepip
+    # would spend seconds installing a copy of it
+    made = run([sys.executable, "-m", "venv", *(["--without-pip"] if _importable("pip") else []), where])
     assert made.returncode == 0, made.stderr
     python = where / "bin" / "python"
     purelib = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
@@ -88,9 +96,20 @@ def fresh_venv(where: Path) -> Path:
     return python
 
 
+def build_isolation() -> list[str]:
+    """pip's flag to build aclnngen with the running interpreter's setuptools and wheel when it has
+    both: an isolated build downloads or copies them into a new environment, seconds per build."""
+    if not _importable("setuptools", "wheel"):
+        return []
+    major = importlib.metadata.version("setuptools").split(".")[0]
+    # pyproject.toml's [build-system] asks for setuptools>=77
+    return ["--no-build-isolation"] if major.isdigit() and int(major) >= 77 else []
+
+
 def pip_install(python: Path, *args) -> None:
     # --force-reinstall: an aclnngen the base interpreter may have must not satisfy the requirement
-    done = run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", *args], env=clean_env())
+    command = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", *build_isolation()]
+    done = run([*command, *args], env=clean_env())
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -8,6 +8,7 @@ op's generated tests.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -93,20 +94,6 @@ def test_ci_requires_the_external_material():
     assert re.search(r"^export ACLNNGEN_REQUIRE_EXTERNAL=1$", ci, re.M)
 
 
-# Modules whose unparametrized tests run whole-checkout commands over every op (the command line,
-# the README's promises): they see a new op as a user does.
-WHOLE_CHECKOUT = ("tests/cli/test_cli.py", "tests/e2e/test_readme.py")
-
-
-def _nested_selection(ids: list[str], new: str) -> list[str]:
-    """What a new op can change: the tests parametrized by the new op (every catalog-wide test is
-    parametrized by op, so each takes it), the new op's generated tests, and the whole-checkout
-    commands. The tests parametrized by another op or by anything else, and the mechanisms the
-    unparametrized tests check, are the repository's own, unchanged by a new spec: the main suite
-    runs them."""
-    return [t for t in ids if new in t or ("[" not in t and t.split("::", 1)[0] in WHOLE_CHECKOUT)]
-
-
 def test_adding_an_op_is_one_spec_and_the_whole_suite_stays_green(clone, tmp_path):
     # the module's clone: the other tests here hold with one more op, whichever runs first
     repo, python = clone
@@ -122,19 +109,32 @@ def test_adding_an_op_is_one_spec_and_the_whole_suite_stays_green(clone, tmp_pat
     # the other ops' generated tests are the repository's own, unchanged by a new spec
     hand_written = [p.relative_to(repo).as_posix() for p in hand_written_tests(repo / "tests")]
     chosen = [t for t in hand_written if t not in NOT_RUN_IN_THE_COPY] + [f"tests/generated/test_{spec.stem}.py"]
-    collected = run(
-        [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *chosen], cwd=repo, env=env
-    )
-    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
-    ids = [line for line in collected.stdout.splitlines() if "::" in line]
-    selected = _nested_selection(ids, spec.stem)
-    assert any(spec.stem in i for i in selected if not i.startswith("tests/generated/")), (
-        "no hand-written test took the new op"
-    )
-    assert len(selected) < len(ids)
+    record = tmp_path / "selection.json"
     # the slow-marked tests (a venv, a simulator rebuilt per input, 100,000 calls) the main suite runs
-    nested = [python, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-m", "not slow", *selected]
-    result = run(nested, cwd=repo, env=env)
+    nested = [
+        python,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "nested_selection",
+        "-m",
+        "not slow",
+        *chosen,
+    ]
+    nested += [f"--new-op={spec.stem}", f"--selection-record={record}"]
+    result = run(
+        nested,
+        cwd=repo,
+        env=venv_env(python, ACLNNGEN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(repo / "tests")),
+    )
     tail = result.stdout[-4000:]
     assert result.returncode == 0, tail
     assert re.search(r"\d+ passed", tail) and " failed" not in tail and " error" not in tail, tail
+    seen = json.loads(record.read_text(encoding="utf-8"))
+    assert any(spec.stem in i for i in seen["selected"] if not i.startswith("tests/generated/")), (
+        "no hand-written test took the new op"
+    )
+    assert 0 < len(seen["selected"]) < seen["collected"]

@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from isolated import REPO, clean_env, fresh_venv, pip_install, run, type_check, venv_env
+from isolated import REPO, build_isolation, clean_env, fresh_venv, pip_install, run, type_check, venv_env
 
 pytestmark = pytest.mark.slow(
     reason="builds a wheel, installs it into a fresh venv and runs it from outside the checkout"
@@ -25,7 +25,7 @@ CUSTOM_SPECS = REPO / "tests" / "data" / "custom_specs" / "ops"
 def installed(tmp_path_factory):
     dest = tmp_path_factory.mktemp("wheel")
     built = run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", dest / "dist", REPO],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *build_isolation(), "-w", dest / "dist", REPO],
         env=clean_env(),
         cwd=dest,
     )
