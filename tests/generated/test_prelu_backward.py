@@ -6,6 +6,9 @@ sweeps of the scalars and attributes over their values.
 
 Facts are those of CANN 8.5.0, the newest release the spec documents. Expected failures
 and tolerance overrides live in tests/directives.yaml, never here.
+
+PYTEST_DONT_REWRITE: the module asserts nothing itself (the checks are aclnngen.verify.opcheck's),
+so pytest need not parse and rewrite it at every collection.
 """
 
 import pytest
