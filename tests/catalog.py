@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from aclnngen.core.rules import supported_families
 from aclnngen.generated import OPS
 
 
@@ -36,3 +37,25 @@ def is_plain(m: dict) -> bool:
 
 #: the op the tests call as "any plain op" (see is_plain)
 PLAIN = an_op("a plain backward: binding(grad_output, self), one output", is_plain)
+
+
+def names(m: dict, *roles: str) -> list[str]:
+    """The C names of a META's parameters of the given roles, in order."""
+    return [p["name"] for p in m["params"] if p["role"] in roles]
+
+
+def has_rule(kind: str) -> Callable[[dict], bool]:
+    return lambda m: any(r["kind"] == kind for r in m["rules"])
+
+
+#: an op with an optional scalar (a NULL aclScalar* means its default)
+WITH_OPTIONAL_SCALAR = an_op("an op with an optional scalar", lambda m: bool(names(m, "optional_scalar")))
+#: an op with at least two required scalars, documented since 8.0.0 (tests of facts per release)
+WITH_TWO_SCALARS = an_op(
+    "an op with two required scalars, documented at 8.0.0",
+    lambda m: len(names(m, "scalar")) >= 2 and bool(supported_families(m, "8.0.0")),
+)
+#: an op whose rules hold every tensor to one dtype
+WITH_SAME_DTYPE = an_op("an op with a same_dtype rule", has_rule("same_dtype"))
+#: an op whose rules bound the rank
+WITH_MAX_RANK = an_op("an op with a max_rank rule", has_rule("max_rank"))

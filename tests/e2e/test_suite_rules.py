@@ -5,10 +5,12 @@ folder of a package (docs/architecture.md, "The tests"), not at the top of tests
 from __future__ import annotations
 
 import ast
+import re
+from pathlib import Path
 
 import pytest
 
-from repo_paths import TESTS, hand_written_tests
+from repo_paths import REPO, TESTS, hand_written_tests
 
 FOLDERS = {"core", "codegen", "evaluate", "runtime", "sim", "verify", "audit", "cli", "e2e"}
 
@@ -60,3 +62,81 @@ def test_a_property_no_op_of_the_catalog_has_is_a_clear_error():
     assert catalog.is_plain(catalog.meta(catalog.PLAIN))
     with pytest.raises(LookupError, match="no op of the catalog is an op with nine outputs: add a spec"):
         catalog.an_op("an op with nine outputs", lambda m: len(m["outputs"]) == 9)
+
+
+# --- built-in ops in hand-written tests ---------------------------------------------------------
+#
+# A hand-written test picks the op it needs by property (tests/catalog.py) or writes a made-up spec
+# (tests/data), so a changed spec moves it to another op instead of breaking it. A test of a fact
+# recorded for one op says so in its name: the op's short name (`swish` for swish_backward) or
+# `recorded_fact`; a module-level helper naming an op lives in a module whose name says so.
+
+RECORDED = "recorded_fact"
+
+
+def built_in_ops(specs: Path = REPO / "specs" / "ops") -> dict[str, str]:
+    """Each built-in op's names (snake file stem, CamelCase spec name) -> its short name."""
+    names = {}
+    for path in sorted(specs.glob("*.yaml")):
+        short = path.stem.replace("_backward", "")
+        names[path.stem] = short
+        found = re.search(r"^name:\s*(\w+)\s*$", path.read_text(encoding="utf-8"), re.M)
+        if found:
+            names[found.group(1)] = short
+    return names
+
+
+def op_mentions(source: str, ops: dict[str, str]) -> set[str]:
+    """The short names of the built-in ops a piece of source names (aten's ops of the same name,
+    written `aten.x`, are torch's, not ours)."""
+    words = "|".join(sorted(map(re.escape, ops), key=len, reverse=True))
+    return {ops[m.group(1)] for m in re.finditer(rf"(?<![\w.])(?:aclnn)?({words})(?!\w)", source)}
+
+
+def unnamed_op_mentions(source: str, module: str, ops: dict[str, str]) -> list[str]:
+    """`name: op` for each test (or module-level statement) naming a built-in op it does not carry
+    in its name."""
+    tree = ast.parse(source)
+    found = []
+
+    def says(name: str, short: str) -> bool:
+        return RECORDED in name or short in name
+
+    nodes = [n for n in tree.body if not isinstance(n, ast.ClassDef)]
+    nodes += [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body]
+    for node in nodes:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        text = ast.get_source_segment(source, node) or ""
+        text += "".join(ast.get_source_segment(source, d) or "" for d in getattr(node, "decorator_list", []))
+        is_test = isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+        owner = node.name if is_test else module
+        for short in sorted(op_mentions(text, ops)):
+            if not says(owner, short):
+                found.append(f"{owner if is_test else f'{module}:{node.lineno}'}: {short}")
+    return found
+
+
+def test_a_test_naming_a_built_in_op_it_does_not_say_is_found():
+    ops = {"demo_backward": "demo", "DemoBackward": "demo"}
+    source = (
+        "X = 'demo_backward'\n"
+        "def test_any(): f('aclnnDemoBackward')\n"
+        "def test_demo_fact(): f('DemoBackward')\n"
+        "def test_recorded_fact_of_one(): f('demo_backward')\n"
+        "def test_aten(): torch.ops.aten.demo_backward\n"
+    )
+    assert unnamed_op_mentions(source, "test_m", ops) == ["test_m:1: demo", "test_any: demo"]
+
+
+def test_no_hand_written_test_names_a_built_in_op_without_saying_so():
+    ops = built_in_ops()
+    assert ops, "no built-in spec found"
+    found = [
+        f"{path.relative_to(TESTS).as_posix()}: {what}"
+        for path in hand_written_tests()
+        for what in unnamed_op_mentions(path.read_text(encoding="utf-8"), path.stem, ops)
+    ]
+    assert found == [], "pick the op by property (tests/catalog.py) or say the op in the test's name:\n" + "\n".join(
+        found
+    )

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
+import catalog
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -68,7 +69,7 @@ def test_every_spec_is_loaded():
 def test_validation_error_carries_every_field_and_says_them():
     err = AclnnValidationError(
         status=161002,
-        op="GeluBackward",
+        op="DemoBackward",
         param="self",
         family="training",
         version="8.0.0",
@@ -81,13 +82,13 @@ def test_validation_error_carries_every_field_and_says_them():
     assert (err.status, err.status_name, err.op, err.param, err.family) == (
         161002,
         "ACLNN_ERR_PARAM_INVALID",
-        "GeluBackward",
+        "DemoBackward",
         "self",
         "training",
     )
     text = str(err)
     for part in (
-        "aclnnGeluBackward",
+        "aclnnDemoBackward",
         "self",
         "bfloat16",
         "training",
@@ -110,15 +111,15 @@ def test_validation_error_rejects_a_status_that_is_not_a_validation_status():
 @pytest.mark.parametrize(
     "error",
     [
-        AclnnValidationError(status=161001, op="SwishBackward", param="self", family="a2", detail="self is None"),
+        AclnnValidationError(status=161001, op="DemoBackward", param="self", family="a2", detail="self is None"),
         AclnnStatusError(
             status=161002,
-            op="SwishBackward",
-            function="aclnnSwishBackwardGetWorkspaceSize",
+            op="DemoBackward",
+            function="aclnnDemoBackwardGetWorkspaceSize",
             recent_message="EZ1001 bad",
         ),
         AclRuntimeError(status=207001, function="aclrtMalloc"),
-        BackendError(reason="op not found", op="SwishBackward", cann_version="8.0.0", searched=["libopapi.so"]),
+        BackendError(reason="op not found", op="DemoBackward", cann_version="8.0.0", searched=["libopapi.so"]),
         UnknownSocError(soc_name="Ascend999", known=["Ascend910B1"]),
     ],
 )
@@ -131,22 +132,22 @@ def test_errors_survive_pickling_with_their_fields(error):
 def test_status_runtime_backend_and_soc_errors_say_what_went_wrong():
     status = AclnnStatusError(
         status=561003,
-        op="GeluBackward",
-        function="aclnnGeluBackwardGetWorkspaceSize",
+        op="DemoBackward",
+        function="aclnnDemoBackwardGetWorkspaceSize",
         recent_message="kernel not found\n",
     )
     assert status.status_name == "ACLNN_ERR_INNER_FIND_KERNEL_ERROR"
-    assert "aclnnGeluBackwardGetWorkspaceSize returned 561003" in str(status) and "kernel not found" in str(status)
+    assert "aclnnDemoBackwardGetWorkspaceSize returned 561003" in str(status) and "kernel not found" in str(status)
     assert "UNKNOWN_ACLNN_STATUS" in str(AclnnStatusError(status=42, op=None, function="f"))
     acl = AclRuntimeError(status=100002, function="aclInit")
     assert acl.status_name == "ACL_ERROR_REPEAT_INITIALIZE" and "aclInit" in str(acl)
     backend = BackendError(
-        reason="aclnnPreluBackward is not exported by the installed CANN",
-        op="PreluBackward",
+        reason="aclnnDemoBackward is not exported by the installed CANN",
+        op="DemoBackward",
         cann_version="8.0.RC1",
         searched=["/usr/local/Ascend/lib64/libopapi.so", "libopapi_nn.so"],
     )
-    for part in ("PreluBackward", "8.0.RC1", "libopapi.so", "libopapi_nn.so"):
+    for part in ("DemoBackward", "8.0.RC1", "libopapi.so", "libopapi_nn.so"):
         assert part in str(backend)
     soc = UnknownSocError(soc_name="Ascend910Z9")
     assert "Ascend910Z9" in str(soc) and "guess" in str(soc)
@@ -221,7 +222,7 @@ def test_contiguity_from_flags_attributes_and_strides():
     assert not is_contiguous(SimpleNamespace(shape=(2, 3), dtype=F32, is_contiguous=lambda: False))
 
 
-def test_infer_outputs_broadcast_and_promotion():
+def test_recorded_fact_infer_outputs_broadcast_and_promotion():
     meta = METAS["GeluBackward"]
     out = infer_outputs(meta, {"gradOutput": arr((3, 1), F16), "self": arr((2, 3, 4), F32)}, "8.0.0")
     assert out == {"gradInput": ((2, 3, 4), F32)}
@@ -236,7 +237,7 @@ def test_infer_outputs_broadcast_and_promotion():
         infer_outputs(meta, {"gradOutput": [1.0], "self": arr((2,), F16)}, "8.0.0", strict=True)
 
 
-def test_infer_outputs_does_not_raise_on_bad_inputs_unless_strict():
+def test_recorded_fact_infer_outputs_does_not_raise_on_bad_inputs_unless_strict():
     meta = METAS["GeluBackward"]
     values = {"gradOutput": arr((2, 5), F16), "self": arr((2, 3), F32)}
     assert infer_outputs(meta, values, "8.0.0")["gradInput"][0] == (2, 5)
@@ -257,13 +258,13 @@ def test_infer_outputs_does_not_raise_on_bad_inputs_unless_strict():
         ((), (), ()),
     ],
 )
-def test_infer_outputs_per_channel(self_shape, weight_shape, grad_shape):
+def test_recorded_fact_infer_outputs_per_channel(self_shape, weight_shape, grad_shape):
     values = {"gradOutput": arr(self_shape), "self": arr(self_shape), "weight": arr(weight_shape)}
     out = infer_outputs(METAS["PreluBackward"], values, "8.0.0")
     assert out == {"gradInput": (self_shape, F32), "gradWeight": (grad_shape, F32)}
 
 
-def test_infer_outputs_same_shape_and_same_dtype():
+def test_recorded_fact_infer_outputs_same_shape_and_same_dtype():
     meta = METAS["SwishBackward"]
     out = infer_outputs(meta, {"gradOutput": arr((2, 3), BF16), "self": arr((2, 3), BF16)}, "8.0.0")
     assert out == {"gradInput": ((2, 3), BF16)}
@@ -274,7 +275,7 @@ def test_infer_outputs_same_shape_and_same_dtype():
 # --- validate on the real specs -----------------------------------------------------------------
 
 
-def test_valid_arguments_pass():
+def test_recorded_fact_valid_arguments_pass():
     validate(
         METAS["GeluBackward"], gelu(arr((3, 1)), arr((2, 3, 4)), arr((2, 3, 4))), family="training", version="8.0.0"
     )
@@ -308,18 +309,20 @@ def test_every_required_parameter_that_is_none_or_missing_gives_161001(op):
         assert rejected(meta, values, family=family, version="8.5.0").status == 161001
 
 
-def test_null_is_checked_before_the_product_family():
+def test_recorded_fact_null_is_checked_before_the_product_family():
     err = rejected(METAS["PreluBackward"], {}, family="inference", version="8.5.0")
     assert err.status == 161001
 
 
 def test_an_optional_scalar_may_be_none():
-    meta = METAS["SwishBackward"]
-    values = make_values(meta, "contiguous", "float16", version="8.0.0")
-    values["betaOptional"] = None
-    validate(meta, values, family="training", version="8.0.0")
-    del values["betaOptional"]
-    validate(meta, values, family="training", version="8.0.0")
+    meta = catalog.meta(catalog.WITH_OPTIONAL_SCALAR)
+    version, (scalar, *_) = meta["cann_version"], catalog.names(meta, "optional_scalar")
+    family = supported_families(meta, version)[0]
+    values = make_values(meta, "contiguous", "float32", version=version)
+    values[scalar] = None
+    validate(meta, values, family=family, version=version)
+    del values[scalar]
+    validate(meta, values, family=family, version=version)
 
 
 @pytest.mark.parametrize(
@@ -339,7 +342,7 @@ def test_an_optional_scalar_may_be_none():
         ("SwishBackward", "no_such_family", "8.5.0", False),
     ],
 )
-def test_product_support_follows_the_spec(op, family, version, supported):
+def test_recorded_fact_product_support_follows_the_spec(op, family, version, supported):
     meta = METAS[op]
     values = make_values(meta, "contiguous", "float16", version=version)
     assert (family in supported_families(meta, version)) is supported
@@ -353,7 +356,7 @@ def test_product_support_follows_the_spec(op, family, version, supported):
             assert other in str(err)
 
 
-def test_supported_families_and_dtypes():
+def test_recorded_fact_supported_families_and_dtypes():
     gelu_meta = METAS["GeluBackward"]
     assert supported_families(gelu_meta, "8.0.0") == ("training", "inference", "a2")
     assert supported_families(gelu_meta, "8.5.0") == ("training", "inference", "a2", "a3", "ascend950")
@@ -384,7 +387,7 @@ def test_supported_families_and_dtypes():
         ("PreluBackward", "training", "8.5.0", np.dtype(np.bool_), False),
     ],
 )
-def test_dtype_tables_per_family_and_version(op, family, version, dtype, ok):
+def test_recorded_fact_dtype_tables_per_family_and_version(op, family, version, dtype, ok):
     meta = METAS[op]
     values = make_values(meta, "contiguous", dtype, version=version)
     if ok:
@@ -399,10 +402,11 @@ def test_dtype_tables_per_family_and_version(op, family, version, dtype, ok):
 
 
 def test_a_big_endian_array_never_passes_for_its_native_dtype():
-    meta = METAS["SwishBackward"]
+    meta = catalog.meta(catalog.PLAIN)
     x = arr((2, 2), np.dtype(">f4"))
-    err = rejected(meta, {"gradOutput": x, "self": x, "gradInput": x}, family="a2", version="8.0.0")
-    assert err.check == "dtype" and "byte order" in str(err)
+    tensors = {name: x for name in catalog.names(meta, "input", "output")}
+    err = rejected(meta, tensors, family=supported_families(meta, "8.5.0")[0], version="8.5.0")
+    assert err.check in ("dtype", "promote") and "byte order" in str(err), str(err)
 
 
 def test_gelu_promotes_its_inputs_and_checks_the_promoted_dtype():
@@ -425,7 +429,7 @@ def test_gelu_promotes_its_inputs_and_checks_the_promoted_dtype():
     assert err.check == "promote" and "no common dtype" in str(err)
 
 
-def test_same_dtype_and_same_shape():
+def test_recorded_fact_same_dtype_and_same_shape():
     meta = METAS["SwishBackward"]
     err = rejected(
         meta,
@@ -440,7 +444,7 @@ def test_same_dtype_and_same_shape():
     assert err.check == "same_shape" and "(1, 3)" in str(err) and "(2, 3)" in str(err)
 
 
-def test_broadcast_rule_checks_inputs_and_output():
+def test_recorded_fact_broadcast_rule_checks_inputs_and_output():
     meta = METAS["GeluBackward"]
     err = rejected(meta, gelu(arr((2, 5)), arr((2, 3)), arr((2, 5))), family="a2", version="8.0.0")
     assert err.check == "broadcast" and "(2, 5)" in str(err) and "(2, 3)" in str(err)
@@ -460,7 +464,7 @@ def test_softshrink_gradinput_must_equal_self_from_8_5_0():
     assert rejected(meta, values, family="a2", version="8.5.0").check == "same_dtype"
 
 
-def test_broadcast_to_requires_exactly_the_target_shape():
+def test_recorded_fact_broadcast_to_requires_exactly_the_target_shape():
     meta = METAS["PreluBackward"]
     x = arr((2, 3, 4))
     validate(meta, prelu(arr((3, 1)), x, arr((3,)), x, arr((3,))), family="a2", version="8.0.0")
@@ -490,7 +494,7 @@ def test_broadcast_to_requires_exactly_the_target_shape():
         ((0, 3, 4), (3,), (3,), None),
     ],
 )
-def test_per_channel_weight_and_its_gradient(self_shape, weight_shape, grad_shape, bad):
+def test_recorded_fact_per_channel_weight_and_its_gradient(self_shape, weight_shape, grad_shape, bad):
     meta = METAS["PreluBackward"]
     values = prelu(arr(self_shape), arr(self_shape), arr(weight_shape), arr(self_shape), arr(grad_shape))
     if bad is None:
@@ -501,7 +505,7 @@ def test_per_channel_weight_and_its_gradient(self_shape, weight_shape, grad_shap
         assert bad in str(err)
 
 
-def test_max_rank_follows_the_version():
+def test_recorded_fact_max_rank_follows_the_version():
     meta = METAS["SoftshrinkBackward"]
     x = arr((1,) * 9)
     values = {"gradOutput": x, "self": x, "lambda": 0.5, "gradInput": x}
@@ -549,7 +553,7 @@ def test_every_scalar_violation_is_rejected_with_its_status(op, version):
         assert (err.status, err.param) == (status, param)
 
 
-def test_scalars_must_be_real_numbers():
+def test_recorded_fact_scalars_must_be_real_numbers():
     meta = METAS["HardtanhBackward"]
     for bad in ("1.0", 1 + 2j, [1.0], object()):
         values = make_values(meta, "contiguous", "float32", version="8.0.0")
@@ -594,56 +598,73 @@ def test_a_non_finite_scalar_in_an_integer_computation_is_rejected():
 
 
 def test_a_tensor_parameter_that_is_not_a_tensor_is_rejected():
-    meta = METAS["SwishBackward"]
+    meta = catalog.meta(catalog.PLAIN)
+    family, tensor = supported_families(meta, "8.5.0")[0], catalog.names(meta, "input")[-1]
     for bad in ([1.0, 2.0], 3.0, "x", SimpleNamespace(shape=(2, -1), dtype=F32), SimpleNamespace(shape=(2,))):
-        values = make_values(meta, "contiguous", "float32", version="8.0.0")
-        values["self"] = bad
-        err = rejected(meta, values, family="a2", version="8.0.0")
-        assert (err.status, err.param) == (161002, "self") and "tensor" in str(err)
+        values = make_values(meta, "contiguous", "float32", version="8.5.0")
+        values[tensor] = bad
+        err = rejected(meta, values, family=family, version="8.5.0")
+        assert (err.status, err.param) == (161002, tensor) and "tensor" in str(err)
 
 
 def test_array_likes_other_than_numpy_are_read_through_shape_and_dtype():
-    meta = METAS["SwishBackward"]
-    t = SimpleNamespace(shape=(2, 3), dtype="float16", strides=(6, 2))
-    validate(meta, {"gradOutput": t, "self": t, "gradInput": t}, family="a2", version="8.0.0")
-    o = SimpleNamespace(shape=(2, 3), dtype="float32")
-    assert (
-        rejected(meta, {"gradOutput": t, "self": t, "gradInput": o}, family="a2", version="8.0.0").check == "same_dtype"
+    meta = catalog.meta(catalog.WITH_SAME_DTYPE)
+    version = meta["cann_version"]
+    family = next(
+        f
+        for f in supported_families(meta, version)
+        if "float16" in supported_dtypes(meta, catalog.names(meta, "input")[0], f, version)
     )
+    values = make_values(meta, "contiguous", "float16", version=version)
+    t = SimpleNamespace(shape=(2, 3), dtype="float16", strides=(6, 2))
+    tensors = catalog.names(meta, "input", "output")
+    validate(meta, {**values, **{name: t for name in tensors}}, family=family, version=version)
+    o = SimpleNamespace(shape=(2, 3), dtype="float32")
+    held = next(r["params"] for r in meta["rules"] if r["kind"] == "same_dtype")
+    wrong = {**values, **{name: t for name in tensors}, held[-1]: o}
+    assert rejected(meta, wrong, family=family, version=version).check == "same_dtype"
 
 
 # --- rule kinds the real specs leave untested: synthetic METAs ----------------------------------
 
 
-def variant(name, **changes):
-    meta = copy.deepcopy(METAS[name])
-    meta["name"] = f"{name}Variant"
+def variant(snake, **changes):
+    """A deep copy of a catalog op's META (tests/catalog.py), renamed, with `changes`."""
+    meta = copy.deepcopy(catalog.meta(snake))
+    meta["name"] = f"{meta['name']}Variant"
     for key, value in changes.items():
         meta[key] = value
     return meta
 
 
+def _plain_call(meta, **tensors):
+    """The values of a call of a plain op (tests/catalog.py) from its inputs and output by role."""
+    (go, x), (out,) = catalog.names(meta, "input"), catalog.names(meta, "output")
+    return {go: tensors["grad"], x: tensors["x"], out: tensors["out"]}
+
+
 def test_non_contiguous_tensors_rejected_when_a_rule_disallows_them():
-    meta = variant("SwishBackward")
-    for rule in meta["rules"]:
-        if rule["kind"] == "non_contiguous":
-            rule["allowed"] = False
-    x = arr((4, 6))
-    validate(meta, {"gradOutput": x, "self": x, "gradInput": x}, family="a2", version="8.0.0")
-    validate(meta, {"gradOutput": x[1:3], "self": x[1:3], "gradInput": x[1:3]}, family="a2", version="8.0.0")
-    err = rejected(meta, {"gradOutput": x, "self": x.T.copy().T, "gradInput": x}, family="a2", version="8.0.0")
-    assert (err.check, err.param) == ("non_contiguous", "self")
-    flagged = SimpleNamespace(shape=(4, 6), dtype=F32, contiguous=False)
-    err = rejected(meta, {"gradOutput": x, "self": x, "gradInput": flagged}, family="a2", version="8.0.0")
-    assert err.param == "gradInput"
-    # the unchanged spec accepts them
-    validate(
-        METAS["SwishBackward"], {"gradOutput": x, "self": x.T.copy().T, "gradInput": x}, family="a2", version="8.0.0"
+    meta = variant(catalog.PLAIN)
+    meta["rules"] = [r for r in meta["rules"] if r["kind"] != "non_contiguous"]
+    tensors = catalog.names(meta, "input", "output")
+    meta["rules"].append(
+        {"kind": "non_contiguous", "status": 161002, "families": [], "when": {}, "params": tensors, "allowed": False}
+        | {"since": None, "until": None}
     )
+    family = supported_families(meta, "8.5.0")[0]
+    (x_name,), (out_name,) = catalog.names(meta, "input")[1:], catalog.names(meta, "output")
+    x = arr((4, 6))
+    validate(meta, _plain_call(meta, grad=x, x=x, out=x), family=family, version="8.5.0")
+    validate(meta, _plain_call(meta, grad=x[1:3], x=x[1:3], out=x[1:3]), family=family, version="8.5.0")
+    err = rejected(meta, _plain_call(meta, grad=x, x=x.T.copy().T, out=x), family=family, version="8.5.0")
+    assert (err.check, err.param) == ("non_contiguous", x_name)
+    flagged = SimpleNamespace(shape=(4, 6), dtype=F32, contiguous=False)
+    err = rejected(meta, _plain_call(meta, grad=x, x=x, out=flagged), family=family, version="8.5.0")
+    assert err.param == out_name
 
 
 def test_attribute_type_and_choices():
-    meta = variant("SwishBackward")
+    meta = variant(catalog.PLAIN)
     meta["params"].append(
         {
             "name": "approximate",
@@ -674,67 +695,73 @@ def test_attribute_type_and_choices():
             "choices": [],
         }
     )
-    values = make_values(meta, "contiguous", "float32", version="8.0.0")
+    family = supported_families(meta, "8.5.0")[0]  # read once the META is complete: op_meta caches it
+    values = make_values(meta, "contiguous", "float32", version="8.5.0")
     assert values["approximate"] == "none" and values["keepDim"] is False
-    validate(meta, values, family="a2", version="8.0.0")
+    validate(meta, values, family=family, version="8.5.0")
     values["approximate"] = "erf"
-    err = rejected(meta, values, family="a2", version="8.0.0")
+    err = rejected(meta, values, family=family, version="8.5.0")
     assert (err.param, err.check) == ("approximate", "attribute") and "'tanh'" in str(err)
     values["approximate"] = None
-    assert rejected(meta, values, family="a2", version="8.0.0").status == 161001
+    assert rejected(meta, values, family=family, version="8.5.0").status == 161001
     values["approximate"] = "tanh"
     values["keepDim"] = 1
-    assert rejected(meta, values, family="a2", version="8.0.0").param == "keepDim"
+    assert rejected(meta, values, family=family, version="8.5.0").param == "keepDim"
     values["keepDim"] = None  # has a default
-    validate(meta, values, family="a2", version="8.0.0")
+    validate(meta, values, family=family, version="8.5.0")
 
 
 def test_scalar_constraints_of_every_operator_and_their_statuses():
-    meta = variant("HardtanhBackward")
+    meta = variant(catalog.WITH_TWO_SCALARS)
+    low, high = catalog.names(meta, "scalar")[:2]
     by_name = {p["name"]: p for p in meta["params"]}
-    by_name["min"]["constraints"] = [{"op": "<", "value": 0, "status": 161002, "since": None, "until": None}]
-    by_name["max"]["constraints"] = [
+    by_name[low]["constraints"] = [{"op": "<", "value": 0, "status": 161002, "since": None, "until": None}]
+    by_name[high]["constraints"] = [
         {"op": ">", "value": 0, "status": 161002, "since": None, "until": None},
         {"op": "<=", "value": 10, "status": 161002, "since": None, "until": "8.5.0"},
         {"op": "!=", "value": 5, "status": 161002, "since": None, "until": None},
     ]
+    family = supported_families(meta, "8.0.0")[0]  # read once the META is complete: op_meta caches it
     values = make_values(meta, "contiguous", "float32", version="8.0.0")
-    validate(meta, values, family="a2", version="8.0.0")
+    validate(meta, values, family=family, version="8.0.0")
     for param, bad, status in scalar_violations(meta, "8.0.0"):
         trial = dict(values, **{param: bad})
-        assert rejected(meta, trial, family="a2", version="8.0.0").param == param
-    assert ("max", 10.625, 161002) in scalar_violations(meta, "8.0.0")
+        assert rejected(meta, trial, family=family, version="8.0.0").param == param
+    assert (high, 10.625, 161002) in scalar_violations(meta, "8.0.0")
     assert all(bad != 10.625 for _, bad, _ in scalar_violations(meta, "8.5.0"))
-    validate(meta, dict(values, max=11.0), family="a2", version="8.5.0")
-    assert rejected(meta, dict(values, max=5), family="a2", version="8.5.0").check == "scalar_range"
-    assert rejected(meta, dict(values, min=0.0), family="a2", version="8.5.0").param == "min"
+    validate(meta, {**values, high: 11.0}, family=family, version="8.5.0")
+    assert rejected(meta, {**values, high: 5}, family=family, version="8.5.0").check == "scalar_range"
+    assert rejected(meta, {**values, low: 0.0}, family=family, version="8.5.0").param == low
 
 
 # --- caching ------------------------------------------------------------------------------------
 
 
 def test_the_plan_is_built_once_per_meta_family_and_version():
-    meta = METAS["PreluBackward"]
+    meta = catalog.meta(catalog.WITH_MAX_RANK)
+    version = meta["cann_version"]
+    family, other = supported_families(meta, version)[:2]
     validation.clear_cache()
-    first = validation._PLANS.get(meta, "a2", "8.5.0")
-    assert validation._PLANS.get(meta, "a2", "8.5.0") is first
-    assert validation._PLANS.get(meta, "training", "8.5.0") is not first
-    values = make_values(meta, "contiguous", "float32", version="8.5.0")
-    validate(meta, values, family="a2", version="8.5.0")
-    assert validation._PLANS.get(meta, "a2", "8.5.0") is first
+    first = validation._PLANS.get(meta, family, version)
+    assert validation._PLANS.get(meta, family, version) is first
+    assert validation._PLANS.get(meta, other, version) is not first
+    values = make_values(meta, "contiguous", "float32", version=version)
+    validate(meta, values, family=family, version=version)
+    assert validation._PLANS.get(meta, family, version) is first
     # a copy under the same name is a different META: its own plan, its own rules
     changed = copy.deepcopy(meta)
+    rank = max(len(values[t].shape) for t in catalog.names(meta, "input"))
     for rule in changed["rules"]:
         if rule["kind"] == "max_rank":
-            rule["rank"] = 2
-    assert validation._PLANS.get(changed, "a2", "8.5.0") is not first
-    assert rejected(changed, values, family="a2", version="8.5.0").check == "max_rank"
-    validate(meta, values, family="a2", version="8.5.0")
+            rule["rank"] = rank - 1
+    assert validation._PLANS.get(changed, family, version) is not first
+    assert rejected(changed, values, family=family, version=version).check == "max_rank"
+    validate(meta, values, family=family, version=version)
 
 
 def test_a_malformed_version_is_a_value_error():
     with pytest.raises(ValueError, match="8.5"):
-        validate(METAS["SwishBackward"], {}, family="a2", version="8.5")
+        validate(catalog.meta(catalog.PLAIN), {}, family="a2", version="8.5")
 
 
 # --- nothing but AclnnValidationError, whatever the values --------------------------------------
