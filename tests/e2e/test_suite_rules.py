@@ -69,7 +69,7 @@ def test_a_property_no_op_of_the_catalog_has_is_a_clear_error():
 # A hand-written test picks the op it needs by property (tests/catalog.py) or writes a made-up spec
 # (tests/data), so a changed spec moves it to another op instead of breaking it. A test of a fact
 # recorded for one op says so in its name: the op's short name (`swish` for swish_backward) or
-# `recorded_fact`; a module-level helper naming an op lives in a module whose name says so.
+# `recorded_fact`; so does a module-level helper or table naming one (`RECORDED_FACTS = ...`), or its module.
 
 RECORDED = "recorded_fact"
 
@@ -93,15 +93,19 @@ def op_mentions(source: str, ops: dict[str, str]) -> set[str]:
     return {ops[m.group(1)] for m in re.finditer(rf"(?<![\w.])(?:aclnn)?({words})(?!\w)", source)}
 
 
+def _statement_names(node: ast.stmt) -> str:
+    """What a module-level statement is called: a function's or class's name, an assignment's targets."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return " ".join(ast.unparse(t) for t in targets if t is not None)
+
+
 def unnamed_op_mentions(source: str, module: str, ops: dict[str, str]) -> list[str]:
-    """`name: op` for each test (or module-level statement) naming a built-in op it does not carry
-    in its name."""
+    """`name: op` for each test (or module-level statement) naming a built-in op that neither it nor
+    its module carries in its name."""
     tree = ast.parse(source)
     found = []
-
-    def says(name: str, short: str) -> bool:
-        return RECORDED in name or short in name
-
     nodes = [n for n in tree.body if not isinstance(n, ast.ClassDef)]
     nodes += [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body]
     for node in nodes:
@@ -110,10 +114,10 @@ def unnamed_op_mentions(source: str, module: str, ops: dict[str, str]) -> list[s
         text = ast.get_source_segment(source, node) or ""
         text += "".join(ast.get_source_segment(source, d) or "" for d in getattr(node, "decorator_list", []))
         is_test = isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
-        owner = node.name if is_test else module
+        owner = node.name if is_test else f"{module} {_statement_names(node)}"
         for short in sorted(op_mentions(text, ops)):
-            if not says(owner, short):
-                found.append(f"{owner if is_test else f'{module}:{node.lineno}'}: {short}")
+            if not (RECORDED in owner.lower() or short in owner):
+                found.append(f"{node.name if is_test else f'{module}:{node.lineno}'}: {short}")
     return found
 
 
@@ -121,6 +125,7 @@ def test_a_test_naming_a_built_in_op_it_does_not_say_is_found():
     ops = {"demo_backward": "demo", "DemoBackward": "demo"}
     source = (
         "X = 'demo_backward'\n"
+        "RECORDED_FACTS = {'DemoBackward': 1}\n"
         "def test_any(): f('aclnnDemoBackward')\n"
         "def test_demo_fact(): f('DemoBackward')\n"
         "def test_recorded_fact_of_one(): f('demo_backward')\n"
