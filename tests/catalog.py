@@ -57,5 +57,54 @@ WITH_TWO_SCALARS = an_op(
 )
 #: an op whose rules hold every tensor to one dtype
 WITH_SAME_DTYPE = an_op("an op with a same_dtype rule", has_rule("same_dtype"))
+#: an op with a reduction output (the simulator asks it for a workspace)
+WITH_REDUCTION = an_op(
+    "an op with a reduction output", lambda m: "reduction" in (m.get("formula") or {}).get("outputs", {}).values()
+)
 #: an op whose rules bound the rank
 WITH_MAX_RANK = an_op("an op with a max_rank rule", has_rule("max_rank"))
+
+
+def call(snake: str, values: dict, **extra):
+    """Calls a catalog op's binding with C-named `values` as a user would (leading inputs by
+    position, the rest by Python name), plus `extra` keywords (validate=False, an output, ...)."""
+    from aclnngen.verify.opcheck import binding_args
+
+    positional, keywords = binding_args(meta(snake), values)
+    return binding(snake)(*positional, **keywords, **extra)
+
+
+def py_name(m: dict, name: str) -> str:
+    """A parameter's keyword in the binding, from its C name."""
+    return next(p["py"] for p in m["params"] if p["name"] == name)
+
+
+def dtype_missing_on_a_family(version: str) -> tuple[str, str, str]:
+    """(op, family, dtype): a float dtype every tensor of the op takes on one of its families and some
+    tensor does not take on `family`, where the op is supported."""
+    from aclnngen.core.rules import supported_dtypes
+
+    for snake in OPS:
+        m = meta(snake)
+        tensors = names(m, "input", "output")
+        families = supported_families(m, version)
+
+        def everywhere(family):
+            return set.intersection(*(set(supported_dtypes(m, t, family, version)) for t in tensors))
+
+        known = set().union(*(everywhere(f) for f in families)) if families else set()
+        for family in families:
+            for dtype in sorted(d for d in known - everywhere(family) if d.startswith(("float", "bfloat"))):
+                return snake, family, dtype
+    raise LookupError("no op of the catalog lacks on one family a float dtype it takes on another")
+
+
+def unsupported_family(version: str) -> tuple[str, str]:
+    """(op, family): a family of the product table an op is not supported on at `version`."""
+    from aclnngen.generated.products import FAMILIES
+
+    for snake in OPS:
+        missing = [f["id"] for f in FAMILIES if f["id"] not in supported_families(meta(snake), version)]
+        if missing:
+            return snake, missing[0]
+    raise LookupError("every op of the catalog is supported on every family")

@@ -33,6 +33,7 @@ from aclnngen.runtime.errors import (
     BackendError,
     UnknownSocError,
 )
+import catalog
 from catalog import PLAIN, meta as _meta
 from simtools import leak_counters as _counters, no_leaks_around
 
@@ -58,6 +59,13 @@ def no_leaks():
         yield
 
 
+def session_family(meta) -> str:
+    """A family the op is supported on at VERSION (the simulated device for its call)."""
+    from aclnngen.core.rules import supported_families
+
+    return supported_families(meta, VERSION)[0]
+
+
 def _reaches_c() -> int:
     return len(simkernels.recorded())
 
@@ -66,21 +74,21 @@ def _reaches_c() -> int:
 
 
 def test_wrong_dtype_for_the_product():
-    _, binding = _op("prelu_backward")
-    v = _values("prelu_backward", dtype="bfloat16")
+    snake, family, dtype = catalog.dtype_missing_on_a_family(VERSION)
+    meta, v = _meta(snake), _values(snake, dtype=dtype)
     simkernels.clear_recorded()
-    with session.simulated(family="training", version=VERSION):  # no bfloat16 on the training series
+    with session.simulated(family=family, version=VERSION):
         with pytest.raises(AclnnValidationError) as err:
-            binding(v["gradOutput"], v["self"], v["weight"])
+            catalog.call(snake, v)
         assert _reaches_c() == 0, "the validator must reject before anything reaches C"
-        assert err.value.status == 161002 and err.value.check == "dtype" and err.value.family == "training"
+        assert err.value.status == 161002 and err.value.check == "dtype" and err.value.family == family
         with pytest.raises(AclnnStatusError) as lib:
-            binding(v["gradOutput"], v["self"], v["weight"], validate=False)
+            catalog.call(snake, v, validate=False)
     e = lib.value
     assert e.status == 161002 and e.status_name == "ACLNN_ERR_PARAM_INVALID"
-    assert e.op == "PreluBackward" and e.function == "aclnnPreluBackwardGetWorkspaceSize"
-    assert "bfloat16" in e.recent_message and "training" in e.recent_message
-    assert "161002" in str(e) and "aclnnPreluBackward" in str(e)
+    assert e.op == meta["name"] and e.function == f"{meta['symbol']}GetWorkspaceSize"
+    assert dtype in e.recent_message and family in e.recent_message
+    assert "161002" in str(e) and meta["symbol"] in str(e)
 
 
 def test_bad_shape():
@@ -96,69 +104,71 @@ def test_bad_shape():
 
 
 def test_wrong_output_shape_passed_in():
-    _, binding = _op("swish_backward")
-    v = _values("swish_backward")
+    meta, binding = _op(PLAIN)
+    v = _values(PLAIN)
     out = np.zeros((2, 3, 5), np.float32)
+    (go, x), (result,) = catalog.names(meta, "input"), catalog.names(meta, "output")
+    keyword = {catalog.py_name(meta, result): out}
     with pytest.raises(AclnnValidationError):
-        binding(v["gradOutput"], v["self"], grad_input=out)
+        binding(v[go], v[x], **keyword)
     with pytest.raises(AclnnStatusError) as lib:
-        binding(v["gradOutput"], v["self"], grad_input=out, validate=False)
+        binding(v[go], v[x], **keyword, validate=False)
     assert lib.value.status == 161002
     assert (out == 0).all()
 
 
 def test_device_call_failing_in_c_frees_its_outputs_at_once():
-    _, binding = _op("prelu_backward")
-    v = _values("prelu_backward")
-    with DeviceArray.from_host(v["gradOutput"]) as g, DeviceArray.from_host(v["self"]) as x:
-        bad_weight = DeviceArray.from_host(np.ones(5, np.float32))  # 5 channels for C = 3
-        before = _counters()
+    meta, binding = _op(PLAIN)
+    v = _values(PLAIN)
+    go, x = catalog.names(meta, "input")
+    with DeviceArray.from_host(v[go]) as g, DeviceArray.from_host(np.ones((2, 5, 7), np.float32)) as bad:
+        before = _counters()  # shapes that do not broadcast, past the validator
         with pytest.raises(AclnnStatusError) as lib:
-            binding(g, x, bad_weight, validate=False)
+            binding(g, bad, validate=False)
         assert lib.value.status == 161002
         assert _counters() == before, "the outputs allocated for the call outlived its failure"
-        bad_weight.free()
 
 
 def test_null_pointer_for_a_required_argument():
-    _, binding = _op("hardtanh_backward")
-    v = _values("hardtanh_backward")
-    with pytest.raises(AclnnValidationError) as err:
-        binding(None, v["self"], min=-1.0, max=1.0)
-    assert err.value.status == 161001 and err.value.param == "gradOutput"
-    with pytest.raises(AclnnStatusError) as lib:
-        binding(None, v["self"], min=-1.0, max=1.0, validate=False)
-    assert lib.value.status == 161001 and lib.value.status_name == "ACLNN_ERR_PARAM_NULLPTR"
-    assert "gradOutput" in lib.value.recent_message
-    with pytest.raises(AclnnStatusError) as lib:
-        binding(v["gradOutput"], v["self"], min=None, max=1.0, validate=False)  # a NULL scalar
-    assert lib.value.status == 161001 and "min" in lib.value.recent_message
+    snake = catalog.an_op("a required scalar", lambda m: bool(catalog.names(m, "scalar")))
+    meta, v = _meta(snake), _values(snake)
+    first, scalar = catalog.names(meta, "input")[0], catalog.names(meta, "scalar")[0]
+    family = session_family(meta)
+    with session.simulated(family=family, version=VERSION):
+        with pytest.raises(AclnnValidationError) as err:
+            catalog.call(snake, {**v, first: None})
+        assert err.value.status == 161001 and err.value.param == first
+        with pytest.raises(AclnnStatusError) as lib:
+            catalog.call(snake, {**v, first: None}, validate=False)
+        assert lib.value.status == 161001 and lib.value.status_name == "ACLNN_ERR_PARAM_NULLPTR"
+        assert first in lib.value.recent_message
+        with pytest.raises(AclnnStatusError) as lib:
+            catalog.call(snake, {**v, scalar: None}, validate=False)  # a NULL scalar
+        assert lib.value.status == 161001 and scalar in lib.value.recent_message
 
 
 def test_scalar_constraint_from_the_library():
-    meta, binding = _op("softshrink_backward")
-    v = _values("softshrink_backward")
-    bad = planning.scalar_violations(meta, VERSION)
-    if not bad:
-        pytest.skip("no scalar constraint at this version")
-    name, value, status = bad[0]
-    with pytest.raises(AclnnValidationError) as err:
-        binding(v["gradOutput"], v["self"], lambd=value)
-    assert err.value.status == status
-    with pytest.raises(AclnnStatusError) as lib:
-        binding(v["gradOutput"], v["self"], lambd=value, validate=False)
+    snake = catalog.an_op("a scalar constraint", lambda m: bool(planning.scalar_violations(m, VERSION)))
+    meta, v = _meta(snake), _values(snake)
+    name, value, status = planning.scalar_violations(meta, VERSION)[0]
+    with session.simulated(family=session_family(meta), version=VERSION):
+        with pytest.raises(AclnnValidationError) as err:
+            catalog.call(snake, {**v, name: value})
+        assert err.value.status == status
+        with pytest.raises(AclnnStatusError) as lib:
+            catalog.call(snake, {**v, name: value}, validate=False)
     assert lib.value.status == status
 
 
 def test_op_not_supported_on_the_family():
-    _, binding = _op("prelu_backward")
-    v = _values("prelu_backward")
-    with session.simulated(family="inference", version=VERSION):
+    snake, family = catalog.unsupported_family(VERSION)
+    v = _values(snake)
+    with session.simulated(family=family, version=VERSION):
         with pytest.raises(AclnnValidationError) as err:
-            binding(v["gradOutput"], v["self"], v["weight"])
+            catalog.call(snake, v)
         assert err.value.check == "product"
         with pytest.raises(AclnnStatusError) as lib:
-            binding(v["gradOutput"], v["self"], v["weight"], validate=False)
+            catalog.call(snake, v, validate=False)
     assert lib.value.status == 161002
 
 
@@ -185,9 +195,11 @@ def test_not_an_array():
     with pytest.raises(ArrayError) as typed:
         binding("not a tensor", np.ones(3, np.float32), validate=False)
     assert isinstance(typed.value, ValueError)
-    _, swish = _op("swish_backward")
+    snake = catalog.WITH_OPTIONAL_SCALAR
+    meta, v = _meta(snake), _values(snake)
+    scalar = catalog.names(meta, "optional_scalar")[0]
     with pytest.raises(ArrayError, match="real number"):
-        swish(np.ones(3, np.float32), np.ones(3, np.float32), beta="2", validate=False)
+        catalog.call(snake, {**v, scalar: "2"}, validate=False)
 
 
 def _metas():
@@ -432,9 +444,10 @@ def test_executor_reused():
 
 
 def test_short_workspace():
-    meta, _ = _op("prelu_backward")
-    v = _values("prelu_backward")
-    with bind(meta).prepare(v["gradOutput"], v["self"], v["weight"], None, None) as prepared:
+    meta, _ = _op(catalog.WITH_REDUCTION)
+    v = _values(catalog.WITH_REDUCTION)
+    inputs = [v[name] for name in catalog.names(meta, "input")]
+    with bind(meta).prepare(*inputs, *(None for _ in meta["outputs"])) as prepared:
         assert prepared.workspace_size == simkernels.DEFAULT_REDUCTION_WORKSPACE
         with pytest.raises(AclnnStatusError) as err:
             prepared.launch(workspace_size=prepared.workspace_size // 2)
@@ -443,9 +456,10 @@ def test_short_workspace():
 
 
 def test_missing_workspace():
-    meta, _ = _op("prelu_backward")
-    v = _values("prelu_backward")
-    with bind(meta).prepare(v["gradOutput"], v["self"], v["weight"], None, None) as prepared:
+    meta, _ = _op(catalog.WITH_REDUCTION)
+    v = _values(catalog.WITH_REDUCTION)
+    inputs = [v[name] for name in catalog.names(meta, "input")]
+    with bind(meta).prepare(*inputs, *(None for _ in meta["outputs"])) as prepared:
         with pytest.raises(AclnnStatusError) as err:
             prepared.launch(workspace=0)
     assert err.value.status == 161001
