@@ -108,3 +108,19 @@ def unsupported_family(version: str) -> tuple[str, str]:
         if missing:
             return snake, missing[0]
     raise LookupError("every op of the catalog is supported on every family")
+
+
+def family_gained(version: str) -> tuple[str, str, str]:
+    """(op, family, earlier release): a family the op is supported on at `version` but not at an
+    earlier release at which the op exists."""
+    from aclnngen.core.releases import CannVersion, known_releases
+
+    for snake in OPS:
+        now = supported_families(meta(snake), version)
+        earlier = [str(r) for r in known_releases(meta(snake)) if r < CannVersion(version)]
+        for before in reversed(earlier):
+            then = supported_families(meta(snake), before)
+            gained = [f for f in now if f not in then]
+            if then and gained:
+                return snake, gained[0], before
+    raise LookupError(f"no op of the catalog gained a family at {version}")
