@@ -31,6 +31,8 @@ tests/runtime/test_call_path.py does in-process.
 
 from __future__ import annotations
 
+import importlib
+
 import hashlib
 import json
 import os
@@ -39,6 +41,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from aclnngen.generated import OPS as CATALOG
 from aclnngen.runtime import backend as backend_mod
 from aclnngen.runtime import ffi as ffimod
 from aclnngen.runtime.sim import controls as simcontrols
@@ -47,8 +50,10 @@ from aclnngen.runtime.sim.build import build_simulator, cache_root
 ARCH = backend_mod._arch_dir()
 LIBRARY_VERSION = "8.5.0"  # the simulator's aclsysGetVersionStr answer (its default)
 INFO_VERSION = "8.3.RC1"  # ascend_toolkit_install.info: different on purpose
-OPS = ("gelu_backward", "hardtanh_backward", "prelu_backward", "softshrink_backward", "swish_backward")
-MISSING_OP = "SwishBackward"
+#: the ops of the fake op library: the catalog's; the "missing-op" layout lacks the last one
+OPS = tuple(CATALOG)
+MISSING_SNAKE = OPS[-1]
+MISSING_OP = importlib.import_module(f"aclnngen.generated.meta.{MISSING_SNAKE}").META["name"]
 
 #: install name -> {library file name: which build it links to}
 LAYOUTS: dict[str, dict[str, str]] = {
@@ -59,8 +64,8 @@ LAYOUTS: dict[str, dict[str, str]] = {
     "split": {"libascendcl.so": "core", "libnnopbase.so": "core", "libopapi_nn.so": "ops"},
     # ops only in a feature library
     "feature-lib": {"libascendcl.so": "core", "libnnopbase.so": "core", "libaclnn_ops_train.so": "ops"},
-    # an op library that predates SwishBackward
-    "missing-op": {"libascendcl.so": "core", "libnnopbase.so": "core", "libopapi.so": "ops-without-swish"},
+    # an op library that predates one op (MISSING_OP)
+    "missing-op": {"libascendcl.so": "core", "libnnopbase.so": "core", "libopapi.so": "ops-without-one"},
     # a release without aclsysGetVersionStr/Num
     "no-version-api": {
         "libascendcl.so": "core-no-version",
@@ -107,12 +112,12 @@ def build_all() -> dict[str, Path]:
     """Every build the layouts use: name -> the real library file."""
     core = build_core()
     core_nv = build_core(no_version_api=True)
-    without = tuple(op for op in OPS if op != "swish_backward")
+    without = tuple(op for op in OPS if op != MISSING_SNAKE)
     builds = {
         "core": core,
         "core-no-version": core_nv,
         "ops": build_ops(core),
-        "ops-without-swish": build_ops(core, without),
+        "ops-without-one": build_ops(core, without),
         "ops-on-no-version": build_ops(core_nv),
     }
     return {name: path.resolve() for name, path in builds.items()}
@@ -156,6 +161,7 @@ PRELUDE = '''
 import importlib, json, sys
 import numpy as np
 from aclnngen.verify import cases
+from aclnngen.verify.opcheck import binding_args
 from aclnngen.runtime import session, ffi as ffimod
 from aclnngen.runtime.sim import controls as simcontrols, kernels as simkernels
 from aclnngen.runtime.errors import AclnnError, BackendError
@@ -177,10 +183,11 @@ def check_op(snake, case="non-contiguous"):
         values = dict(cases.make_values(meta, case, "float32", version="8.5.0"))
     except ValueError:
         values = dict(cases.make_values(meta, "contiguous", "float32", version="8.5.0"))
+    positional, keywords = binding_args(meta, values)
+    got = binding(*positional, **keywords)
     inputs = [values[p["name"]] for p in meta["params"] if p["role"] == "input"]
-    scalars = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] in ("scalar", "optional_scalar")}
-    got = binding(*inputs, **scalars)
-    want = reference.reference(*inputs, **scalars)
+    rest = {p["py"]: values[p["name"]] for p in meta["params"] if p["role"] not in ("input", "output")}
+    want = reference.reference(*inputs, **rest)
     got = got if isinstance(got, tuple) else (got,)
     want = want if isinstance(want, tuple) else (want,)
     return len(got) == len(want) and all(

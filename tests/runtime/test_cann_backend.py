@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 
+import catalog
 import pytest
 
 import fakecann
@@ -38,9 +39,10 @@ def _info(home):
 def test_render_sim_ops_reuses_the_template_and_selects_ops():
     full = render_sim_ops()
     assert full == simcontrols.sim_ops_path().read_text(encoding="utf-8"), "must equal generated/c/sim_ops.c"
-    subset = render_sim_ops(ops=["gelu_backward", "HardtanhBackward"])
-    assert "aclnnGeluBackwardGetWorkspaceSize(" in subset and "aclnnHardtanhBackward(" in subset
-    assert "Swish" not in subset and "Prelu" not in subset and "Softshrink" not in subset
+    first, second, *others = (catalog.meta(snake)["name"] for snake in fakecann.OPS)
+    subset = render_sim_ops(ops=[fakecann.OPS[0], second])  # by file stem or by name
+    assert f"aclnn{first}GetWorkspaceSize(" in subset and f"aclnn{second}(" in subset
+    assert not [name for name in others if f"aclnn{name}(" in subset]
     assert subset.splitlines()[:3] == full.splitlines()[:3]  # the same header
     with pytest.raises(GenerateError, match="unknown op"):
         render_sim_ops(ops=["NoSuchOp"])
@@ -62,14 +64,15 @@ def test_op_library_is_a_separate_object_that_needs_the_core():
     dynamic = _dynamic(ops)
     assert "Shared library: [libnnopbase.so]" in dynamic and "[$ORIGIN]" in dynamic
     exported = _defined(ops)
-    assert {f"aclnn{n}" for n in ("GeluBackward", "SwishBackward", "PreluBackwardGetWorkspaceSize")} <= exported
+    names = [catalog.meta(snake)["name"] for snake in fakecann.OPS]
+    assert {f"aclnn{n}" for n in names} | {f"aclnn{n}GetWorkspaceSize" for n in names} <= exported
     assert not exported & {"aclInit", "aclCreateTensor", "sim_prepare", "aclsim_set_hooks"}, "no core code inside"
     core_syms = _defined(core.resolve())
     assert {"aclInit", "aclCreateTensor", "sim_prepare", "aclsim_set_hooks", "aclsysGetVersionStr"} <= core_syms
     assert not [s for s in core_syms if s.startswith("aclnn") and s.endswith("Backward")], "the core has no op"
-    without = fakecann.build_ops(core, tuple(op for op in fakecann.OPS if op != "swish_backward"))
-    assert "aclnnSwishBackward" not in _defined(without.resolve())
-    assert "aclnnGeluBackward" in _defined(without.resolve())
+    without = fakecann.build_ops(core, fakecann.OPS[1:])
+    assert f"aclnn{names[0]}" not in _defined(without.resolve())
+    assert f"aclnn{names[1]}" in _defined(without.resolve())
     no_version = fakecann.build_core(no_version_api=True).resolve()
     assert not {"aclsysGetVersionStr", "aclsysGetVersionNum"} & _defined(no_version)
     assert "aclrtGetVersion" in _defined(no_version)
@@ -170,6 +173,7 @@ def test_op_library_loaded_before_the_runtime_shares_its_core(fake_cann_homes):
 
 def test_missing_op_names_op_version_and_libraries_and_the_others_keep_working(fake_cann_homes):
     home = fake_cann_homes["missing-op"]
+    others = [s for s in fakecann.OPS if s != fakecann.MISSING_SNAKE]
     got = fakecann.run_scenario(
         """
         b = session.backend()
@@ -181,21 +185,22 @@ def test_missing_op_names_op_version_and_libraries_and_the_others_keep_working(f
             kernels.controls.aclsim_get_counters(c)
             return {name: getattr(c, name) for name, _ in sim.typeof("struct aclsim_counters").fields}
 
-        result = {"before": check_op("gelu_backward")}
+        result = {"before": check_op(%(first)r)}
         start = counters()
         errors = []
         for _ in range(2):
             try:
-                check_op("swish_backward")
+                check_op(%(missing)r)
                 errors.append(None)
             except BackendError as exc:
                 errors.append({"type": type(exc).__name__, "text": str(exc), "op": exc.op,
                                "version": exc.cann_version, "searched": list(exc.searched)})
         result["errors"] = errors
         result["leak"] = counters() != start
-        result["others"] = {s: check_op(s) for s in ("gelu_backward", "hardtanh_backward", "prelu_backward", "softshrink_backward")}
+        result["others"] = {s: check_op(s) for s in %(others)r}
         emit(result)
-        """,
+        """
+        % {"first": fakecann.OPS[0], "missing": fakecann.MISSING_SNAKE, "others": others},
         fakecann.scenario_env(ASCEND_HOME_PATH=str(home)),
     )
     assert got["before"] is True
@@ -206,12 +211,12 @@ def test_missing_op_names_op_version_and_libraries_and_the_others_keep_working(f
     assert first["searched"][0] == opapi
     assert "libaclnn_ops_train.so (not found by the dynamic loader)" in first["searched"]
     text = first["text"]
-    assert "aclnnSwishBackward" in text and f"CANN version: {fakecann.LIBRARY_VERSION}" in text and opapi in text
+    assert (
+        f"aclnn{fakecann.MISSING_OP}" in text and f"CANN version: {fakecann.LIBRARY_VERSION}" in text and opapi in text
+    )
     assert "Additionally, ctypes" not in text, "the loader's messages are kept short"
     assert got["leak"] is False, "the refused call allocated nothing"
-    assert got["others"] == {
-        s: True for s in ("gelu_backward", "hardtanh_backward", "prelu_backward", "softshrink_backward")
-    }
+    assert got["others"] == {s: True for s in others}
 
 
 # --- versions --------------------------------------------------------------------------------------
@@ -304,13 +309,14 @@ def test_the_cann_backend_never_installs_simulator_hooks(fake_cann_homes):
         from aclnngen.runtime.errors import AclnnStatusError
         b = session.backend()
         try:
-            check_op("gelu_backward")
+            check_op(%r)
             status = None
         except AclnnStatusError as exc:
             status = exc.status
         emit({"kind": b.kind, "status": status, "controls": hasattr(b, "controls"),
               "sim_ffi_made": simcontrols._SIM is not None})
-        """,
+        """
+        % fakecann.OPS[0],
         fakecann.scenario_env(ASCEND_HOME_PATH=str(fake_cann_homes["standard"])),
     )
     assert got == {"kind": "cann", "status": 561003, "controls": False, "sim_ffi_made": False}
