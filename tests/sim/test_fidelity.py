@@ -18,6 +18,7 @@ import gc
 import importlib
 import threading
 
+import catalog
 import numpy as np
 import pytest
 
@@ -102,22 +103,33 @@ def test_every_data_profile_is_a_simulator_profile(monkeypatch):
     # a profile added to the data (as `aclnngen generate` would render it) is usable at once
     from aclnngen.generated import profiles as data
 
+    snake = catalog.an_op(
+        "two inputs, one output, a same_shape rule and no required scalar or attribute",
+        lambda m: (
+            catalog.has_rule("same_shape")(m)
+            and (len(catalog.names(m, "input")), len(m["outputs"])) == (2, 1)
+            and not catalog.names(m, "scalar", "attribute")
+        ),
+    )
+    meta = catalog.meta(snake)
     entry = {
-        "op": "SwishBackward",
+        "op": meta["name"],
         "cann_version": VERSION,
         "evidence": "test",
         "null_out_pointers": "unchecked",
         "changes": [{"action": "drop", "rule": "same_shape", "params": [], "reason": "test"}],
     }
-    monkeypatch.setitem(data.PROFILES, "audit-test", {"SwishBackward": {VERSION: entry}})
+    monkeypatch.setitem(data.PROFILES, "audit-test", {meta["name"]: {VERSION: entry}})
     assert "audit-test" in simkernels.known_profiles()
-    _, swish, _ = _op("swish_backward")
+    (go, x_name), (out,) = catalog.names(meta, "input"), catalog.names(meta, "output")
     g, x = np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)
+    values = {go: g, x_name: x, out: np.zeros((2, 3), np.float32)}
     with pytest.raises(AclnnStatusError) as err:
-        swish(g, x, grad_input=np.zeros((2, 3), np.float32), validate=False)
+        catalog.call(snake, values, **{catalog.py_name(meta, out): values[out]}, validate=False)
     assert err.value.status == ACLNN_ERR_PARAM_INVALID and "same shape" in err.value.recent_message
     with simkernels.use_profile("audit-test"):
-        prepared = bind(_op("swish_backward")[0]).prepare(g, x, None, np.zeros((2, 3), np.float32), validate=False)
+        in_c_order = [values.get(p["name"]) for p in meta["params"]]
+        prepared = bind(meta).prepare(*in_c_order, validate=False)
         prepared.close()  # accepted by the library: the changed rule is the data's
 
 
@@ -140,7 +152,7 @@ def test_recorded_fact_softshrink_backward_mixed_dtypes_vendor_accepts_spec_reje
     np.testing.assert_array_equal(got, want)
 
 
-def test_a_profile_holds_from_its_release_on():
+def test_recorded_fact_a_profile_holds_from_its_release_on():
     """The vendor profile is recorded for 8.5.0: on an older simulated CANN the spec's rules hold."""
     _, gelu, _ = _op("gelu_backward_v2")  # its vendor profile drops max_rank
     x = np.ones((1,) * 9, np.float32)
@@ -267,7 +279,7 @@ def test_recorded_fact_checked_null_out_pointers_give_161001_under_vendor(snake)
     assert rc == ACLNN_ERR_PARAM_NULLPTR and "profile 'vendor'" in message
 
 
-def test_profile_selection_env_function_and_session(monkeypatch):
+def test_profile_selection_env_function_and_session_on_softshrink(monkeypatch):
     _, softshrink, _ = _op("softshrink_backward")
     g, x = np.ones(4, np.float16), np.ones(4, np.float32)
 
@@ -485,18 +497,17 @@ def test_results_appear_only_at_synchronisation():
 
 
 def test_launches_on_one_stream_run_in_order():
-    _, plain, _ = _op(PLAIN)
-    _, hardtanh, _ = _op("hardtanh_backward")
-    _, swish, _ = _op("swish_backward")
+    meta, plain, _ = _op(PLAIN)
     v = _values(PLAIN)
-    g, x = v["gradOutput"], v["self"]
+    go, x_name = catalog.names(meta, "input")
+    g, x = v[go], v[x_name]
     first = _reference(PLAIN, v)[0]
-    second = _reference("hardtanh_backward", {"gradOutput": first, "self": x, "min": -0.5, "max": 0.5})[0]
-    third = _reference("swish_backward", {"gradOutput": second, "self": first, "betaOptional": 0.75})[0]
+    second = _reference(PLAIN, {go: first, x_name: x})[0]
+    third = _reference(PLAIN, {go: second, x_name: first})[0]
     with session.stream() as s, DeviceArray.from_host(g) as dg, DeviceArray.from_host(x) as dx:
         a = plain(dg, dx, stream=s)
-        b = hardtanh(a, dx, min=-0.5, max=0.5, stream=s)  # reads what the first launch writes
-        c = swish(b, a, beta=0.75, stream=s)  # reads both
+        b = plain(a, dx, stream=s)  # reads what the first launch writes
+        c = plain(b, a, stream=s)  # reads both
         assert _peek(c) == b"\xff" * c.nbytes
         s.synchronize()
         assert _same_bits(a.to_host(), first)
@@ -507,83 +518,91 @@ def test_launches_on_one_stream_run_in_order():
 
 
 def test_descriptors_destroyed_before_the_synchronisation_are_legal():
-    meta, _, _ = _op("swish_backward")
-    v = _values("swish_backward")
-    want = _reference("swish_backward", v)[0]
+    snake = catalog.WITH_OPTIONAL_SCALAR
+    meta, _, _ = _op(snake)
+    v = _values(snake)
+    scalar = catalog.names(meta, "optional_scalar")[0]
+    go, x_name = catalog.names(meta, "input")
+    want = _reference(snake, v)[0]
+    scalars = len(catalog.names(meta, "scalar", "optional_scalar"))
     b = _sim()
     with (
         session.stream() as s,
-        DeviceArray.from_host(v["gradOutput"]) as dg,
-        DeviceArray.from_host(v["self"]) as dx,
+        DeviceArray.from_host(v[go]) as dg,
+        DeviceArray.from_host(v[x_name]) as dx,
         DeviceArray.empty(want.shape, want.dtype) as out,
     ):
+        on_device = {go: dg, x_name: dx, meta["outputs"][0]: out}
         before = _counters()
-        prepared = bind(meta).prepare(dg, dx, v["betaOptional"], out)
-        assert _counters()["tensors"] == before["tensors"] + 3 and _counters()["scalars"] == before["scalars"] + 1
+        prepared = bind(meta).prepare(*[on_device.get(p["name"], v.get(p["name"])) for p in meta["params"]])
+        assert _counters()["tensors"] == before["tensors"] + 3
+        assert _counters()["scalars"] == before["scalars"] + scalars
         prepared.launch(s)  # the runtime destroys every descriptor right after the launch
         now = _counters()
         assert (now["tensors"], now["scalars"]) == (before["tensors"], before["scalars"])
         assert now["queued_launches"] == before["queued_launches"] + 1
-        # the same by hand: destroy each descriptor between the launch and the sync
-        handles = [tensor_descriptor(b, d) for d in (dg, dx, out)]
+        # the same by hand (the optional scalar NULL): destroy each descriptor between the launch and the sync
+        handles = {name: tensor_descriptor(b, d) for name, d in on_device.items()}
         gws, launch, _ = b.op_functions(meta)
         ws, ex = b.ffi.new("uint64_t *"), b.ffi.new("aclOpExecutor **")
-        assert gws(handles[0], handles[1], b.ffi.NULL, handles[2], ws, ex) == 0
+        assert gws(*[handles.get(p["name"], b.ffi.NULL) for p in meta["params"]], ws, ex) == 0
         assert launch(b.ffi.NULL, 0, ex[0], s.handle) == 0
-        assert [b.api.aclDestroyTensor(h) for h in handles] == [0, 0, 0]
+        assert [b.api.aclDestroyTensor(h) for h in handles.values()] == [0, 0, 0]
         s.synchronize()
         prepared.close()
-        assert _same_bits(out.to_host(), _reference("swish_backward", dict(v, betaOptional=None))[0])
+        assert _same_bits(out.to_host(), _reference(snake, {**v, scalar: None})[0])
 
 
 def test_memory_a_queued_launch_uses_cannot_be_freed_or_overwritten():
-    _, prelu, _ = _op("prelu_backward")
-    v = _values("prelu_backward")
-    want = _reference("prelu_backward", v)
+    snake = catalog.WITH_REDUCTION  # several inputs and outputs
+    meta, op, _ = _op(snake)
+    v = _values(snake)
+    want = _reference(snake, v)
+    names = catalog.names(meta, "input")
     b = _sim()
     with session.stream() as s:
-        dg, dx, dw = (DeviceArray.from_host(v[n]) for n in ("gradOutput", "self", "weight"))
-        gi, gw = prelu(dg, dx, dw, stream=s)
+        inputs = [DeviceArray.from_host(v[n]) for n in names]
+        outputs = op(*inputs, stream=s)
         # the runtime refuses to free an input of a queued launch
         with pytest.raises(ArrayError, match="queued on a stream"):
-            dx.free()
+            inputs[1].free()
         # and so does the simulated library itself when asked directly
-        assert b.api.aclrtFree(b.ffi.cast("void *", dw.address)) == ACL_ERROR_RT_PARAM_INVALID
-        assert "still used by a queued launch of aclnnPreluBackward" in b.recent_error()
+        assert b.api.aclrtFree(b.ffi.cast("void *", inputs[-1].address)) == ACL_ERROR_RT_PARAM_INVALID
+        assert f"still used by a queued launch of {meta['symbol']}" in b.recent_error()
         # overwriting an input, or reading an output, before the sync is an error too
         with pytest.raises(AclRuntimeError) as err:
-            dg.from_host(np.zeros_like(v["gradOutput"]))
+            inputs[0].from_host(np.zeros_like(v[names[0]]))
         assert err.value.status == ACL_ERROR_RT_PARAM_INVALID and "queued launch" in err.value.detail
         with pytest.raises(AclRuntimeError) as err:
-            gi.to_host()
+            outputs[0].to_host()
         assert err.value.status == ACL_ERROR_RT_PARAM_INVALID
         # reading an input is fine: two readers never conflict
-        assert _same_bits(dx.to_host(), v["self"])
+        assert _same_bits(inputs[1].to_host(), v[names[1]])
         s.synchronize()
-        assert _same_bits(gi.to_host(), want[0]) and _same_bits(gw.to_host(), want[1])
-        for d in (dg, dx, dw, gi, gw):
+        assert all(_same_bits(got.to_host(), expected) for got, expected in zip(outputs, want))
+        for d in (*inputs, *outputs):
             d.free()  # all free after the sync
 
 
 def test_the_workspace_is_released_only_after_the_synchronisation():
-    _, prelu, _ = _op("prelu_backward")
-    v = _values("prelu_backward")
+    snake = catalog.WITH_REDUCTION  # an op the simulator gives a workspace
+    meta, op, _ = _op(snake)
+    v = _values(snake)
     padded = (simkernels.DEFAULT_REDUCTION_WORKSPACE + 31) // 32 * 32 + 32  # as aclrtMalloc reserves
     with session.stream() as s:
-        dg, dx, dw = (DeviceArray.from_host(v[n]) for n in ("gradOutput", "self", "weight"))
+        inputs = [DeviceArray.from_host(v[n]) for n in catalog.names(meta, "input")]
         base = _counters()
-        gi, gw = prelu(dg, dx, dw, stream=s)
-        assert simkernels.recorded("aclnnPreluBackward")[-1]["workspace"] == simkernels.DEFAULT_REDUCTION_WORKSPACE
+        outputs = op(*inputs, stream=s)
+        assert simkernels.recorded(meta["symbol"])[-1]["workspace"] == simkernels.DEFAULT_REDUCTION_WORKSPACE
         queued = _counters()
-        outputs = gi.buffer.nbytes, gw.buffer.nbytes
-        out_bytes = sum((n + 31) // 32 * 32 + 32 for n in outputs)
-        assert queued["allocations"] == base["allocations"] + 3  # two outputs and the workspace
+        out_bytes = sum((o.buffer.nbytes + 31) // 32 * 32 + 32 for o in outputs)
+        assert queued["allocations"] == base["allocations"] + len(outputs) + 1  # the outputs and the workspace
         assert queued["allocated_bytes"] == base["allocated_bytes"] + out_bytes + padded
         s.synchronize()
         after = _counters()
-        assert after["allocations"] == base["allocations"] + 2
+        assert after["allocations"] == base["allocations"] + len(outputs)
         assert after["allocated_bytes"] == base["allocated_bytes"] + out_bytes
-        for d in (dg, dx, dw, gi, gw):
+        for d in (*inputs, *outputs):
             d.free()
 
 
