@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import catalog
 import numpy as np
 import pytest
 
@@ -15,8 +16,6 @@ from aclnngen.codegen.loader import load_all
 from aclnngen.codegen.profiles import load_profiles
 from aclnngen.core.checks import STEPS, CheckOrderError, check_order
 from aclnngen.generated import profiles as generated_profiles
-from aclnngen.generated.ops.softmax_backward import softmax_backward
-from aclnngen.generated.ops.threshold_backward import threshold_backward
 from aclnngen.runtime import session
 from aclnngen.runtime.arrays import DeviceArray
 from aclnngen.runtime.errors import AclnnStatusError
@@ -35,10 +34,23 @@ def _install(tmp_path: Path, monkeypatch, name: str, snake: str, text: str) -> N
     monkeypatch.setitem(generated_profiles.PROFILES, found, {profile.op: {"8.5.0": profile.as_data()}})
 
 
-THRESHOLD_HEAD = """\
-op: ThresholdBackward
+# the op the profiles written here describe: two inputs, one output, one required scalar, and a rule
+# holding its output to the inputs' dtype
+OP = catalog.an_op(
+    "two inputs, one output, one required scalar, no attribute, the output held to one dtype",
+    lambda m: (
+        (len(catalog.names(m, "input")), len(m["outputs"]), len(catalog.names(m, "scalar"))) == (2, 1, 1)
+        and not catalog.names(m, "optional_scalar", "attribute")
+        and any(r["kind"] == "same_dtype" and m["outputs"][0] in r["params"] for r in m["rules"])
+    ),
+)
+META = catalog.meta(OP)
+(GRAD, X), (SCALAR,) = catalog.names(META, "input"), catalog.names(META, "scalar")
+binding = catalog.binding(OP)
+HEAD = f"""\
+op: {META["name"]}
 cann_version: 8.5.0
-evidence: a profile written by tests/test_profile_checks.py
+evidence: a profile written by tests/sim/test_profile_checks.py
 null_out_pointers: checked
 """
 
@@ -48,8 +60,9 @@ null_out_pointers: checked
 
 @pytest.mark.parametrize("family", ["training", "a2", "ascend950"])
 def test_recorded_fact_softmax_backward_returns_success_for_empty_inputs_before_any_check(family):
-    # CheckParams: CheckNotNull, then `if (gradOutput->IsEmpty() || output->IsEmpty()) return
-    # ACLNN_SUCCESS;` before CheckDtypeValid, CheckDim and CheckShape (on every SoC)
+    softmax_backward = catalog.binding("softmax_backward")
+    # the parameter checks: null pointers first, then success at once when either tensor is empty,
+    # before the dtype, the dim and the shapes are checked (on every SoC)
     g = np.zeros((0, 3), np.float32)
     wrong_dtype = np.zeros((0, 3), np.float16)  # output's dtype must equal gradOutput's
     with session.simulated(family=family, version="9.1.0", profile="spec"):
@@ -71,6 +84,7 @@ def test_recorded_fact_softmax_backward_returns_success_for_empty_inputs_before_
 
 
 def test_recorded_fact_softmax_backward_checks_dim_before_shapes():
+    softmax_backward = catalog.binding("softmax_backward")
     # CheckParams: CheckDtypeValid, CheckDim, then CheckShape (max dim, then shape equality)
     x = np.ones((2, 3), np.float32)
     bad_out = np.zeros((3, 2), np.float32)
@@ -101,29 +115,29 @@ def test_a_null_the_implementation_never_checks_is_dereferenced(tmp_path, monkey
         tmp_path,
         monkeypatch,
         "nullcheck",
-        "threshold_backward",
-        THRESHOLD_HEAD + "unchecked_nulls:\n  - params: [threshold]\n    reason: read with ToFloat() unchecked\n",
+        OP,
+        HEAD + "unchecked_nulls:\n  - params: [" + SCALAR + "]\n    reason: read with ToFloat() unchecked\n",
     )
     g = np.ones((2, 3), np.float32)
     for name in ("spec", "vendor"):
         with session.simulated(family="a2", version="9.1.0", profile=name):
             with pytest.raises(AclnnStatusError) as err:
-                threshold_backward(g, g, None, validate=False)
+                binding(g, g, None, validate=False)
             assert err.value.status == PARAM_NULLPTR
     with session.simulated(family="a2", version="9.1.0", profile="nullcheck"):
         with pytest.raises(AclnnStatusError) as err:
-            threshold_backward(g, g, None, validate=False)
+            binding(g, g, None, validate=False)
         assert err.value.status == INNER_NULLPTR
-        assert "threshold" in err.value.recent_message and "never checks" in err.value.recent_message
+        assert SCALAR in err.value.recent_message and "never checks" in err.value.recent_message
         # an earlier check still answers first
         with pytest.raises(AclnnStatusError) as err:
-            threshold_backward(g, g.astype(np.float16), None, validate=False)
+            binding(g, g.astype(np.float16), None, validate=False)
         assert err.value.status == PARAM_INVALID
         # a NULL tensor the profile does not name is still refused
         with pytest.raises(AclnnStatusError) as err:
-            threshold_backward(None, g, 1.0, validate=False)
+            binding(None, g, 1.0, validate=False)
         assert err.value.status == PARAM_NULLPTR
-        assert threshold_backward(g, g, 0.5, validate=False).shape == (2, 3)
+        assert binding(g, g, 0.5, validate=False).shape == (2, 3)
 
 
 def test_an_early_return_holds_on_its_families_only(tmp_path, monkeypatch):
@@ -131,17 +145,21 @@ def test_an_early_return_holds_on_its_families_only(tmp_path, monkeypatch):
         tmp_path,
         monkeypatch,
         "earlyonly",
-        "threshold_backward",
-        THRESHOLD_HEAD
-        + "early_returns:\n  - params: [gradOutput, self]\n    families: [a2]\n    reason: IsEmpty on ASCEND910B\n",
+        OP,
+        HEAD
+        + "early_returns:\n  - params: ["
+        + GRAD
+        + ", "
+        + X
+        + "]\n    families: [a2]\n    reason: IsEmpty on ASCEND910B\n",
     )
     empty = np.zeros((0, 4), np.float32)
     out = np.zeros((0, 4), np.float16)  # out must have self's dtype
     with session.simulated(family="a2", version="9.1.0", profile="earlyonly"):
-        assert threshold_backward(empty, empty, 1.0, out=out, validate=False) is out
+        assert binding(empty, empty, 1.0, out=out, validate=False) is out
     with session.simulated(family="training", version="9.1.0", profile="earlyonly"):
         with pytest.raises(AclnnStatusError) as err:
-            threshold_backward(empty, empty, 1.0, out=out, validate=False)
+            binding(empty, empty, 1.0, out=out, validate=False)
         assert err.value.status == PARAM_INVALID
 
 
@@ -149,8 +167,8 @@ def test_an_early_return_holds_on_its_families_only(tmp_path, monkeypatch):
     "extra, message",
     [
         ("unchecked_nulls:\n  - params: [nope]\n    reason: x\n", "no required tensor or scalar 'nope'"),
-        ("early_returns:\n  - params: [threshold]\n    reason: x\n", "no tensor 'threshold'"),
-        ("early_returns:\n  - params: [self]\n    families: [mars]\n    reason: x\n", "'mars'"),
+        (f"early_returns:\n  - params: [{SCALAR}]\n    reason: x\n", f"no tensor '{SCALAR}'"),
+        (f"early_returns:\n  - params: [{X}]\n    families: [mars]\n    reason: x\n", "'mars'"),
         ("check_order:\n  steps: [dtype, per_channel]\n  reason: x\n", "no 'per_channel' rule"),
         ("check_order:\n  steps: [dtype, dtype]\n  reason: x\n", "named twice"),
         ("check_order:\n  steps: [dtypes]\n  reason: x\n", "dtypes"),
@@ -159,10 +177,10 @@ def test_an_early_return_holds_on_its_families_only(tmp_path, monkeypatch):
 def test_a_wrong_statement_about_the_checks_is_refused_at_its_line(tmp_path, extra, message):
     folder = tmp_path / "profiles" / "bad" / "8.5.0"
     folder.mkdir(parents=True)
-    (folder / "threshold_backward.yaml").write_text(THRESHOLD_HEAD + extra)
+    (folder / f"{OP}.yaml").write_text(HEAD + extra)
     with pytest.raises(SpecError) as info:
         load_profiles(tmp_path, SPECS)
-    assert message in str(info.value) and "threshold_backward.yaml:" in str(info.value)
+    assert message in str(info.value) and f"{OP}.yaml:" in str(info.value)
 
 
 def test_the_check_order_puts_unstated_steps_after_the_stated_ones():
@@ -180,7 +198,7 @@ def test_a_saved_profile_keeps_the_stated_facts_about_the_checks():
     from aclnngen.audit import observed  # deferred: only this test needs the audit
 
     saved = {
-        "op": "SoftmaxBackward",
+        "op": "DemoBackward",
         "changes": [],
         "dtypes": [],
         "notes": [],
@@ -188,7 +206,7 @@ def test_a_saved_profile_keeps_the_stated_facts_about_the_checks():
         "early_returns": [{"params": ["gradOutput"], "families": [], "reason": "r"}],
         "check_order": {"steps": ["dtype"], "reason": "r"},
     }
-    new = {"op": "SoftmaxBackward", "changes": [], "dtypes": [], "notes": [], "evidence": "e"}
+    new = {"op": "DemoBackward", "changes": [], "dtypes": [], "notes": [], "evidence": "e"}
     merged = observed.merge(saved, new)
     assert merged["early_returns"] == saved["early_returns"] and merged["check_order"] == saved["check_order"]
     assert "unchecked_nulls" not in merged
