@@ -22,7 +22,7 @@ from aclnngen.codegen.errors import FieldProblem
 
 # (canonical text, the vendor's own spelling) for every prototype in cann-abi.md sections 1.2,
 # 2.2, 3 and 9.
-PROTOTYPES: list[tuple[str, str]] = [
+RECORDED_FACT_PROTOTYPES: list[tuple[str, str]] = [
     # 1.2 runtime
     ("aclError aclInit(const char* configPath)", "aclError aclInit(const char *configPath);"),
     ("aclError aclFinalize(void)", "aclError aclFinalize();"),
@@ -268,14 +268,14 @@ PROTOTYPES: list[tuple[str, str]] = [
     ),
 ]
 
-CANONICAL = [canonical for canonical, _ in PROTOTYPES]
+CANONICAL = [canonical for canonical, _ in RECORDED_FACT_PROTOTYPES]
 
 
 def _name(text: str) -> str:
     return re.search(r"(\w+)\s*\(", text).group(1)
 
 
-@pytest.mark.parametrize("canonical, vendor", PROTOTYPES, ids=[_name(c) for c in CANONICAL])
+@pytest.mark.parametrize("canonical, vendor", RECORDED_FACT_PROTOTYPES, ids=[_name(c) for c in CANONICAL])
 def test_vendor_spelling_normalises_to_canonical(canonical: str, vendor: str) -> None:
     assert normalize_prototype(vendor) == canonical
     parsed = CFunction.parse_canonical(canonical)
@@ -328,7 +328,7 @@ def test_empty_parameter_list_is_void() -> None:
 def test_constructed_model_prints_canonically() -> None:
     fn = CFunction(
         CType("aclnnStatus"),
-        "aclnnSwishBackward",
+        "aclnnDemoBackward",
         [
             CParam(CType("void", pointers=(False,)), "workspace"),
             CParam(CType("uint64_t"), "workspaceSize"),
@@ -338,7 +338,7 @@ def test_constructed_model_prints_canonically() -> None:
     )
     assert isinstance(fn.params, tuple)
     assert str(fn) == (
-        "aclnnStatus aclnnSwishBackward(void* workspace, uint64_t workspaceSize, "
+        "aclnnStatus aclnnDemoBackward(void* workspace, uint64_t workspaceSize, "
         "aclOpExecutor* executor, aclrtStream stream)"
     )
 
@@ -447,7 +447,7 @@ SOFTSHRINK_WS_HEADER = (
     "uint64_t* workspaceSize, aclOpExecutor** executor)"
 )
 
-DIFFS: list[tuple[str, str, str, list[str]]] = [
+RECORDED_FACT_DIFFS: list[tuple[str, str, str, list[str]]] = [
     (
         "softshrink lambd",
         SOFTSHRINK_WS_HEADER,
@@ -517,7 +517,9 @@ DIFFS: list[tuple[str, str, str, list[str]]] = [
 ]
 
 
-@pytest.mark.parametrize("header, page, expected", [d[1:] for d in DIFFS], ids=[d[0] for d in DIFFS])
+@pytest.mark.parametrize(
+    "header, page, expected", [d[1:] for d in RECORDED_FACT_DIFFS], ids=[d[0] for d in RECORDED_FACT_DIFFS]
+)
 def test_diff_prototypes_on_page_variants(header: str, page: str, expected: list[str]) -> None:
     assert diff_prototypes(parse_prototype(header), parse_prototype(page)) == expected
 

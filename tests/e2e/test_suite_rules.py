@@ -116,7 +116,7 @@ def unnamed_op_mentions(source: str, module: str, ops: dict[str, str]) -> list[s
         is_test = isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
         owner = node.name if is_test else f"{module} {_statement_names(node)}"
         for short in sorted(op_mentions(text, ops)):
-            if not (RECORDED in owner.lower() or short in owner):
+            if not (RECORDED in owner.lower() or short in owner.lower()):
                 found.append(f"{node.name if is_test else f'{module}:{node.lineno}'}: {short}")
     return found
 

@@ -26,7 +26,7 @@ DTYPE_IDS = [d.name for d in DTYPES]
 
 # The formulas come from the specs themselves (parsed as the generator parses them), so a changed
 # spec is tested as it now reads; the tests below compare them against PyTorch, a second source.
-SPEC_OF = {
+RECORDED_FACT_SPEC_OF = {
     "hardtanh": "hardtanh_backward",
     "softshrink": "softshrink_backward",
     "prelu": "prelu_backward",
@@ -37,7 +37,7 @@ SPEC_OF = {
 
 @functools.cache
 def _spec(op):
-    return load_spec(DEFAULT_SPECS_DIR / "ops" / f"{SPEC_OF[op]}.yaml", load_products()).spec
+    return load_spec(DEFAULT_SPECS_DIR / "ops" / f"{RECORDED_FACT_SPEC_OF[op]}.yaml", load_products()).spec
 
 
 def names_of(op) -> dict[str, str]:

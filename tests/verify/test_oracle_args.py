@@ -7,15 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import catalog
 import pytest
+import yaml
 
 from aclnngen.codegen.errors import SpecError
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, load_spec
 from aclnngen.verify import oracle
 
 pytestmark = pytest.mark.needs_torch
-BASE = (DEFAULT_SPECS_DIR / "ops" / "swish_backward.yaml").read_text(encoding="utf-8")
-RECIPE = "oracle:\n  kind: recipe\n  recipe: swish_autograd\n  args: [grad_output, self, beta]\n"
+# an op with a scalar (tests/catalog.py) whose spec takes the oracles written here; names in the
+# formula language are the parameters' Python names
+OP = catalog.WITH_OPTIONAL_SCALAR
+_META = catalog.meta(OP)
+G, X = (catalog.py_name(_META, n) for n in catalog.names(_META, "input"))
+S = catalog.py_name(_META, catalog.names(_META, "optional_scalar")[0])
+OUT = catalog.py_name(_META, _META["outputs"][0])
 
 
 def test_constants_and_computed_dtypes_in_positions_and_keywords():
@@ -43,31 +50,33 @@ def test_a_keyword_bound_to_a_parameter_takes_its_value():
 
 
 def _load(tmp_path: Path, oracle_text: str):
-    assert RECIPE in BASE, "the base spec's oracle changed"
-    path = tmp_path / "swish_backward.yaml"
-    path.write_text(BASE.replace(RECIPE, oracle_text), encoding="utf-8")
+    """The op's spec with its oracle replaced by `oracle_text`."""
+    data = yaml.safe_load((DEFAULT_SPECS_DIR / "ops" / f"{OP}.yaml").read_text(encoding="utf-8"))
+    data["oracle"] = {"outputs": data["oracle"]["outputs"], **yaml.safe_load(oracle_text)["oracle"]}
+    path = tmp_path / f"{OP}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return load_spec(path, load_products()).spec
 
 
 def test_a_spec_can_state_every_argument_form(tmp_path):
     spec = _load(
         tmp_path,
-        "oracle:\n  kind: aten\n  op: mul\n  args: [grad_output, {const: 2.0}]\n"
-        "  kwargs: {out_dtype: {dtype_of: self}, scale: {param: beta}, mode: fast}\n",
+        f"oracle:\n  kind: aten\n  op: mul\n  args: [{G}, {{const: 2.0}}]\n"
+        f"  kwargs: {{out_dtype: {{dtype_of: {X}}}, scale: {{param: {S}}}, mode: fast}}\n",
     )
-    assert spec.oracle.args[1].const == 2.0 and spec.oracle.kwargs["scale"].param == "beta"
+    assert spec.oracle.args[1].const == 2.0 and spec.oracle.kwargs["scale"].param == S
 
 
 @pytest.mark.parametrize(
     "text, pattern",
     [
-        ("  args: [grad_output, {const: 2.0}]\n  kwargs: {scale: {param: betta}}\n", r"unknown parameter 'betta'"),
-        ("  args: [grad_output, {dtype_of: beta}]\n", r"unknown input tensor 'beta'"),
-        ("  args: [grad_output, {dtype_of: grad_input}]\n", r"unknown input tensor 'grad_input'"),
-        ("  args: [grad_output, {consts: 1}]\n", r"consts"),
+        (f"  args: [{G}, {{const: 2.0}}]\n  kwargs: {{scale: {{param: nothing}}}}\n", r"unknown parameter 'nothing'"),
+        (f"  args: [{G}, {{dtype_of: {S}}}]\n", rf"unknown input tensor '{S}'"),
+        (f"  args: [{G}, {{dtype_of: {OUT}}}]\n", rf"unknown input tensor '{OUT}'"),
+        (f"  args: [{G}, {{consts: 1}}]\n", r"consts"),
     ],
 )
 def test_an_argument_naming_nothing_is_an_error_at_its_line(tmp_path, text, pattern):
     with pytest.raises(SpecError, match=pattern) as info:
         _load(tmp_path, "oracle:\n  kind: aten\n  op: mul\n" + text)
-    assert "swish_backward.yaml:" in str(info.value)
+    assert f"{OP}.yaml:" in str(info.value)
