@@ -160,7 +160,7 @@ def test_a_pickle_named_like_an_old_record_is_never_unpickled(tmp_path):
     first = _generate(tmp_path, cache)
     assert first.returncode == 0, first.stderr
     assert _plant_pickles(cache, marker) > 10
-    spec = tmp_path / "specs" / "ops" / "swish_backward.yaml"
+    spec = min((tmp_path / "specs" / "ops").glob("*.yaml"))
     spec.write_text(spec.read_text())  # a new change time: the run is not answered from the memo alone
     for command in ("check", "generate"):  # the read-only check too
         again = _generate(tmp_path, cache, command=command)
