@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from catalog import PLAIN
 
 from aclnngen.codegen.errors import GenerateError
 from aclnngen.codegen.generate import REPO_LAYOUT, compare, plan, write
@@ -176,14 +177,14 @@ def _hostile_specs(tmp_path: Path) -> Path:
 
     specs = tmp_path / "specs"
     (specs / "ops").mkdir(parents=True)
-    data = yaml.safe_load((DEFAULT_SPECS_DIR / "ops" / "hardtanh_backward.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((DEFAULT_SPECS_DIR / "ops" / f"{PLAIN}.yaml").read_text(encoding="utf-8"))
     data["summary"] = HOSTILE + "\nsecond line"
     data["source"]["title"] = HOSTILE
     data["formula"]["latex"] = HOSTILE + "\n\\frac{a}{b} \\\\ {{ x }}"
     data["parameters"][0]["summary"] = HOSTILE
     data["return_codes"][0]["condition"] = HOSTILE
-    data["defects"][0]["note"] = HOSTILE
-    (specs / "ops" / "hardtanh_backward.yaml").write_text(
+    data.setdefault("defects", []).append({"kind": "other", "note": HOSTILE})
+    (specs / "ops" / f"{PLAIN}.yaml").write_text(
         yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8"
     )
     return specs
@@ -197,17 +198,17 @@ def test_spec_text_never_becomes_code(aclnngen_cli, tmp_path, monkeypatch):
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "PWNED").exists(), "generation executed spec text"
     monkeypatch.syspath_prepend(str(out.parent))
-    binding = importlib.import_module("hostile_ops.ops.hardtanh_backward")
-    reference = importlib.import_module("hostile_ops.reference.hardtanh_backward")
+    binding = getattr(importlib.import_module(f"hostile_ops.ops.{PLAIN}"), PLAIN)
+    reference = importlib.import_module(f"hostile_ops.reference.{PLAIN}")
     assert not (tmp_path / "PWNED").exists(), "importing the generated code executed spec text"
-    assert HOSTILE in binding.hardtanh_backward.__doc__ and "{{ 7*7 }}" in binding.hardtanh_backward.__doc__
-    assert "49" not in binding.hardtanh_backward.__doc__.split("Formula")[0]
-    from aclnngen.generated.reference.hardtanh_backward import reference as builtin
+    assert HOSTILE in binding.__doc__ and "{{ 7*7 }}" in binding.__doc__
+    assert "49" not in binding.__doc__.split("Formula")[0]
+    builtin = importlib.import_module(f"aclnngen.generated.reference.{PLAIN}").reference
 
     rng = np.random.default_rng(0)
     g, x = rng.normal(size=(4, 5)).astype(np.float32), rng.normal(size=(4, 5)).astype(np.float32)
-    np.testing.assert_array_equal(reference.reference(g, x, min=-0.5, max=0.5), builtin(g, x, min=-0.5, max=0.5))
-    page = (out / "docs" / "hardtanh_backward.md").read_text(encoding="utf-8")
+    np.testing.assert_array_equal(reference.reference(g, x), builtin(g, x))
+    page = (out / "docs" / f"{PLAIN}.md").read_text(encoding="utf-8")
     assert "{{ 7*7 }}" in page
 
 

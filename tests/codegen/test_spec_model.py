@@ -54,7 +54,7 @@ def test_spec_is_complete(path):
     # `defects` and `source.seed` are optional: a clean page has no defects, a custom op no seed page
 
 
-def test_versioned_facts_follow_the_page_across_releases():
+def test_recorded_fact_softshrink_versioned_facts_follow_the_page_across_releases():
     spec = load_spec(spec_paths()[0].parent / "softshrink_backward.yaml", PRODUCTS).spec
     old, new = resolve(spec, "8.0.0"), resolve(spec, "8.5.0")
     assert "inference" not in old.families and "inference" in new.families
@@ -64,7 +64,7 @@ def test_versioned_facts_follow_the_page_across_releases():
     assert [c.holds_at("8.5.0") for c in lam.constraints] == [True]
 
 
-def test_header_prototype_differences_are_recorded():
+def test_recorded_fact_softshrink_header_prototype_differences_are_recorded():
     spec = load_spec(spec_paths()[0].parent / "softshrink_backward.yaml", PRODUCTS).spec
     header = cdecl.parse_prototype(spec.prototypes.get_workspace_size)
     page = cdecl.parse_prototype(spec.page_prototypes.get_workspace_size)

@@ -58,7 +58,7 @@ def test_validator_accepts_what_the_kernel_runs(self_shape, weight_shape):
 
 
 @pytest.mark.parametrize("validate_first", [True, False])
-def test_a_square_weight_for_four_channels_runs(validate_first):
+def test_prelu_a_square_weight_for_four_channels_runs(validate_first):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2, 4, 3)).astype(FP32)
     g = rng.standard_normal((2, 4, 3)).astype(FP32)
