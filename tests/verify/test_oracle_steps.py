@@ -45,7 +45,7 @@ def test_steps_compute_what_the_single_aten_op_computes(tmp_path):
     assert ours.dtype == np.float32 and np.array_equal(ours, want, equal_nan=True)
 
 
-def test_a_step_with_constants_and_a_tuple_result():
+def test_a_step_with_constants_and_a_tuple_result_through_aten_elu():
     g, x = _data()
     alpha, scale = 1.6732632423543772, 1.0507009873554805  # SELU's: elu_backward with constants
     steps = {

@@ -37,7 +37,7 @@ def test_special_values_reach_the_gradient_and_the_forward_input(snake):
 
 
 @pytest.mark.parametrize("aten", sorted(oracle.NAN_POSITION_DEPENDENT))
-def test_each_listed_oracle_quirk_is_real_in_this_torch(aten):
+def test_recorded_fact_each_listed_oracle_quirk_is_real_in_this_torch(aten):
     n = 1000
     x = torch.randn(n)
     x[3] = x[n - 1] = float("nan")
