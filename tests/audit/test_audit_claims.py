@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import catalog
 import pytest
 
 from aclnngen.audit import baseline, checks, probe, report
@@ -272,7 +273,7 @@ def test_the_error_distribution_is_recorded_and_drawn(tmp_path):
     assert [p.name for p in drawn] == [f"{result.op}-errors.png"] and drawn[0].stat().st_size > 1000
 
 
-def test_a_conditional_dtype_claim_is_probed_with_its_condition():
+def test_recorded_fact_threshold_conditional_dtype_claim_is_probed_with_its_condition():
     meta = copy.deepcopy(checks._op("threshold_backward").meta)
     # the real spec: int64 on ascend950 only while threshold is 0, which the simulator honours
     result = _audit("threshold_backward", meta, "sim", family="ascend950")
@@ -292,14 +293,13 @@ def test_a_conditional_dtype_claim_is_probed_with_its_condition():
 
 
 def test_partial_support_by_shape_is_found_per_dtype():
-    family = _family(
-        checks._op("gelu_backward").meta
-    )  # read before the copy is changed: a META once read is never changed
-    meta = copy.deepcopy(checks._op("gelu_backward").meta)
+    snake = catalog.WITH_MAX_RANK
+    family = _family(checks._op(snake).meta)  # read before the copy is changed: a META once read is never changed
+    meta = copy.deepcopy(checks._op(snake).meta)
     # plant: the page bounds no rank, so rank 9 is claimed for every dtype; the library rejects it
     meta["rules"] = [r for r in meta["rules"] if r["kind"] != "max_rank"]
-    result = _audit("gelu_backward", meta, "sim", family=family)
-    dtypes = supported_dtypes(meta, "self", family, checks._newest(meta))
+    result = _audit(snake, meta, "sim", family=family)
+    dtypes = supported_dtypes(meta, catalog.names(meta, "input")[-1], family, checks._newest(meta))
     for dtype in dtypes:
         assert result.partial[family][dtype] == "not with rank9"
         assert any(f.subject == f"{dtype} on {family}, rank9" and f.group == "mismatch" for f in result.findings)

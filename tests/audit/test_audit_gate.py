@@ -18,7 +18,7 @@ from aclnngen.audit import baseline, checks, findings
 from aclnngen.codegen import cli
 from aclnngen.codegen.commands.jsonout import EXIT_NO_CANN
 
-OP = "hardtanh_backward"  # the vendor profile shows four causes its spec's defects explain, on six families
+HARDTANH = "hardtanh_backward"  # the vendor profile shows four causes its spec's defects explain, on six families
 
 
 def _cli(*argv, env=None, cwd=None):
@@ -34,7 +34,7 @@ def _cli(*argv, env=None, cwd=None):
 
 def _audit(capsys, *argv) -> tuple[int, str, str]:
     """The command in this process (so a test can take the spec's defects away); code, out, err."""
-    code = cli.main(["audit", "--source", "sim", "--ops", OP, "--no-pictures", *argv])
+    code = cli.main(["audit", "--source", "sim", "--ops", HARDTANH, "--no-pictures", *argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -45,19 +45,21 @@ def no_defects(monkeypatch):
     monkeypatch.setattr(checks, "spec_defects", lambda snake: [])
 
 
-def test_a_clean_checkout_passes_with_the_recorded_defects(tmp_path):
+def test_recorded_fact_a_clean_checkout_passes_with_the_recorded_defects(tmp_path):
     out = tmp_path / "report"
-    done = _cli("audit", "--source", "sim", "--ops", OP, "swish_backward", "--no-pictures", "--json", "--out", str(out))
+    done = _cli(
+        "audit", "--source", "sim", "--ops", HARDTANH, "swish_backward", "--no-pictures", "--json", "--out", str(out)
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(done.stdout)
     assert summary["ok"] is True and summary["new"] == [] and summary["recorded"]
     data = json.loads((out / "audit.json").read_text())
-    defects = {s: checks.spec_defects(s) for s in (OP, "swish_backward")}
+    defects = {s: checks.spec_defects(s) for s in (HARDTANH, "swish_backward")}
     library = [f for op in data["ops"] for f in op["findings"] if f["source"] == "sim"]
     assert library, "the vendor profile shows nothing any more: pick an op whose spec records vendor behaviour"
     for f in library:
         entry = f["recorded"]
-        snake = OP if f["op"] == "HardtanhBackward" else "swish_backward"
+        snake = HARDTANH if f["op"] == "HardtanhBackward" else "swish_backward"
         assert f["status"] == "recorded" and entry["note"] == " ".join(defects[snake][entry["defect"]].note.split())
         assert set(defects[snake][entry["defect"]].checks) & set(f["checks"])
         assert len(f["families"]) > 1, f  # one cause, every family it shows on
@@ -100,7 +102,7 @@ def test_findings_of_one_cause_on_several_families_are_one():
     assert findings.by_cause([seen("a2")])[0].id == findings.by_cause([seen("a3"), seen("a2")])[0].id
 
 
-def test_an_unexplained_finding_is_new_and_one_per_cause(capsys, tmp_path, no_defects):
+def test_an_unexplained_finding_is_new_and_one_per_cause_on_hardtanh(capsys, tmp_path, no_defects):
     code, out, err = _audit(capsys, "--out", str(tmp_path / "r"), "--json")
     summary = json.loads(out)  # progress goes to stderr, stdout stays one JSON object
     assert code == 1 and summary["ok"] is False and len(summary["new"]) == 4 and summary["recorded"] == []
@@ -149,7 +151,7 @@ def test_the_report_says_what_was_audited_and_keeps_notes_whole(capsys, tmp_path
     assert set(op["socs"]) == set(op["support"]) and all(soc in run["soc"] for soc in op["socs"].values())
     markdown = (tmp_path / "r" / "audit.md").read_text()
     assert f"| cann | {op['release']} |" in markdown and "| soc | " in markdown
-    notes = [" ".join(d.note.split()) for d in checks.spec_defects(OP)]
+    notes = [" ".join(d.note.split()) for d in checks.spec_defects(HARDTANH)]
     assert max(map(len, notes)) > 160  # a note the report used to cut
     for note in notes:
         assert note in markdown and any(f["observed"] == note for f in op["findings"])
@@ -159,7 +161,7 @@ def test_the_report_says_what_was_audited_and_keeps_notes_whole(capsys, tmp_path
 def test_repro_finds_the_report_written_with_out_as_the_footer_says(tmp_path):
     env = {"ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")}
     out = tmp_path / "elsewhere" / "report"
-    done = _cli("audit", "--source", "sim", "--ops", OP, "--no-pictures", "--out", str(out), env=env)
+    done = _cli("audit", "--source", "sim", "--ops", HARDTANH, "--no-pictures", "--out", str(out), env=env)
     data = json.loads((out / "audit.json").read_text())
     finding = next(f for op in data["ops"] for f in op["findings"] if f["repro"])
     footer = (out / "audit.md").read_text().rsplit("`aclnngen audit", 1)[1].split("`")[0]

@@ -56,21 +56,21 @@ def test_recorded_fact_hardtanh_backward_vendor_never_checks_out():
     assert _status(profiles.apply(meta, "vendor", V), values) == 0
 
 
-def test_null_out_pointer_checks_per_profile():
+def test_recorded_fact_null_out_pointer_checks_per_profile():
     assert profiles.null_out_pointers_checked("spec", "GeluBackward", V)
     assert not profiles.null_out_pointers_checked("vendor", "GeluBackward", V)
     assert not profiles.null_out_pointers_checked("vendor", "PreluBackward", V)
     assert profiles.null_out_pointers_checked("vendor", "SwishBackward", V)
 
 
-def test_profiles_hold_from_their_release_on():
+def test_recorded_fact_profiles_hold_from_their_release_on():
     assert profiles.select("vendor", "SoftshrinkBackward", "8.0.0") is None
     assert profiles.select("vendor", "SoftshrinkBackward", "9.0.0")["cann_version"] == "8.5.0"
     with pytest.raises(ValueError, match="unknown behaviour profile"):
         profiles.select("nonsense", "SoftshrinkBackward", V)
 
 
-def test_a_profile_naming_a_rule_the_op_lacks_is_rejected(tmp_path):
+def test_a_profile_naming_a_rule_gelu_lacks_is_rejected(tmp_path):
     import shutil
 
     shutil.copytree(DEFAULT_SPECS_DIR / "profiles", tmp_path / "profiles")
