@@ -31,7 +31,7 @@ def _library_view(result):
     )
 
 
-def test_a_profile_dtype_list_replaces_the_page_list_on_its_families():
+def test_a_profile_dtype_list_replaces_the_page_list_on_hardtanh_families():
     meta = checks._op("hardtanh_backward").meta
     entry = {
         "op": meta["name"],
@@ -84,7 +84,7 @@ def test_every_vendor_profile_lists_the_code_dtypes_per_family():
         assert supported <= covered, f"{meta['name']}: no code dtype list for {sorted(supported - covered)}"
 
 
-def test_a_dtype_list_naming_an_unknown_tensor_or_family_is_rejected(tmp_path):
+def test_a_dtype_list_naming_an_unknown_tensor_or_family_in_gelu_profile_is_rejected(tmp_path):
     shutil.copytree(DEFAULT_SPECS_DIR / "profiles", tmp_path / "profiles")
     bad = tmp_path / "profiles" / "vendor" / V / "gelu_backward.yaml"
     text = bad.read_text()
@@ -130,7 +130,7 @@ def test_a_saved_profile_reproduces_what_was_observed(snake, tmp_path):
     assert not unexplained, (unexplained, data["notes"])
 
 
-def test_saving_merges_families_and_never_overwrites_a_persons_profile(tmp_path):
+def test_recorded_fact_saving_merges_families_and_never_overwrites_a_persons_profile(tmp_path):
     op = checks._op("softshrink_backward")
     release = checks._newest(op.meta)
     runs = {}
@@ -167,7 +167,7 @@ def _as_specs(profiles_dir):
     return specs
 
 
-def test_save_profile_from_the_command_line(aclnngen_cli, tmp_path):
+def test_recorded_fact_save_profile_from_the_command_line(aclnngen_cli, tmp_path):
     out = aclnngen_cli(
         "audit",
         "--source",
@@ -201,8 +201,9 @@ def test_save_profile_from_the_command_line(aclnngen_cli, tmp_path):
     assert refused.returncode == 2 and "--save-profile" in refused.stderr and "Traceback" not in refused.stderr
 
 
-def test_meta_copies_are_untouched_by_applying_a_profile():
-    meta = checks._op("threshold_backward").meta
+@pytest.mark.parametrize("snake", OPS)
+def test_meta_copies_are_untouched_by_applying_a_profile(snake):
+    meta = checks._op(snake).meta
     before = copy.deepcopy(meta)
     profiles.apply(meta, "vendor", "9.1.0")
     assert meta == before
