@@ -25,6 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ops", nargs="+", metavar="OP", help="only these ops (snake_case or aclnn name)")
     parser.add_argument("--one-dtype", action="store_true", help="one supported dtype per op instead of all")
     parser.add_argument("--seed", type=_seed, default=0, help="seed of the input data, 0 to 2**32-1 (default 0)")
+    parser.add_argument(
+        "--cases",
+        metavar="FILE.csv",
+        help="run the cases of a TTK ACLNN case file (aclnngen export --ttk writes them) instead",
+    )
 
 
 def _seed(text: str) -> int:
@@ -133,10 +138,70 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
     return rows
 
 
+def _op_of_api(api: str) -> str | None:
+    """The snake name of the catalog op whose symbol is `api`."""
+    from aclnngen.generated import OPS
+
+    for snake in OPS:
+        if importlib.import_module(f"aclnngen.generated.meta.{snake}").META["symbol"] == api:
+            return snake
+    return None
+
+
+def check_case(case, family: str, soc: str | None, version: str | None, *, seed: int):
+    """The row (case, op, dtype, status, max |diff|, match) of one TTK case: the call's status on
+    the active backend and, where the op has a reference, its outputs against the reference
+    within the case's precision pairs."""
+    import numpy as np
+
+    from aclnngen.runtime.call import _newest_version
+    from aclnngen.runtime.errors import AclnnError
+    from aclnngen.verify import opcheck, ttk
+
+    dtype = case.dtypes[0] if case.dtypes else "-"
+    snake = _op_of_api(case.api)
+    if snake is None:
+        return (case.name, case.api, dtype, "error: no op of the catalog has this API", "-", False)
+    if not ttk.runs_on(case, soc):
+        return (case.name, case.api, dtype, f"skipped: soc_series leaves out {soc}", "-", None)
+    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
+    try:
+        reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
+    except ModuleNotFoundError:
+        reference = None  # a binding-tier op: the status is the verdict
+    op = opcheck.OpUnderTest(meta, reference=reference, binding=binding, version=version or _newest_version(meta))
+    try:
+        values = ttk.values_of(meta, case, seed=seed)
+    except ValueError as exc:
+        return (case.name, case.api, dtype, f"error: {exc}", "-", False)
+    positional, keywords, outputs = op.split(values)
+    keywords |= {"out": tuple(outputs.values()) if len(outputs) > 1 else next(iter(outputs.values()))}
+    formats = ttk.formats_of(meta, case)
+    try:
+        result = binding(*positional, **keywords, **({"formats": formats} if formats else {}))
+    except AclnnError as exc:
+        return (case.name, case.api, dtype, f"error: {type(exc).__name__}: {_first_line(exc)}", "-", False)
+    if reference is None:
+        return (case.name, case.api, dtype, "ok (no reference: status only)", "-", True)
+    got = result if isinstance(result, tuple) else (result,)
+    want = op.run_reference(values, family=family)
+    pairs = case.tolerances or [None] * len(got)
+    worst = max((_max_diff(np.asarray(g), w) for g, w in zip(got, want)), default=0.0)
+    ok = all(ttk.within(np.asarray(g), w, pair) for g, w, pair in zip(got, want, pairs))
+    return (case.name, case.api, dtype, "ok" if ok else "outside the case's precision_tolerances", f"{worst:.3g}", ok)
+
+
+def _first_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
 def run(args: argparse.Namespace) -> int:
     from aclnngen.runtime import session
     from aclnngen.core.releases import is_version
 
+    if args.cases:
+        return _run_cases(args)
     selected = _ops(args.ops)
     backend = session.init(args.backend)
     family = backend.family()
@@ -156,6 +221,27 @@ def run(args: argparse.Namespace) -> int:
         else:
             op_version = version
         rows += check_op(snake, family, op_version, backend.kind, one_dtype=args.one_dtype, seed=args.seed)
+    return _report(args, backend, family, version, rows, ("op", "dtype", "shape", "status", "max_diff", "match"))
+
+
+def _run_cases(args: argparse.Namespace) -> int:
+    from aclnngen.core.releases import is_version
+    from aclnngen.runtime import session
+    from aclnngen.verify import ttk
+
+    found = ttk.read(args.cases)
+    backend = session.init(args.backend)
+    family, version = backend.family(), backend.version()
+    version = version if version is not None and is_version(version) else None
+    if not args.json:
+        print(f"backend {backend.kind}, SoC {backend.soc_name()}, family {family}, CANN {version or 'unknown'}")
+        print(f"{args.cases}: {len(found)} cases")
+    rows = [check_case(case, family, backend.soc_name(), version, seed=args.seed + i) for i, case in enumerate(found)]
+    return _report(args, backend, family, version, rows, ("case", "op", "dtype", "status", "max_diff", "match"))
+
+
+def _report(args, backend, family, version, rows, keys) -> int:
+    """The table (or --json object) of rows whose last column is True / False / None (skipped)."""
     failed = sum(1 for r in rows if r[5] is False)
     passed = sum(1 for r in rows if r[5] is True)
     skipped = sum(1 for r in rows if r[5] is None)
@@ -173,11 +259,11 @@ def run(args: argparse.Namespace) -> int:
                 "matched": passed,
                 "failed": failed,
                 "skipped": skipped,
-                "rows": [dict(zip(("op", "dtype", "shape", "status", "max_diff", "match"), r)) for r in rows],
+                "rows": [dict(zip(keys, r)) for r in rows],
             }
         )
         return 1 if failed else 0
-    header = ("op", "dtype", "shape", "status", "max |diff|", "match")
+    header = tuple("max |diff|" if k == "max_diff" else k for k in keys)
     table = [header] + [
         (r[0], r[1], r[2], r[3], r[4], "-" if r[5] is None else ("yes" if r[5] else "no")) for r in rows
     ]
