@@ -124,3 +124,39 @@ def family_gained(version: str) -> tuple[str, str, str]:
             if then and gained:
                 return snake, gained[0], before
     raise LookupError(f"no op of the catalog gained a family at {version}")
+
+
+# META keys that name or describe an op without changing what a mechanism reads
+_NAMING = {"name", "snake", "symbol", "cdef", "summary", "condition", "note", "reason"}
+
+
+def structure(m: dict) -> str:
+    """The op's META with its names left out and parameter names replaced by their position: two
+    ops with equal structures differ only in what they are called."""
+    import json
+
+    position = {p["name"]: f"#{i}" for i, p in enumerate(m["params"])}
+    position |= {p["py"]: f"#{i}" for i, p in enumerate(m["params"])}
+
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in _NAMING}
+        if isinstance(node, (list, tuple)):
+            return [strip(v) for v in node]
+        return position.get(node, node) if isinstance(node, str) else node
+
+    return json.dumps(strip(m), sort_keys=True, default=str)
+
+
+def representatives() -> list[str]:
+    """The first op of each distinct structure. A test that plants a mutation to show that a
+    mechanism finds it takes these: an op that differs from another only by its name adds nothing
+    to such a test, so it grows with the catalog's variety, not its size (a test of each op's own
+    facts takes every op)."""
+    seen, chosen = set(), []
+    for snake in OPS:
+        key = structure(meta(snake))
+        if key not in seen:
+            seen.add(key)
+            chosen.append(snake)
+    return chosen

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import shutil
 
+import catalog
 import pytest
 
 from aclnngen.audit import checks, observed, probe
@@ -98,7 +99,7 @@ def test_a_dtype_list_naming_an_unknown_tensor_or_family_in_gelu_profile_is_reje
     assert "'atlas_200i_500_a2' as no product it supports" in str(info.value)
 
 
-@pytest.mark.parametrize("snake", OPS)
+@pytest.mark.parametrize("snake", catalog.representatives())
 def test_a_saved_profile_reproduces_what_was_observed(snake, tmp_path):
     """Audit under the vendor profile, save what was seen, audit under the saved profile: the
     simulator answers every dtype, shape and return-code probe the same way."""

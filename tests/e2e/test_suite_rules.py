@@ -145,3 +145,19 @@ def test_no_hand_written_test_names_a_built_in_op_without_saying_so():
     assert found == [], "pick the op by property (tests/catalog.py) or say the op in the test's name:\n" + "\n".join(
         found
     )
+
+
+def test_a_renamed_copy_of_an_op_adds_no_representative():
+    import copy
+
+    import catalog
+
+    original = catalog.meta(catalog.PLAIN)
+    renamed = copy.deepcopy(original)
+    renamed |= {"name": "CopyBackward", "snake": "copy_backward", "symbol": "aclnnCopyBackward"}
+    renamed["cdef"] = original["cdef"].replace(original["symbol"], "aclnnCopyBackward")
+    assert catalog.structure(renamed) == catalog.structure(original)
+    changed = copy.deepcopy(original)
+    changed["params"][0]["dtypes"] = changed["params"][0]["dtypes"][:1]
+    assert catalog.structure(changed) != catalog.structure(original)
+    assert catalog.PLAIN in catalog.representatives()
