@@ -77,11 +77,41 @@ def _yes_no(text: str) -> bool | None:
     return None
 
 
-def read_markdown(text: str, path: str, products: ProductTable) -> PageFacts:
+_API = re.compile(r"aclnn[A-Za-z0-9_]+")
+
+
+def _title(parts: list[tuple[str, list[str]]]) -> str | None:
+    return next((h for h, _ in parts if h.startswith("aclnn") and not h.endswith("GetWorkspaceSize")), None)
+
+
+def page_apis(text: str) -> list[str]:
+    """The APIs a page documents, without the aclnn prefix: one for `# aclnn<Op>`, several for a
+    shared page `# aclnn<Op>&aclnnInplace<Op>` (one prototype pair and parameter table each); none
+    when the title is neither."""
+    title = _title(sections(text))
+    names = [part.strip() for part in (title or "").split("&")]
+    if not title or not all(_API.fullmatch(n) for n in names):
+        return []
+    return [n[len("aclnn") :] for n in names]
+
+
+def read_markdown_apis(text: str, path: str, products: ProductTable) -> list[PageFacts]:
+    """One PageFacts per API the page documents: a shared page's APIs share its products, function
+    and constraints sections, and each has its own prototypes and first-phase section."""
+    apis = page_apis(text)
+    if len(apis) < 2:
+        return [read_markdown(text, path, products)]
+    return [read_markdown(text, path, products, api=api) for api in apis]
+
+
+def read_markdown(text: str, path: str, products: ProductTable, api: str | None = None) -> PageFacts:
+    """The facts of the page's API, or with `api`, of that one of a shared page's APIs."""
     facts = PageFacts(path=path, form="markdown")
     parts = sections(text)
-    title = next((h for h, _ in parts if h.startswith("aclnn") and not h.endswith("GetWorkspaceSize")), None)
-    if title is None or not re.fullmatch(r"aclnn[A-Za-z0-9_]+", title):
+    title = _title(parts)
+    if api is not None:
+        facts.op, facts.shared_page = api, True
+    elif title is None or not re.fullmatch(r"aclnn[A-Za-z0-9_]+", title):
         facts.todo("name", "the page has no `# aclnn<Op>` title")
     else:
         facts.op = title[len("aclnn") :]
@@ -173,6 +203,9 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
                 current = None
         elif current is not None:
             current.append(line)
+    if facts.shared_page:
+        _read_own_prototypes(facts, blocks)
+        return
     for block in blocks:
         if "aclnnStatus" not in block and "(" not in block:
             continue
@@ -186,6 +219,25 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
             facts.unparsed.append(f"a second {key} prototype block (ignored)")
             continue
         facts.prototypes[key] = " ".join(block.split())
+
+
+_FUNCTION_NAME = re.compile(r"(aclnn[A-Za-z0-9_]*)\s*\(")
+
+
+def _read_own_prototypes(facts: PageFacts, blocks: list[str]) -> None:
+    """A shared page prints every API's prototypes, often in one block: each declaration is
+    picked by its function's name."""
+    own = {f"aclnn{facts.op}GetWorkspaceSize": "get_workspace_size", f"aclnn{facts.op}": "launch"}
+    for block in blocks:
+        for declaration in block.split(";"):
+            match = _FUNCTION_NAME.search(declaration)
+            key = own.get(match.group(1)) if match else None
+            if key is None or key in facts.prototypes:
+                continue
+            if len(declaration) > MAX_PROTOTYPE_CHARS:
+                facts.unparsed.append(f"a {key} prototype of {len(declaration)} characters (not read)")
+                continue
+            facts.prototypes[key] = " ".join(declaration.split())
 
 
 def _read_get_workspace_size(facts: PageFacts, body: list[str], products: ProductTable) -> None:

@@ -1,0 +1,122 @@
+"""The importer over the whole catalog: shared pages (`aclnnX&aclnnInplaceX.md`) give one spec per
+API, C types the spec language does not know are reported per page (importer/ctypes.py), drafts of
+binding tier validate and generate, and `aclnngen catalog` counts every page of the vendor's
+repositories (with the mirrors; the test skips naming ACLNNGEN_VENDOR_MIRRORS without them)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from external import REQUIRE_ENV, required
+from repo_paths import PAGES
+from aclnngen.codegen import catalog
+from aclnngen.codegen.importer.ctypes import spec_type
+from aclnngen.codegen.importer.draft import build_draft
+from aclnngen.codegen.importer.markdown import page_apis, read_markdown_apis
+from aclnngen.codegen.importer.writer import block_yaml
+from aclnngen.codegen.loader import load_products, load_spec
+
+PRODUCTS = load_products()
+PAGE = (PAGES / "table_variant.md").read_text(encoding="utf-8")
+MIRRORS = "ACLNNGEN_VENDOR_MIRRORS"
+
+
+def _shared_page() -> str:
+    """The made-up page of tests/data/pages turned into a shared page of two APIs: an in-place
+    twin whose first phase has no `out` (its `self` is written in place)."""
+    text = PAGE.replace("# aclnnDemoBackward\n", "# aclnnDemoBackward&aclnnInplaceDemoBackward\n", 1)
+    start = text.index("## aclnnDemoBackwardGetWorkspaceSize")
+    end = text.index("## aclnnDemoBackward\n")
+    section = text[start:end].replace("DemoBackward", "InplaceDemoBackward")
+    twin = (
+        "```Cpp\naclnnStatus aclnnInplaceDemoBackwardGetWorkspaceSize(const aclTensor *gradOutput, "
+        "aclTensor *self, const aclScalar *alpha, uint64_t *workspaceSize, aclOpExecutor **executor);\n"
+        "aclnnStatus aclnnInplaceDemoBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, "
+        "aclrtStream stream);\n```\n\n"
+    )
+    text = text.replace("## aclnnDemoBackwardGetWorkspaceSize", twin + "## aclnnDemoBackwardGetWorkspaceSize", 1)
+    return text.replace("## aclnnDemoBackward\n", section + "## aclnnDemoBackward\n", 1)
+
+
+@pytest.mark.parametrize(
+    "c_type,kind",
+    [
+        ("const aclTensor *", "tensor"),
+        ("aclTensor*", "tensor"),
+        ("const aclScalar*", "scalar"),
+        ("int64_t", "attribute"),
+        ("const aclIntArray *", "attribute"),
+        ("const aclTensorList *", None),
+        ("int8_t", None),
+    ],
+)
+def test_c_type_maps_to_a_spec_form_or_an_unsupported_reason(c_type, kind):
+    typed = spec_type(c_type)
+    assert typed.kind == kind
+    assert (typed.unsupported is None) == (kind is not None)
+    if kind is None:
+        assert typed.unsupported == f"unsupported type {c_type.replace(' ', '').replace('const', '')}"
+
+
+def test_shared_page_gives_one_facts_per_api_with_its_own_prototypes():
+    text = _shared_page()
+    assert page_apis(text) == ["DemoBackward", "InplaceDemoBackward"] and page_apis(PAGE) == ["DemoBackward"]
+    plain, inplace = read_markdown_apis(text, "activation/demo/docs/x.md", PRODUCTS)
+    assert plain.op == "DemoBackward" and inplace.op == "InplaceDemoBackward"
+    assert "aclnnDemoBackwardGetWorkspaceSize(" in plain.prototypes["get_workspace_size"]
+    assert "aclnnInplaceDemoBackwardGetWorkspaceSize(" in inplace.prototypes["get_workspace_size"]
+    assert inplace.prototypes["launch"].startswith("aclnnStatus aclnnInplaceDemoBackward(")
+    assert plain.params and inplace.params and plain.products == inplace.products
+
+
+def test_binding_tier_drafts_of_a_shared_page_validate(tmp_path):
+    for facts in read_markdown_apis(_shared_page(), "activation/demo/docs/x.md", PRODUCTS):
+        facts.release, facts.category = "v9.2.0-beta.1", "activation"
+        draft = build_draft(facts, PRODUCTS, tier="binding")
+        assert draft["tier"] == "binding" and "formula" not in draft and "oracle" not in draft
+        assert "activation" in draft["summary"] and not any(t["at"] == "summary" for t in draft["todo"])
+        draft.pop("todo")
+        path = tmp_path / f"{catalog.spec_stem(facts.op)}.yaml"
+        path.write_text(block_yaml(draft), encoding="utf-8")
+        spec = load_spec(path, PRODUCTS).spec
+        assert spec.name == facts.op and not spec.computes
+
+
+def test_auto_tier_follows_whether_the_page_states_a_formula():
+    facts = read_markdown_apis(PAGE, "p.md", PRODUCTS)[0]
+    assert "formula" in build_draft(facts, PRODUCTS, tier="auto")
+    facts.latex = []
+    assert build_draft(facts, PRODUCTS, tier="auto")["tier"] == "binding"
+
+
+def test_a_page_with_an_unknown_c_type_is_reported_not_crashed():
+    text = PAGE.replace("const aclScalar *alpha", "const aclTensorList *alpha", 1)
+    facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
+    draft = build_draft(facts, PRODUCTS, tier="binding")
+    assert facts.unsupported_types == ["unsupported type aclTensorList*"]
+    assert any(t["note"] == "unsupported type aclTensorList*" for t in draft["todo"])
+
+
+def _mirrors() -> list[Path]:
+    found = [Path(p) for p in os.environ.get(MIRRORS, "").split(os.pathsep) if p and Path(p).is_dir()]
+    if not found:
+        message = f"no vendor mirrors: set {MIRRORS} to git directories of hicann/ops-nn and hicann/ops-math"
+        if required():
+            pytest.fail(f"{message}; {REQUIRE_ENV}=1 requires them", pytrace=False)
+        pytest.skip(message)
+    return found
+
+
+def test_catalog_counts_every_page_of_the_mirrors(aclnngen_cli, tmp_path):
+    mirrors = _mirrors()
+    done = aclnngen_cli(
+        "catalog", *[a for m in mirrors for a in ("--mirror", str(m))], "--release", "v9.2.0-beta.1", "--json"
+    )
+    data = json.loads(done.stdout)
+    assert sum(data["pages"].values()) > 0 and data["apis"] >= sum(data["pages"].values())
+    assert data["imported"] >= data["valid"] >= data["generated"] > 0
+    assert sum(data["reasons"].values()) == data["apis"] - data["generated"]
