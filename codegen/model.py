@@ -691,6 +691,13 @@ class OpSpec(Frozen):
         return f"aclnn{self.name}"
 
     @property
+    def lead_tensor(self) -> str:
+        """The tensor whose dtypes a test case or an example picks from: the first input, else (an
+        op that only writes, in place or a fill) the first output."""
+        tensors = self.by_role("input") or self.by_role("output")
+        return tensors[0].name
+
+    @property
     def computes(self) -> bool:
         """Whether the spec has numerics (full tier): a formula, an oracle, a reference."""
         return computes(self.tier)

@@ -329,7 +329,7 @@ def _unique(found: list[dict]) -> list[dict]:
 
 
 def _first_input(spec: OpSpec) -> str:
-    return next(p.name for p in spec.parameters if p.role == "input")
+    return spec.lead_tensor
 
 
 def _value_id(value) -> str:

@@ -796,6 +796,8 @@ def _binding_matches_reference(
     tolerance = op.directives().tolerance(op.name, "binding", family, dtype)
     # outputs of a dtype the case sets are passed in (`out=`); others the binding allocates
     fixed = [p for p in op.of_roles("output") if p.name in (dtypes or {})]
+    if not op.of_roles("input"):  # an op that only writes (in place, a fill) writes the caller's tensors
+        fixed = list(op.of_roles("output"))
     with session.simulated(family=family, version=op.version):
         positional, keywords, _ = op.split(values)
         if fixed:

@@ -20,6 +20,7 @@ from aclnngen.core.kinds.promote import KIND as PROMOTE
 from aclnngen.core.kinds.same_dtype import KIND as SAME_DTYPE
 from aclnngen.core.kinds.same_shape import KIND as SAME_SHAPE
 
+from .. import names as reserved_names
 from ..cdecl import PrototypeError, parse_prototype
 from ..products import ProductTable
 from aclnngen.core.tiers import BINDING, FULL
@@ -188,6 +189,14 @@ def _generated_param_summary(name: str, role: str | None) -> str:
     return f"{_ROLE_WORDS.get(role or '', 'Parameter')} {name} (binding tier: described by name only)."
 
 
+def _free_py_name(py_name: str, role: str | None) -> str:
+    """`py_name`, or with a trailing `_` where generated code already uses the name (`self` is
+    `self_`, as PEP 8 suggests for a clash)."""
+    if reserved_names.python_clash(py_name, output=role == "output") and not reserved_names.python_clash(py_name + "_"):
+        return py_name + "_"
+    return py_name
+
+
 def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -> list[dict[str, Any]]:
     page_params = {p.name: p for p in facts.params}
     if function is None:
@@ -203,7 +212,7 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
         page = page_params.get(name)
         at = f"parameters.{index}"
         role = _role(name, c_type, page, facts)
-        py_name = snake(name)
+        py_name = _free_py_name(snake(name), role)
         entry: dict[str, Any] = {"name": name, "py_name": py_name if not keyword.iskeyword(py_name) else TODO}
         if keyword.iskeyword(py_name):
             todo.append((f"{at}.py_name", f"{py_name!r} is a Python keyword"))

@@ -280,6 +280,25 @@ def _read_param_table(facts: PageFacts, grid: list[list[str]]) -> None:
         param.dtypes = page_dtypes(cells[4]) if len(row) > 4 else []
         param.formats, param.dims, param.non_contiguous = cells[5].strip(), cells[6].strip(), cells[7].strip()
         facts.params.append(param)
+    _dtypes_by_reference(facts, {p.name: row[4] for p, row in zip(facts.params, grid[1:]) if len(row) > 4})
+
+
+# a dtype cell that names another parameter instead of listing dtypes: "与self一致", "same as self"
+_SAME_AS = re.compile(
+    r"与\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:的数据类型)?\s*(?:保持)?\s*一致|same as ([A-Za-z_][A-Za-z0-9_]*)", re.I
+)
+
+
+def _dtypes_by_reference(facts: PageFacts, cells: dict[str, str]) -> None:
+    """A parameter whose dtype cell says "the same as X" takes X's dtypes (one level: X lists its own)."""
+    by_name = {p.name: p for p in facts.params}
+    for param in facts.params:
+        if param.dtypes:
+            continue
+        match = _SAME_AS.search(plain(cells.get(param.name, "")))
+        other = by_name.get(next((g for g in match.groups() if g), "")) if match else None
+        if other is not None and other.dtypes:
+            param.dtypes = list(other.dtypes)
 
 
 _NOTE = re.compile(r"^\s*[-*]\s+(.+?)[：:](.+)$")

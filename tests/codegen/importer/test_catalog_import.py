@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,20 @@ def test_catalog_counts_every_page_of_the_mirrors(aclnngen_cli, tmp_path):
     assert sum(data["pages"].values()) > 0 and data["apis"] >= sum(data["pages"].values())
     assert data["imported"] >= data["valid"] >= data["generated"] > 0
     assert sum(data["reasons"].values()) == data["apis"] - data["generated"]
+
+
+def test_a_dtype_cell_naming_another_parameter_takes_its_dtypes():
+    out_row = "<td>演示结果。</td>\n    <td>-</td>\n    <td>FLOAT、FLOAT16、BFLOAT16</td>"
+    assert out_row in PAGE
+    text = PAGE.replace(out_row, "<td>演示结果。</td>\n    <td>-</td>\n    <td>与gradOutput一致</td>", 1)
+    params = {p.name: p for p in read_markdown_apis(text, "p.md", PRODUCTS)[0].params}
+    assert params["out"].dtypes == params["gradOutput"].dtypes == ["float32", "float16", "bfloat16"]
+    unresolved = text.replace("与gradOutput一致", "与nothing一致", 1)
+    assert read_markdown_apis(unresolved, "p.md", PRODUCTS)[0].params[-3].dtypes == []
+
+
+def test_a_parameter_named_like_generated_code_gets_a_trailing_underscore():
+    text = re.sub(r"(?<![A-Za-z])self(?![A-Za-z])", "x", PAGE)  # `x` is a name the generated modules use
+    facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
+    py_names = {p["name"]: p["py_name"] for p in build_draft(facts, PRODUCTS, tier="binding")["parameters"]}
+    assert py_names["x"] == "x_" and py_names["gradOutput"] == "grad_output" and py_names["out"] == "out"
