@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cdecl import PrototypeError, normalize_prototype
 from .errors import GenerateError, SpecError
 from .importer.draft import TODO, build_draft
 from .importer.facts import PageFacts
@@ -40,6 +41,7 @@ class ApiResult:
     reason: str | None = None  # why it stopped there
     spec_text: str | None = None
     prototype: str | None = None  # the spec's first-phase prototype, when imported
+    header: str | None = None  # against the vendor header: "equal", "differs", "absent"
 
 
 @dataclass
@@ -60,6 +62,10 @@ class CatalogReport:
             key = (r.repo, r.page)
             by_page[key] = by_page.get(key, True) and r.stage in reached
         return sum(by_page.values())
+
+    def headers(self) -> Counter:
+        """Imported APIs by how their first-phase prototype compares with the vendor header's."""
+        return Counter(r.header for r in self.results if r.header is not None)
 
     def reasons(self) -> Counter:
         return Counter(reason_group(r.reason) for r in self.results if r.stage != "generated")
@@ -113,6 +119,40 @@ def repo_name(git_dir: Path) -> str:
     return str(git_dir)
 
 
+_HEADER = re.compile(r"(?:^|/)op_api/aclnn_[^/]*\.h$")
+_DECLARATION = re.compile(r"aclnnStatus\s+(aclnn[A-Za-z0-9_]*)\s*\(([^;{]*)\)\s*;")
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def header_prototypes(git_dir: Path, tag: str) -> dict[str, str]:
+    """Function name -> its prototype, normalised (cdecl), over every `op_api/aclnn_*.h` of the
+    repository at `tag`; a header outside experimental/ wins over one inside it."""
+    listed = _git(git_dir, "ls-tree", "-r", "--name-only", tag).splitlines()
+    paths = sorted((p for p in listed if _HEADER.search(p)), key=lambda p: ("experimental" in p, p))
+    found: dict[str, str] = {}
+    for path, text in read_blobs(git_dir, tag, paths).items():
+        for match in _DECLARATION.finditer(_COMMENT.sub(" ", text)):
+            name = match.group(1)
+            if name in found:
+                continue
+            try:
+                found[name] = normalize_prototype(f"aclnnStatus {name}({match.group(2)})")
+            except PrototypeError:
+                continue  # macros or attributes the prototype grammar does not take: not compared
+    return found
+
+
+def compare_headers(report: "CatalogReport", headers: dict[str, dict[str, str]]) -> None:
+    """Marks each imported API whose first-phase prototype equals its header's (per repository)."""
+    for r in report.results:
+        if r.stage is None or not r.prototype or r.prototype == TODO:
+            continue
+        declared = headers.get(r.repo, {}).get(f"aclnn{r.api}GetWorkspaceSize")
+        r.header = (
+            "absent" if declared is None else "equal" if declared == normalize_prototype(r.prototype) else "differs"
+        )
+
+
 def survey(
     mirrors: list[Path], tag: str, products: ProductTable, spec_out: Path | None = None, release: str | None = None
 ) -> CatalogReport:
@@ -120,12 +160,14 @@ def survey(
     `tag`, which must then be a release tag)."""
     release = release or tag
     report = CatalogReport(tag)
+    headers: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="aclnngen-catalog-") as scratch:
         for git_dir in mirrors:
             repo = repo_name(git_dir)
             paths = page_paths(git_dir, tag)
             report.pages[repo] = len(paths)
             texts = read_blobs(git_dir, tag, paths)
+            headers[repo] = header_prototypes(git_dir, tag)
             for path in paths:
                 for result in _page_results(repo, path, texts.get(path, ""), release, products, Path(scratch)):
                     report.results.append(result)
@@ -133,6 +175,7 @@ def survey(
                         target = spec_out / repo / (result.category or "other") / f"{spec_stem(result.api)}.yaml"
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(result.spec_text, encoding="utf-8")
+    compare_headers(report, headers)
     return report
 
 
@@ -238,6 +281,13 @@ def markdown(report: CatalogReport) -> str:
         mine = [r for r in report.results if r.repo == repo]
         counts = [sum(1 for r in mine if r.stage in STAGES[i:]) for i in range(len(STAGES))]
         lines.append(f"| {repo} | {pages} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
+    compared = report.headers()
+    lines += [
+        "",
+        "First-phase prototypes of the imported APIs against the vendor's headers (`op_api/aclnn_*.h` at the same tag): "
+        + ", ".join(f"{n} {what}" for what, n in sorted(compared.items()))
+        + ".",
+    ]
     lines += ["", "## Why APIs stop short", "", "| APIs | reason |", "|---|---|"]
     for reason, n in sorted(report.reasons().items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"| {n} | {reason.replace('|', '/')} |")

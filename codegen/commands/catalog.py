@@ -56,12 +56,17 @@ def run(args: argparse.Namespace) -> int:
                 "pages": report.pages,
                 "apis": len(report.results),
                 **counts,
+                "headers": dict(sorted(report.headers().items())),
                 "reasons": dict(report.reasons().most_common()),
             }
         )
         return 0
     print(f"pages at {args.tag}: " + ", ".join(f"{repo} {n}" for repo, n in sorted(report.pages.items())))
     print(f"APIs: {len(report.results)}; " + ", ".join(f"{stage} {n}" for stage, n in counts.items()))
+    print(
+        "first-phase prototypes against the vendor headers: "
+        + ", ".join(f"{k} {n}" for k, n in sorted(report.headers().items()))
+    )
     print("left out, by reason:")
     for reason, n in report.reasons().most_common():
         print(f"  {n:4d}  {reason}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,41 @@ def test_a_parameter_named_like_generated_code_gets_a_trailing_underscore():
     facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
     py_names = {p["name"]: p["py_name"] for p in build_draft(facts, PRODUCTS, tier="binding")["parameters"]}
     assert py_names["x"] == "x_" and py_names["gradOutput"] == "grad_output" and py_names["out"] == "out"
+
+
+@pytest.fixture(scope="module")
+def made_up_mirror(tmp_path_factory):
+    """A git directory laid out as the vendor's repositories are: the made-up shared page under
+    activation/demo/docs/, one header that declares the plain API as the page prints it and the
+    in-place one with another parameter name."""
+    work = tmp_path_factory.mktemp("mirror") / "ops-demo"
+    (work / "activation" / "demo" / "docs").mkdir(parents=True)
+    (work / "activation" / "demo" / "op_api").mkdir(parents=True)
+    (work / "activation" / "demo" / "docs" / "aclnnDemoBackward&aclnnInplaceDemoBackward.md").write_text(
+        _shared_page(), encoding="utf-8"
+    )
+    (work / "activation" / "demo" / "op_api" / "aclnn_demo_backward.h").write_text(
+        "/* made up */\n"
+        "aclnnStatus aclnnDemoBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self,\n"
+        "    const aclScalar *alpha, aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor);\n"
+        "aclnnStatus aclnnInplaceDemoBackwardGetWorkspaceSize(const aclTensor *grad, aclTensor *self,\n"
+        "    const aclScalar *alpha, uint64_t *workspaceSize, aclOpExecutor **executor);\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "pages"], ["tag", "v9.2.0-beta.1"]):
+        subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
+    return work / ".git"
+
+
+def test_catalog_of_a_made_up_mirror_counts_apis_and_compares_headers(made_up_mirror, tmp_path):
+    report = catalog.survey([made_up_mirror], "v9.2.0-beta.1", PRODUCTS, spec_out=tmp_path)
+    assert report.pages == {"ops-demo": 1}
+    assert {r.api: r.stage for r in report.results} == {"DemoBackward": "generated", "InplaceDemoBackward": "generated"}
+    assert {r.api: r.header for r in report.results} == {"DemoBackward": "equal", "InplaceDemoBackward": "differs"}
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.yaml"))
+    assert written == ["ops-demo/activation/demo_backward.yaml", "ops-demo/activation/inplace_demo_backward.yaml"]
+    text = catalog.markdown(report)
+    assert text == catalog.markdown(catalog.survey([made_up_mirror], "v9.2.0-beta.1", PRODUCTS))  # deterministic
+    assert "1 differs, 1 equal" in text
