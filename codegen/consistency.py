@@ -39,6 +39,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     if families is None:
         raise FieldProblem((), "an op spec must be loaded through aclnngen.codegen.loader (it needs the product table)")
     _unique_names(spec)
+    _has_output(spec)
     _reserved(spec)
     _defaults(spec)
     _prototypes(spec)
@@ -55,6 +56,15 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _conditions(spec)
     _dims(spec)
     _defects(spec)
+
+
+def _has_output(spec: "OpSpec") -> None:
+    """A binding returns its outputs: an op must write at least one tensor."""
+    if not spec.by_role("output"):
+        raise FieldProblem(
+            ("parameters",),
+            "the op has no output tensor (role: output); a tensor the library writes, in place too, is an output",
+        )
 
 
 def _unique_names(spec: "OpSpec") -> None:

@@ -114,3 +114,10 @@ def test_generated_tests_of_a_binding_tier_op_pass(package):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "test_reference" not in (package / "tests" / "test_lower_band.py").read_text(encoding="utf-8")
+
+
+def test_a_spec_without_an_output_tensor_is_refused(tmp_path):
+    text = SPEC.read_text(encoding="utf-8").replace("role: output", "role: input")
+    with pytest.raises(SpecError) as info:
+        _load_text(tmp_path, text, "lower_band")
+    assert "no output tensor" in info.value.problems[0].message
