@@ -74,7 +74,7 @@ class CatalogReport:
 def reason_group(reason: str | None) -> str:
     """A reason with its particulars (quoted names, numbers) blanked, so like reasons count together."""
     text = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "'…'", reason or "unknown")
-    return re.sub(r"\d+", "N", text)[:160]
+    return re.sub(r"(?<![A-Za-z_])\d+(?![A-Za-z_])", "N", text)[:160]  # int8_t stays int8_t
 
 
 def page_paths(git_dir: Path, tag: str) -> list[str]:
