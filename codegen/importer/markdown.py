@@ -13,6 +13,7 @@ import re
 
 from ..products import ProductTable
 from .facts import PageFacts, PageParam, PageReturnCode, page_dtypes
+from .saved import read_param_bullets
 from .text import MAX_PROTOTYPE_CHARS, between, dtype_note, family_of, html_tables, npu_families, outside, plain
 
 # Section heading -> what the section holds; Chinese and English spellings.
@@ -203,6 +204,9 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
                 current = None
         elif current is not None:
             current.append(line)
+    if not any("aclnnStatus" in block for block in blocks):
+        # older pages print each prototype as inline code in a bullet: `aclnnStatus aclnnX(...)`
+        blocks = [m.group(1) for line in body for m in _INLINE_PROTOTYPE.finditer(line)]
     if facts.shared_page:
         _read_own_prototypes(facts, blocks)
         return
@@ -221,6 +225,7 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
         facts.prototypes[key] = " ".join(block.split())
 
 
+_INLINE_PROTOTYPE = re.compile(r"`(aclnnStatus\s[^`]*)`")
 _FUNCTION_NAME = re.compile(r"(aclnn[A-Za-z0-9_]*)\s*\(")
 
 
@@ -245,13 +250,17 @@ def _read_get_workspace_size(facts: PageFacts, body: list[str], products: Produc
     tables = html_tables(text, facts.unparsed)
     param_grid = next((g for g, _ in tables if g and _header_has(g[0], ("参数名", "parameter"))), None)
     codes = next(((g, p) for g, p in tables if g and _header_has(g[0], ("错误码", "error code"))), None)
-    if param_grid is None:
-        facts.unparsed.append("no parameter table in the first-phase section")
-    else:
+    if param_grid is not None:
         _read_param_table(facts, param_grid)
+    else:  # older pages list the parameters as bullets, `name (type, direction)：...`, as saved pages do
+        read_param_bullets(facts, [line.replace("\\*", "*") for line in body], products)
+        if not facts.params:
+            facts.unparsed.append("no parameter table in the first-phase section")
     _read_notes(facts, text, products)
     if codes is None:
-        facts.todo("return_codes", "the page has no return-code table")
+        _read_return_code_text(facts, body)
+        if not facts.return_codes:
+            facts.todo("return_codes", "the page has no return-code table")
     else:
         grid, problems = codes
         for problem in problems:
@@ -261,6 +270,30 @@ def _read_get_workspace_size(facts: PageFacts, body: list[str], products: Produc
                 facts.unparsed.append(f"return-code row {row!r}")
                 continue
             facts.return_codes.append(PageReturnCode(int(row[1]), row[0].strip(), row[2].strip()))
+
+
+# older pages: `返回161001 (ACLNN_ERR_PARAM_NULLPTR): 1. ...` then `2. ...` on the lines below
+_CODE_LINE = re.compile(r"返回\s*(\d{6})\s*[（(]\s*(ACLNN_[A-Z_]+)\s*[)）]\s*[:：](.*)")
+_ITEM = re.compile(r"(?:^|\s)\d{1,2}[.、]\s*")
+
+
+def _read_return_code_text(facts: PageFacts, body: list[str]) -> None:
+    """Return codes written as text: one row per numbered condition of each status."""
+    current: tuple[int, str, list[str]] | None = None
+    found: list[tuple[int, str, list[str]]] = []
+    for line in body:
+        match = _CODE_LINE.search(line)
+        if match:
+            current = (int(match.group(1)), match.group(2), [match.group(3)])
+            found.append(current)
+        elif current is not None and line.strip() and not _FENCE.match(line) and not line.lstrip().startswith("#"):
+            current[2].append(line)
+        elif current is not None and _FENCE.match(line):
+            current = None
+    for status, name, lines in found:
+        for item in _ITEM.split(" ".join(part.strip() for part in lines)):
+            if item.strip():
+                facts.return_codes.append(PageReturnCode(status, name, item.strip()))
 
 
 def _header_has(row: list[str], words: tuple[str, ...]) -> bool:

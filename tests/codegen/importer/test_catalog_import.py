@@ -177,3 +177,54 @@ def test_catalog_of_a_made_up_mirror_counts_apis_and_compares_headers(made_up_mi
     text = catalog.markdown(report)
     assert text == catalog.markdown(catalog.survey([made_up_mirror], "v9.2.0-beta.1", PRODUCTS))  # deterministic
     assert "1 differs, 1 equal" in text
+
+
+# An older page's form, in our own words: prototypes as inline code in bullets, parameters as
+# bullets `name (type, direction)：...`, return codes as text in a code block.
+OLDER_PAGE = """# aclnnDemoScale
+
+## 产品支持情况
+
+| 产品 | 是否支持 |
+| :--- | :---: |
+| <term>Atlas A2 训练系列产品/Atlas 800I A2 推理产品/A200I A2 Box 异构组件</term> | √ |
+
+## 函数原型
+
+- `aclnnStatus aclnnDemoScaleGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)`
+- `aclnnStatus aclnnDemoScale(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)`
+
+## aclnnDemoScaleGetWorkspaceSize
+
+- **参数说明：**
+
+  - self (aclTensor\\*, 计算输入)：演示输入，数据类型支持FLOAT、FLOAT16。
+  - out (aclTensor\\*, 计算输出)：演示输出，数据类型支持FLOAT、FLOAT16。
+  - workspaceSize (uint64_t\\*, 出参)：工作区大小。
+  - executor (aclOpExecutor\\**, 出参)：执行器。
+
+- **返回值：**
+
+  ```
+  返回161001 (ACLNN_ERR_PARAM_NULLPTR): 1. 传入的self或out是空指针。
+  返回161002 (ACLNN_ERR_PARAM_INVALID): 1. self或out的数据类型不在支持的范围之内。
+                                       2. self和out的shape不一致。
+  ```
+
+## aclnnDemoScale
+"""
+
+
+def test_an_older_page_with_inline_prototypes_bullets_and_text_codes_is_read():
+    facts = read_markdown_apis(OLDER_PAGE, "p.md", PRODUCTS)[0]
+    assert set(facts.prototypes) == {"get_workspace_size", "launch"}
+    assert [(p.name, p.direction, p.dtypes) for p in facts.params[:2]] == [
+        ("self", "input", ["float32", "float16"]),
+        ("out", "output", ["float32", "float16"]),
+    ]
+    assert [(c.status, c.name) for c in facts.return_codes] == [
+        (161001, "ACLNN_ERR_PARAM_NULLPTR"),
+        (161002, "ACLNN_ERR_PARAM_INVALID"),
+        (161002, "ACLNN_ERR_PARAM_INVALID"),
+    ]
+    assert "shape" in facts.return_codes[2].description and "no parameter table" not in " ".join(facts.unparsed)
