@@ -23,6 +23,7 @@ COMMANDS = {
     "info": "show the backend, libraries, SoC, product family and CANN version",
     "diff": "classify the changes between two specs, or one spec at two releases (--at)",
     "import": "turn doc pages into draft specs, or merge a newer page into a spec (--into)",
+    "catalog": "import every aclnn page of the vendor's repositories as binding-tier specs and count",
     "audit": "check each op's page against the library's behaviour (sim, torch or cann) and report",
 }
 # commands whose module name differs from the command (a Python keyword)

@@ -10,6 +10,7 @@ from . import arithmetic, cdecl, formula, names
 from .errors import FieldProblem
 from aclnngen.core.externs import ORACLE_RECIPES
 from aclnngen.core.externs import oracle_domain_source as oracle_domain_source_of
+from aclnngen.core.tiers import NUMERIC_KEYS, REQUIRED_NUMERIC_KEYS
 from aclnngen.core.kinds import BY_NAME, kind_of
 from aclnngen.core.releases import CannVersion
 
@@ -38,6 +39,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     if families is None:
         raise FieldProblem((), "an op spec must be loaded through aclnngen.codegen.loader (it needs the product table)")
     _unique_names(spec)
+    _has_output(spec)
     _reserved(spec)
     _defaults(spec)
     _prototypes(spec)
@@ -45,12 +47,24 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _dtypes(spec, families)
     _formats(spec, families)
     _rules(spec, families)
-    _formula(spec)
+    _tier(spec)
+    if spec.computes:
+        _formula(spec)
     _return_codes(spec)
-    _oracle(spec)
+    if spec.computes:
+        _oracle(spec)
     _conditions(spec)
     _dims(spec)
     _defects(spec)
+
+
+def _has_output(spec: "OpSpec") -> None:
+    """A binding returns its outputs: an op must write at least one tensor."""
+    if not spec.by_role("output"):
+        raise FieldProblem(
+            ("parameters",),
+            "the op has no output tensor (role: output); a tensor the library writes, in place too, is an output",
+        )
 
 
 def _unique_names(spec: "OpSpec") -> None:
@@ -121,8 +135,32 @@ def _check_default(p: "Parameter") -> None:
         raise _DefaultProblem(f"{p.name!r}: an aclIntArray* attribute has no default")
 
 
+def _tier(spec: "OpSpec") -> None:
+    """A full-tier spec has its numerics; a binding-tier spec has none (aclnngen/core/tiers.py)."""
+    if spec.computes:
+        missing = [key for key in REQUIRED_NUMERIC_KEYS if getattr(spec, key) is None]
+        if missing:
+            raise FieldProblem(
+                (missing[0],),
+                f"a full-tier spec needs {' and '.join(missing)}; a spec without numerics says `tier: binding`",
+            )
+        return
+    for key in NUMERIC_KEYS:
+        if getattr(spec, key) is not None:
+            raise FieldProblem(
+                (key,), f"a binding-tier spec has no {key}; to upgrade it to full tier, remove `tier: binding`"
+            )
+    for i, defect in enumerate(spec.defects):
+        for which in ("claimed", "observed"):
+            if getattr(defect, which) is not None:
+                raise FieldProblem(
+                    ("defects", i, which), f"a binding-tier spec has no formulas, so no {which} formula of a defect"
+                )
+
+
 def _formula_exprs(spec: "OpSpec"):
-    yield ("formula",), spec.formula
+    if spec.formula is not None:
+        yield ("formula",), spec.formula
     for i, defect in enumerate(spec.defects):
         for which in ("claimed", "observed"):
             if getattr(defect, which) is not None:
@@ -546,7 +584,7 @@ def oracle_expression(spec: "OpSpec", source: str, loc: tuple):
 
 def oracle_domain_source(spec: "OpSpec") -> str | None:
     """The oracle's domain condition as the number the evaluator computes (1 inside, 0 outside)."""
-    domain = spec.oracle.domain
+    domain = spec.oracle.domain if spec.oracle is not None else None
     return None if domain is None else oracle_domain_source_of(domain.where)
 
 
@@ -559,6 +597,8 @@ def oracle_domain_program(spec: "OpSpec"):
 def oracle_expressions(spec: "OpSpec") -> list[str]:
     """Every oracle argument's `expr`, in the order they appear, once each, then the domain."""
     oracle = spec.oracle
+    if oracle is None:
+        return []
     found: list[str] = [] if oracle_domain_source(spec) is None else [oracle_domain_source(spec)]
     calls = oracle.steps if oracle.kind == "steps" else [oracle] if oracle.kind == "aten" else []
     for call in calls:

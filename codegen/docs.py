@@ -182,7 +182,7 @@ def python_example(spec: OpSpec, package: str, meta: dict, signature: dict, vers
     """A short call of the binding (`signature`, pysig.binding_signature), with the shapes, dtype
     and scalar values the generated tests use for the contiguous case (core/planning.py), as lines
     of Python."""
-    first = next(p.name for p in spec.parameters if p.role == "input")
+    first = spec.lead_tensor
     families = supported_families(meta, version)
     dtypes = supported_dtypes(meta, first, families[0], version) if families else ()
     dtype = "float32" if "float32" in dtypes else (dtypes[0] if dtypes else "float32")
@@ -221,7 +221,7 @@ def support_row(spec: OpSpec, products: ProductTable, op: ResolvedOp) -> dict:
     """One op's row of the support matrix: its first input's dtypes per product family, at its
     newest documented release (`op`)."""
     version = op.version
-    first_input = next(p for p in spec.parameters if p.role == "input")
+    first_input = spec.parameter(spec.lead_tensor)
     cells = []
     for family in products.families:
         dtypes = op.dtypes_of(first_input.name, family.id) if family.id in op.families else ()

@@ -30,6 +30,7 @@ from .products import ProductTable
 from .writer import Folder, Manifest, digest, is_temporary, read_manifest, write_owned
 from .tables import table_path
 from .view import OpView
+from aclnngen.core.tiers import upgrade_hint
 
 GENERATOR = "aclnngen generate"
 MANIFEST_NAME = "aclnngen-manifest.json"
@@ -386,6 +387,7 @@ def _record(view: OpView) -> dict:
         "support": view.docs.support,
         "changes": op_changes(spec),
         "newest": _newest_release(spec),
+        "computes": spec.computes,
     }
 
 
@@ -419,6 +421,7 @@ def _render_op_outputs(p: Plan, path: Path, view: OpView) -> None:
         "products": products,
         "binding_keywords": names.BINDING_KEYWORDS,
         "reference_keywords": names.REFERENCE_KEYWORDS,
+        "tier_note": None if spec.computes else upgrade_hint(spec.name),
     }
     p.add(
         layout.module("meta", op),
@@ -433,6 +436,13 @@ def _render_op_outputs(p: Plan, path: Path, view: OpView) -> None:
             **common,
         ),
     )
+    if spec.computes:  # a binding-tier op has no numerics, so no reference module
+        _add_reference(p, layout, source, view, common)
+    _add_tests_and_page(p, layout, source, view, common)
+
+
+def _add_reference(p: Plan, layout: Layout, source: str, view: OpView, common: dict) -> None:
+    meta, op = view.meta, view.spec.snake_name
     p.add(
         layout.module("reference", op),
         render.render(
@@ -446,6 +456,10 @@ def _render_op_outputs(p: Plan, path: Path, view: OpView) -> None:
             **common,
         ),
     )
+
+
+def _add_tests_and_page(p: Plan, layout: Layout, source: str, view: OpView, common: dict) -> None:
+    op = view.spec.snake_name
     p.add(
         f"{layout.tests_dir}/test_{op}.py",
         render.render(
@@ -477,11 +491,14 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
         f"{layout.package_dir}/__init__.py",
         render.render("package_init.py.j2", header=init_header, ops=ops, layout=layout),
     )
+    # binding-tier ops have no reference module (aclnngen/core/tiers.py)
+    computing = [op for op, r in zip(ops, records) if r.get("computes", True)]
     for kind in ("meta", "ops", "reference"):
+        listed = computing if kind == "reference" else ops
         p.add(
             f"{layout.package_dir}/{kind}/__init__.py",
             render.render(
-                "kind_init.py.j2", header=_header("index", "specs/ops/", "kind_init.py.j2"), ops=ops, kind=kind
+                "kind_init.py.j2", header=_header("index", "specs/ops/", "kind_init.py.j2"), ops=listed, kind=kind
             ),
         )
     p.add(

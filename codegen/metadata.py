@@ -101,7 +101,8 @@ def cdef(spec: OpSpec, parsed: tuple | None = None) -> str:
 def build(spec: OpSpec, prog: "formula.FormulaProgram | None" = None, parsed: tuple | None = None) -> dict:
     """The META of `spec`. `prog` (its formula) and `parsed` (its prototypes) when already parsed:
     codegen/view.py parses each once per op."""
-    prog = prog if prog is not None else program(spec, spec.formula)
+    if spec.computes:
+        prog = prog if prog is not None else program(spec, spec.formula)
     return {
         "name": spec.name,
         "snake": spec.snake_name,
@@ -117,11 +118,18 @@ def build(spec: OpSpec, prog: "formula.FormulaProgram | None" = None, parsed: tu
             for r in spec.return_codes
         ],
         "outputs": [p.name for p in spec.by_role("output")],
+        **(_numerics(spec, prog) if spec.computes else {"tier": spec.tier}),
+        # absent: the default arithmetic (aclnngen/core/arithmetic.py)
+        **({"arithmetic": spec.arithmetic.model_dump(mode="python")} if spec.arithmetic else {}),
+    }
+
+
+def _numerics(spec: OpSpec, prog: "formula.FormulaProgram") -> dict:
+    """What a full-tier META says of the numerics (a binding-tier META says its tier instead)."""
+    return {
         "formula": {
             "outputs": formula.classify(prog),
             "boundaries": [list(b) for b in formula.comparison_boundaries(prog)],
         },
         "oracle": spec.oracle.model_dump(mode="python"),
-        # absent: the default arithmetic (aclnngen/core/arithmetic.py)
-        **({"arithmetic": spec.arithmetic.model_dump(mode="python")} if spec.arithmetic else {}),
     }

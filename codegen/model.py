@@ -39,6 +39,7 @@ from aclnngen.core.formats import FORMATS
 from aclnngen.core.kinds import KIND_NAMES, KINDS, RuleKind
 from aclnngen.core.kinds import Field as RuleField
 from aclnngen.core.releases import RELEASE_PATTERN, VERSION_HELP, as_release, holds_at
+from aclnngen.core.tiers import DEFAULT_TIER, TIERS, computes
 
 C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SNAKE_CASE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -644,6 +645,9 @@ class OpSpec(Frozen):
     """The doc page the spec records."""
     cann_version: Version
     """The CANN release the page describes; unversioned facts hold at it."""
+    tier: Literal[TIERS] = DEFAULT_TIER  # type: ignore[valid-type]
+    """full (default): the spec has its numerics, `formula` and `oracle`; binding: everything but
+    the numerics, the outputs are not computed (aclnngen/core/tiers.py)."""
     library: CIdentifier = "opapi"
     """Stem of the op library (libopapi.so: opapi; custom ops e.g. cust_opapi)."""
     products: list[ProductSupport] = Field(min_length=1)
@@ -656,14 +660,14 @@ class OpSpec(Frozen):
     """Every parameter of the first-phase prototype before workspaceSize and executor, in C order."""
     rules: list[Rule] = []
     """Shape and dtype rules, each a named kind."""
-    formula: Formula
-    """What the op computes: machine-readable expressions and LaTeX."""
+    formula: Formula | None = None
+    """What the op computes: machine-readable expressions and LaTeX (full tier only, required there)."""
     arithmetic: Arithmetic | None = None
     """How the library computes (compute dtypes, integer rounding, scalar precision); optional."""
     return_codes: list[ReturnCode] = Field(min_length=1)
     """The page's return-code table: which condition gives 161001, which 161002."""
-    oracle: Oracle
-    """The PyTorch operation (or recipe) that checks the references."""
+    oracle: Oracle | None = None
+    """The PyTorch operation (or recipe) that checks the references (full tier only, required there)."""
     defects: list[Defect] = []
     """Where the page contradicts itself, the header or the library; optional."""
 
@@ -685,6 +689,18 @@ class OpSpec(Frozen):
     @property
     def symbol(self) -> str:
         return f"aclnn{self.name}"
+
+    @property
+    def lead_tensor(self) -> str:
+        """The tensor whose dtypes a test case or an example picks from: the first input, else (an
+        op that only writes, in place or a fill) the first output."""
+        tensors = self.by_role("input") or self.by_role("output")
+        return tensors[0].name
+
+    @property
+    def computes(self) -> bool:
+        """Whether the spec has numerics (full tier): a formula, an oracle, a reference."""
+        return computes(self.tier)
 
     # -- cross-field checks (absolute locations, so the loader can point at the line)
 

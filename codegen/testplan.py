@@ -129,7 +129,7 @@ def build(
     ]
     home_supported = op.dtypes_of(_first_input(spec), home)
     sweep_dtype = home_dtype if home_dtype in home_supported else sorted(home_supported, key=sort_key)[0]
-    outside = _outside_oracle_domain(spec, meta)
+    outside = _outside_oracle_domain(spec, meta) if spec.computes else (lambda overrides: "")
     sweep_cases = [
         _case(
             f"{label[home]}-{param}-{sweeps.value_id(value)}{outside(overrides)}",
@@ -175,10 +175,12 @@ def build(
         for dtype in op.dtypes_of(_first_input(spec), family)
         for layout in layouts.of(family)
     ]
+    if not spec.computes:  # binding tier: nothing to compare with an oracle (aclnngen/core/tiers.py)
+        reference, sweep_cases = [], []
     return {
         "version": version,
         "reference": reference,
-        "reference_mixed": reference_mixed,
+        "reference_mixed": reference_mixed if spec.computes else [],
         "binding_mixed": [
             _case(f"{c['combo']}-mixed", family=c["family"], dtypes=c["dtypes"], outputs=c["outputs"])
             for c in _unique([dict(c, id=c["combo"]) for c in reference_mixed if c["mixed"]])
@@ -327,7 +329,7 @@ def _unique(found: list[dict]) -> list[dict]:
 
 
 def _first_input(spec: OpSpec) -> str:
-    return next(p.name for p in spec.parameters if p.role == "input")
+    return spec.lead_tensor
 
 
 def _value_id(value) -> str:

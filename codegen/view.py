@@ -36,9 +36,9 @@ class OpView:
     package: str = "aclnngen.generated"  # the package the generated modules form
 
     @cached_property
-    def program(self) -> formula.FormulaProgram:
-        """The spec's formula, parsed."""
-        return metadata.program(self.spec, self.spec.formula)
+    def program(self) -> formula.FormulaProgram | None:
+        """The spec's formula, parsed (None for a binding-tier spec, which has none)."""
+        return metadata.program(self.spec, self.spec.formula) if self.spec.computes else None
 
     @cached_property
     def prototypes(self) -> tuple:
@@ -64,6 +64,8 @@ class OpView:
     def bodies(self) -> list[Body]:
         """The formula and every defect's claimed or observed formula, as function bodies."""
         spec = self.spec
+        if not spec.computes:
+            return []
         bodies = [Body("spec", "_spec", formula.render_program(self.program))]
         for index, defect in enumerate(spec.defects):
             for which in ("claimed", "observed"):
@@ -89,6 +91,8 @@ class OpView:
     @cached_property
     def oracle_expressions(self) -> list[Body]:
         """Each oracle argument's `{expr: ...}` over the scalars and attributes, as a function body."""
+        if not self.spec.computes:
+            return []
         return [
             Body(source, f"_oracle_{i}", formula.render_program(oracle_expression(self.spec, source, ())))
             for i, source in enumerate(oracle_expressions(self.spec))

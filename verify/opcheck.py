@@ -17,6 +17,7 @@ import numpy as np
 from aclnngen.runtime import session
 from aclnngen.core.dtypes import category, promote_names
 from aclnngen.runtime.errors import AclnnValidationError
+from aclnngen.runtime.poison import is_poisoned
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
 from aclnngen.core.rules import supported_dtypes
 from aclnngen.runtime.validation import validate
@@ -72,7 +73,7 @@ def binding_args(meta: Mapping, values: Mapping[str, Any]) -> tuple[list, dict]:
 @dataclass
 class OpUnderTest:
     meta: Mapping
-    reference: ModuleType  # the generated reference module: reference(), boundaries()
+    reference: ModuleType | None  # the generated reference module (None: a binding-tier op)
     binding: Callable
     version: str
     tests_file: str | None = None  # the generated test module: its directives are the ones near it
@@ -91,7 +92,10 @@ class OpUnderTest:
 
     @property
     def package(self) -> str:
-        """The package the op belongs to: the one its reference module is in."""
+        """The package the op belongs to: the one its reference module is in (its binding's, for
+        a binding-tier op, which has no reference)."""
+        if self.reference is None:
+            return self.binding.__module__.rpartition(".ops.")[0]
         return self.reference.__name__.rpartition(".reference.")[0]
 
     def params(self, *roles: str) -> list[Mapping]:
@@ -763,6 +767,16 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
     )
 
 
+def _outputs_poisoned(op: OpUnderTest, results: tuple) -> None:
+    """A binding-tier op's outputs carry the simulator's poison pattern: each was written, none was
+    computed (aclnngen/core/tiers.py)."""
+    outputs = op.of_roles("output")
+    assert len(results) == len(outputs), f"{len(results)} results for {len(outputs)} outputs"
+    for p, got in zip(outputs, results):
+        assert isinstance(got, np.ndarray), f"{p.py}: the binding returned {type(got).__name__}"
+        assert is_poisoned(got), f"{p.py}: a binding-tier output holds something else than the poison pattern"
+
+
 def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None:
     _binding_matches_reference(op, family, dtype, layout, {})
 
@@ -782,6 +796,8 @@ def _binding_matches_reference(
     tolerance = op.directives().tolerance(op.name, "binding", family, dtype)
     # outputs of a dtype the case sets are passed in (`out=`); others the binding allocates
     fixed = [p for p in op.of_roles("output") if p.name in (dtypes or {})]
+    if not op.of_roles("input"):  # an op that only writes (in place, a fill) writes the caller's tensors
+        fixed = list(op.of_roles("output"))
     with session.simulated(family=family, version=op.version):
         positional, keywords, _ = op.split(values)
         if fixed:
@@ -789,6 +805,9 @@ def _binding_matches_reference(
             keywords["out"] = outs[0] if len(outs) == 1 else tuple(outs)
         result = op.binding(*positional, **keywords)
     results = result if isinstance(result, tuple) else (result,)
+    if not op.typed.computes:  # binding tier: the call succeeded and left its outputs uncomputed
+        _outputs_poisoned(op, results)
+        return
     out_dtypes = {p.name: values[p.name].dtype for p in fixed}
     expected = op.run_reference(values, family=family, **({"out_dtypes": out_dtypes} if out_dtypes else {}))
     for p, got, want in zip(op.of_roles("output"), results, expected):

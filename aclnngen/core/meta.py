@@ -16,6 +16,7 @@ from .checks import check_order
 from .formats import DEFAULT_FORMATS
 from .kinds import RuleKind, kind_of
 from .releases import holds_at
+from .tiers import DEFAULT_TIER, computes
 
 TENSOR_ROLES = ("input", "output")
 SCALAR_ROLES = ("scalar", "optional_scalar")
@@ -185,6 +186,12 @@ class OpMeta:
     unchecked_nulls: tuple[str, ...] = ()
     early_returns: tuple[EarlyReturn, ...] = ()
     check_order: tuple[str, ...] = check_order()
+    tier: str = DEFAULT_TIER  # aclnngen/core/tiers.py: binding-tier ops have no formula or oracle
+
+    @property
+    def computes(self) -> bool:
+        """Whether the op's outputs are computed (full tier) or left poisoned (binding tier)."""
+        return computes(self.tier)
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -301,6 +308,7 @@ def build(data: Mapping) -> OpMeta:
                 EarlyReturn(tuple(e["params"]), tuple(e.get("families") or ())) for e in data.get("early_returns") or ()
             ),
             check_order=check_order(data.get("check_order") or ()),
+            tier=data.get("tier", DEFAULT_TIER),
         )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         name = data.get("name", "?") if isinstance(data, Mapping) else "?"

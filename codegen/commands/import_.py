@@ -19,13 +19,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--release", help="the release the page describes: 8.5.0, or a vendor tag such as v9.2.0-beta.1"
     )
+    parser.add_argument(
+        "--tier",
+        choices=("auto", "full", "binding"),
+        default="auto",
+        help="the drafts' tier: full (formula and oracle to write), binding (no numerics), or auto: "
+        "full where the page states a formula, else binding (default)",
+    )
     parser.add_argument("--into", type=Path, help="merge the page into this spec as versioned facts of --release")
     parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS_DIR, help="specs directory (for products.yaml)")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..importer.draft import build_draft
-    from ..importer.pages import read_page
+    from ..importer.pages import read_page_apis
     from aclnngen.core.releases import release_of
     from ..importer.summary import summary_dict, summary_lines
     from ..importer.writer import write_draft
@@ -46,14 +53,14 @@ def run(args: argparse.Namespace) -> int:
         raise GenerateError(f"-o {args.output}: cannot create the folder ({exc.strerror or exc})") from None
     pages = []
     for page in args.pages:
-        facts = read_page(page, products, release)
-        draft = build_draft(facts, products)
-        target = write_draft(draft, facts, args.output)
-        if args.json:
-            pages.append(summary_dict(facts, draft, target))
-        else:
-            for line in summary_lines(facts, draft, target):
-                print(line)
+        for facts in read_page_apis(page, products, release):  # a shared page documents several APIs
+            draft = build_draft(facts, products, tier=args.tier)
+            target = write_draft(draft, facts, args.output)
+            if args.json:
+                pages.append(summary_dict(facts, draft, target))
+            else:
+                for line in summary_lines(facts, draft, target):
+                    print(line)
     if args.json:
         from .jsonout import emit
 

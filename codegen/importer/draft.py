@@ -20,18 +20,14 @@ from aclnngen.core.kinds.promote import KIND as PROMOTE
 from aclnngen.core.kinds.same_dtype import KIND as SAME_DTYPE
 from aclnngen.core.kinds.same_shape import KIND as SAME_SHAPE
 
+from .. import names as reserved_names
 from ..cdecl import PrototypeError, parse_prototype
 from ..products import ProductTable
+from aclnngen.core.tiers import BINDING, FULL
+from .ctypes import spec_type
 from .facts import PageFacts, PageParam, page_formats
 
 TODO = "TODO"
-_ATTRIBUTE_TYPES = {
-    "bool": "bool",
-    "int64_t": "int64_t",
-    "double": "double",
-    "char*": "char*",
-    "aclIntArray*": "aclIntArray*",
-}
 _TRAILING = ("workspaceSize", "executor")
 # Return-code descriptions -> the check they describe (Chinese and English keywords): the rule
 # kinds' phrases (aclnngen/core/kinds) and these, tried by precedence (a narrower phrase first).
@@ -57,11 +53,28 @@ def snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
-def build_draft(facts: PageFacts, products: ProductTable) -> dict[str, Any]:
-    """The draft as plain data, keys in the spec's order, `todo` and `import` last."""
+DRAFT_TIERS = ("full", "binding", "auto")
+
+
+def draft_tier(facts: PageFacts, tier: str) -> str:
+    """The tier of the draft: `auto` drafts a full-tier spec from a page that states a formula (a
+    person writes it as an expression), a binding-tier spec from one that states none."""
+    if tier == "auto":
+        return FULL if facts.latex else BINDING
+    return tier
+
+
+def build_draft(facts: PageFacts, products: ProductTable, tier: str = FULL) -> dict[str, Any]:
+    """The draft as plain data, keys in the spec's order, `todo` and `import` last. A binding-tier
+    draft (aclnngen/core/tiers.py) has no formula or oracle, and its summaries are generated from
+    the API's name and category (never the page's words), so only the page's gaps stay TODO."""
+    binding = draft_tier(facts, tier) == BINDING
     draft: dict[str, Any] = {"name": facts.op or TODO, "summary": TODO}
     todo = list(facts.todos)
-    todo.append(("summary", "one sentence in our own words"))
+    if binding and facts.op:
+        draft["summary"] = generated_summary(facts.op, facts.category)
+    else:
+        todo.append(("summary", "one sentence in our own words"))
     source: dict[str, Any] = {"title": f"aclnn{facts.op}" if facts.op else TODO}
     if facts.form == "saved":
         source["seed"] = facts.path.rsplit("/", 1)[-1]
@@ -71,6 +84,8 @@ def build_draft(facts: PageFacts, products: ProductTable) -> dict[str, Any]:
     draft["cann_version"] = facts.release or TODO
     if not facts.release:
         todo.append(("cann_version", "the release the page describes (import --release VERSION)"))
+    if binding:
+        draft["tier"] = BINDING
     _products_named_by_notes(facts, todo)
     draft["products"] = [{"family": f} if ok else {"family": f, "supported": False} for f, ok in facts.products.items()]
     unmentioned = [f for f in products.ids if f not in facts.products]
@@ -91,10 +106,15 @@ def build_draft(facts: PageFacts, products: ProductTable) -> dict[str, Any]:
             prototypes[key] = TODO
             todo.append((f"prototypes.{key}", f"the page's prototype does not parse: {exc.message}"))
     draft["prototypes"] = prototypes
-    draft["parameters"] = _parameters(facts, functions.get("get_workspace_size"), todo)
+    draft["parameters"] = _parameters(facts, functions.get("get_workspace_size"), todo, binding)
     draft["rules"] = _rules(facts, draft["parameters"])
     if draft["rules"]:
         todo.append(("rules", "hints read from the page's usage notes and dims column; confirm each"))
+    if binding:
+        draft["return_codes"] = _return_codes(facts, draft["parameters"], todo)
+        draft["defects"] = [{"kind": kind, "note": note} for kind, note in facts.defects]
+        draft["todo"] = [{"at": at, "note": note} for at, note in _unique(todo)]
+        return draft
     outputs = {p["py_name"]: TODO for p in draft["parameters"] if p.get("role") == "output"} or {"out": TODO}
     draft["formula"] = {"latex": "\n\n".join(facts.latex) or TODO, "outputs": outputs}
     todo.append(("formula.outputs", "the formula as an expression of the formula language (docs/formula-language.md)"))
@@ -130,9 +150,9 @@ def _unique(items):
 
 
 def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts) -> str | None:
-    compact = c_type.replace(" ", "")
-    if "aclTensor*" in compact and "**" not in compact:
-        writable = not compact.startswith("const")
+    typed = spec_type(c_type)
+    if typed.kind == "tensor":
+        writable = typed.writable
         if page is not None and page.direction == "input" and writable:
             # the library writes through a non-const tensor: the page's "input" is a slip
             facts.defect(
@@ -142,14 +162,42 @@ def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts
         if page is not None and page.direction in ("input", "output"):
             return page.direction
         return "output" if writable else "input"
-    if compact.endswith("aclScalar*"):
+    if typed.kind == "scalar":
         return "optional_scalar" if param_name.endswith("Optional") else "scalar"
-    if compact.replace("const", "") in _ATTRIBUTE_TYPES:
+    if typed.kind == "attribute":
         return "attribute"
+    facts.unsupported(typed.unsupported)
     return None
 
 
-def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
+_ROLE_WORDS = {
+    "input": "Input tensor",
+    "output": "Output tensor",
+    "scalar": "Scalar",
+    "optional_scalar": "Optional scalar",
+    "attribute": "Attribute",
+}
+
+
+def generated_summary(op: str, category: str | None) -> str:
+    """A binding-tier op's summary, made of its name and category alone (no page text)."""
+    where = f"the vendor's {category} operators" if category else "the vendor's operators"
+    return f"aclnn{op}, one of {where}; binding tier: inputs are checked, outputs are not computed."
+
+
+def _generated_param_summary(name: str, role: str | None) -> str:
+    return f"{_ROLE_WORDS.get(role or '', 'Parameter')} {name} (binding tier: described by name only)."
+
+
+def _free_py_name(py_name: str, role: str | None) -> str:
+    """`py_name`, or with a trailing `_` where generated code already uses the name (`self` is
+    `self_`, as PEP 8 suggests for a clash)."""
+    if reserved_names.python_clash(py_name, output=role == "output") and not reserved_names.python_clash(py_name + "_"):
+        return py_name + "_"
+    return py_name
+
+
+def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -> list[dict[str, Any]]:
     page_params = {p.name: p for p in facts.params}
     if function is None:
         names = [p.name for p in facts.params if p.name not in _TRAILING]
@@ -164,15 +212,20 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
         page = page_params.get(name)
         at = f"parameters.{index}"
         role = _role(name, c_type, page, facts)
-        py_name = snake(name)
+        py_name = _free_py_name(snake(name), role)
         entry: dict[str, Any] = {"name": name, "py_name": py_name if not keyword.iskeyword(py_name) else TODO}
         if keyword.iskeyword(py_name):
             todo.append((f"{at}.py_name", f"{py_name!r} is a Python keyword"))
         entry["role"] = role or TODO
-        entry["summary"] = TODO
-        todo.append((f"{at}.summary", "one sentence in our own words"))
+        if binding:
+            entry["summary"] = _generated_param_summary(name, role)
+        else:
+            entry["summary"] = TODO
+            todo.append((f"{at}.summary", "one sentence in our own words"))
         if role is None:
-            todo.append((f"{at}.role", f"cannot tell the role of C type {c_type!r}"))
+            typed = spec_type(c_type)
+            reason = typed.unsupported or f"cannot tell the role of C type {c_type!r}"
+            todo.append((f"{at}.role", reason))
         if page is None:
             todo.append((at, f"{name} is in the prototype but not in the page's parameter table"))
         elif page.c_type and function is not None and page.c_type.replace(" ", "") not in c_type.replace(" ", ""):

@@ -140,6 +140,10 @@ class PageFacts:
     todos: list[tuple[str, str]] = field(default_factory=list)  # (where in the draft, what is missing)
     defects: list[tuple[str, str]] = field(default_factory=list)  # (defect kind, note)
     unparsed: list[str] = field(default_factory=list)  # what the reader saw but could not read
+    # C types of the prototype the spec language has no form for yet (importer/ctypes.py), reasons
+    unsupported_types: list[str] = field(default_factory=list)
+    shared_page: bool = False  # the page documents several APIs (`aclnnX&aclnnInplaceX.md`); this is one
+    category: str | None = None  # the vendor's category folder (activation, math, ...), when known
     # what todos and defects hold, for the repeat check (a list scan per entry was quadratic)
     _seen: set = field(default_factory=set, repr=False, compare=False)
 
@@ -147,6 +151,10 @@ class PageFacts:
         if ("todo", at, note) not in self._seen:
             self._seen.add(("todo", at, note))
             self.todos.append((at, note))
+
+    def unsupported(self, reason: str) -> None:
+        if reason not in self.unsupported_types:
+            self.unsupported_types.append(reason)
 
     def defect(self, kind: str, note: str) -> None:
         if ("defect", kind, note) not in self._seen:

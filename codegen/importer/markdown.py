@@ -13,6 +13,7 @@ import re
 
 from ..products import ProductTable
 from .facts import PageFacts, PageParam, PageReturnCode, page_dtypes
+from .saved import read_param_bullets
 from .text import MAX_PROTOTYPE_CHARS, between, dtype_note, family_of, html_tables, npu_families, outside, plain
 
 # Section heading -> what the section holds; Chinese and English spellings.
@@ -77,11 +78,41 @@ def _yes_no(text: str) -> bool | None:
     return None
 
 
-def read_markdown(text: str, path: str, products: ProductTable) -> PageFacts:
+_API = re.compile(r"aclnn[A-Za-z0-9_]+")
+
+
+def _title(parts: list[tuple[str, list[str]]]) -> str | None:
+    return next((h for h, _ in parts if h.startswith("aclnn") and not h.endswith("GetWorkspaceSize")), None)
+
+
+def page_apis(text: str) -> list[str]:
+    """The APIs a page documents, without the aclnn prefix: one for `# aclnn<Op>`, several for a
+    shared page `# aclnn<Op>&aclnnInplace<Op>` (one prototype pair and parameter table each); none
+    when the title is neither."""
+    title = _title(sections(text))
+    names = [part.strip() for part in (title or "").split("&")]
+    if not title or not all(_API.fullmatch(n) for n in names):
+        return []
+    return [n[len("aclnn") :] for n in names]
+
+
+def read_markdown_apis(text: str, path: str, products: ProductTable) -> list[PageFacts]:
+    """One PageFacts per API the page documents: a shared page's APIs share its products, function
+    and constraints sections, and each has its own prototypes and first-phase section."""
+    apis = page_apis(text)
+    if len(apis) < 2:
+        return [read_markdown(text, path, products)]
+    return [read_markdown(text, path, products, api=api) for api in apis]
+
+
+def read_markdown(text: str, path: str, products: ProductTable, api: str | None = None) -> PageFacts:
+    """The facts of the page's API, or with `api`, of that one of a shared page's APIs."""
     facts = PageFacts(path=path, form="markdown")
     parts = sections(text)
-    title = next((h for h, _ in parts if h.startswith("aclnn") and not h.endswith("GetWorkspaceSize")), None)
-    if title is None or not re.fullmatch(r"aclnn[A-Za-z0-9_]+", title):
+    title = _title(parts)
+    if api is not None:
+        facts.op, facts.shared_page = api, True
+    elif title is None or not re.fullmatch(r"aclnn[A-Za-z0-9_]+", title):
         facts.todo("name", "the page has no `# aclnn<Op>` title")
     else:
         facts.op = title[len("aclnn") :]
@@ -173,6 +204,12 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
                 current = None
         elif current is not None:
             current.append(line)
+    if not any("aclnnStatus" in block for block in blocks):
+        # older pages print each prototype as inline code in a bullet: `aclnnStatus aclnnX(...)`
+        blocks = [m.group(1) for line in body for m in _INLINE_PROTOTYPE.finditer(line)]
+    if facts.shared_page:
+        _read_own_prototypes(facts, blocks)
+        return
     for block in blocks:
         if "aclnnStatus" not in block and "(" not in block:
             continue
@@ -188,18 +225,42 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
         facts.prototypes[key] = " ".join(block.split())
 
 
+_INLINE_PROTOTYPE = re.compile(r"`(aclnnStatus\s[^`]*)`")
+_FUNCTION_NAME = re.compile(r"(aclnn[A-Za-z0-9_]*)\s*\(")
+
+
+def _read_own_prototypes(facts: PageFacts, blocks: list[str]) -> None:
+    """A shared page prints every API's prototypes, often in one block: each declaration is
+    picked by its function's name."""
+    own = {f"aclnn{facts.op}GetWorkspaceSize": "get_workspace_size", f"aclnn{facts.op}": "launch"}
+    for block in blocks:
+        for declaration in block.split(";"):
+            match = _FUNCTION_NAME.search(declaration)
+            key = own.get(match.group(1)) if match else None
+            if key is None or key in facts.prototypes:
+                continue
+            if len(declaration) > MAX_PROTOTYPE_CHARS:
+                facts.unparsed.append(f"a {key} prototype of {len(declaration)} characters (not read)")
+                continue
+            facts.prototypes[key] = " ".join(declaration.split())
+
+
 def _read_get_workspace_size(facts: PageFacts, body: list[str], products: ProductTable) -> None:
     text = "\n".join(body)
     tables = html_tables(text, facts.unparsed)
     param_grid = next((g for g, _ in tables if g and _header_has(g[0], ("参数名", "parameter"))), None)
     codes = next(((g, p) for g, p in tables if g and _header_has(g[0], ("错误码", "error code"))), None)
-    if param_grid is None:
-        facts.unparsed.append("no parameter table in the first-phase section")
-    else:
+    if param_grid is not None:
         _read_param_table(facts, param_grid)
+    else:  # older pages list the parameters as bullets, `name (type, direction)：...`, as saved pages do
+        read_param_bullets(facts, [line.replace("\\*", "*") for line in body], products)
+        if not facts.params:
+            facts.unparsed.append("no parameter table in the first-phase section")
     _read_notes(facts, text, products)
     if codes is None:
-        facts.todo("return_codes", "the page has no return-code table")
+        _read_return_code_text(facts, body)
+        if not facts.return_codes:
+            facts.todo("return_codes", "the page has no return-code table")
     else:
         grid, problems = codes
         for problem in problems:
@@ -209,6 +270,30 @@ def _read_get_workspace_size(facts: PageFacts, body: list[str], products: Produc
                 facts.unparsed.append(f"return-code row {row!r}")
                 continue
             facts.return_codes.append(PageReturnCode(int(row[1]), row[0].strip(), row[2].strip()))
+
+
+# older pages: `返回161001 (ACLNN_ERR_PARAM_NULLPTR): 1. ...` then `2. ...` on the lines below
+_CODE_LINE = re.compile(r"返回\s*(\d{6})\s*[（(]\s*(ACLNN_[A-Z_]+)\s*[)）]\s*[:：](.*)")
+_ITEM = re.compile(r"(?:^|\s)\d{1,2}[.、]\s*")
+
+
+def _read_return_code_text(facts: PageFacts, body: list[str]) -> None:
+    """Return codes written as text: one row per numbered condition of each status."""
+    current: tuple[int, str, list[str]] | None = None
+    found: list[tuple[int, str, list[str]]] = []
+    for line in body:
+        match = _CODE_LINE.search(line)
+        if match:
+            current = (int(match.group(1)), match.group(2), [match.group(3)])
+            found.append(current)
+        elif current is not None and line.strip() and not _FENCE.match(line) and not line.lstrip().startswith("#"):
+            current[2].append(line)
+        elif current is not None and _FENCE.match(line):
+            current = None
+    for status, name, lines in found:
+        for item in _ITEM.split(" ".join(part.strip() for part in lines)):
+            if item.strip():
+                facts.return_codes.append(PageReturnCode(status, name, item.strip()))
 
 
 def _header_has(row: list[str], words: tuple[str, ...]) -> bool:
@@ -228,6 +313,25 @@ def _read_param_table(facts: PageFacts, grid: list[list[str]]) -> None:
         param.dtypes = page_dtypes(cells[4]) if len(row) > 4 else []
         param.formats, param.dims, param.non_contiguous = cells[5].strip(), cells[6].strip(), cells[7].strip()
         facts.params.append(param)
+    _dtypes_by_reference(facts, {p.name: row[4] for p, row in zip(facts.params, grid[1:]) if len(row) > 4})
+
+
+# a dtype cell that names another parameter instead of listing dtypes: "与self一致", "same as self"
+_SAME_AS = re.compile(
+    r"与\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:的数据类型)?\s*(?:保持)?\s*一致|same as ([A-Za-z_][A-Za-z0-9_]*)", re.I
+)
+
+
+def _dtypes_by_reference(facts: PageFacts, cells: dict[str, str]) -> None:
+    """A parameter whose dtype cell says "the same as X" takes X's dtypes (one level: X lists its own)."""
+    by_name = {p.name: p for p in facts.params}
+    for param in facts.params:
+        if param.dtypes:
+            continue
+        match = _SAME_AS.search(plain(cells.get(param.name, "")))
+        other = by_name.get(next((g for g in match.groups() if g), "")) if match else None
+        if other is not None and other.dtypes:
+            param.dtypes = list(other.dtypes)
 
 
 _NOTE = re.compile(r"^\s*[-*]\s+(.+?)[：:](.+)$")

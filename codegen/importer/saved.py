@@ -56,7 +56,7 @@ def read_saved(text: str, path: str, products: ProductTable) -> PageFacts:
                 )
                 continue
             facts.prototypes.setdefault(key, proto)
-    _params(facts, blocks.get("get_workspace_size", []), products)
+    read_param_bullets(facts, blocks.get("get_workspace_size", []), products)
     function = "\n".join(blocks.get("function", []))
     facts.latex += [m.strip() for m in between(function, "$$", "$$") if m.strip()]
     if not facts.latex:
@@ -112,7 +112,9 @@ def _products(facts: PageFacts, block: list[str], products: ProductTable) -> Non
         facts.todo("products", "no product list on the page")
 
 
-def _params(facts: PageFacts, block: list[str], products: ProductTable) -> None:
+def read_param_bullets(facts: PageFacts, block: list[str], products: ProductTable) -> None:
+    """The parameters listed as bullets, `name (C type, direction)：description`, with per-product
+    dtype notes below each; a saved page's form, and older Markdown pages'."""
     current: PageParam | None = None
     names_seen: set[str] = set()
     for line in block:

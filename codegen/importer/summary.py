@@ -32,6 +32,8 @@ def summary_lines(facts: PageFacts, draft: dict[str, Any], target: Path) -> list
         lines.append(f"  defects: {len(facts.defects)}" + _listed([f"{k}: {n}" for k, n in facts.defects]))
     if facts.unparsed:
         lines.append(f"  not parsed: {len(facts.unparsed)}" + _listed(facts.unparsed))
+    if facts.unsupported_types:
+        lines.append(f"  unsupported: {len(facts.unsupported_types)}" + _listed(facts.unsupported_types))
     return lines
 
 
@@ -48,4 +50,6 @@ def summary_dict(facts: PageFacts, draft: dict[str, Any], target: Path) -> dict[
         "todo": [{"at": t["at"], "note": t["note"]} for t in draft.get("todo", [])],
         "defects": [{"kind": k, "note": n} for k, n in facts.defects],
         "not_parsed": list(facts.unparsed),
+        "unsupported": list(facts.unsupported_types),
+        "tier": draft.get("tier", "full"),
     }

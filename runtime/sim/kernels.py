@@ -87,6 +87,7 @@ from aclnngen.core.formats import name_of_member
 from aclnngen.core.meta import EarlyReturn, OpMeta, op_meta
 from aclnngen.core.releases import VERSION_HELP, is_version
 from aclnngen.evaluate.reference import Reference
+from aclnngen.runtime.poison import fill_poison
 
 from .controls import sim_ffi, sim_ops_path
 
@@ -865,6 +866,10 @@ class Kernels:
         if workspace != ffi.NULL and workspace_size:
             n = min(int(workspace_size), _SCRIBBLE_LIMIT)
             ffi.memmove(workspace, b"\x5a" * n, n)  # the kernel owns its workspace
+        if not op.computes:  # binding tier: no formula computes the outputs; mark them as such
+            for target in outputs.values():
+                fill_poison(target)
+            return 0
         reference = entry.reference()
         out_dtypes = {name: arr.dtype for name, arr in outputs.items()}
         # a reference that can, writes its results straight into device memory (no full-size copy)

@@ -1,0 +1,299 @@
+"""The whole vendor catalog: every aclnn page of the vendor's repositories at one tag, imported as
+binding-tier specs (aclnngen/core/tiers.py), each taken as far as it goes (imported, valid,
+generated) and the reason it stopped there counted.
+
+The pages are read straight from a git directory of each repository (a mirror): `<category>/<op>/
+docs/aclnn*.md`, experimental ones aside. A shared page (`aclnnX&aclnnInplaceX.md`) counts once as a
+page and gives one spec per API. Specs land, when asked, under `<out>/<repo>/<category>/<api>.yaml`
+(specs/catalog/ in the repository's layout); generation renders in memory, nothing is written.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cdecl import PrototypeError, normalize_prototype
+from .errors import GenerateError, SpecError
+from .importer.draft import TODO, build_draft
+from .importer.facts import PageFacts
+from .importer.markdown import read_markdown_apis
+from .importer.pages import category_of
+from .importer.writer import block_yaml
+from .loader import load_spec
+from .products import ProductTable
+
+_PAGE = re.compile(r"^[^/]+/[^/]+/docs/aclnn[^/]*\.md$")
+STAGES = ("imported", "valid", "generated")
+
+
+@dataclass
+class ApiResult:
+    repo: str
+    page: str
+    api: str | None
+    category: str | None
+    stage: str | None = None  # the last stage reached (None: not imported)
+    reason: str | None = None  # why it stopped there
+    spec_text: str | None = None
+    prototype: str | None = None  # the spec's first-phase prototype, when imported
+    header: str | None = None  # against the vendor header: "equal", "differs", "absent"
+
+
+@dataclass
+class CatalogReport:
+    tag: str
+    pages: dict[str, int] = field(default_factory=dict)  # repo -> pages found
+    results: list[ApiResult] = field(default_factory=list)
+
+    def count(self, stage: str) -> int:
+        reached = STAGES[STAGES.index(stage) :]
+        return sum(1 for r in self.results if r.stage in reached)
+
+    def pages_reaching(self, stage: str) -> int:
+        """Pages every API of which reaches `stage`."""
+        by_page: dict[tuple[str, str], bool] = {}
+        reached = STAGES[STAGES.index(stage) :]
+        for r in self.results:
+            key = (r.repo, r.page)
+            by_page[key] = by_page.get(key, True) and r.stage in reached
+        return sum(by_page.values())
+
+    def headers(self) -> Counter:
+        """Imported APIs by how their first-phase prototype compares with the vendor header's."""
+        return Counter(r.header for r in self.results if r.header is not None)
+
+    def reasons(self) -> Counter:
+        return Counter(reason_group(r.reason) for r in self.results if r.stage != "generated")
+
+
+def reason_group(reason: str | None) -> str:
+    """A reason with its particulars (quoted names, numbers) blanked, so like reasons count together."""
+    text = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "'…'", reason or "unknown")
+    return re.sub(r"(?<![A-Za-z_])\d+(?![A-Za-z_])", "N", text)[:160]  # int8_t stays int8_t
+
+
+def page_paths(git_dir: Path, tag: str) -> list[str]:
+    """The aclnn pages of the repository at `tag`, experimental ones aside, in path order."""
+    listed = _git(git_dir, "ls-tree", "-r", "--name-only", tag)
+    return sorted(p for p in listed.splitlines() if _PAGE.match(p) and "experimental" not in p)
+
+
+def read_blobs(git_dir: Path, tag: str, paths: list[str]) -> dict[str, str]:
+    """Each file's text at `tag`, read in one `git cat-file --batch`."""
+    request = "".join(f"{tag}:{p}\n" for p in paths).encode()
+    done = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"], input=request, capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        raise GenerateError(f"git cat-file in {git_dir} failed: {done.stderr.decode(errors='replace').strip()}")
+    out, data, at = {}, done.stdout, 0
+    for path in paths:
+        end = data.index(b"\n", at)
+        header = data[at:end].split()
+        if header[-1] == b"missing":
+            at = end + 1
+            continue
+        size = int(header[2])
+        out[path] = data[end + 1 : end + 1 + size].decode("utf-8", "replace")
+        at = end + 1 + size + 1
+    return out
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    done = subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise GenerateError(f"git {' '.join(args)} in {git_dir} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def repo_name(git_dir: Path) -> str:
+    """`ops-nn` for /work/.mirror/hicann+ops-nn/repo or a folder named ops-nn(.git)."""
+    for part in reversed(Path(git_dir).resolve().parts):
+        if part not in ("repo", ".git"):
+            return part.split("+")[-1].removesuffix(".git")
+    return str(git_dir)
+
+
+_HEADER = re.compile(r"(?:^|/)op_api/aclnn_[^/]*\.h$")
+_DECLARATION = re.compile(r"aclnnStatus\s+(aclnn[A-Za-z0-9_]*)\s*\(([^;{]*)\)\s*;")
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def header_prototypes(git_dir: Path, tag: str) -> dict[str, str]:
+    """Function name -> its prototype, normalised (cdecl), over every `op_api/aclnn_*.h` of the
+    repository at `tag`; a header outside experimental/ wins over one inside it."""
+    listed = _git(git_dir, "ls-tree", "-r", "--name-only", tag).splitlines()
+    paths = sorted((p for p in listed if _HEADER.search(p)), key=lambda p: ("experimental" in p, p))
+    found: dict[str, str] = {}
+    for path, text in read_blobs(git_dir, tag, paths).items():
+        for match in _DECLARATION.finditer(_COMMENT.sub(" ", text)):
+            name = match.group(1)
+            if name in found:
+                continue
+            try:
+                found[name] = normalize_prototype(f"aclnnStatus {name}({match.group(2)})")
+            except PrototypeError:
+                continue  # macros or attributes the prototype grammar does not take: not compared
+    return found
+
+
+def compare_headers(report: "CatalogReport", headers: dict[str, dict[str, str]]) -> None:
+    """Marks each imported API whose first-phase prototype equals its header's (per repository)."""
+    for r in report.results:
+        if r.stage is None or not r.prototype or r.prototype == TODO:
+            continue
+        declared = headers.get(r.repo, {}).get(f"aclnn{r.api}GetWorkspaceSize")
+        r.header = (
+            "absent" if declared is None else "equal" if declared == normalize_prototype(r.prototype) else "differs"
+        )
+
+
+def survey(
+    mirrors: list[Path], tag: str, products: ProductTable, spec_out: Path | None = None, release: str | None = None
+) -> CatalogReport:
+    """The catalog at `tag` (a tag or HEAD); `release`: the CANN release its pages describe (default:
+    `tag`, which must then be a release tag)."""
+    release = release or tag
+    report = CatalogReport(tag)
+    headers: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="aclnngen-catalog-") as scratch:
+        for git_dir in mirrors:
+            repo = repo_name(git_dir)
+            paths = page_paths(git_dir, tag)
+            report.pages[repo] = len(paths)
+            texts = read_blobs(git_dir, tag, paths)
+            headers[repo] = header_prototypes(git_dir, tag)
+            for path in paths:
+                for result in _page_results(repo, path, texts.get(path, ""), release, products, Path(scratch)):
+                    report.results.append(result)
+                    if spec_out is not None and result.spec_text is not None and result.stage != "imported":
+                        target = spec_out / repo / (result.category or "other") / f"{spec_stem(result.api)}.yaml"
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_text(result.spec_text, encoding="utf-8")
+    compare_headers(report, headers)
+    return report
+
+
+def _page_results(repo: str, path: str, text: str, release: str, products: ProductTable, scratch: Path):
+    category = category_of(Path(path))
+    try:
+        found = read_markdown_apis(text, path, products)
+    except Exception as exc:  # noqa: BLE001 - a page the reader cannot read is counted, never fatal
+        yield ApiResult(repo, path, None, category, reason=f"the reader failed: {type(exc).__name__}")
+        return
+    for facts in found:
+        facts.release, facts.category = release, category
+        yield _api_result(repo, path, facts, products, scratch)
+
+
+def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, scratch: Path) -> ApiResult:
+    result = ApiResult(repo, path, facts.op, facts.category)
+    if facts.op is None:
+        result.reason = "the page has no `# aclnn<Op>` title"
+        return result
+    if facts.unsupported_types or not facts.params or len(facts.prototypes) < 2:
+        draft = build_draft(facts, products, tier="binding")  # records the unsupported types
+        result.reason = _not_imported(facts)
+        if result.reason is not None:
+            return result
+    draft = build_draft(facts, products, tier="binding")
+    if facts.unsupported_types:
+        result.reason = facts.unsupported_types[0]
+        return result
+    draft.pop("todo", None)
+    _keep_readable_rows(draft)
+    result.stage, result.prototype = "imported", draft["prototypes"].get("get_workspace_size")
+    result.spec_text = block_yaml(draft)
+    spec_path = scratch / f"{spec_stem(facts.op)}.yaml"
+    spec_path.write_text(result.spec_text, encoding="utf-8")
+    try:
+        loaded = load_spec(spec_path, products)
+    except SpecError as exc:
+        result.reason = exc.problems[0].message
+        return result
+    result.stage = "valid"
+    try:
+        _render(loaded, products, scratch)
+    except Exception as exc:  # noqa: BLE001 - counted as the reason the op does not generate
+        result.reason = f"generate failed: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
+        return result
+    result.stage = "generated"
+    return result
+
+
+def spec_stem(op: str) -> str:
+    """The file name a spec of `op` must have (OpSpec.snake_name's rule)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
+
+
+def _keep_readable_rows(draft: dict) -> None:
+    """A catalog spec keeps the return-code rows the importer classified and a drafted rule backs
+    (null pointers and dtypes need none); the others wait for a person, as the draft's TODOs say."""
+    rows = draft.get("return_codes")
+    if not isinstance(rows, list):
+        return
+    kinds = {r.get("kind") for r in draft.get("rules") or []}
+    draft["return_codes"] = [
+        r
+        for r in rows
+        if isinstance(r.get("params"), list)
+        and r.get("check") != TODO
+        and (r["check"] in ("null_pointer", "dtype") or r["check"] in kinds)
+    ] or TODO
+
+
+def _not_imported(facts: PageFacts) -> str | None:
+    if facts.unsupported_types:
+        return facts.unsupported_types[0]
+    if len(facts.prototypes) < 2:
+        return "the page prints no prototype pair"
+    if not facts.params:
+        return "the page has no parameter table the reader can read"
+    return None
+
+
+def _render(loaded, products: ProductTable, scratch: Path) -> None:
+    """Every output of the op rendered in memory, as `generate --specs --out` would write them."""
+    from . import generate
+
+    layout = generate.package_layout(scratch / "pkg")
+    generate._render_op(scratch, layout, loaded, products)
+
+
+def markdown(report: CatalogReport) -> str:
+    """docs/catalog.md: the counts per stage and every API left out with its reason (deterministic)."""
+    lines = [
+        "# The vendor catalog",
+        "",
+        "<!-- Written by `aclnngen catalog --write docs/catalog.md`; do not edit by hand. -->",
+        "",
+        f"Every aclnn page of the vendor's repositories at `{report.tag}`, imported as binding-tier specs.",
+        "",
+        "| repository | pages | APIs | imported | valid | generated |",
+        "|---|---|---|---|---|---|",
+    ]
+    for repo, pages in sorted(report.pages.items()):
+        mine = [r for r in report.results if r.repo == repo]
+        counts = [sum(1 for r in mine if r.stage in STAGES[i:]) for i in range(len(STAGES))]
+        lines.append(f"| {repo} | {pages} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
+    compared = report.headers()
+    lines += [
+        "",
+        "First-phase prototypes of the imported APIs against the vendor's headers (`op_api/aclnn_*.h` at the same tag): "
+        + ", ".join(f"{n} {what}" for what, n in sorted(compared.items()))
+        + ".",
+    ]
+    lines += ["", "## Why APIs stop short", "", "| APIs | reason |", "|---|---|"]
+    for reason, n in sorted(report.reasons().items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"| {n} | {reason.replace('|', '/')} |")
+    lines += ["", "## Every API left out", "", "| repository | page | API | stage | reason |", "|---|---|---|---|---|"]
+    for r in sorted(report.results, key=lambda r: (r.repo, r.page, r.api or "")):
+        if r.stage != "generated":
+            reason = " ".join((r.reason or "").split()).replace("|", "/")[:200]
+            lines.append(f"| {r.repo} | {r.page} | {r.api or '-'} | {r.stage or 'not imported'} | {reason} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,230 @@
+"""The importer over the whole catalog: shared pages (`aclnnX&aclnnInplaceX.md`) give one spec per
+API, C types the spec language does not know are reported per page (importer/ctypes.py), drafts of
+binding tier validate and generate, and `aclnngen catalog` counts every page of the vendor's
+repositories (with the mirrors; the test skips naming ACLNNGEN_VENDOR_MIRRORS without them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from external import REQUIRE_ENV, required
+from repo_paths import PAGES
+from aclnngen.codegen import catalog
+from aclnngen.codegen.importer.ctypes import spec_type
+from aclnngen.codegen.importer.draft import build_draft
+from aclnngen.codegen.importer.markdown import page_apis, read_markdown_apis
+from aclnngen.codegen.importer.writer import block_yaml
+from aclnngen.codegen.loader import load_products, load_spec
+
+PRODUCTS = load_products()
+PAGE = (PAGES / "table_variant.md").read_text(encoding="utf-8")
+MIRRORS = "ACLNNGEN_VENDOR_MIRRORS"
+
+
+def _shared_page() -> str:
+    """The made-up page of tests/data/pages turned into a shared page of two APIs: an in-place
+    twin whose first phase has no `out` (its `self` is written in place)."""
+    text = PAGE.replace("# aclnnDemoBackward\n", "# aclnnDemoBackward&aclnnInplaceDemoBackward\n", 1)
+    start = text.index("## aclnnDemoBackwardGetWorkspaceSize")
+    end = text.index("## aclnnDemoBackward\n")
+    section = text[start:end].replace("DemoBackward", "InplaceDemoBackward")
+    twin = (
+        "```Cpp\naclnnStatus aclnnInplaceDemoBackwardGetWorkspaceSize(const aclTensor *gradOutput, "
+        "aclTensor *self, const aclScalar *alpha, uint64_t *workspaceSize, aclOpExecutor **executor);\n"
+        "aclnnStatus aclnnInplaceDemoBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, "
+        "aclrtStream stream);\n```\n\n"
+    )
+    text = text.replace("## aclnnDemoBackwardGetWorkspaceSize", twin + "## aclnnDemoBackwardGetWorkspaceSize", 1)
+    return text.replace("## aclnnDemoBackward\n", section + "## aclnnDemoBackward\n", 1)
+
+
+@pytest.mark.parametrize(
+    "c_type,kind",
+    [
+        ("const aclTensor *", "tensor"),
+        ("aclTensor*", "tensor"),
+        ("const aclScalar*", "scalar"),
+        ("int64_t", "attribute"),
+        ("const aclIntArray *", "attribute"),
+        ("const aclTensorList *", None),
+        ("int8_t", None),
+    ],
+)
+def test_c_type_maps_to_a_spec_form_or_an_unsupported_reason(c_type, kind):
+    typed = spec_type(c_type)
+    assert typed.kind == kind
+    assert (typed.unsupported is None) == (kind is not None)
+    if kind is None:
+        assert typed.unsupported == f"unsupported type {c_type.replace(' ', '').replace('const', '')}"
+
+
+def test_shared_page_gives_one_facts_per_api_with_its_own_prototypes():
+    text = _shared_page()
+    assert page_apis(text) == ["DemoBackward", "InplaceDemoBackward"] and page_apis(PAGE) == ["DemoBackward"]
+    plain, inplace = read_markdown_apis(text, "activation/demo/docs/x.md", PRODUCTS)
+    assert plain.op == "DemoBackward" and inplace.op == "InplaceDemoBackward"
+    assert "aclnnDemoBackwardGetWorkspaceSize(" in plain.prototypes["get_workspace_size"]
+    assert "aclnnInplaceDemoBackwardGetWorkspaceSize(" in inplace.prototypes["get_workspace_size"]
+    assert inplace.prototypes["launch"].startswith("aclnnStatus aclnnInplaceDemoBackward(")
+    assert plain.params and inplace.params and plain.products == inplace.products
+
+
+def test_binding_tier_drafts_of_a_shared_page_validate(tmp_path):
+    for facts in read_markdown_apis(_shared_page(), "activation/demo/docs/x.md", PRODUCTS):
+        facts.release, facts.category = "v9.2.0-beta.1", "activation"
+        draft = build_draft(facts, PRODUCTS, tier="binding")
+        assert draft["tier"] == "binding" and "formula" not in draft and "oracle" not in draft
+        assert "activation" in draft["summary"] and not any(t["at"] == "summary" for t in draft["todo"])
+        draft.pop("todo")
+        path = tmp_path / f"{catalog.spec_stem(facts.op)}.yaml"
+        path.write_text(block_yaml(draft), encoding="utf-8")
+        spec = load_spec(path, PRODUCTS).spec
+        assert spec.name == facts.op and not spec.computes
+
+
+def test_auto_tier_follows_whether_the_page_states_a_formula():
+    facts = read_markdown_apis(PAGE, "p.md", PRODUCTS)[0]
+    assert "formula" in build_draft(facts, PRODUCTS, tier="auto")
+    facts.latex = []
+    assert build_draft(facts, PRODUCTS, tier="auto")["tier"] == "binding"
+
+
+def test_a_page_with_an_unknown_c_type_is_reported_not_crashed():
+    text = PAGE.replace("const aclScalar *alpha", "const aclTensorList *alpha", 1)
+    facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
+    draft = build_draft(facts, PRODUCTS, tier="binding")
+    assert facts.unsupported_types == ["unsupported type aclTensorList*"]
+    assert any(t["note"] == "unsupported type aclTensorList*" for t in draft["todo"])
+
+
+def _mirrors() -> list[Path]:
+    found = [Path(p) for p in os.environ.get(MIRRORS, "").split(os.pathsep) if p and Path(p).is_dir()]
+    if not found:
+        message = f"no vendor mirrors: set {MIRRORS} to git directories of hicann/ops-nn and hicann/ops-math"
+        if required():
+            pytest.fail(f"{message}; {REQUIRE_ENV}=1 requires them", pytrace=False)
+        pytest.skip(message)
+    return found
+
+
+def test_catalog_counts_every_page_of_the_mirrors(aclnngen_cli, tmp_path):
+    mirrors = _mirrors()
+    done = aclnngen_cli(
+        "catalog", *[a for m in mirrors for a in ("--mirror", str(m))], "--release", "v9.2.0-beta.1", "--json"
+    )
+    data = json.loads(done.stdout)
+    assert sum(data["pages"].values()) > 0 and data["apis"] >= sum(data["pages"].values())
+    assert data["imported"] >= data["valid"] >= data["generated"] > 0
+    assert sum(data["reasons"].values()) == data["apis"] - data["generated"]
+
+
+def test_a_dtype_cell_naming_another_parameter_takes_its_dtypes():
+    out_row = "<td>演示结果。</td>\n    <td>-</td>\n    <td>FLOAT、FLOAT16、BFLOAT16</td>"
+    assert out_row in PAGE
+    text = PAGE.replace(out_row, "<td>演示结果。</td>\n    <td>-</td>\n    <td>与gradOutput一致</td>", 1)
+    params = {p.name: p for p in read_markdown_apis(text, "p.md", PRODUCTS)[0].params}
+    assert params["out"].dtypes == params["gradOutput"].dtypes == ["float32", "float16", "bfloat16"]
+    unresolved = text.replace("与gradOutput一致", "与nothing一致", 1)
+    assert read_markdown_apis(unresolved, "p.md", PRODUCTS)[0].params[-3].dtypes == []
+
+
+def test_a_parameter_named_like_generated_code_gets_a_trailing_underscore():
+    text = re.sub(r"(?<![A-Za-z])self(?![A-Za-z])", "x", PAGE)  # `x` is a name the generated modules use
+    facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
+    py_names = {p["name"]: p["py_name"] for p in build_draft(facts, PRODUCTS, tier="binding")["parameters"]}
+    assert py_names["x"] == "x_" and py_names["gradOutput"] == "grad_output" and py_names["out"] == "out"
+
+
+@pytest.fixture(scope="module")
+def made_up_mirror(tmp_path_factory):
+    """A git directory laid out as the vendor's repositories are: the made-up shared page under
+    activation/demo/docs/, one header that declares the plain API as the page prints it and the
+    in-place one with another parameter name."""
+    work = tmp_path_factory.mktemp("mirror") / "ops-demo"
+    (work / "activation" / "demo" / "docs").mkdir(parents=True)
+    (work / "activation" / "demo" / "op_api").mkdir(parents=True)
+    (work / "activation" / "demo" / "docs" / "aclnnDemoBackward&aclnnInplaceDemoBackward.md").write_text(
+        _shared_page(), encoding="utf-8"
+    )
+    (work / "activation" / "demo" / "op_api" / "aclnn_demo_backward.h").write_text(
+        "/* made up */\n"
+        "aclnnStatus aclnnDemoBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self,\n"
+        "    const aclScalar *alpha, aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor);\n"
+        "aclnnStatus aclnnInplaceDemoBackwardGetWorkspaceSize(const aclTensor *grad, aclTensor *self,\n"
+        "    const aclScalar *alpha, uint64_t *workspaceSize, aclOpExecutor **executor);\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "pages"], ["tag", "v9.2.0-beta.1"]):
+        subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
+    return work / ".git"
+
+
+def test_catalog_of_a_made_up_mirror_counts_apis_and_compares_headers(made_up_mirror, tmp_path):
+    report = catalog.survey([made_up_mirror], "v9.2.0-beta.1", PRODUCTS, spec_out=tmp_path)
+    assert report.pages == {"ops-demo": 1}
+    assert {r.api: r.stage for r in report.results} == {"DemoBackward": "generated", "InplaceDemoBackward": "generated"}
+    assert {r.api: r.header for r in report.results} == {"DemoBackward": "equal", "InplaceDemoBackward": "differs"}
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.yaml"))
+    assert written == ["ops-demo/activation/demo_backward.yaml", "ops-demo/activation/inplace_demo_backward.yaml"]
+    text = catalog.markdown(report)
+    assert text == catalog.markdown(catalog.survey([made_up_mirror], "v9.2.0-beta.1", PRODUCTS))  # deterministic
+    assert "1 differs, 1 equal" in text
+
+
+# An older page's form, in our own words: prototypes as inline code in bullets, parameters as
+# bullets `name (type, direction)：...`, return codes as text in a code block.
+OLDER_PAGE = """# aclnnDemoScale
+
+## 产品支持情况
+
+| 产品 | 是否支持 |
+| :--- | :---: |
+| <term>Atlas A2 训练系列产品/Atlas 800I A2 推理产品/A200I A2 Box 异构组件</term> | √ |
+
+## 函数原型
+
+- `aclnnStatus aclnnDemoScaleGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)`
+- `aclnnStatus aclnnDemoScale(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)`
+
+## aclnnDemoScaleGetWorkspaceSize
+
+- **参数说明：**
+
+  - self (aclTensor\\*, 计算输入)：演示输入，数据类型支持FLOAT、FLOAT16。
+  - out (aclTensor\\*, 计算输出)：演示输出，数据类型支持FLOAT、FLOAT16。
+  - workspaceSize (uint64_t\\*, 出参)：工作区大小。
+  - executor (aclOpExecutor\\**, 出参)：执行器。
+
+- **返回值：**
+
+  ```
+  返回161001 (ACLNN_ERR_PARAM_NULLPTR): 1. 传入的self或out是空指针。
+  返回161002 (ACLNN_ERR_PARAM_INVALID): 1. self或out的数据类型不在支持的范围之内。
+                                       2. self和out的shape不一致。
+  ```
+
+## aclnnDemoScale
+"""
+
+
+def test_an_older_page_with_inline_prototypes_bullets_and_text_codes_is_read():
+    facts = read_markdown_apis(OLDER_PAGE, "p.md", PRODUCTS)[0]
+    assert set(facts.prototypes) == {"get_workspace_size", "launch"}
+    assert [(p.name, p.direction, p.dtypes) for p in facts.params[:2]] == [
+        ("self", "input", ["float32", "float16"]),
+        ("out", "output", ["float32", "float16"]),
+    ]
+    assert [(c.status, c.name) for c in facts.return_codes] == [
+        (161001, "ACLNN_ERR_PARAM_NULLPTR"),
+        (161002, "ACLNN_ERR_PARAM_INVALID"),
+        (161002, "ACLNN_ERR_PARAM_INVALID"),
+    ]
+    assert "shape" in facts.return_codes[2].description and "no parameter table" not in " ".join(facts.unparsed)
