@@ -5,6 +5,8 @@ no reference; the simulator answers with its outputs poisoned. Driven through a 
 
 from __future__ import annotations
 
+import itertools
+
 import importlib
 import subprocess
 import sys
@@ -49,8 +51,10 @@ def test_binding_tier_spec_validates_without_numerics():
 
 
 def test_binding_tier_spec_refuses_a_formula(tmp_path):
-    built_in = (REPO / "specs" / "ops" / "swish_backward.yaml").read_text(encoding="utf-8")
-    formula = built_in[built_in.index("\nformula:") :].split("\nreturn_codes:")[0]
+    built_in = BUILT_IN[0].read_text(encoding="utf-8")  # any full-tier spec's formula section
+    head, *rest = built_in.split("\nformula:", 1)[1].split("\n")
+    body = itertools.takewhile(lambda line: not line or line[0].isspace(), rest)
+    formula = "\nformula:" + head + "".join("\n" + line for line in body if line)
     text = SPEC.read_text(encoding="utf-8").replace("\nreturn_codes:", formula + "\nreturn_codes:")
     with pytest.raises(SpecError) as info:
         _load_text(tmp_path, text, "lower_band")

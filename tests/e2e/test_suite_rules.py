@@ -5,6 +5,7 @@ folder of a package (docs/architecture.md, "The tests"), not at the top of tests
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -89,8 +90,13 @@ def built_in_ops(specs: Path = REPO / "specs" / "ops") -> dict[str, str]:
 def op_mentions(source: str, ops: dict[str, str]) -> set[str]:
     """The short names of the built-in ops a piece of source names (aten's ops of the same name,
     written `aten.x`, are torch's, not ours)."""
-    words = "|".join(sorted(map(re.escape, ops), key=len, reverse=True))
-    return {ops[m.group(1)] for m in re.finditer(rf"(?<![\w.])(?:aclnn)?({words})(?!\w)", source)}
+    return {ops[m.group(1)] for m in _mentions_pattern(tuple(sorted(ops))).finditer(source)}
+
+
+@functools.lru_cache(maxsize=8)
+def _mentions_pattern(names: tuple[str, ...]) -> re.Pattern:
+    words = "|".join(sorted(map(re.escape, names), key=len, reverse=True))
+    return re.compile(rf"(?<![\w.])(?:aclnn)?({words})(?!\w)")
 
 
 def _statement_names(node: ast.stmt) -> str:
@@ -105,14 +111,15 @@ def unnamed_op_mentions(source: str, module: str, ops: dict[str, str]) -> list[s
     """`name: op` for each test (or module-level statement) naming a built-in op that neither it nor
     its module carries in its name."""
     tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
     found = []
     nodes = [n for n in tree.body if not isinstance(n, ast.ClassDef)]
     nodes += [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body]
     for node in nodes:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a docstring
-        text = ast.get_source_segment(source, node) or ""
-        text += "".join(ast.get_source_segment(source, d) or "" for d in getattr(node, "decorator_list", []))
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        text = "".join(lines[first - 1 : node.end_lineno])  # the statement and its decorators
         is_test = isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
         owner = node.name if is_test else f"{module} {_statement_names(node)}"
         for short in sorted(op_mentions(text, ops)):
