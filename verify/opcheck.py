@@ -98,11 +98,6 @@ class OpUnderTest:
             return self.binding.__module__.rpartition(".ops.")[0]
         return self.reference.__name__.rpartition(".reference.")[0]
 
-    def params(self, *roles: str) -> list[Mapping]:
-        """The META rows of the parameters of these roles (for callers that read them as data;
-        this module reads `of_roles`)."""
-        return [p for p in self.meta["params"] if p["role"] in roles]
-
     def of_roles(self, *roles: str) -> tuple[Param, ...]:
         """The typed parameters of these roles (core/meta.py), in prototype order."""
         return self.typed.by_role(*roles)
