@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from . import arithmetic, cdecl, formula, names
 from .errors import FieldProblem
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES, POINTER_C_TYPES
+from aclnngen.core.attribute_types import misfit as attribute_misfit
 from aclnngen.core.externs import ORACLE_RECIPES
 from aclnngen.core.externs import oracle_domain_source as oracle_domain_source_of
 from aclnngen.core.kinds import BY_NAME, kind_of
@@ -22,13 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover - type names only: the model imports this 
 
 # The C type each role has in the header's first-phase prototype (pointer depth 1 everywhere).
 _ROLE_BASE = {"input": "aclTensor", "output": "aclTensor", "scalar": "aclScalar", "optional_scalar": "aclScalar"}
-_ATTRIBUTE_TYPES = {
-    "bool": ("bool", 0),
-    "int64_t": ("int64_t", 0),
-    "double": ("double", 0),
-    "char*": ("char", 1),
-    "aclIntArray*": ("aclIntArray", 1),
-}
 _TRAILING = (("workspaceSize", "uint64_t", 1), ("executor", "aclOpExecutor", 2))
 _LAUNCH = (("void", 1), ("uint64_t", 0), ("aclOpExecutor", 1), ("aclrtStream", 0))
 
@@ -106,19 +101,20 @@ def _is_number(value) -> bool:
 def _check_default(p: "Parameter") -> None:
     """A default is rendered as a Python literal: it must be a finite value of the parameter's type."""
     value = p.default
-    if p.is_scalar or p.c_type in ("double", "int64_t"):
+    t = ATTRIBUTE_TYPES.get(p.c_type or "")
+    if p.is_scalar or (t is not None and t.element in ("int", "float") and not t.is_array):
         if not _is_number(value):
             raise _DefaultProblem(f"{p.name!r} default must be a number, found {value!r}")
         if isinstance(value, float) and not math.isfinite(value):
             raise _DefaultProblem(f"{p.name!r} default must be finite, found {value!r}")
-        if p.c_type == "int64_t" and not (isinstance(value, int) and -(2**63) <= value < 2**63):
-            raise _DefaultProblem(f"{p.name!r} default must be an int64_t, found {value!r}")
+        if t is not None and attribute_misfit(t.c_type, value) is not None:
+            raise _DefaultProblem(f"{p.name!r} default must be a value of {t.c_type}, found {value!r}")
     elif p.c_type == "bool" and not isinstance(value, bool):
         raise _DefaultProblem(f"{p.name!r} default must be true or false, found {value!r}")
     elif p.c_type == "char*" and not isinstance(value, str):
         raise _DefaultProblem(f"{p.name!r} default must be a string, found {value!r}")
-    elif p.c_type == "aclIntArray*":
-        raise _DefaultProblem(f"{p.name!r}: an aclIntArray* attribute has no default")
+    elif t is not None and t.is_array:
+        raise _DefaultProblem(f"{p.name!r}: an {t.c_type} attribute has no default")
 
 
 def _formula_exprs(spec: "OpSpec"):
@@ -194,8 +190,8 @@ def _prototypes(spec: "OpSpec") -> None:
 def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
     t = c_param.type
     if p.role == "attribute":
-        base, depth = _ATTRIBUTE_TYPES[p.c_type]
-        if (t.base, t.pointer_depth) != (base, depth):
+        want_type = ATTRIBUTE_TYPES[p.c_type]
+        if (t.base, t.pointer_depth) != (want_type.base, want_type.pointer_depth):
             raise FieldProblem(loc + ("c_type",), f"c_type {p.c_type} does not match the prototype's {t}")
         return
     want = _ROLE_BASE[p.role]
@@ -397,9 +393,7 @@ def _return_codes(spec: "OpSpec") -> None:
                 )
             for j, name in enumerate(row.params):
                 p = spec.parameter(name)
-                pointer_attribute = (
-                    p.role == "attribute" and p.c_type in ("char*", "aclIntArray*") and p.default is None
-                )
+                pointer_attribute = p.role == "attribute" and p.c_type in POINTER_C_TYPES and p.default is None
                 if p.role == "optional_scalar" or (p.role == "attribute" and not pointer_attribute) or p.optional:
                     raise FieldProblem(
                         ("return_codes", i, "params", j), f"{name!r} may be NULL; it cannot be in a null-pointer row"

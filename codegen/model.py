@@ -34,6 +34,7 @@ from .consistency import STATUS_CODES, check_op, rule_params  # defined there, e
 from .errors import FieldProblem, non_ascii
 from aclnngen.core import defects as defect_kinds
 from aclnngen.core.arithmetic import DEFAULT_TO_INTEGER, TO_INTEGER
+from aclnngen.core.attribute_types import ATTRIBUTE_C_TYPES
 from aclnngen.core.dtypes import ALL_DTYPES
 from aclnngen.core.formats import FORMATS
 from aclnngen.core.kinds import KIND_NAMES, KINDS, RuleKind
@@ -46,8 +47,6 @@ SNAKE_CASE = re.compile(r"^[a-z_][a-z0-9_]*$")
 # dtype names a spec may use, as NumPy (and ml_dtypes) spell them: one list, the runtime's; the
 # ABI data file maps each to its aclDataType, and a test checks the two agree.
 DTYPES = ALL_DTYPES
-
-ATTRIBUTE_C_TYPES = ("bool", "int64_t", "double", "char*", "aclIntArray*")
 
 
 def _c_identifier(value: str) -> str:
@@ -283,8 +282,8 @@ class Parameter(Frozen):
     forward: NonEmptyText | None = None
     """Forward outputs: the forward function as an expression in `x` (and the op's scalars and attributes)."""
     # attributes
-    c_type: Literal["bool", "int64_t", "double", "char*", "aclIntArray*"] | None = None
-    """Attributes: the C type (bool, int64_t, double, char*, aclIntArray*)."""
+    c_type: Literal[ATTRIBUTE_C_TYPES] | None = None  # type: ignore[valid-type]
+    """Attributes: the C type (bool, int8_t, int32_t, int64_t, float, double, char*, aclIntArray*, aclFloatArray*, aclBoolArray*)."""
     choices: list[str] = []
     """Attributes of type char*: the allowed values."""
     dim_of: CIdentifier | None = None

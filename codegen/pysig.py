@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .model import OpSpec, Parameter
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES
 
 # C attribute type -> the Python type hint of its argument
-ATTRIBUTE_HINTS = {"bool": "bool", "int64_t": "int", "double": "float", "char*": "str", "aclIntArray*": "Sequence[int]"}
+ATTRIBUTE_HINTS = {c: t.hint for c, t in ATTRIBUTE_TYPES.items()}
 
 
 @dataclass(frozen=True)

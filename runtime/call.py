@@ -69,6 +69,8 @@ from .errors import (
     CallOrderError,
     UnknownSocError,
 )
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES
+from aclnngen.core.attribute_types import misfit as attribute_misfit
 from aclnngen.core.formats import ND, UnknownFormat, acl_member
 from aclnngen.core.meta import Param as MetaParam
 from aclnngen.core.meta import op_meta
@@ -318,6 +320,8 @@ class BoundOp:
 
 
 SIGNATURE_CACHE_SIZE = 512  # signatures remembered per op
+# an attribute's element kind (aclnngen.core.attribute_types) -> the Python value cffi passes
+_ELEMENT = {"bool": bool, "int": int, "float": float}
 # Scalar and attribute values whose type and value alone decide validation (immutable, hashable).
 _PLAIN_VALUES = (bool, int, float, str, np.generic)
 
@@ -702,34 +706,44 @@ class Prepared:
         b, ffi = self.backend, self.backend.ffi
         if value is None:
             value = p.default
+        t = ATTRIBUTE_TYPES.get(p.attr_type or "")
+        if t is None:
+            raise ArrayError(f"{self.op.symbol}: attribute type {p.attr_type!r} of {p.py} is not supported")
         if value is None:
-            return ffi.NULL if p.attr_type in ("char*", "aclIntArray*") else 0
-        if p.attr_type == "char*":
-            if not isinstance(value, str):
-                raise ArrayError(f"{self.op.symbol}: attribute {p.py} must be a str")
+            return ffi.NULL if t.is_pointer else 0
+        why = attribute_misfit(t.c_type, value)
+        if why is not None:
+            # refused even with validate=False: the value cannot be written as the C type (an
+            # int8_t of 300, a float of 1e39), so no check of the library could ever see it
+            raise AclnnValidationError(
+                status=ACLNN_ERR_PARAM_INVALID,
+                op=self.op.name,
+                param=p.name,
+                family=None,
+                check="attribute",
+                detail=f"{p.name} = {value!r} is not a valid {t.c_type}: {why}",
+                found=value,
+                allowed=t.c_type,
+            )
+        if t.c_type == "char*":
             buf = ffi.new("char[]", value.encode())
             self._handles.append((None, buf))  # keeps the buffer alive
             return buf
-        if p.attr_type == "aclIntArray*":
-            items = [int(v) for v in value]
-            arr = ffi.new("int64_t[]", items or [0])
-            handle = b.api.aclCreateIntArray(arr, len(items))
+        if t.is_array:
+            items = [_ELEMENT[t.element](v) for v in value]
+            # size 0 passes a non-NULL pointer to no elements, as a std::vector's data() may
+            arr = ffi.new(f"{t.c_element}[]", items or 1)
+            handle = getattr(b.api, t.create)(arr, len(items))
             if handle == ffi.NULL:
                 raise AclnnStatusError(
                     status=ACLNN_ERR_INNER_NULLPTR,
                     op=self.op.name,
-                    function="aclCreateIntArray",
-                    recent_message=b.recent_error() or None,
+                    function=t.create,
+                    recent_message=b.recent_error() or f"{t.create} returned NULL for {p.name}",
                 )
-            self._handles.append((b.api.aclDestroyIntArray, handle))
+            self._handles.append((getattr(b.api, t.destroy), handle))
             return handle
-        if p.attr_type == "bool":
-            return bool(value)
-        if p.attr_type == "int64_t":
-            return int(value)
-        if p.attr_type == "double":
-            return float(value)
-        raise ArrayError(f"{self.op.symbol}: attribute type {p.attr_type!r} of {p.py} is not supported")
+        return _ELEMENT[t.element](value)
 
     # -- phase two -------------------------------------------------------------------------------
     def launch(self, stream=None, *, workspace=None, workspace_size: int | None = None) -> None:

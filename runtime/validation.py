@@ -43,6 +43,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from aclnngen.core import checks as steps
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES, POINTER_C_TYPES
+from aclnngen.core.attribute_types import misfit as attribute_misfit
 from aclnngen.core.dtypes import CATEGORY, promote_names
 from aclnngen.core.formats import ND
 from aclnngen.core.kinds import kind_of
@@ -67,7 +69,7 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt,
     "!=": operator.ne,
 }
-_POINTER_ATTRIBUTES = ("char*", "aclIntArray*")
+_POINTER_ATTRIBUTES = POINTER_C_TYPES
 
 
 # --- the plan (what a META says at one (family, version): aclnngen.core.rules) ----------------- -----------------------------------------------------------------------------------
@@ -273,25 +275,13 @@ def scalar_misfit(value: Any, dtype: str) -> str | None:
 
 
 def _check_attribute(plan: _Plan, name: str, c_type: str | None, choices: tuple[str, ...], value: Any):
-    ok = True
-    if c_type == "bool":
-        ok = isinstance(value, (bool, np.bool_))
-    elif c_type == "int64_t":
-        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and -(2**63) <= value < 2**63
-    elif c_type == "double":
-        ok = _is_real(value) and not isinstance(value, bool)
-    elif c_type == "char*":
-        ok = isinstance(value, str) and "\x00" not in value
-    elif c_type == "aclIntArray*":
-        ok = isinstance(value, (list, tuple)) and all(
-            isinstance(v, numbers.Integral) and not isinstance(v, bool) and -(2**63) <= v < 2**63 for v in value
-        )
-    if not ok:
+    why = attribute_misfit(c_type, value) if c_type in ATTRIBUTE_TYPES else None
+    if why is not None:
         plan.fail(
             161002,
             name,
             "attribute",
-            f"{name} = {value!r} is not a valid {c_type}",
+            f"{name} = {value!r} is not a valid {c_type}: {why}",
             found=value,
             allowed=c_type,
         )

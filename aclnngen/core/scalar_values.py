@@ -5,8 +5,10 @@ condition holds for these values.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Mapping
 
+from .attribute_types import ATTRIBUTE_TYPES
 from .meta import op_meta
 from .rules import version_key
 
@@ -39,9 +41,8 @@ def scalar_values(meta: Mapping) -> dict[str, Any]:
             elif p.choices:
                 values[p.name] = p.choices[0]
             else:
-                values[p.name] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
-                    p.attr_type, None
-                )
+                t = ATTRIBUTE_TYPES.get(p.attr_type or "")
+                values[p.name] = None if t is None else copy.copy(t.neutral)
     return satisfy_constraints(meta, values)
 
 

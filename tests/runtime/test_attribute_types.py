@@ -1,0 +1,169 @@
+"""The attribute C types beyond bool, int64_t, double and char* (issue 25): int8_t, int32_t, float
+and the three arrays (aclIntArray*, aclFloatArray*, aclBoolArray*), through the spec model, the
+generated binding, the conversion to C and the simulator's view. Driven through a made-up op
+(tests/data/container_specs: TypedAttributeScale) generated once for the module."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from packages import generated_package
+from repo_paths import DATA
+from simtools import no_leaks_around
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES, misfit
+from aclnngen.runtime.errors import AclnnStatusError, AclnnValidationError
+from aclnngen.runtime.sim import kernels as simkernels
+
+SPECS = DATA / "container_specs"
+PACKAGE = "container_ops"
+ARRAYS = {"dims": [0, -1, 7], "weights": [0.5, -2.0], "mask": [True, False, True]}
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    with generated_package(tmp_path_factory.mktemp("containers"), SPECS, PACKAGE) as out:
+        yield out
+
+
+@pytest.fixture(scope="module")
+def op(package):
+    return importlib.import_module(f"{PACKAGE}.ops.typed_attribute_scale").typed_attribute_scale
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """The arguments the simulator's hooks read of each executor, by name (the last call's)."""
+    found: dict = {}
+    original = simkernels.read_view
+
+    def spy(*args, **kwargs):
+        view = original(*args, **kwargs)
+        found.clear()
+        found.update({a.name: a for a in view})
+        return view
+
+    monkeypatch.setattr(simkernels, "read_view", spy)
+    return found
+
+
+X = np.linspace(-2.0, 2.0, 12, dtype=np.float32).reshape(3, 4)
+
+
+# --- the values each type takes --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "c_type, good, bad",
+    [
+        ("int8_t", [-128, 127, np.int8(5)], [128, -129, 1.0, True, "1"]),
+        ("int32_t", [-(2**31), 2**31 - 1], [2**31, -(2**31) - 1, 2.5]),
+        ("float", [0.0, -3.4e38, np.float32(1.5), 7], [float("inf"), float("nan"), 3.5e38, False, [1.0]]),
+        ("aclIntArray*", [[], [1, -2], (3,)], [[1.5], [True], [[1, 2]], 5, "12", [2**63]]),
+        ("aclFloatArray*", [[], [1.0, 2], (0.5,)], [[float("nan")], [1e39], [[1.0]], ["a"], 1.0]),
+        ("aclBoolArray*", [[], [True, np.bool_(False)], (False,)], [[1], [None], [[True]], True]),
+    ],
+)
+def test_misfit_accepts_the_types_values_and_names_what_is_wrong(c_type, good, bad):
+    for value in good:
+        assert misfit(c_type, value) is None, (c_type, value)
+    for value in bad:
+        why = misfit(c_type, value)
+        assert why, (c_type, value)
+        if ATTRIBUTE_TYPES[c_type].is_array and isinstance(value, (list, tuple)):
+            assert why.startswith("element 0: "), why
+
+
+# --- the binding on the simulator ------------------------------------------------------------
+
+
+def test_each_type_reaches_the_simulator_with_its_value(op, seen):
+    out = op(X, scale=0.25, shift=-7, repeats=2**31 - 1, **ARRAYS)
+    np.testing.assert_allclose(out, X * 0.25 - 7, rtol=1e-6)
+    assert seen["scale"].value == 0.25 and seen["shift"].value == -7 and seen["repeats"].value == 2**31 - 1
+    assert seen["dims"].value == ARRAYS["dims"]
+    assert seen["weights"].value == ARRAYS["weights"]
+    assert seen["mask"].value == ARRAYS["mask"]
+
+
+def test_a_float_attribute_is_rounded_to_float_on_its_way(op, seen):
+    op(X, scale=0.1, **ARRAYS)
+    assert seen["scale"].value == float(np.float32(0.1)) != 0.1  # passed as a C float
+
+
+def test_empty_arrays_are_allowed(op, seen):
+    op(X, dims=[], weights=[], mask=[])
+    assert seen["dims"].value == seen["weights"].value == seen["mask"].value == []
+
+
+@pytest.mark.parametrize("validate", [True, False])
+@pytest.mark.parametrize(
+    "name, value, phrase",
+    [
+        ("shift", 300, "outside the int8_t range -128..127"),
+        ("repeats", -(2**31) - 1, "outside the int32_t range"),
+        ("scale", float("inf"), "is not finite"),
+        ("scale", 1e39, "does not fit a float"),
+        ("dims", [1, 2.5], "element 1: 2.5 is not an integer"),
+        ("dims", [[1, 2]], "element 0: [1, 2] is a sequence, not a number"),
+        ("weights", [0.5, "x"], "element 1: 'x' is str, not a number"),
+        ("mask", [True, 1], "element 1: 1 is not a bool"),
+        ("mask", np.array([True]), "ndarray is not a sequence"),
+    ],
+)
+def test_a_value_the_c_type_cannot_hold_is_refused_naming_the_parameter(op, name, value, phrase, validate):
+    """Refused as 161002 naming the parameter, with or without validation (the conversion cannot
+    write it), and nothing is left behind."""
+    args = {**ARRAYS, name: value}
+    with no_leaks_around():
+        with pytest.raises(AclnnValidationError) as info:
+            op(X, **args, validate=validate)
+    err = info.value
+    assert err.status == 161002 and err.param == name and err.check == "attribute"
+    assert phrase in str(err), str(err)
+
+
+def test_a_null_array_gives_the_null_pointer_status(op):
+    with pytest.raises(AclnnValidationError) as info:
+        op(X, dims=None, weights=[1.0], mask=[True])
+    assert info.value.status == 161001 and info.value.param == "dims"
+    with no_leaks_around():  # the library's own check, as the library answers it
+        with pytest.raises(AclnnStatusError) as raised:
+            op(X, dims=[1], weights=None, mask=[True], validate=False)
+    assert raised.value.status == 161001 and "weights" in str(raised.value)
+
+
+def test_no_leaks_after_calls_that_pass_and_calls_that_fail(op):
+    with no_leaks_around():
+        for _ in range(3):
+            op(X, **ARRAYS)
+        with pytest.raises(AclnnValidationError):  # fails after the arrays before it were made
+            op(X, dims=[1], weights=[1.0], mask=[True], out=np.empty((2, 2), np.float32))
+        with pytest.raises(AclnnStatusError):  # the library refuses: every array is destroyed
+            op(X, dims=[1], weights=[1.0], mask=None, validate=False)
+
+
+def test_the_signature_and_the_page_name_each_type(package):
+    binding = (package / "ops" / "typed_attribute_scale.py").read_text()
+    for hint in ("dims: Sequence[int]", "weights: Sequence[float]", "mask: Sequence[bool]", "shift: int = 3"):
+        assert hint in binding, hint
+    source = (package / "c" / "sim_ops.c").read_text()
+    assert '{SIM_ARG_DOUBLE, "scale", &(double){scale}, 0}' in source  # widened, not reinterpreted
+    assert '{SIM_ARG_FLOAT_ARRAY, "weights", weights, 0}' in source
+
+
+@pytest.mark.slow(reason="runs the generated suite of the made-up op in a subprocess (about 10 s)")
+def test_the_generated_tests_pass_on_the_simulator(package):
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", str(package / "tests")],
+        cwd=package.parent,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout
