@@ -40,6 +40,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _dtypes(spec, families)
     _formats(spec, families)
     _rules(spec, families)
+    _lists(spec)
     _formula(spec)
     _return_codes(spec)
     _oracle(spec)
@@ -195,6 +196,8 @@ def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
             raise FieldProblem(loc + ("c_type",), f"c_type {p.c_type} does not match the prototype's {t}")
         return
     want = _ROLE_BASE[p.role]
+    if p.is_list:
+        want += "List"  # aclTensorList, aclScalarList
     if t.base != want or t.pointer_depth != 1:
         raise FieldProblem(
             loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}"
@@ -337,7 +340,36 @@ def _rules(spec: "OpSpec", families: Iterable[str]) -> None:
 
 
 def program_names(spec: "OpSpec") -> dict[str, str]:
-    return {p.py_name: p.role for p in spec.parameters}
+    # a list has no formula-language value yet: a formula or oracle naming one names no parameter
+    return {p.py_name: p.role for p in spec.parameters if not p.is_list}
+
+
+# the return-code checks a list parameter may be named in (each element is checked alike)
+_LIST_CHECKS = ("null_pointer", "dtype")
+
+
+def _lists(spec: "OpSpec") -> None:
+    """Tensor and scalar lists travel through the binding, the validator and the simulator; rules,
+    return-code rows other than null pointers and dtypes, and formulas do not read them yet."""
+    lists = {p.name for p in spec.parameters if p.is_list}
+    if not lists:
+        return
+    for i, p in enumerate(spec.parameters):
+        if p.is_list and p.role == "output":
+            raise FieldProblem(
+                ("parameters", i, "list"), f"{p.name!r}: a formula cannot compute a tensor list output yet"
+            )
+    for i, rule in enumerate(spec.rules):
+        for loc, name in rule_params(rule):
+            if name in lists:
+                raise FieldProblem(("rules", i) + loc, f"{name!r} is a list; a rule cannot name a list yet")
+    for i, row in enumerate(spec.return_codes):
+        for j, name in enumerate(row.params):
+            if name in lists and row.check not in _LIST_CHECKS:
+                raise FieldProblem(
+                    ("return_codes", i, "params", j),
+                    f"{name!r} is a list; only {' and '.join(_LIST_CHECKS)} rows may name a list",
+                )
 
 
 def _formula(spec: "OpSpec") -> None:

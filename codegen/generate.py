@@ -559,6 +559,14 @@ _SIM_KIND = {
 }
 
 
+_SIM_LIST_KIND = {
+    "input": "SIM_ARG_TENSOR_LIST_IN",
+    "optional": "SIM_ARG_TENSOR_LIST_OPTIONAL",
+    "output": "SIM_ARG_TENSOR_LIST_OUT",
+    "scalar": "SIM_ARG_SCALAR_LIST",
+}
+
+
 def _sim_value(kind: str, p) -> dict:
     """The `handle` and `i` fields of a parameter's sim_arg, as C expressions: values in `i`, a
     double through a pointer (a float widened into a compound literal), handles as they are."""
@@ -577,6 +585,8 @@ def _sim_op(view: OpView) -> dict:
         kind = _SIM_KIND[(p.role, p.c_type)] if p.role == "attribute" else _SIM_KIND[p.role]
         if p.optional:
             kind = "SIM_ARG_TENSOR_OUT_OPTIONAL" if p.role == "output" else "SIM_ARG_TENSOR_OPTIONAL"
+        if p.is_list:
+            kind = _SIM_LIST_KIND["optional" if p.optional and p.role == "input" else p.role]
         args.append({"kind": kind, "name": p.name, "attr_type": p.c_type, **_sim_value(kind, p)})
     return {
         "name": spec.name,

@@ -8,7 +8,7 @@ META = {
     "name", "snake", "symbol", "library", "cann_version",
     "cdef": the two prototypes as C declarations,
     "products": [{"family", "supported", "since", "until"}],
-    "params": [{"name", "py", "role", "c_type", "optional", "dtypes": [{"families", "dtypes", "since", "until"}],
+    "params": [{"name", "py", "role", "c_type", "optional", "list" (only a list), "dtypes": [{"families", "dtypes", "since", "until"}],
                 "scalar_dtype", "scalar_dtypes", "default", "constraints": [{"op", "value", "status", "since", "until"}],
                 "attr_type", "choices", "dim_of" (only a dimension attribute), "meaning",
                 "formats" (only where the spec states them): [{"families", "formats", "since", "until"}]}],
@@ -40,6 +40,7 @@ def _param(p) -> dict:
         "py": p.py_name,
         "role": p.role,
         "optional": p.optional,
+        **({"list": True} if p.is_list else {}),  # absent: one tensor or scalar
         "dtypes": [_dtype_entry(d) for d in p.dtypes],
         "scalar_dtype": p.scalar_dtype,
         "scalar_dtypes": [d if isinstance(d, str) else _dtype_entry(d) for d in p.scalar_dtypes],

@@ -266,6 +266,9 @@ class Parameter(Frozen):
     """Tensors: the dtypes per product family (and per release with since/until)."""
     optional: bool = False
     """Tensors: whether the tensor may be NULL."""
+    # spelt `list` in a spec; `is_list` here, as `list` would hide the builtin in the class body
+    is_list: bool = Field(default=False, alias="list")
+    """Tensors and scalars: a list of them (aclTensorList*, aclScalarList*): a sequence in Python, each element of the parameter's dtypes."""
     formats: list[FormatSupport] = []
     """Tensors: the formats per product family (the page's format column); absent: ND on every family."""
     # scalars: the aclDataType the binding creates, the value a NULL optional scalar means
@@ -341,6 +344,12 @@ class Parameter(Frozen):
             raise ValueError(f"attribute {self.name!r} needs 'c_type' (one of {', '.join(ATTRIBUTE_C_TYPES)})")
         if self.dim_of is not None and self.c_type != "int64_t":
             raise ValueError(f"'dim_of' applies to an int64_t attribute, not to a {self.c_type}")
+        if self.is_list and self.role in ("optional_scalar", "attribute"):
+            raise ValueError(
+                f"'list' applies to tensors (aclTensorList*) and scalars (aclScalarList*), not to a parameter with role {self.role!r}"
+            )
+        if self.is_list and self.is_scalar and (self.default is not None or self.constraints):
+            raise ValueError("a scalar list takes no 'default' or 'constraints'")
         if self.role == "output" and self.default is not None:
             raise ValueError("an output tensor has no default")
         return self
@@ -696,7 +705,7 @@ class OpSpec(Frozen):
 
 def dump_spec(spec: BaseModel) -> Any:
     """The data a spec was parsed from: only the keys that were set, in model field order."""
-    return spec.model_dump(mode="python", exclude_unset=True)
+    return spec.model_dump(mode="python", exclude_unset=True, by_alias=True)
 
 
 __all__ = [

@@ -56,6 +56,9 @@ class Overload:
 
 
 def _hint(p: Parameter, tensor: str = "TensorLike") -> str:
+    if p.is_list:
+        element = tensor if p.role in ("input", "output") else "float"
+        return f"Sequence[{element}] | None" if p.optional else f"Sequence[{element}]"
     if p.role in ("input", "output"):
         return f"{tensor} | None" if p.optional else tensor
     if p.role == "optional_scalar":

@@ -39,8 +39,9 @@ class Reference:
         self.op = op = op_meta(meta)
         self.formulas = dict(formulas)
         self.forwards = dict(forwards)
-        self._inputs = [(p.name, p.py) for p in op.by_role("input")]
-        self._scalars = [(p.name, p.py, p.default) for p in op.by_role("scalar", "optional_scalar")]
+        # a formula reads no tensor or scalar list (codegen/consistency.py): they are left out
+        self._inputs = [(p.name, p.py) for p in op.by_role("input") if not p.is_list]
+        self._scalars = [(p.name, p.py, p.default) for p in op.by_role("scalar", "optional_scalar") if not p.is_list]
         # opmath sees a scalar as the aclScalar the binding creates holds it: in its scalar_dtype
         self._scalar_dtypes = {
             p.name: NUMPY_DTYPES[p.scalar_dtype]

@@ -62,7 +62,8 @@ def binding_args(meta: Mapping, values: Mapping[str, Any]) -> tuple[list, dict]:
     for p in op_meta(meta).params:
         if p.role == "output":
             continue
-        if p.role == "input" and not keywords:
+        # an optional input moves behind the required parameters in the binding: by name
+        if p.role == "input" and not p.optional and not keywords:
             positional.append(values.get(p.name))
         else:
             keywords[p.py] = values.get(p.name)
@@ -245,7 +246,11 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
         values.update(when)  # a conditional bound applies only with its condition set
         values[param] = bad
     elif check == "dtype":
-        values[param] = value.astype(NUMPY_DTYPES[_unsupported_dtype(op, param, family)])
+        bad = NUMPY_DTYPES[_unsupported_dtype(op, param, family)]
+        if isinstance(value, list):  # a tensor list: its last element alone breaks it
+            values[param] = [*value[:-1], value[-1].astype(bad)]
+        else:
+            values[param] = value.astype(bad)
     elif check in BY_NAME:  # a rule kind says how to break it
         kind = BY_NAME[check]
         rules = [r.data for r in op.typed.rules if r.kind is kind]
@@ -398,7 +403,7 @@ def adversarial_values(
 def _meanings(op: OpUnderTest) -> list[tuple[Mapping, str]]:
     """Each input with its meaning: as the spec states it, else by position (the first input the
     gradient, the second the forward input, any further one a per-channel weight)."""
-    inputs = op.of_roles("input")
+    inputs = [p for p in op.of_roles("input") if not p.is_list]  # a formula reads no list
     if any(p.meaning for p in inputs):
         return [(p, p.meaning or "unused") for p in inputs]
     return [(p, "gradient" if i == 0 else "forward_input" if i == 1 else "weight") for i, p in enumerate(inputs)]
@@ -439,7 +444,11 @@ def _float_data(op, dt, data, rng, n, scalars):
 
 
 def _scalar_py(op: OpUnderTest, scalars: Mapping) -> dict:
-    return {p.py: scalars.get(p.name, p.default) for p in op.of_roles("scalar", "optional_scalar", "attribute")}
+    return {
+        p.py: scalars.get(p.name, p.default)
+        for p in op.of_roles("scalar", "optional_scalar", "attribute")
+        if not p.is_list  # a formula reads no list
+    }
 
 
 def _exact_data(op, dt, data, rng, n, scalars):

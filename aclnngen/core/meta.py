@@ -77,6 +77,7 @@ class Param:
     dim_of: str | None = None
     meaning: str | None = None
     formats: tuple[FormatRow, ...] = ()  # none stated: ND on every family
+    is_list: bool = False  # an aclTensorList* or aclScalarList*: a sequence of them
 
     @property
     def is_tensor(self) -> bool:
@@ -243,6 +244,7 @@ def _param(p: Mapping) -> Param:
         choices=tuple(p.get("choices") or ()),
         dim_of=p.get("dim_of"),
         meaning=p.get("meaning"),
+        is_list=bool(p.get("list")),
         formats=tuple(
             FormatRow(tuple(f["families"]), tuple(f["formats"]), f.get("since"), f.get("until"))
             for f in p.get("formats") or ()

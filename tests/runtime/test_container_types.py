@@ -1,7 +1,9 @@
-"""The attribute C types beyond bool, int64_t, double and char* (issue 25): int8_t, int32_t, float
-and the three arrays (aclIntArray*, aclFloatArray*, aclBoolArray*), through the spec model, the
-generated binding, the conversion to C and the simulator's view. Driven through a made-up op
-(tests/data/container_specs: TypedAttributeScale) generated once for the module."""
+"""The C types of the catalog beyond tensors, scalars and bool/int64_t/double/char* attributes
+(issue 25): int8_t, int32_t and float attributes, the three arrays (aclIntArray*, aclFloatArray*,
+aclBoolArray*), tensor lists (aclTensorList*) and scalar lists (aclScalarList*), through the spec
+model, the generated binding, the conversion to C and the simulator's view. Driven through two
+made-up ops (tests/data/container_specs: TypedAttributeScale, ListCarryScale) generated once for
+the module."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from packages import generated_package
 from repo_paths import DATA
 from simtools import no_leaks_around
 from aclnngen.core.attribute_types import ATTRIBUTE_TYPES, misfit
-from aclnngen.runtime.errors import AclnnStatusError, AclnnValidationError
+from aclnngen.runtime.errors import AclnnArgumentTypeError, AclnnStatusError, AclnnValidationError
+from aclnngen.runtime.arrays import UnsupportedDtypeError
 from aclnngen.runtime.sim import kernels as simkernels
 
 SPECS = DATA / "container_specs"
@@ -33,6 +36,11 @@ def package(tmp_path_factory):
 @pytest.fixture(scope="module")
 def op(package):
     return importlib.import_module(f"{PACKAGE}.ops.typed_attribute_scale").typed_attribute_scale
+
+
+@pytest.fixture(scope="module")
+def lists_op(package):
+    return importlib.import_module(f"{PACKAGE}.ops.list_carry_scale").list_carry_scale
 
 
 @pytest.fixture
@@ -156,7 +164,108 @@ def test_the_signature_and_the_page_name_each_type(package):
     assert '{SIM_ARG_FLOAT_ARRAY, "weights", weights, 0}' in source
 
 
-@pytest.mark.slow(reason="runs the generated suite of the made-up op in a subprocess (about 10 s)")
+# --- tensor and scalar lists --------------------------------------------------------------------
+
+T = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([7, -8, 9], dtype=np.int32)]
+
+
+def test_lists_reach_the_simulator_element_by_element(lists_op, seen):
+    out = lists_op(X, T, [0.1, 2, -3.5], extras=[T[1]])
+    np.testing.assert_array_equal(out, X * 2)
+    tensors = seen["tensors"].value
+    assert [t.name for t in tensors] == ["tensors[0]", "tensors[1]"]
+    for got, want in zip(tensors, T):
+        assert got.shape == want.shape and got.dtype == want.dtype
+    assert seen["extrasOptional"].value[0].shape == (3,)
+    assert seen["weights"].value == [float(np.float32(0.1)), 2.0, -3.5]  # float32 aclScalars
+
+
+def test_a_list_elements_data_is_readable_from_the_view(lists_op, monkeypatch):
+    """The run hook's view of a tensor list gives each element's device memory (ViewArg.array)."""
+    found = []
+    original = simkernels.Kernels._run
+
+    def spy(self, op, view, *rest):
+        found.extend(
+            np.array(t.array())
+            for t in next(a for a in simkernels.read_view(self.ffi, self.controls, view) if a.name == "tensors").value
+        )
+        return original(self, op, view, *rest)
+
+    monkeypatch.setattr(simkernels.Kernels, "_run", spy)
+    lists_op(X, T, [1.0])
+    assert len(found) == 2 and all(np.array_equal(a, b) for a, b in zip(found, T))
+
+
+def test_empty_lists_and_a_null_optional_list_are_allowed(lists_op, seen):
+    lists_op(X, [], [])
+    assert seen["tensors"].value == [] and seen["weights"].value == []
+    assert seen["extrasOptional"].is_null
+
+
+@pytest.mark.parametrize(
+    "args, error, param, phrase",
+    [
+        ((np.zeros(3, np.float32), [1.0]), AclnnArgumentTypeError, "tensors", "must be a list or tuple of tensors"),
+        (([T[0], None], [1.0]), AclnnArgumentTypeError, "tensors", "element 1 is None"),
+        (([T[0], "x"], [1.0]), AclnnArgumentTypeError, "tensors", "element 1"),
+        ((T, 1.0), AclnnArgumentTypeError, "weights", "must be a list or tuple of real numbers"),
+        ((T, [1.0, "x"]), AclnnArgumentTypeError, "weights", "element 1 ('x') is not a real number"),
+        ((T, [True]), AclnnArgumentTypeError, "weights", "element 0 (True) is not a real number"),
+        (([T[0], T[1].astype(np.int64)], [1.0]), AclnnValidationError, "tensors[1]", "has dtype int64"),
+        ((T, [0.5, 1e39]), AclnnValidationError, "weights[1]", "does not fit"),
+        ((None, [1.0]), AclnnValidationError, "tensors", "is None"),
+        ((T, None), AclnnValidationError, "weights", "is None"),
+    ],
+)
+def test_a_bad_list_is_refused_naming_the_list_or_its_element(lists_op, args, error, param, phrase):
+    with no_leaks_around():
+        with pytest.raises(error) as info:
+            lists_op(X, *args)
+    assert info.value.param == param and phrase in str(info.value), str(info.value)
+    assert info.value.status in (161001, 161002)
+
+
+def test_without_validation_the_library_and_the_conversion_refuse(lists_op):
+    with no_leaks_around():
+        with pytest.raises(AclnnStatusError) as raised:  # the library's own null check
+            lists_op(X, None, [1.0], validate=False)
+        assert raised.value.status == 161001 and "tensors" in str(raised.value)
+        with pytest.raises(AclnnValidationError) as info:  # the second aclScalar cannot be made
+            lists_op(X, T, [0.5, 1e39], validate=False)
+        assert info.value.param == "weights[1]"
+        with pytest.raises(UnsupportedDtypeError, match=r"tensors\[1\]"):  # after the first element
+            lists_op(X, [T[0], np.array(["a"])], [1.0], validate=False)
+
+
+def test_no_leaks_after_list_calls(lists_op):
+    with no_leaks_around():
+        for _ in range(3):
+            lists_op(X, T, [1.0, 2.0], extras=T)
+        with pytest.raises(AclnnValidationError):  # after every list was converted
+            lists_op(X, T, [1.0], out=np.empty((1, 1), np.float32), validate=True)
+        with pytest.raises(AclnnStatusError):
+            lists_op(X, T, None, validate=False)
+
+
+def test_the_binding_types_lists_as_sequences(package):
+    binding = (package / "ops" / "list_carry_scale.py").read_text()
+    for hint in (
+        "tensors: Sequence[TensorLike]",
+        "weights: Sequence[float]",
+        "extras: Sequence[TensorLike] | None = None",
+    ):
+        assert hint in binding, hint
+    source = (package / "c" / "sim_ops.c").read_text()
+    for entry in (
+        '{SIM_ARG_TENSOR_LIST_IN, "tensors"',
+        '{SIM_ARG_TENSOR_LIST_OPTIONAL, "extrasOptional"',
+        '{SIM_ARG_SCALAR_LIST, "weights"',
+    ):
+        assert entry in source, entry
+
+
+@pytest.mark.slow(reason="runs the generated suites of the made-up ops in a subprocess (about 10 s)")
 def test_the_generated_tests_pass_on_the_simulator(package):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", str(package / "tests")],
