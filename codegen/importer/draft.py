@@ -9,6 +9,7 @@ import keyword
 import re
 from typing import Any, Mapping
 
+from aclnngen.core.attribute_types import ATTRIBUTE_C_TYPES
 from aclnngen.core.kinds import KINDS
 from aclnngen.core.kinds.broadcast import KIND as BROADCAST
 from aclnngen.core.kinds.castable import KIND as CASTABLE
@@ -25,13 +26,7 @@ from ..products import ProductTable
 from .facts import PageFacts, PageParam, page_formats
 
 TODO = "TODO"
-_ATTRIBUTE_TYPES = {
-    "bool": "bool",
-    "int64_t": "int64_t",
-    "double": "double",
-    "char*": "char*",
-    "aclIntArray*": "aclIntArray*",
-}
+_ATTRIBUTE_TYPES = ATTRIBUTE_C_TYPES  # as the spec language spells them (aclnngen/core/attribute_types.py)
 _TRAILING = ("workspaceSize", "executor")
 # Return-code descriptions -> the check they describe (Chinese and English keywords): the rule
 # kinds' phrases (aclnngen/core/kinds) and these, tried by precedence (a narrower phrase first).
@@ -129,8 +124,14 @@ def _unique(items):
     return out
 
 
-def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts) -> str | None:
+def _is_list(c_type: str) -> bool:
+    """An aclTensorList* or aclScalarList*: the spec's `list: true` on a tensor or a scalar."""
     compact = c_type.replace(" ", "")
+    return ("aclTensorList*" in compact or "aclScalarList*" in compact) and "**" not in compact
+
+
+def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts) -> str | None:
+    compact = c_type.replace(" ", "").replace("List*", "*")  # a list has its element's role
     if "aclTensor*" in compact and "**" not in compact:
         writable = not compact.startswith("const")
         if page is not None and page.direction == "input" and writable:
@@ -142,8 +143,8 @@ def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts
         if page is not None and page.direction in ("input", "output"):
             return page.direction
         return "output" if writable else "input"
-    if compact.endswith("aclScalar*"):
-        return "optional_scalar" if param_name.endswith("Optional") else "scalar"
+    if compact.endswith("aclScalar*"):  # a scalar list has no optional_scalar role: NULL is no default
+        return "optional_scalar" if param_name.endswith("Optional") and not _is_list(c_type) else "scalar"
     if compact.replace("const", "") in _ATTRIBUTE_TYPES:
         return "attribute"
     return None
@@ -169,6 +170,8 @@ def _parameters(facts: PageFacts, function, todo: list) -> list[dict[str, Any]]:
         if keyword.iskeyword(py_name):
             todo.append((f"{at}.py_name", f"{py_name!r} is a Python keyword"))
         entry["role"] = role or TODO
+        if role is not None and _is_list(c_type):
+            entry["list"] = True
         entry["summary"] = TODO
         todo.append((f"{at}.summary", "one sentence in our own words"))
         if role is None:
