@@ -202,7 +202,11 @@ def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
         raise FieldProblem(
             loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}"
         )
-    if p.role in ("input", "scalar", "optional_scalar") and not t.is_const:
+    if p.inplace and t.is_const:
+        raise FieldProblem(
+            loc + ("inplace",), f"an in-place input is written: the header declares it non-const; found {t} {p.name}"
+        )
+    if p.role in ("input", "scalar", "optional_scalar") and not t.is_const and not p.inplace:
         raise FieldProblem(loc + ("role",), f"an input ({p.role}) is declared const in the header; found {t} {p.name}")
 
 
@@ -344,6 +348,11 @@ def program_names(spec: "OpSpec") -> dict[str, str]:
     return {p.py_name: p.role for p in spec.parameters if not p.is_list}
 
 
+def inplace_names(spec: "OpSpec") -> list[str]:
+    """Python names of the inputs the op also writes, in prototype order: results of its formula."""
+    return [p.py_name for p in spec.parameters if p.inplace]
+
+
 # the return-code checks a list parameter may be named in (each element is checked alike)
 _LIST_CHECKS = ("null_pointer", "dtype")
 
@@ -373,7 +382,8 @@ def _lists(spec: "OpSpec") -> None:
 
 
 def _formula(spec: "OpSpec") -> None:
-    outputs = {p.py_name for p in spec.by_role("output")}
+    # an in-place input's new value is a result of the formula too
+    outputs = {p.py_name for p in spec.parameters if p.role == "output" or p.inplace}
     declared = set(spec.formula.outputs)
     if declared != outputs:
         missing, extra = sorted(outputs - declared), sorted(declared - outputs)
@@ -383,7 +393,9 @@ def _formula(spec: "OpSpec") -> None:
         raise FieldProblem(
             ("formula", "outputs"), f"formula outputs must be exactly the output tensors {sorted(outputs)}: {detail}"
         )
-    program = formula.parse_program(spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",))
+    program = formula.parse_program(
+        spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",), inplace=inplace_names(spec)
+    )
     arithmetic.check(spec, program)
     for i, p in enumerate(spec.parameters):
         if p.forward is not None:
@@ -504,10 +516,11 @@ def _condition(spec: "OpSpec", when: dict, loc: tuple, owner: str | None) -> Non
 
 def _oracle(spec: "OpSpec") -> None:
     py = {p.py_name for p in spec.parameters}
-    outputs = [p.py_name for p in spec.by_role("output")]
+    outputs = [p.py_name for p in spec.by_role("output")] + [p.py_name for p in spec.parameters if p.inplace]
     tensors = {p.py_name for p in spec.parameters if p.is_tensor and p.role != "output"}
     if spec.oracle.kind == "steps":
-        _oracle_steps(spec, spec.oracle, py - set(outputs), tensors)
+        # an in-place input is read by the steps and is also one of their results
+        _oracle_steps(spec, spec.oracle, py - {p.py_name for p in spec.by_role("output")}, tensors)
     else:
         if spec.oracle.kind == "recipe":
             if spec.oracle.recipe not in ORACLE_RECIPES:
@@ -534,7 +547,8 @@ def _oracle_steps(spec: "OpSpec", oracle, py: set, tensors: set) -> None:
         for key, arg in step.kwargs.items():
             _oracle_ref(spec, arg, loc + ("kwargs", key), known, tensors | results)
         for name in step.names:
-            if name in known:
+            # an in-place input's new value is named as the input, once: later steps read it
+            if name in known and not (name in inplace_names(spec) and name not in results):
                 raise FieldProblem(
                     loc + ("name",), f"step result {name!r} reuses the name of a parameter or an earlier step"
                 )
@@ -599,7 +613,13 @@ def _defects(spec: "OpSpec") -> None:
         for field in ("claimed", "observed"):
             expr = getattr(defect, field)
             if expr is not None:
-                formula.parse_program(expr.outputs, program_names(spec), lets=expr.lets, loc=("defects", i, field))
+                formula.parse_program(
+                    expr.outputs,
+                    program_names(spec),
+                    lets=expr.lets,
+                    loc=("defects", i, field),
+                    inplace=inplace_names(spec),
+                )
 
 
 def _unknown(what: str, name: str, known: Iterable[str]) -> str:

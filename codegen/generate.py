@@ -585,6 +585,8 @@ def _sim_op(view: OpView) -> dict:
         kind = _SIM_KIND[(p.role, p.c_type)] if p.role == "attribute" else _SIM_KIND[p.role]
         if p.optional:
             kind = "SIM_ARG_TENSOR_OUT_OPTIONAL" if p.role == "output" else "SIM_ARG_TENSOR_OPTIONAL"
+        if p.inplace:
+            kind = "SIM_ARG_TENSOR_INOUT"
         if p.is_list:
             kind = _SIM_LIST_KIND["optional" if p.optional and p.role == "input" else p.role]
         args.append({"kind": kind, "name": p.name, "attr_type": p.c_type, **_sim_value(kind, p)})

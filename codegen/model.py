@@ -269,6 +269,8 @@ class Parameter(Frozen):
     # spelt `list` in a spec; `is_list` here, as `list` would hide the builtin in the class body
     is_list: bool = Field(default=False, alias="list")
     """Tensors and scalars: a list of them (aclTensorList*, aclScalarList*): a sequence in Python, each element of the parameter's dtypes."""
+    inplace: bool = False
+    """Input tensors: the op also writes it (a vendor `...Ref` parameter, `aclTensor*`); the binding writes the result into the caller's array."""
     formats: list[FormatSupport] = []
     """Tensors: the formats per product family (the page's format column); absent: ND on every family."""
     # scalars: the aclDataType the binding creates, the value a NULL optional scalar means
@@ -344,6 +346,8 @@ class Parameter(Frozen):
             raise ValueError(f"attribute {self.name!r} needs 'c_type' (one of {', '.join(ATTRIBUTE_C_TYPES)})")
         if self.dim_of is not None and self.c_type != "int64_t":
             raise ValueError(f"'dim_of' applies to an int64_t attribute, not to a {self.c_type}")
+        if self.inplace and (self.role != "input" or self.is_list or self.optional):
+            raise ValueError("'inplace' applies to a required input tensor (a vendor ...Ref parameter), not a list")
         if self.is_list and self.role in ("optional_scalar", "attribute"):
             raise ValueError(
                 f"'list' applies to tensors (aclTensorList*) and scalars (aclScalarList*), not to a parameter with role {self.role!r}"

@@ -145,12 +145,15 @@ class _Param:
     default: Any = None
     scalar_dtype: str | None = None
     is_list: bool = False  # an aclTensorList* or aclScalarList*
+    inplace: bool = False  # an input the op writes: its result goes back into the caller's array
 
 
 def _param(index: int, p: MetaParam) -> _Param:
     role = p.role
     if p.is_tensor:
-        return _Param(index, p.name, p.py, role, "tensor", p.optional, role == "output", is_list=p.is_list)
+        return _Param(
+            index, p.name, p.py, role, "tensor", p.optional, role == "output", is_list=p.is_list, inplace=p.inplace
+        )
     if p.is_scalar:
         dtype_name = p.scalar_dtype or DEFAULT_SCALAR_DTYPE
         np_dtype = NUMPY_DTYPES.get(dtype_name) or np.dtype(dtype_name)
@@ -215,6 +218,8 @@ class BoundOp:
         self.inputs = tuple(p for p in self.tensors if not p.output)
         by_name = {p.name: p for p in self.params}
         self.outputs = tuple(by_name[name] for name in op.outputs)
+        # what a call returns: the outputs, then the inputs it writes in place (op.written)
+        self.written = tuple(by_name[name] for name in op.written)
         self.newest_version = _newest_version(meta)
         self._versions: dict[str | None, str] = {}
         self.signatures: dict[tuple, tuple] = {}  # call signature -> (outputs to allocate, validated)
@@ -738,7 +743,7 @@ class Prepared:
                 raise ArrayError(f"{p.py}: the device array belongs to another backend ({value.backend.kind})")
             value._check_live()
             dev = value
-            if p.output:
+            if p.output or p.inplace:
                 self._host_targets.append((p, None, dev))
         elif isinstance(value, np.ndarray):
             if p.output:
@@ -749,7 +754,11 @@ class Prepared:
                 self._host_targets.append((p, value, dev))
             else:
                 acl_dtype(value.dtype, param=p.name, op=self.op.name)
+                if p.inplace and not value.flags.writeable:
+                    raise ArrayError(f"{self.op.symbol}: {p.py} is written in place, but the array is read-only")
                 dev = upload(b, value)
+                if p.inplace:  # the result is copied back into the caller's array
+                    self._host_targets.append((p, value, dev))
             self._temps.append(dev.buffer)
         else:
             raise ArrayTypeError(
@@ -932,7 +941,7 @@ class Prepared:
                     *owned, *(d for d in self._device if d is not None), *self._list_devices, _Temporaries(owned)
                 )
                 self._temps, self.workspace, self._fresh = [], None, []
-                results = [outputs.get(p.name) for p in self.op.outputs]
+                results = [outputs.get(p.name) for p in self.op.written]
                 return results[0] if len(results) == 1 else tuple(results)
             s = stream if stream is not None and hasattr(stream, "synchronize") else session_mod.default_stream(b)
             if stream is not None and not hasattr(stream, "synchronize"):
@@ -941,7 +950,7 @@ class Prepared:
                 s.synchronize()
             if self.device_mode:
                 results = []
-                for p in self.op.outputs:
+                for p in self.op.written:
                     host, dev = by_name.get(p.name, (None, None))
                     if host is not None:
                         dev.copy_to(host)
@@ -951,7 +960,7 @@ class Prepared:
                 self._fresh = []  # delivered to the caller
             else:
                 results = []
-                for p in self.op.outputs:
+                for p in self.op.written:
                     found = by_name.get(p.name)
                     if found is None:
                         results.append(None)

@@ -19,7 +19,8 @@
  *   BOOL_ARRAY      handle = const aclBoolArray *
  *   TENSOR_LIST_*   handle = const aclTensorList *  (TENSOR_LIST_OPTIONAL may be NULL)
  *   SCALAR_LIST     handle = const aclScalarList *
- * TENSOR_OUT, TENSOR_OUT_OPTIONAL and TENSOR_LIST_OUT mark tensors the kernel writes. A list's
+ *   TENSOR_INOUT    handle = const aclTensor *: an input the kernel also writes (a ...Ref)
+ * TENSOR_OUT, TENSOR_OUT_OPTIONAL, TENSOR_LIST_OUT and TENSOR_INOUT mark tensors the kernel writes. A list's
  * elements are read with aclsim_view_item (count holds their number).
  */
 typedef enum {
@@ -41,7 +42,8 @@ typedef enum {
     SIM_ARG_TENSOR_LIST_IN = 15,
     SIM_ARG_TENSOR_LIST_OUT = 16,
     SIM_ARG_TENSOR_LIST_OPTIONAL = 17,
-    SIM_ARG_SCALAR_LIST = 18
+    SIM_ARG_SCALAR_LIST = 18,
+    SIM_ARG_TENSOR_INOUT = 19
 } sim_arg_kind;
 
 /* Bits of aclsim_view_flags(): which out-pointers of XxxGetWorkspaceSize were NULL. The

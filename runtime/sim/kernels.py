@@ -116,8 +116,9 @@ ACLNN_ERR_INNER = acl.status_code("ACLNN_ERR_INNER")
 ACLNN_ERR_INNER_FIND_KERNEL_ERROR = acl.status_code("ACLNN_ERR_INNER_FIND_KERNEL_ERROR")
 ACLNN_ERR_INNER_NULLPTR = acl.status_code("ACLNN_ERR_INNER_NULLPTR")
 NULL_WORKSPACE_SIZE_PTR, NULL_EXECUTOR_PTR = 1, 2
-TENSOR_KINDS = (0, 1, 2, 3)
+TENSOR_KINDS = (0, 1, 2, 3, 19)
 OUTPUT_KINDS = (1, 3)
+INOUT_KIND = 19  # an input the kernel also writes (a vendor ...Ref parameter)
 SCALAR_KINDS = (4, 5)
 TENSOR_LIST_KINDS = (15, 16, 17)  # input, output, optional input
 SCALAR_LIST_KIND = 18
@@ -874,6 +875,8 @@ class Kernels:
                     outputs[a.name] = a.array()
                 else:
                     inputs.append(a)
+                    if a.kind == INOUT_KIND:  # read (a private copy, below), then written
+                        outputs[a.name] = a.array()
             else:
                 values[a.name] = None if a.is_null else a.value
         for a in inputs:
@@ -897,7 +900,7 @@ class Kernels:
         if not isinstance(results, tuple):
             results = (results,)
         writes = []
-        for name, result in zip(op.outputs, results):
+        for name, result in zip(op.written, results):
             target = outputs.get(name)
             if target is None or target.size == 0:
                 continue  # nothing to write

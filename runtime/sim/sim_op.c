@@ -24,7 +24,7 @@ enum { SIM_MAX_STRING_ARG = 65536 };
 
 static int kind_valid(int k)
 {
-    return k >= SIM_ARG_TENSOR_IN && k <= SIM_ARG_SCALAR_LIST;
+    return k >= SIM_ARG_TENSOR_IN && k <= SIM_ARG_TENSOR_INOUT;
 }
 
 static int kind_is_tensor_list(int k)
@@ -41,13 +41,13 @@ static int kind_is_list(int k)
 static int kind_is_tensor(int k)
 {
     return k == SIM_ARG_TENSOR_IN || k == SIM_ARG_TENSOR_OUT || k == SIM_ARG_TENSOR_OPTIONAL ||
-           k == SIM_ARG_TENSOR_OUT_OPTIONAL;
+           k == SIM_ARG_TENSOR_OUT_OPTIONAL || k == SIM_ARG_TENSOR_INOUT;
 }
 
 static int kind_writes(int k)
 {
     return k == SIM_ARG_TENSOR_OUT || k == SIM_ARG_TENSOR_OUT_OPTIONAL ||
-           k == SIM_ARG_TENSOR_LIST_OUT;
+           k == SIM_ARG_TENSOR_LIST_OUT || k == SIM_ARG_TENSOR_INOUT;
 }
 
 static int kind_optional(int k)
@@ -69,7 +69,8 @@ static int kind_handle_type(int k)
     case SIM_ARG_TENSOR_IN:
     case SIM_ARG_TENSOR_OUT:
     case SIM_ARG_TENSOR_OPTIONAL:
-    case SIM_ARG_TENSOR_OUT_OPTIONAL: return SIM_H_TENSOR;
+    case SIM_ARG_TENSOR_OUT_OPTIONAL:
+    case SIM_ARG_TENSOR_INOUT: return SIM_H_TENSOR;
     case SIM_ARG_SCALAR:
     case SIM_ARG_SCALAR_OPTIONAL: return SIM_H_SCALAR;
     case SIM_ARG_INT_ARRAY:
@@ -244,6 +245,7 @@ static int snapshot_arg(struct sim_xarg *x, const sim_arg *a, const char *name)
     case SIM_ARG_TENSOR_OUT:
     case SIM_ARG_TENSOR_OPTIONAL:
     case SIM_ARG_TENSOR_OUT_OPTIONAL:
+    case SIM_ARG_TENSOR_INOUT:
         return snapshot_tensor(x, a->handle);
     case SIM_ARG_SCALAR:
     case SIM_ARG_SCALAR_OPTIONAL:

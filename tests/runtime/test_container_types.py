@@ -18,8 +18,9 @@ from packages import generated_package
 from repo_paths import DATA
 from simtools import no_leaks_around
 from aclnngen.core.attribute_types import ATTRIBUTE_TYPES, misfit
+from aclnngen.runtime import session
 from aclnngen.runtime.errors import AclnnArgumentTypeError, AclnnStatusError, AclnnValidationError
-from aclnngen.runtime.arrays import UnsupportedDtypeError
+from aclnngen.runtime.arrays import ArrayError, DeviceArray, UnsupportedDtypeError, from_host
 from aclnngen.runtime.sim import kernels as simkernels
 
 SPECS = DATA / "container_specs"
@@ -34,13 +35,30 @@ def package(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def op(package):
-    return importlib.import_module(f"{PACKAGE}.ops.typed_attribute_scale").typed_attribute_scale
+def bindings(package):
+    """The made-up ops' bindings, their simulator entry points built in (a simulator built before
+    the package was imported is rebuilt once, here)."""
+    found = {
+        name: getattr(importlib.import_module(f"{PACKAGE}.ops.{name}"), name)
+        for name in ("typed_attribute_scale", "list_carry_scale", "inplace_add_pair")
+    }
+    session.reset()
+    return found
 
 
 @pytest.fixture(scope="module")
-def lists_op(package):
-    return importlib.import_module(f"{PACKAGE}.ops.list_carry_scale").list_carry_scale
+def op(bindings):
+    return bindings["typed_attribute_scale"]
+
+
+@pytest.fixture(scope="module")
+def lists_op(bindings):
+    return bindings["list_carry_scale"]
+
+
+@pytest.fixture(scope="module")
+def inplace_op(bindings):
+    return bindings["inplace_add_pair"]
 
 
 @pytest.fixture
@@ -263,6 +281,66 @@ def test_the_binding_types_lists_as_sequences(package):
         '{SIM_ARG_SCALAR_LIST, "weights"',
     ):
         assert entry in source, entry
+
+
+# --- in-place inputs and several outputs --------------------------------------------------------
+
+A = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)
+B = np.full((2, 3), 0.5, np.float32)
+
+
+def test_an_inplace_input_is_written_into_the_callers_array_and_returned_last(inplace_op):
+    ref, before = A.copy(), A.copy()
+    product, square, written = inplace_op(ref, B)
+    assert written is ref
+    np.testing.assert_array_equal(ref, before + B)
+    np.testing.assert_array_equal(product, before * B)  # read before it was written
+    np.testing.assert_array_equal(square, B * B)
+
+
+def test_an_inplace_strided_view_is_written_through(inplace_op):
+    base = np.zeros((2, 6), np.float32)
+    view = base[:, ::2]
+    view[...] = A
+    inplace_op(view, B)
+    np.testing.assert_array_equal(base[:, ::2], A + B)
+    assert not base[:, 1::2].any()  # the gaps are untouched
+
+
+def test_several_outputs_go_in_as_a_tuple_and_come_back_in_order(inplace_op):
+    outs = (np.empty((2, 3), np.float32), np.empty((2, 3), np.float32))
+    product, square, _ = inplace_op(A.copy(), B, out=outs)
+    assert product is outs[0] and square is outs[1]
+    _, square_alias, _ = inplace_op(A.copy(), B, square=outs[1])
+    assert square_alias is outs[1]
+    with pytest.raises(TypeError, match="out must be a tuple of 2 arrays"):
+        inplace_op(A.copy(), B, out=outs[0])
+
+
+def test_a_read_only_inplace_array_is_refused_before_anything_runs(inplace_op):
+    frozen = A.copy()
+    frozen.flags.writeable = False
+    with no_leaks_around():
+        with pytest.raises(ArrayError, match="self_ref is written in place"):
+            inplace_op(frozen, B)
+    np.testing.assert_array_equal(frozen, A)
+
+
+def test_an_inplace_device_array_is_written_on_the_device(inplace_op):
+    ref, other = from_host(A), from_host(B)
+    product, square, written = inplace_op(ref, other)
+    assert written is ref and isinstance(product, DeviceArray)
+    np.testing.assert_array_equal(ref.to_host(), A + B)
+    for array in (ref, other, product, square):
+        array.free()
+
+
+def test_no_leaks_after_inplace_calls(inplace_op):
+    with no_leaks_around():
+        for _ in range(3):
+            inplace_op(A.copy(), B)
+        with pytest.raises(AclnnValidationError):
+            inplace_op(A.copy(), B[:1])
 
 
 @pytest.mark.slow(reason="runs the generated suites of the made-up ops in a subprocess (about 10 s)")
