@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from . import arithmetic, cdecl, formula, names
 from .errors import FieldProblem
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES, POINTER_C_TYPES
+from aclnngen.core.attribute_types import misfit as attribute_misfit
 from aclnngen.core.externs import ORACLE_RECIPES
 from aclnngen.core.externs import oracle_domain_source as oracle_domain_source_of
 from aclnngen.core.tiers import NUMERIC_KEYS, REQUIRED_NUMERIC_KEYS
@@ -23,13 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover - type names only: the model imports this 
 
 # The C type each role has in the header's first-phase prototype (pointer depth 1 everywhere).
 _ROLE_BASE = {"input": "aclTensor", "output": "aclTensor", "scalar": "aclScalar", "optional_scalar": "aclScalar"}
-_ATTRIBUTE_TYPES = {
-    "bool": ("bool", 0),
-    "int64_t": ("int64_t", 0),
-    "double": ("double", 0),
-    "char*": ("char", 1),
-    "aclIntArray*": ("aclIntArray", 1),
-}
 _TRAILING = (("workspaceSize", "uint64_t", 1), ("executor", "aclOpExecutor", 2))
 _LAUNCH = (("void", 1), ("uint64_t", 0), ("aclOpExecutor", 1), ("aclrtStream", 0))
 
@@ -48,6 +43,7 @@ def check_op(spec: "OpSpec", context: dict) -> None:
     _formats(spec, families)
     _rules(spec, families)
     _tier(spec)
+    _lists(spec)
     if spec.computes:
         _formula(spec)
     _return_codes(spec)
@@ -120,19 +116,20 @@ def _is_number(value) -> bool:
 def _check_default(p: "Parameter") -> None:
     """A default is rendered as a Python literal: it must be a finite value of the parameter's type."""
     value = p.default
-    if p.is_scalar or p.c_type in ("double", "int64_t"):
+    t = ATTRIBUTE_TYPES.get(p.c_type or "")
+    if p.is_scalar or (t is not None and t.element in ("int", "float") and not t.is_array):
         if not _is_number(value):
             raise _DefaultProblem(f"{p.name!r} default must be a number, found {value!r}")
         if isinstance(value, float) and not math.isfinite(value):
             raise _DefaultProblem(f"{p.name!r} default must be finite, found {value!r}")
-        if p.c_type == "int64_t" and not (isinstance(value, int) and -(2**63) <= value < 2**63):
-            raise _DefaultProblem(f"{p.name!r} default must be an int64_t, found {value!r}")
+        if t is not None and attribute_misfit(t.c_type, value) is not None:
+            raise _DefaultProblem(f"{p.name!r} default must be a value of {t.c_type}, found {value!r}")
     elif p.c_type == "bool" and not isinstance(value, bool):
         raise _DefaultProblem(f"{p.name!r} default must be true or false, found {value!r}")
     elif p.c_type == "char*" and not isinstance(value, str):
         raise _DefaultProblem(f"{p.name!r} default must be a string, found {value!r}")
-    elif p.c_type == "aclIntArray*":
-        raise _DefaultProblem(f"{p.name!r}: an aclIntArray* attribute has no default")
+    elif t is not None and t.is_array:
+        raise _DefaultProblem(f"{p.name!r}: an {t.c_type} attribute has no default")
 
 
 def _tier(spec: "OpSpec") -> None:
@@ -232,16 +229,22 @@ def _prototypes(spec: "OpSpec") -> None:
 def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
     t = c_param.type
     if p.role == "attribute":
-        base, depth = _ATTRIBUTE_TYPES[p.c_type]
-        if (t.base, t.pointer_depth) != (base, depth):
+        want_type = ATTRIBUTE_TYPES[p.c_type]
+        if (t.base, t.pointer_depth) != (want_type.base, want_type.pointer_depth):
             raise FieldProblem(loc + ("c_type",), f"c_type {p.c_type} does not match the prototype's {t}")
         return
     want = _ROLE_BASE[p.role]
+    if p.is_list:
+        want += "List"  # aclTensorList, aclScalarList
     if t.base != want or t.pointer_depth != 1:
         raise FieldProblem(
             loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}"
         )
-    if p.role in ("input", "scalar", "optional_scalar") and not t.is_const:
+    if p.inplace and t.is_const:
+        raise FieldProblem(
+            loc + ("inplace",), f"an in-place input is written: the header declares it non-const; found {t} {p.name}"
+        )
+    if p.role in ("input", "scalar", "optional_scalar") and not t.is_const and not p.inplace:
         raise FieldProblem(loc + ("role",), f"an input ({p.role}) is declared const in the header; found {t} {p.name}")
 
 
@@ -379,11 +382,46 @@ def _rules(spec: "OpSpec", families: Iterable[str]) -> None:
 
 
 def program_names(spec: "OpSpec") -> dict[str, str]:
-    return {p.py_name: p.role for p in spec.parameters}
+    # a list has no formula-language value yet: a formula or oracle naming one names no parameter
+    return {p.py_name: p.role for p in spec.parameters if not p.is_list}
+
+
+def inplace_names(spec: "OpSpec") -> list[str]:
+    """Python names of the inputs the op also writes, in prototype order: results of its formula."""
+    return [p.py_name for p in spec.parameters if p.inplace]
+
+
+# the return-code checks a list parameter may be named in (each element is checked alike)
+_LIST_CHECKS = ("null_pointer", "dtype")
+
+
+def _lists(spec: "OpSpec") -> None:
+    """Tensor and scalar lists travel through the binding, the validator and the simulator; rules,
+    return-code rows other than null pointers and dtypes, and formulas do not read them yet."""
+    lists = {p.name for p in spec.parameters if p.is_list}
+    if not lists:
+        return
+    for i, p in enumerate(spec.parameters):
+        if p.is_list and p.role == "output":
+            raise FieldProblem(
+                ("parameters", i, "list"), f"{p.name!r}: a formula cannot compute a tensor list output yet"
+            )
+    for i, rule in enumerate(spec.rules):
+        for loc, name in rule_params(rule):
+            if name in lists:
+                raise FieldProblem(("rules", i) + loc, f"{name!r} is a list; a rule cannot name a list yet")
+    for i, row in enumerate(spec.return_codes):
+        for j, name in enumerate(row.params):
+            if name in lists and row.check not in _LIST_CHECKS:
+                raise FieldProblem(
+                    ("return_codes", i, "params", j),
+                    f"{name!r} is a list; only {' and '.join(_LIST_CHECKS)} rows may name a list",
+                )
 
 
 def _formula(spec: "OpSpec") -> None:
-    outputs = {p.py_name for p in spec.by_role("output")}
+    # an in-place input's new value is a result of the formula too
+    outputs = {p.py_name for p in spec.parameters if p.role == "output" or p.inplace}
     declared = set(spec.formula.outputs)
     if declared != outputs:
         missing, extra = sorted(outputs - declared), sorted(declared - outputs)
@@ -393,7 +431,9 @@ def _formula(spec: "OpSpec") -> None:
         raise FieldProblem(
             ("formula", "outputs"), f"formula outputs must be exactly the output tensors {sorted(outputs)}: {detail}"
         )
-    program = formula.parse_program(spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",))
+    program = formula.parse_program(
+        spec.formula.outputs, program_names(spec), lets=spec.formula.lets, loc=("formula",), inplace=inplace_names(spec)
+    )
     arithmetic.check(spec, program)
     for i, p in enumerate(spec.parameters):
         if p.forward is not None:
@@ -435,9 +475,7 @@ def _return_codes(spec: "OpSpec") -> None:
                 )
             for j, name in enumerate(row.params):
                 p = spec.parameter(name)
-                pointer_attribute = (
-                    p.role == "attribute" and p.c_type in ("char*", "aclIntArray*") and p.default is None
-                )
+                pointer_attribute = p.role == "attribute" and p.c_type in POINTER_C_TYPES and p.default is None
                 if p.role == "optional_scalar" or (p.role == "attribute" and not pointer_attribute) or p.optional:
                     raise FieldProblem(
                         ("return_codes", i, "params", j), f"{name!r} may be NULL; it cannot be in a null-pointer row"
@@ -516,10 +554,11 @@ def _condition(spec: "OpSpec", when: dict, loc: tuple, owner: str | None) -> Non
 
 def _oracle(spec: "OpSpec") -> None:
     py = {p.py_name for p in spec.parameters}
-    outputs = [p.py_name for p in spec.by_role("output")]
+    outputs = [p.py_name for p in spec.by_role("output")] + [p.py_name for p in spec.parameters if p.inplace]
     tensors = {p.py_name for p in spec.parameters if p.is_tensor and p.role != "output"}
     if spec.oracle.kind == "steps":
-        _oracle_steps(spec, spec.oracle, py - set(outputs), tensors)
+        # an in-place input is read by the steps and is also one of their results
+        _oracle_steps(spec, spec.oracle, py - {p.py_name for p in spec.by_role("output")}, tensors)
     else:
         if spec.oracle.kind == "recipe":
             if spec.oracle.recipe not in ORACLE_RECIPES:
@@ -546,7 +585,8 @@ def _oracle_steps(spec: "OpSpec", oracle, py: set, tensors: set) -> None:
         for key, arg in step.kwargs.items():
             _oracle_ref(spec, arg, loc + ("kwargs", key), known, tensors | results)
         for name in step.names:
-            if name in known:
+            # an in-place input's new value is named as the input, once: later steps read it
+            if name in known and not (name in inplace_names(spec) and name not in results):
                 raise FieldProblem(
                     loc + ("name",), f"step result {name!r} reuses the name of a parameter or an earlier step"
                 )
@@ -613,7 +653,13 @@ def _defects(spec: "OpSpec") -> None:
         for field in ("claimed", "observed"):
             expr = getattr(defect, field)
             if expr is not None:
-                formula.parse_program(expr.outputs, program_names(spec), lets=expr.lets, loc=("defects", i, field))
+                formula.parse_program(
+                    expr.outputs,
+                    program_names(spec),
+                    lets=expr.lets,
+                    loc=("defects", i, field),
+                    inplace=inplace_names(spec),
+                )
 
 
 def _unknown(what: str, name: str, known: Iterable[str]) -> str:

@@ -118,7 +118,10 @@ def binding_doc(spec: OpSpec, products: ProductTable, op: ResolvedOp) -> dict:
             {"status": r.status, "condition": r.condition, "versions": _versions(r)} for r in spec.return_codes
         ],
         "scalars": _scalars(spec),
-        "returns": ", ".join(p.py_name for p in spec.by_role("output")),
+        # the outputs, then the inputs the op writes in place (as the call returns them)
+        "returns": ", ".join(
+            [p.py_name for p in spec.by_role("output")] + [p.py_name for p in spec.parameters if p.inplace]
+        ),
         "signature": binding_signature(spec),
     }
 

@@ -563,10 +563,16 @@ def parse_expression(source: str, names: Mapping[str, str], *, loc: tuple, lets:
 
 
 def parse_program(
-    outputs: Mapping[str, str], names: Mapping[str, str], *, lets: Mapping[str, str] = {}, loc: tuple
+    outputs: Mapping[str, str],
+    names: Mapping[str, str],
+    *,
+    lets: Mapping[str, str] = {},
+    loc: tuple,
+    inplace: Sequence[str] = (),
 ) -> FormulaProgram:
     """Parse an op's formula: ordered lets, then one expression per output. Outputs come back in
-    the order `names` declares them; every declared output needs an expression."""
+    the order `names` declares them, then the `inplace` inputs (whose new values are results too);
+    every declared output needs an expression."""
     loc = tuple(loc)
     _check_names(names, loc)
     let_types: dict[str, str] = {}
@@ -587,7 +593,7 @@ def parse_program(
         if value is not None:
             let_values[name] = value
         parsed_lets.append((name, expr))
-    declared = [n for n, k in names.items() if k == "output"]
+    declared = [n for n, k in names.items() if k == "output"] + list(inplace)
     for name in outputs:
         if name not in declared:
             raise FieldProblem(

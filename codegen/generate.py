@@ -30,6 +30,7 @@ from .products import ProductTable
 from .writer import Folder, Manifest, digest, is_temporary, read_manifest, write_owned
 from .tables import table_path
 from .view import OpView
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES
 from aclnngen.core.tiers import upgrade_hint
 
 GENERATOR = "aclnngen generate"
@@ -571,12 +572,26 @@ _SIM_KIND = {
     "output": "SIM_ARG_TENSOR_OUT",
     "scalar": "SIM_ARG_SCALAR",
     "optional_scalar": "SIM_ARG_SCALAR_OPTIONAL",
-    ("attribute", "bool"): "SIM_ARG_BOOL",
-    ("attribute", "int64_t"): "SIM_ARG_INT64",
-    ("attribute", "double"): "SIM_ARG_DOUBLE",
-    ("attribute", "char*"): "SIM_ARG_STRING",
-    ("attribute", "aclIntArray*"): "SIM_ARG_INT_ARRAY",
+    **{("attribute", c): t.sim_kind for c, t in ATTRIBUTE_TYPES.items()},
 }
+
+
+_SIM_LIST_KIND = {
+    "input": "SIM_ARG_TENSOR_LIST_IN",
+    "optional": "SIM_ARG_TENSOR_LIST_OPTIONAL",
+    "output": "SIM_ARG_TENSOR_LIST_OUT",
+    "scalar": "SIM_ARG_SCALAR_LIST",
+}
+
+
+def _sim_value(kind: str, p) -> dict:
+    """The `handle` and `i` fields of a parameter's sim_arg, as C expressions: values in `i`, a
+    double through a pointer (a float widened into a compound literal), handles as they are."""
+    if kind in ("SIM_ARG_BOOL", "SIM_ARG_INT64"):
+        return {"handle": "NULL", "i": f"(int64_t){p.name}"}
+    if kind == "SIM_ARG_DOUBLE":
+        return {"handle": f"&(double){{{p.name}}}" if p.c_type == "float" else f"&{p.name}", "i": "0"}
+    return {"handle": p.name, "i": "0"}
 
 
 def _sim_op(view: OpView) -> dict:
@@ -587,7 +602,11 @@ def _sim_op(view: OpView) -> dict:
         kind = _SIM_KIND[(p.role, p.c_type)] if p.role == "attribute" else _SIM_KIND[p.role]
         if p.optional:
             kind = "SIM_ARG_TENSOR_OUT_OPTIONAL" if p.role == "output" else "SIM_ARG_TENSOR_OPTIONAL"
-        args.append({"kind": kind, "name": p.name, "attr_type": p.c_type})
+        if p.inplace:
+            kind = "SIM_ARG_TENSOR_INOUT"
+        if p.is_list:
+            kind = _SIM_LIST_KIND["optional" if p.optional and p.role == "input" else p.role]
+        args.append({"kind": kind, "name": p.name, "attr_type": p.c_type, **_sim_value(kind, p)})
     return {
         "name": spec.name,
         "get_workspace_size": get_workspace_size,

@@ -8,7 +8,7 @@ META = {
     "name", "snake", "symbol", "library", "cann_version",
     "cdef": the two prototypes as C declarations,
     "products": [{"family", "supported", "since", "until"}],
-    "params": [{"name", "py", "role", "c_type", "optional", "dtypes": [{"families", "dtypes", "since", "until"}],
+    "params": [{"name", "py", "role", "c_type", "optional", "list" (only a list), "inplace" (only an in-place input), "dtypes": [{"families", "dtypes", "since", "until"}],
                 "scalar_dtype", "scalar_dtypes", "default", "constraints": [{"op", "value", "status", "since", "until"}],
                 "attr_type", "choices", "dim_of" (only a dimension attribute), "meaning",
                 "formats" (only where the spec states them): [{"families", "formats", "since", "until"}]}],
@@ -26,7 +26,7 @@ META = {
 from __future__ import annotations
 
 from . import cdecl, formula
-from .consistency import program_names
+from .consistency import inplace_names, program_names
 from .model import OpSpec
 
 
@@ -40,6 +40,8 @@ def _param(p) -> dict:
         "py": p.py_name,
         "role": p.role,
         "optional": p.optional,
+        **({"list": True} if p.is_list else {}),  # absent: one tensor or scalar
+        **({"inplace": True} if p.inplace else {}),  # absent: the op only reads it
         "dtypes": [_dtype_entry(d) for d in p.dtypes],
         "scalar_dtype": p.scalar_dtype,
         "scalar_dtypes": [d if isinstance(d, str) else _dtype_entry(d) for d in p.scalar_dtypes],
@@ -85,7 +87,9 @@ def _rule(rule) -> dict:
 
 
 def program(spec: OpSpec, expr) -> "formula.FormulaProgram":
-    return formula.parse_program(expr.outputs, program_names(spec), lets=expr.lets, loc=("formula",))
+    return formula.parse_program(
+        expr.outputs, program_names(spec), lets=expr.lets, loc=("formula",), inplace=inplace_names(spec)
+    )
 
 
 def prototypes(spec: OpSpec) -> tuple:

@@ -34,6 +34,7 @@ from .consistency import STATUS_CODES, check_op, rule_params  # defined there, e
 from .errors import FieldProblem, non_ascii
 from aclnngen.core import defects as defect_kinds
 from aclnngen.core.arithmetic import DEFAULT_TO_INTEGER, TO_INTEGER
+from aclnngen.core.attribute_types import ATTRIBUTE_C_TYPES
 from aclnngen.core.dtypes import ALL_DTYPES
 from aclnngen.core.formats import FORMATS
 from aclnngen.core.kinds import KIND_NAMES, KINDS, RuleKind
@@ -47,8 +48,6 @@ SNAKE_CASE = re.compile(r"^[a-z_][a-z0-9_]*$")
 # dtype names a spec may use, as NumPy (and ml_dtypes) spell them: one list, the runtime's; the
 # ABI data file maps each to its aclDataType, and a test checks the two agree.
 DTYPES = ALL_DTYPES
-
-ATTRIBUTE_C_TYPES = ("bool", "int64_t", "double", "char*", "aclIntArray*")
 
 
 def _c_identifier(value: str) -> str:
@@ -268,6 +267,11 @@ class Parameter(Frozen):
     """Tensors: the dtypes per product family (and per release with since/until)."""
     optional: bool = False
     """Tensors: whether the tensor may be NULL."""
+    # spelt `list` in a spec; `is_list` here, as `list` would hide the builtin in the class body
+    is_list: bool = Field(default=False, alias="list")
+    """Tensors and scalars: a list of them (aclTensorList*, aclScalarList*): a sequence in Python, each element of the parameter's dtypes."""
+    inplace: bool = False
+    """Input tensors: the op also writes it (a vendor `...Ref` parameter, `aclTensor*`); the binding writes the result into the caller's array."""
     formats: list[FormatSupport] = []
     """Tensors: the formats per product family (the page's format column); absent: ND on every family."""
     # scalars: the aclDataType the binding creates, the value a NULL optional scalar means
@@ -284,8 +288,8 @@ class Parameter(Frozen):
     forward: NonEmptyText | None = None
     """Forward outputs: the forward function as an expression in `x` (and the op's scalars and attributes)."""
     # attributes
-    c_type: Literal["bool", "int64_t", "double", "char*", "aclIntArray*"] | None = None
-    """Attributes: the C type (bool, int64_t, double, char*, aclIntArray*)."""
+    c_type: Literal[ATTRIBUTE_C_TYPES] | None = None  # type: ignore[valid-type]
+    """Attributes: the C type (bool, int8_t, int32_t, int64_t, float, double, char*, aclIntArray*, aclFloatArray*, aclBoolArray*)."""
     choices: list[str] = []
     """Attributes of type char*: the allowed values."""
     dim_of: CIdentifier | None = None
@@ -343,6 +347,14 @@ class Parameter(Frozen):
             raise ValueError(f"attribute {self.name!r} needs 'c_type' (one of {', '.join(ATTRIBUTE_C_TYPES)})")
         if self.dim_of is not None and self.c_type != "int64_t":
             raise ValueError(f"'dim_of' applies to an int64_t attribute, not to a {self.c_type}")
+        if self.inplace and (self.role != "input" or self.is_list or self.optional):
+            raise ValueError("'inplace' applies to a required input tensor (a vendor ...Ref parameter), not a list")
+        if self.is_list and self.role in ("optional_scalar", "attribute"):
+            raise ValueError(
+                f"'list' applies to tensors (aclTensorList*) and scalars (aclScalarList*), not to a parameter with role {self.role!r}"
+            )
+        if self.is_list and self.is_scalar and (self.default is not None or self.constraints):
+            raise ValueError("a scalar list takes no 'default' or 'constraints'")
         if self.role == "output" and self.default is not None:
             raise ValueError("an output tensor has no default")
         return self
@@ -713,7 +725,7 @@ class OpSpec(Frozen):
 
 def dump_spec(spec: BaseModel) -> Any:
     """The data a spec was parsed from: only the keys that were set, in model field order."""
-    return spec.model_dump(mode="python", exclude_unset=True)
+    return spec.model_dump(mode="python", exclude_unset=True, by_alias=True)
 
 
 __all__ = [

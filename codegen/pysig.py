@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .model import OpSpec, Parameter
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES
 
 # C attribute type -> the Python type hint of its argument
-ATTRIBUTE_HINTS = {"bool": "bool", "int64_t": "int", "double": "float", "char*": "str", "aclIntArray*": "Sequence[int]"}
+ATTRIBUTE_HINTS = {c: t.hint for c, t in ATTRIBUTE_TYPES.items()}
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class Overload:
 
 
 def _hint(p: Parameter, tensor: str = "TensorLike") -> str:
+    if p.is_list:
+        element = tensor if p.role in ("input", "output") else "float"
+        return f"Sequence[{element}] | None" if p.optional else f"Sequence[{element}]"
     if p.role in ("input", "output"):
         return f"{tensor} | None" if p.optional else tensor
     if p.role == "optional_scalar":
@@ -77,12 +81,16 @@ def _positional(spec: OpSpec, tensor: str) -> list[PyParam]:
     return [p for p in params if p.default is None] + [p for p in params if p.default is not None]
 
 
-def _overload(spec: OpSpec, kind: TensorKind, noutputs: int) -> Overload:
+def _overload(spec: OpSpec, kind: TensorKind, noutputs: int, nwritten: int) -> Overload:
+    """`noutputs` outputs go in `out`; the call returns `nwritten` (the outputs, then the inputs it
+    writes in place)."""
     if noutputs == 1:
-        out_hint, returns = f"{kind.tensor} | None", kind.result
+        out_hint = f"{kind.tensor} | None"
+    elif noutputs == 0:
+        out_hint = "None"
     else:
         out_hint = f"tuple[{', '.join([f'{kind.tensor} | None'] * noutputs)}] | None"
-        returns = f"tuple[{', '.join([kind.result] * noutputs)}]"
+    returns = kind.result if nwritten == 1 else f"tuple[{', '.join([kind.result] * nwritten)}]"
     return Overload(_positional(spec, kind.tensor), out_hint, f"{kind.tensor} | None", returns)
 
 
@@ -91,8 +99,9 @@ def binding_signature(spec: OpSpec) -> dict:
     and the typed overloads."""
     positional = _positional(spec, "TensorLike")
     outputs = [p.py_name for p in spec.parameters if p.role == "output"]
+    inplace = [p.py_name for p in spec.parameters if p.inplace]
     single = len(outputs) == 1
-    overloads = [_overload(spec, kind, len(outputs)) for kind in TENSOR_KINDS]
+    overloads = [_overload(spec, kind, len(outputs), len(outputs) + len(inplace)) for kind in TENSOR_KINDS]
     # the C call's arguments, in prototype order: outputs come from the resolved `out`
     call_args = [p.py_name if p.role != "output" else f"_outs[{outputs.index(p.py_name)}]" for p in spec.parameters]
     aliases = [o for o in outputs if o != "out"]  # an output named `out` is `out` itself
@@ -102,6 +111,8 @@ def binding_signature(spec: OpSpec) -> dict:
         "out_doc": (
             f"the output array to write into{'' if outputs[0] == 'out' else f' (alias: {outputs[0]}=)'}; None allocates it"
             if single
+            else f"no output to pass: the op writes {', '.join(inplace)} in place"
+            if not outputs
             else f"a tuple of output arrays ({', '.join(outputs)}), None where one is allocated; each also by its own name"
         ),
         "positional": positional,

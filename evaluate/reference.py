@@ -39,8 +39,9 @@ class Reference:
         self.op = op = op_meta(meta)
         self.formulas = dict(formulas)
         self.forwards = dict(forwards)
-        self._inputs = [(p.name, p.py) for p in op.by_role("input")]
-        self._scalars = [(p.name, p.py, p.default) for p in op.by_role("scalar", "optional_scalar")]
+        # a formula reads no tensor or scalar list (codegen/consistency.py): they are left out
+        self._inputs = [(p.name, p.py) for p in op.by_role("input") if not p.is_list]
+        self._scalars = [(p.name, p.py, p.default) for p in op.by_role("scalar", "optional_scalar") if not p.is_list]
         # opmath sees a scalar as the aclScalar the binding creates holds it: in its scalar_dtype
         self._scalar_dtypes = {
             p.name: NUMPY_DTYPES[p.scalar_dtype]
@@ -48,7 +49,8 @@ class Reference:
             if p.scalar_dtype in NUMPY_DTYPES
         }
         self._attributes = [(p.name, p.py, p.default) for p in op.by_role("attribute")]
-        self._outputs = [(p.name, p.py) for p in op.by_role("output")]
+        # every tensor the op writes, as the formula returns them: outputs, then in-place inputs
+        self._outputs = [(name, op.param(name).py) for name in op.written]
         # each output element depends on the same element of each input only: evaluable in pieces
         kinds = op.formula.outputs.values()
         self._elementwise = bool(kinds) and "reduction" not in kinds
@@ -96,6 +98,8 @@ class Reference:
         attributes = {py: values.get(name, default) for name, py, default in self._attributes}
         # the output dtypes by the rules of the family the call runs on (they may differ per family)
         inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.op.cann_version, family=family)
+        # an in-place input keeps its own shape and dtype
+        inferred.update({name: (np.shape(values[name]), np.asarray(values[name]).dtype) for name in self.op.inplace})
         dtypes = {py: (out_dtypes or {}).get(name, inferred[name][1]) for name, py in self._outputs}
         inputs = {py: arrays[name] for name, py in self._inputs}
         shapes = {tuple(inferred[name][0]) for name, _ in self._outputs} | {a.shape for a in inputs.values()}

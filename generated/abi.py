@@ -184,6 +184,8 @@ FUNCTIONS = {
     'aclDestroyTensor': ('nnopbase', False),
     'aclDestroyScalar': ('nnopbase', False),
     'aclDestroyIntArray': ('nnopbase', False),
+    'aclDestroyFloatArray': ('nnopbase', False),
+    'aclDestroyBoolArray': ('nnopbase', False),
     'aclDestroyTensorList': ('nnopbase', False),
     'aclDestroyScalarList': ('nnopbase', False),
     'aclGetViewShape': ('nnopbase', False),

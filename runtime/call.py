@@ -38,6 +38,7 @@ freed or short memory, the runtime refuses them itself with the same status (161
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import numbers
 import sys
@@ -69,6 +70,8 @@ from .errors import (
     CallOrderError,
     UnknownSocError,
 )
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES
+from aclnngen.core.attribute_types import misfit as attribute_misfit
 from aclnngen.core.formats import ND, UnknownFormat, acl_member
 from aclnngen.core.meta import Param as MetaParam
 from aclnngen.core.meta import op_meta
@@ -141,12 +144,16 @@ class _Param:
     attr_type: str | None = None
     default: Any = None
     scalar_dtype: str | None = None
+    is_list: bool = False  # an aclTensorList* or aclScalarList*
+    inplace: bool = False  # an input the op writes: its result goes back into the caller's array
 
 
 def _param(index: int, p: MetaParam) -> _Param:
     role = p.role
     if p.is_tensor:
-        return _Param(index, p.name, p.py, role, "tensor", p.optional, role == "output")
+        return _Param(
+            index, p.name, p.py, role, "tensor", p.optional, role == "output", is_list=p.is_list, inplace=p.inplace
+        )
     if p.is_scalar:
         dtype_name = p.scalar_dtype or DEFAULT_SCALAR_DTYPE
         np_dtype = NUMPY_DTYPES.get(dtype_name) or np.dtype(dtype_name)
@@ -162,6 +169,7 @@ def _param(index: int, p: MetaParam) -> _Param:
             scalar_np=np_dtype,
             default=p.default,
             scalar_dtype=dtype_name,
+            is_list=p.is_list,
         )
     if role == "attribute":
         return _Param(
@@ -210,6 +218,8 @@ class BoundOp:
         self.inputs = tuple(p for p in self.tensors if not p.output)
         by_name = {p.name: p for p in self.params}
         self.outputs = tuple(by_name[name] for name in op.outputs)
+        # what a call returns: the outputs, then the inputs it writes in place (op.written)
+        self.written = tuple(by_name[name] for name in op.written)
         self.newest_version = _newest_version(meta)
         self._versions: dict[str | None, str] = {}
         self.signatures: dict[tuple, tuple] = {}  # call signature -> (outputs to allocate, validated)
@@ -318,6 +328,8 @@ class BoundOp:
 
 
 SIGNATURE_CACHE_SIZE = 512  # signatures remembered per op
+# an attribute's element kind (aclnngen.core.attribute_types) -> the Python value cffi passes
+_ELEMENT = {"bool": bool, "int": int, "float": float}
 # Scalar and attribute values whose type and value alone decide validation (immutable, hashable).
 _PLAIN_VALUES = (bool, int, float, str, np.generic)
 
@@ -495,6 +507,7 @@ class Prepared:
         self._handles = self._owned.handles
         self._temps: list[DeviceBuffer] = []
         self._device: list[DeviceArray | None] = [None] * op.nparams
+        self._list_devices: list[DeviceArray] = []  # the elements of tensor lists
         self._host_targets: list[tuple[_Param, np.ndarray | None, DeviceArray]] = []
         self._fresh: list[DeviceBuffer] = []  # outputs allocated for a device call: the caller's on success
         try:
@@ -518,14 +531,20 @@ class Prepared:
         values: dict[str, Any] = {}
         for p in op.params:
             value = args[p.index]
-            if p.kind == "tensor":
+            if p.is_list:
+                value = self._sequence(p, value, validate, version_of=b)
+            elif p.kind == "tensor":
                 value = _as_tensor(value)
                 if type(value) is _Unread:
                     # refused here, before outputs are inferred from the inputs, so the error
                     # names this input (not an output left unallocated)
                     raise self._not_a_tensor(p, value, validate, version_of=b)
             values[p.name] = value
-        self.device_mode = any(isinstance(values[p.name], DeviceArray) for p in op.tensors)
+        self.device_mode = any(
+            isinstance(v, DeviceArray)
+            for p in op.tensors
+            for v in (values[p.name] if p.is_list and values[p.name] is not None else (values[p.name],))
+        )
         soc = b.soc_name()
         version = op.validation_version(b.version())
         # What a call of this signature (shapes, dtypes, layouts, scalar values, SoC, version)
@@ -552,7 +571,9 @@ class Prepared:
         cargs = []
         for p in op.params:
             value = values[p.name]
-            if p.kind == "tensor":
+            if p.is_list:
+                cargs.append(self._list(p, value))
+            elif p.kind == "tensor":
                 cargs.append(self._tensor(p, value))
             elif p.kind == "scalar":
                 cargs.append(self._scalar(p, value))
@@ -565,6 +586,89 @@ class Prepared:
             raise AclnnStatusError(status=rc, op=op.name, function=op.gws_name, recent_message=b.recent_error() or None)
         self.executor = ex[0]
         self.workspace_size = int(ws[0])
+
+    def _sequence(self, p: _Param, value, validate: bool, *, version_of):
+        """A list parameter's argument as a list (tensors read as arrays), or None (NULL). Not a
+        sequence, or an element that is no tensor (or, in a scalar list, no real number): a
+        typed error naming the parameter and the element."""
+        if value is None:
+            return None
+        what = "tensors" if p.kind == "tensor" else "real numbers"
+        if not isinstance(value, (list, tuple)):
+            raise self._bad_list(p, value, f"must be a list or tuple of {what}, not {type(value).__name__}", validate)
+        items = []
+        for k, item in enumerate(value):
+            if p.kind == "tensor":
+                read = _as_tensor(item)
+                if read is None or type(read) is _Unread:
+                    why = (
+                        "is None (a list holds no NULL tensor)"
+                        if read is None
+                        else unreadable_reason(item, read.failure)
+                    )
+                    raise self._bad_list(p, item, f"element {k} {why}; a tensor is {TENSOR_TYPES}", validate)
+                items.append(read)
+            else:
+                if isinstance(item, (bool, np.bool_)) or not isinstance(item, (numbers.Real, np.integer, np.floating)):
+                    raise self._bad_list(p, item, f"element {k} ({item!r}) is not a real number", validate)
+                items.append(item)
+        return items
+
+    def _bad_list(self, p: _Param, found, detail: str, validate: bool) -> Exception:
+        detail = f"{p.name} {detail}"
+        if not validate:
+            return ArrayTypeError(f"{self.op.symbol}: {detail}")
+        return AclnnArgumentTypeError(
+            status=ACLNN_ERR_PARAM_INVALID,
+            op=self.op.name,
+            param=p.name,
+            family=None,
+            detail=detail,
+            found=type(found).__name__,
+            allowed=f"a sequence of {'tensors' if p.kind == 'tensor' else 'real numbers'}",
+            check="tensor" if p.kind == "tensor" else "scalar",
+        )
+
+    def _list(self, p: _Param, value):
+        """aclCreateTensorList / aclCreateScalarList over one descriptor per element. The list
+        owns its elements: only it is destroyed after the launch; elements made before a
+        failure are destroyed one by one."""
+        b, ffi = self.backend, self.backend.ffi
+        if value is None:
+            return ffi.NULL
+        tensors = p.kind == "tensor"
+        create, destroy = (
+            (b.api.aclCreateTensorList, b.api.aclDestroyTensorList)
+            if tensors
+            else (b.api.aclCreateScalarList, b.api.aclDestroyScalarList)
+        )
+        made: list = []
+        mark = len(self._handles)
+        handed_over = False  # whether the elements left the call's handles for the list's
+        try:
+            for k, item in enumerate(value):
+                element = dataclasses.replace(
+                    p, name=f"{p.name}[{k}]", py=f"{p.py}[{k}]", optional=False, is_list=False
+                )
+                made.append(self._tensor(element, item, whole=p) if tensors else self._scalar(element, item))
+            del self._handles[mark:]
+            handed_over = True
+            kind = "aclTensor" if tensors else "aclScalar"
+            items = ffi.new(f"{kind} *[]", made or 1)
+            handle = create(items, len(made))
+            if handle == ffi.NULL:
+                raise AclnnStatusError(
+                    status=ACLNN_ERR_INNER_NULLPTR,
+                    op=self.op.name,
+                    function="aclCreateTensorList" if tensors else "aclCreateScalarList",
+                    recent_message=b.recent_error() or f"the list {p.name} could not be created",
+                )
+        except BaseException:
+            for element in made if handed_over else ():
+                (b.api.aclDestroyTensor if tensors else b.api.aclDestroyScalar)(element)
+            raise
+        self._handles.append((destroy, handle))
+        return handle
 
     def _not_a_tensor(self, p: _Param, unread: _Unread, validate: bool, *, version_of) -> Exception:
         """The TypeError for a tensor argument that cannot be read, naming it and saying what to
@@ -620,7 +724,8 @@ class Prepared:
                 allocate.append((p.name, tuple(first.shape), np.dtype(first.dtype)))
         return tuple(allocate)
 
-    def _tensor(self, p: _Param, value):
+    def _tensor(self, p: _Param, value, whole: _Param | None = None):
+        """The descriptor of one tensor argument (`whole`: the list it is an element of)."""
         b, ffi = self.backend, self.backend.ffi
         if value is None:
             return ffi.NULL
@@ -638,7 +743,7 @@ class Prepared:
                 raise ArrayError(f"{p.py}: the device array belongs to another backend ({value.backend.kind})")
             value._check_live()
             dev = value
-            if p.output:
+            if p.output or p.inplace:
                 self._host_targets.append((p, None, dev))
         elif isinstance(value, np.ndarray):
             if p.output:
@@ -649,18 +754,25 @@ class Prepared:
                 self._host_targets.append((p, value, dev))
             else:
                 acl_dtype(value.dtype, param=p.name, op=self.op.name)
+                if p.inplace and not value.flags.writeable:
+                    raise ArrayError(f"{self.op.symbol}: {p.py} is written in place, but the array is read-only")
                 dev = upload(b, value)
+                if p.inplace:  # the result is copied back into the caller's array
+                    self._host_targets.append((p, value, dev))
             self._temps.append(dev.buffer)
         else:
             raise ArrayTypeError(
                 f"{self.op.symbol}: {p.py} must be a tensor: {TENSOR_TYPES}; got {type(value).__name__}"
             )
-        self._device[p.index] = dev
-        return self._create_tensor(dev, p)
+        if whole is None:
+            self._device[p.index] = dev
+        else:
+            self._list_devices.append(dev)
+        return self._create_tensor(dev, p, format_of=whole)
 
-    def _create_tensor(self, dev: DeviceArray, p: _Param | None = None):
+    def _create_tensor(self, dev: DeviceArray, p: _Param | None = None, format_of: _Param | None = None):
         b = self.backend
-        fmt = self.formats.get(p.name, ND) if p else ND
+        fmt = self.formats.get((format_of or p).name, ND) if p else ND
         handle = tensor_descriptor(b, dev, param=p.name if p else None, op=self.op.name, format=fmt)
         self._handles.append((b.api.aclDestroyTensor, handle))
         return handle
@@ -702,34 +814,44 @@ class Prepared:
         b, ffi = self.backend, self.backend.ffi
         if value is None:
             value = p.default
+        t = ATTRIBUTE_TYPES.get(p.attr_type or "")
+        if t is None:
+            raise ArrayError(f"{self.op.symbol}: attribute type {p.attr_type!r} of {p.py} is not supported")
         if value is None:
-            return ffi.NULL if p.attr_type in ("char*", "aclIntArray*") else 0
-        if p.attr_type == "char*":
-            if not isinstance(value, str):
-                raise ArrayError(f"{self.op.symbol}: attribute {p.py} must be a str")
+            return ffi.NULL if t.is_pointer else 0
+        why = attribute_misfit(t.c_type, value)
+        if why is not None:
+            # refused even with validate=False: the value cannot be written as the C type (an
+            # int8_t of 300, a float of 1e39), so no check of the library could ever see it
+            raise AclnnValidationError(
+                status=ACLNN_ERR_PARAM_INVALID,
+                op=self.op.name,
+                param=p.name,
+                family=None,
+                check="attribute",
+                detail=f"{p.name} = {value!r} is not a valid {t.c_type}: {why}",
+                found=value,
+                allowed=t.c_type,
+            )
+        if t.c_type == "char*":
             buf = ffi.new("char[]", value.encode())
             self._handles.append((None, buf))  # keeps the buffer alive
             return buf
-        if p.attr_type == "aclIntArray*":
-            items = [int(v) for v in value]
-            arr = ffi.new("int64_t[]", items or [0])
-            handle = b.api.aclCreateIntArray(arr, len(items))
+        if t.is_array:
+            items = [_ELEMENT[t.element](v) for v in value]
+            # size 0 passes a non-NULL pointer to no elements, as a std::vector's data() may
+            arr = ffi.new(f"{t.c_element}[]", items or 1)
+            handle = getattr(b.api, t.create)(arr, len(items))
             if handle == ffi.NULL:
                 raise AclnnStatusError(
                     status=ACLNN_ERR_INNER_NULLPTR,
                     op=self.op.name,
-                    function="aclCreateIntArray",
-                    recent_message=b.recent_error() or None,
+                    function=t.create,
+                    recent_message=b.recent_error() or f"{t.create} returned NULL for {p.name}",
                 )
-            self._handles.append((b.api.aclDestroyIntArray, handle))
+            self._handles.append((getattr(b.api, t.destroy), handle))
             return handle
-        if p.attr_type == "bool":
-            return bool(value)
-        if p.attr_type == "int64_t":
-            return int(value)
-        if p.attr_type == "double":
-            return float(value)
-        raise ArrayError(f"{self.op.symbol}: attribute type {p.attr_type!r} of {p.py} is not supported")
+        return _ELEMENT[t.element](value)
 
     # -- phase two -------------------------------------------------------------------------------
     def launch(self, stream=None, *, workspace=None, workspace_size: int | None = None) -> None:
@@ -815,9 +937,11 @@ class Prepared:
                 if self.workspace is not None:
                     owned.append(self.workspace)
                 # the holder comes last: Stream releases the buffers' busy marks, then frees
-                stream.keep(*owned, *(d for d in self._device if d is not None), _Temporaries(owned))
+                stream.keep(
+                    *owned, *(d for d in self._device if d is not None), *self._list_devices, _Temporaries(owned)
+                )
                 self._temps, self.workspace, self._fresh = [], None, []
-                results = [outputs.get(p.name) for p in self.op.outputs]
+                results = [outputs.get(p.name) for p in self.op.written]
                 return results[0] if len(results) == 1 else tuple(results)
             s = stream if stream is not None and hasattr(stream, "synchronize") else session_mod.default_stream(b)
             if stream is not None and not hasattr(stream, "synchronize"):
@@ -826,7 +950,7 @@ class Prepared:
                 s.synchronize()
             if self.device_mode:
                 results = []
-                for p in self.op.outputs:
+                for p in self.op.written:
                     host, dev = by_name.get(p.name, (None, None))
                     if host is not None:
                         dev.copy_to(host)
@@ -836,7 +960,7 @@ class Prepared:
                 self._fresh = []  # delivered to the caller
             else:
                 results = []
-                for p in self.op.outputs:
+                for p in self.op.written:
                     found = by_name.get(p.name)
                     if found is None:
                         results.append(None)

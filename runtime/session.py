@@ -322,10 +322,13 @@ def reset() -> None:
     global _active, _sim
     with _lock:
         b, _active = _active, None
+        sim, _sim = _sim, None
+        # the simulator `simulated()` loaded is reset too when no backend is active any more
+        if sim is not None and sim is not b and sim.alive:
+            sim.reset()
         if b is None:
             return
         if b.kind == "sim":
             b.reset()
-            _sim = None
         else:
             b.shutdown()

@@ -43,6 +43,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from aclnngen.core import checks as steps
+from aclnngen.core.attribute_types import ATTRIBUTE_TYPES, POINTER_C_TYPES
+from aclnngen.core.attribute_types import misfit as attribute_misfit
 from aclnngen.core.dtypes import CATEGORY, promote_names
 from aclnngen.core.formats import ND
 from aclnngen.core.kinds import kind_of
@@ -67,7 +69,7 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt,
     "!=": operator.ne,
 }
-_POINTER_ATTRIBUTES = ("char*", "aclIntArray*")
+_POINTER_ATTRIBUTES = POINTER_C_TYPES
 
 
 # --- the plan (what a META says at one (family, version): aclnngen.core.rules) ----------------- -----------------------------------------------------------------------------------
@@ -87,6 +89,7 @@ class _Plan:
     dtype_status: int
     promotes: tuple[Mapping, ...]  # the rules whose inputs' promoted dtype the dtype check reads
     plain_dtype_params: tuple[str, ...]  # tensors whose own dtype is checked against their list
+    lists: frozenset[str]  # tensor and scalar lists (aclTensorList*, aclScalarList*): sequences
     rule_checks: tuple[tuple[Callable, tuple], ...]  # (a kind's checker, its `when` as (name, value, default))
     formats: Mapping[str, tuple[str, ...]]  # tensor -> the formats it accepts on the family
     early_returns: tuple[EarlyReturn, ...]  # those that hold on the family
@@ -165,6 +168,7 @@ def _build_plan(meta: Mapping, family: str, version: str) -> _Plan:
         dtype_status=status_of(meta, "dtype", version, 161002),
         promotes=promotes,
         plain_dtype_params=tuple(t for t in tensors if t not in promoted_inputs),
+        lists=frozenset(p.name for p in op.params if p.is_list),
         scalars=tuple((p.name, p.scalar_dtype or DEFAULT_SCALAR_DTYPE) for p in op.params if p.is_scalar),
         constraints=tuple(
             (p.name, c.op, c.value, c.status, _COMPARE[c.op], when_of(c.when))
@@ -273,25 +277,13 @@ def scalar_misfit(value: Any, dtype: str) -> str | None:
 
 
 def _check_attribute(plan: _Plan, name: str, c_type: str | None, choices: tuple[str, ...], value: Any):
-    ok = True
-    if c_type == "bool":
-        ok = isinstance(value, (bool, np.bool_))
-    elif c_type == "int64_t":
-        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and -(2**63) <= value < 2**63
-    elif c_type == "double":
-        ok = _is_real(value) and not isinstance(value, bool)
-    elif c_type == "char*":
-        ok = isinstance(value, str) and "\x00" not in value
-    elif c_type == "aclIntArray*":
-        ok = isinstance(value, (list, tuple)) and all(
-            isinstance(v, numbers.Integral) and not isinstance(v, bool) and -(2**63) <= v < 2**63 for v in value
-        )
-    if not ok:
+    why = attribute_misfit(c_type, value) if c_type in ATTRIBUTE_TYPES else None
+    if why is not None:
         plan.fail(
             161002,
             name,
             "attribute",
-            f"{name} = {value!r} is not a valid {c_type}",
+            f"{name} = {value!r} is not a valid {c_type}: {why}",
             found=value,
             allowed=c_type,
         )
@@ -456,9 +448,29 @@ def _tensors(plan: _Plan, get: Callable[[str], Any]) -> dict:
     info = {}
     for name in plan.tensors:
         value = get(name)
-        if value is not None:
+        if value is None:
+            continue
+        if name in plan.lists:  # each element as "name[k]"
+            for k, item in enumerate(_elements(plan, name, value, "tensor")):
+                info[f"{name}[{k}]"] = _tensor_info(plan, f"{name}[{k}]", item)
+        else:
             info[name] = _tensor_info(plan, name, value)
     return info
+
+
+def _elements(plan: _Plan, name: str, value: Any, what: str) -> Any:
+    """A list parameter's value, which must be a list or tuple (of tensors or of numbers)."""
+    if not isinstance(value, (list, tuple)):
+        plan.fail(
+            161002,
+            name,
+            what,
+            f"{name} must be a list or tuple of {what}s; got {type(value).__name__} {_short(value)}",
+            found=type(value).__name__,
+            allowed=f"a sequence of {what}s",
+            error=AclnnArgumentTypeError,
+        )
+    return value
 
 
 def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
@@ -486,23 +498,28 @@ def _check_dtypes(plan: _Plan, get: Callable[[str], Any]) -> dict:
                     allowed=allowed,
                 )
     for name in plan.plain_dtype_params:
-        entry = info.get(name)
-        if entry is None:
-            continue
+        count = len(get(name) or ()) if name in plan.lists else None
+        for key in [name] if count is None else [f"{name}[{k}]" for k in range(count)]:
+            _check_own_dtype(plan, name, key, info.get(key), get)
+    for rule in plan.promotes:
+        _raise(plan, kind_of(rule), kind_of(rule).promotion(rule, info)[1])
+    return info
+
+
+def _check_own_dtype(plan: _Plan, name: str, key: str, entry, get: Callable[[str], Any]) -> None:
+    """A tensor's own dtype (a list's element `key`) against the dtypes of `name`."""
+    if entry is not None:
         allowed = _allowed(plan, name, get)
         if entry[1] not in allowed:
             plan.fail(
                 plan.dtype_status,
-                name,
+                key,
                 "dtype",
-                f"{name} has dtype {entry[1]}, which is not supported on family {plan.family!r}; "
+                f"{key} has dtype {entry[1]}, which is not supported on family {plan.family!r}; "
                 f"allowed: {', '.join(allowed) or 'none'}",
                 found=entry[1],
                 allowed=allowed,
             )
-    for rule in plan.promotes:
-        _raise(plan, kind_of(rule), kind_of(rule).promotion(rule, info)[1])
-    return info
 
 
 def _check_rules(plan: _Plan, get: Callable[[str], Any], info: dict, which: Callable | None = None) -> None:
@@ -545,30 +562,40 @@ def _check_scalars(plan: _Plan, get: Callable[[str], Any], info: dict) -> None:
     one when every tensor is of an integer or bool dtype."""
     tensor_dtypes = {entry[1] for entry in info.values()}
     integer_only = bool(tensor_dtypes) and all(CATEGORY.get(d) in ("integer", "bool") for d in tensor_dtypes)
-    for name, dtype in plan.scalars:
-        value = get(name)
-        if value is not None and not _is_real(value):
-            plan.fail(
-                161002,
-                name,
-                "scalar",
-                f"{name} = {value!r} is not a real number",
-                found=value,
-                allowed="a real number",
-            )
-        misfit = None if value is None else scalar_misfit(value, dtype)
-        if misfit is not None:
-            plan.fail(161002, name, "scalar_dtype", f"{name} {misfit}", found=value, allowed=dtype)
-        if value is not None and integer_only and not math.isfinite(complex(value).real):
-            # the op computes in an integer dtype, which has no NaN or inf (torch refuses it too)
-            plan.fail(
-                161002,
-                name,
-                "scalar_dtype",
-                f"{name} = {value!r} cannot take part in a computation on {_names(sorted(tensor_dtypes))} tensors",
-                found=value,
-                allowed="a finite number",
-            )
+    for list_name, dtype in plan.scalars:
+        whole = get(list_name)
+        if list_name in plan.lists and whole is not None:  # each element as "name[k]"
+            pairs = [(f"{list_name}[{k}]", v) for k, v in enumerate(_elements(plan, list_name, whole, "number"))]
+        else:
+            pairs = [(list_name, whole)]
+        for name, value in pairs:
+            _check_scalar(plan, name, dtype, value, integer_only, tensor_dtypes)
+
+
+def _check_scalar(plan: _Plan, name: str, dtype: str, value: Any, integer_only: bool, tensor_dtypes) -> None:
+    """One scalar (or a scalar list's element) is a real number that fits its dtype."""
+    if value is not None and not _is_real(value):
+        plan.fail(
+            161002,
+            name,
+            "scalar",
+            f"{name} = {value!r} is not a real number",
+            found=value,
+            allowed="a real number",
+        )
+    misfit = None if value is None else scalar_misfit(value, dtype)
+    if misfit is not None:
+        plan.fail(161002, name, "scalar_dtype", f"{name} {misfit}", found=value, allowed=dtype)
+    if value is not None and integer_only and not math.isfinite(complex(value).real):
+        # the op computes in an integer dtype, which has no NaN or inf (torch refuses it too)
+        plan.fail(
+            161002,
+            name,
+            "scalar_dtype",
+            f"{name} = {value!r} cannot take part in a computation on {_names(sorted(tensor_dtypes))} tensors",
+            found=value,
+            allowed="a finite number",
+        )
 
 
 def _check_scalar_ranges(plan: _Plan, get: Callable[[str], Any]) -> None:

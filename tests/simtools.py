@@ -13,7 +13,19 @@ __all__ = ["LEAK_FIELDS", "sim_backend", "leak_counters", "no_leaks_around", "sa
 
 # Counters that must come back to their start value after any call (streams and contexts may be
 # created lazily per thread and live on).
-LEAK_FIELDS = ("tensors", "scalars", "int_arrays", "executors", "allocations", "allocated_bytes", "queued_launches")
+LEAK_FIELDS = (
+    "tensors",
+    "scalars",
+    "int_arrays",
+    "float_arrays",
+    "bool_arrays",
+    "tensor_lists",
+    "scalar_lists",
+    "executors",
+    "allocations",
+    "allocated_bytes",
+    "queued_launches",
+)
 
 
 def sim_backend():

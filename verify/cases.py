@@ -22,6 +22,7 @@ from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of, infer_outputs
 __all__ = ["make_values", "OFFSET"]
 
 OFFSET = 3  # elements before an "offset" view in its buffer
+LIST_LENGTH = 2  # tensors in each tensor list (aclTensorList*) of a case
 
 
 # --- values -------------------------------------------------------------------------------------
@@ -123,11 +124,15 @@ def make_values(
     rng = np.random.default_rng(seed)
     values: dict[str, Any] = {}
     variant = 0
+    lists = {p.name for p in op_meta(meta).params if p.is_list}
     for tensor in op.inputs:
         dt = NUMPY_DTYPES[chosen[tensor]]
-        data = _data(rng, plan.shapes[tensor], dt, weight=tensor in op.weights)
-        values[tensor] = _place(data, plan.layout, variant, _junk(dt))
-        variant += 1
+        arrays = []
+        for _ in range(LIST_LENGTH if tensor in lists else 1):
+            data = _data(rng, plan.shapes[tensor], dt, weight=tensor in op.weights)
+            arrays.append(_place(data, plan.layout, variant, _junk(dt)))
+            variant += 1
+        values[tensor] = arrays if tensor in lists else arrays[0]
     inferred = infer_outputs(meta, values, op.version, family=op.family)
     for tensor in op.outputs:
         shape, dt = inferred.get(tensor, (BASE_SHAPE, NUMPY_DTYPES[name]))

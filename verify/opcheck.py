@@ -63,7 +63,8 @@ def binding_args(meta: Mapping, values: Mapping[str, Any]) -> tuple[list, dict]:
     for p in op_meta(meta).params:
         if p.role == "output":
             continue
-        if p.role == "input" and not keywords:
+        # an optional input moves behind the required parameters in the binding: by name
+        if p.role == "input" and not p.optional and not keywords:
             positional.append(values.get(p.name))
         else:
             keywords[p.py] = values.get(p.name)
@@ -244,7 +245,11 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
         values.update(when)  # a conditional bound applies only with its condition set
         values[param] = bad
     elif check == "dtype":
-        values[param] = value.astype(NUMPY_DTYPES[_unsupported_dtype(op, param, family)])
+        bad = NUMPY_DTYPES[_unsupported_dtype(op, param, family)]
+        if isinstance(value, list):  # a tensor list: its last element alone breaks it
+            values[param] = [*value[:-1], value[-1].astype(bad)]
+        else:
+            values[param] = value.astype(bad)
     elif check in BY_NAME:  # a rule kind says how to break it
         kind = BY_NAME[check]
         rules = [r.data for r in op.typed.rules if r.kind is kind]
@@ -397,7 +402,7 @@ def adversarial_values(
 def _meanings(op: OpUnderTest) -> list[tuple[Mapping, str]]:
     """Each input with its meaning: as the spec states it, else by position (the first input the
     gradient, the second the forward input, any further one a per-channel weight)."""
-    inputs = op.of_roles("input")
+    inputs = [p for p in op.of_roles("input") if not p.is_list]  # a formula reads no list
     if any(p.meaning for p in inputs):
         return [(p, p.meaning or "unused") for p in inputs]
     return [(p, "gradient" if i == 0 else "forward_input" if i == 1 else "weight") for i, p in enumerate(inputs)]
@@ -438,7 +443,11 @@ def _float_data(op, dt, data, rng, n, scalars):
 
 
 def _scalar_py(op: OpUnderTest, scalars: Mapping) -> dict:
-    return {p.py: scalars.get(p.name, p.default) for p in op.of_roles("scalar", "optional_scalar", "attribute")}
+    return {
+        p.py: scalars.get(p.name, p.default)
+        for p in op.of_roles("scalar", "optional_scalar", "attribute")
+        if not p.is_list  # a formula reads no list
+    }
 
 
 def _exact_data(op, dt, data, rng, n, scalars):
@@ -793,6 +802,8 @@ def _binding_matches_reference(
     fixed = [p for p in op.of_roles("output") if p.name in (dtypes or {})]
     if not op.of_roles("input"):  # an op that only writes (in place, a fill) writes the caller's tensors
         fixed = list(op.of_roles("output"))
+    # the binding writes its in-place inputs: the reference reads them as they were
+    before = {name: np.array(values[name], copy=True) for name in op.typed.inplace}
     with session.simulated(family=family, version=op.version):
         positional, keywords, _ = op.split(values)
         if fixed:
@@ -804,8 +815,11 @@ def _binding_matches_reference(
         _outputs_poisoned(op, results)
         return
     out_dtypes = {p.name: values[p.name].dtype for p in fixed}
+    for name, was in before.items():  # written into the caller's very array
+        assert results[-len(before) + list(before).index(name)] is values[name], f"{name} was not written in place"
+        values = {**values, name: was}
     expected = op.run_reference(values, family=family, **({"out_dtypes": out_dtypes} if out_dtypes else {}))
-    for p, got, want in zip(op.of_roles("output"), results, expected):
+    for p, got, want in zip([op.typed.param(n) for n in op.typed.written], results, expected):
         assert isinstance(got, np.ndarray), f"{p.py}: the binding returned {type(got).__name__}"
         assert got.shape == want.shape and got.dtype == want.dtype, (
             f"{p.py}: {got.shape}/{got.dtype} vs {want.shape}/{want.dtype}"

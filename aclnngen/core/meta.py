@@ -78,6 +78,8 @@ class Param:
     dim_of: str | None = None
     meaning: str | None = None
     formats: tuple[FormatRow, ...] = ()  # none stated: ND on every family
+    is_list: bool = False  # an aclTensorList* or aclScalarList*: a sequence of them
+    inplace: bool = False  # an input the op also writes (a vendor ...Ref parameter)
 
     @property
     def is_tensor(self) -> bool:
@@ -206,6 +208,17 @@ class OpMeta:
     def tensors(self) -> tuple[Param, ...]:
         return self.by_role(*TENSOR_ROLES)
 
+    @property
+    def inplace(self) -> tuple[str, ...]:
+        """C names of the inputs the op also writes, in prototype order."""
+        return tuple(p.name for p in self.params if p.inplace)
+
+    @property
+    def written(self) -> tuple[str, ...]:
+        """C names of every tensor the op writes, as a call returns them: the outputs, then the
+        in-place inputs."""
+        return self.outputs + self.inplace
+
     def rules_at(self, version: str, family: str | None = None) -> tuple[Rule, ...]:
         """The rules that hold at `version` on `family` (None: every family's), in spec order."""
         return tuple(r for r in self.rules if r.holds_at(version) and r.holds_on(family))
@@ -250,6 +263,8 @@ def _param(p: Mapping) -> Param:
         choices=tuple(p.get("choices") or ()),
         dim_of=p.get("dim_of"),
         meaning=p.get("meaning"),
+        is_list=bool(p.get("list")),
+        inplace=bool(p.get("inplace")),
         formats=tuple(
             FormatRow(tuple(f["families"]), tuple(f["formats"]), f.get("since"), f.get("until"))
             for f in p.get("formats") or ()

@@ -50,6 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from .attribute_types import POINTER_C_TYPES
 from .dtypes import ALL_DTYPES, promote_names
 from .kinds import KINDS, RuleKind, kind_of
 from .meta import op_meta
@@ -439,7 +440,7 @@ def null_cases(meta: Mapping) -> list[str]:
             names.append(p.name)
         elif p.role == "scalar":
             names.append(p.name)
-        elif p.role == "attribute" and p.attr_type in ("char*", "aclIntArray*") and p.default is None:
+        elif p.role == "attribute" and p.attr_type in POINTER_C_TYPES and p.default is None:
             names.append(p.name)
     return names
 

@@ -172,7 +172,8 @@ def _output_plan(meta: Mapping, version: str, family: str | None):
         # the broadcast shape is the answer (it equals the shared shape whenever the inputs agree).
         rules = tuple(sorted(rules, key=lambda r: not kind_of(r).shapes_across_families))
     op = op_meta(meta)
-    return rules, tuple(p.name for p in op.by_role("input")), op.outputs
+    # a tensor list has no one shape or dtype to infer from
+    return rules, tuple(p.name for p in op.by_role("input") if not p.is_list), op.outputs
 
 
 _OUTPUT_PLANS = MetaCache(_output_plan)

@@ -5,8 +5,10 @@ condition holds for these values.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Mapping
 
+from .attribute_types import ATTRIBUTE_TYPES
 from .meta import op_meta
 from .rules import version_key
 
@@ -19,6 +21,10 @@ def _spaced(start: float, stop: float, count: int) -> list[float]:
     return [i * step + start for i in range(count - 1)] + [stop]
 
 
+# the values a scalar list (aclScalarList*) takes in planned cases
+LIST_SCALARS = (0.5, -0.25, 2.0)
+
+
 def scalar_values(meta: Mapping) -> dict[str, Any]:
     """Sensible values for the op's scalars and attributes: the default where there is one; else,
     for required scalars, 0.5 when there is one and evenly spaced ascending values from -1.0 to
@@ -26,12 +32,14 @@ def scalar_values(meta: Mapping) -> dict[str, Any]:
     moved inside the constraints of every version. Attributes: default, first choice, or a
     neutral value of their type."""
     params = op_meta(meta).params
-    free = [p for p in params if p.is_scalar and p.default is None]
+    free = [p for p in params if p.is_scalar and p.default is None and not p.is_list]
     picks = [0.5] if len(free) == 1 else _spaced(-1.0, 1.0, len(free)) if free else []
     chosen = {p.name: float(v) for p, v in zip(free, picks)}
     values: dict[str, Any] = {}
     for p in params:  # attributes first: a scalar's conditional bounds depend on them
-        if p.is_scalar:
+        if p.is_scalar and p.is_list:
+            values[p.name] = list(LIST_SCALARS)
+        elif p.is_scalar:
             values[p.name] = p.default if p.default is not None else chosen[p.name]
         elif p.role == "attribute":
             if p.default is not None:
@@ -39,9 +47,8 @@ def scalar_values(meta: Mapping) -> dict[str, Any]:
             elif p.choices:
                 values[p.name] = p.choices[0]
             else:
-                values[p.name] = {"bool": False, "int64_t": 0, "double": 0.0, "char*": "", "aclIntArray*": []}.get(
-                    p.attr_type, None
-                )
+                t = ATTRIBUTE_TYPES.get(p.attr_type or "")
+                values[p.name] = None if t is None else copy.copy(t.neutral)
     return satisfy_constraints(meta, values)
 
 

@@ -58,7 +58,7 @@ def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
     version = version_key(version)
     base = planning.scalar_values(meta)
     op = op_meta(meta)
-    scalars = op.by_role("scalar", "optional_scalar")
+    scalars = [p for p in op.by_role("scalar", "optional_scalar") if not p.is_list]
     points: list[tuple[str, Any]] = []
     for p in op.params:
         name, role = p.name, p.role
@@ -74,7 +74,7 @@ def scalar_points(meta: Mapping, version) -> list[tuple[str, Any]]:
                 continue
             points += [(name, v) for v in candidates if v != base.get(name)]
             continue
-        if not p.is_scalar:
+        if not p.is_scalar or p.is_list:  # a scalar list is not swept
             continue
         constraints = [c for c in p.constraints if c.holds_at(version) and planning.condition_holds(c, base)]
         raw = [0.0, -0.5, 0.5, -2.0, 2.0]

@@ -16,6 +16,7 @@ class SpecType:
     kind: str | None  # "tensor", "scalar", "attribute"; None: the spec language has no form for it
     c_type: str  # the type without `const` and blanks, e.g. "aclTensor*", "int64_t"
     writable: bool = False  # a non-const pointer: the library may write through it
+    is_list: bool = False  # an aclTensorList* or aclScalarList*: the spec's `list: true`
 
     @property
     def unsupported(self) -> str | None:
@@ -32,10 +33,10 @@ def spec_type(c_type: str) -> SpecType:
     compact = c_type.replace(" ", "")
     bare = compact.replace("const", "")
     writable = not compact.startswith("const")
-    if bare == "aclTensor*":
-        return SpecType("tensor", bare, writable)
-    if bare == "aclScalar*":
-        return SpecType("scalar", bare, writable)
+    if bare in ("aclTensor*", "aclTensorList*"):
+        return SpecType("tensor", bare, writable, is_list=bare == "aclTensorList*")
+    if bare in ("aclScalar*", "aclScalarList*"):
+        return SpecType("scalar", bare, writable, is_list=bare == "aclScalarList*")
     if bare in ATTRIBUTE_C_TYPES:
         return SpecType("attribute", bare, writable)
     return SpecType(None, bare, writable)

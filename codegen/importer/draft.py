@@ -163,7 +163,8 @@ def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts
             return page.direction
         return "output" if writable else "input"
     if typed.kind == "scalar":
-        return "optional_scalar" if param_name.endswith("Optional") else "scalar"
+        # a scalar list has no optional_scalar role: NULL is no default
+        return "optional_scalar" if param_name.endswith("Optional") and not typed.is_list else "scalar"
     if typed.kind == "attribute":
         return "attribute"
     facts.unsupported(typed.unsupported)
@@ -217,6 +218,8 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
         if keyword.iskeyword(py_name):
             todo.append((f"{at}.py_name", f"{py_name!r} is a Python keyword"))
         entry["role"] = role or TODO
+        if role is not None and spec_type(c_type).is_list:
+            entry["list"] = True
         if binding:
             entry["summary"] = _generated_param_summary(name, role)
         else:

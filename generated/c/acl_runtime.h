@@ -60,6 +60,8 @@ aclScalarList* aclCreateScalarList(const aclScalar* const* value, uint64_t size)
 aclnnStatus aclDestroyTensor(const aclTensor* tensor);
 aclnnStatus aclDestroyScalar(const aclScalar* scalar);
 aclnnStatus aclDestroyIntArray(const aclIntArray* array);
+aclnnStatus aclDestroyFloatArray(const aclFloatArray* array);
+aclnnStatus aclDestroyBoolArray(const aclBoolArray* array);
 aclnnStatus aclDestroyTensorList(const aclTensorList* array);
 aclnnStatus aclDestroyScalarList(const aclScalarList* array);
 aclnnStatus aclGetViewShape(const aclTensor* tensor, int64_t** viewDims, uint64_t* viewDimsNum);

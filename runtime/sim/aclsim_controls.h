@@ -17,7 +17,11 @@
  *   INT_ARRAY*      handle = const aclIntArray *
  *   FLOAT_ARRAY     handle = const aclFloatArray *
  *   BOOL_ARRAY      handle = const aclBoolArray *
- * TENSOR_OUT and TENSOR_OUT_OPTIONAL mark tensors the kernel writes.
+ *   TENSOR_LIST_*   handle = const aclTensorList *  (TENSOR_LIST_OPTIONAL may be NULL)
+ *   SCALAR_LIST     handle = const aclScalarList *
+ *   TENSOR_INOUT    handle = const aclTensor *: an input the kernel also writes (a ...Ref)
+ * TENSOR_OUT, TENSOR_OUT_OPTIONAL, TENSOR_LIST_OUT and TENSOR_INOUT mark tensors the kernel writes. A list's
+ * elements are read with aclsim_view_item (count holds their number).
  */
 typedef enum {
     SIM_ARG_TENSOR_IN = 0,
@@ -34,7 +38,12 @@ typedef enum {
     SIM_ARG_INT_ARRAY = 11,
     SIM_ARG_INT_ARRAY_OPTIONAL = 12,
     SIM_ARG_FLOAT_ARRAY = 13,
-    SIM_ARG_BOOL_ARRAY = 14
+    SIM_ARG_BOOL_ARRAY = 14,
+    SIM_ARG_TENSOR_LIST_IN = 15,
+    SIM_ARG_TENSOR_LIST_OUT = 16,
+    SIM_ARG_TENSOR_LIST_OPTIONAL = 17,
+    SIM_ARG_SCALAR_LIST = 18,
+    SIM_ARG_TENSOR_INOUT = 19
 } sim_arg_kind;
 
 /* Bits of aclsim_view_flags(): which out-pointers of XxxGetWorkspaceSize were NULL. The
@@ -141,6 +150,10 @@ int aclsim_reset(void);
 const char *aclsim_view_op(const void *executor_view);
 int aclsim_view_num_args(const void *executor_view);
 int aclsim_view_arg(const void *executor_view, int index, struct aclsim_arg_view *out);
+/* Element `item` of the list argument `index`: a tensor (kind TENSOR_IN, or TENSOR_OUT for an
+ * output list) or a scalar (kind SCALAR), named "name[item]". Returns 0, or 161002 for a bad
+ * executor, an argument that is no list, or an item out of range (out is then zeroed). */
+int aclsim_view_item(const void *executor_view, int index, int item, struct aclsim_arg_view *out);
 unsigned int aclsim_view_flags(const void *executor_view);
 uint64_t aclsim_view_workspace_size(const void *executor_view);
 /* The executor's serial number: unique in the process (never reused, also across aclsim_reset),

@@ -117,9 +117,12 @@ ACLNN_ERR_INNER = acl.status_code("ACLNN_ERR_INNER")
 ACLNN_ERR_INNER_FIND_KERNEL_ERROR = acl.status_code("ACLNN_ERR_INNER_FIND_KERNEL_ERROR")
 ACLNN_ERR_INNER_NULLPTR = acl.status_code("ACLNN_ERR_INNER_NULLPTR")
 NULL_WORKSPACE_SIZE_PTR, NULL_EXECUTOR_PTR = 1, 2
-TENSOR_KINDS = (0, 1, 2, 3)
+TENSOR_KINDS = (0, 1, 2, 3, 19)
 OUTPUT_KINDS = (1, 3)
+INOUT_KIND = 19  # an input the kernel also writes (a vendor ...Ref parameter)
 SCALAR_KINDS = (4, 5)
+TENSOR_LIST_KINDS = (15, 16, 17)  # input, output, optional input
+SCALAR_LIST_KIND = 18
 _SCRIBBLE_LIMIT = 1 << 20
 SNAPSHOT_LIMIT = 256  # executor snapshots kept between prepare and run
 
@@ -572,6 +575,8 @@ class _NotANumber:
 
 
 def read_view(sim_ffi, controls, view) -> list[ViewArg]:
+    """Every argument of an executor. A tensor list's value is a list of tensor ViewArgs (named
+    "name[k]"), a scalar list's a list of numbers, an array attribute's a list of its elements."""
     n = controls.aclsim_view_num_args(view)
     if n < 0:
         raise LookupError("the executor view is not a live executor")
@@ -581,40 +586,56 @@ def read_view(sim_ffi, controls, view) -> list[ViewArg]:
         rc = controls.aclsim_view_arg(view, i, a)
         if rc != 0:
             raise LookupError(f"aclsim_view_arg({i}) returned {rc}")
-        name = sim_ffi.string(a.name).decode() if a.name != sim_ffi.NULL else f"arg{i}"
-        arg = ViewArg(kind=a.kind, name=name, is_null=bool(a.is_null), i=a.i, f=a.f, _ffi=sim_ffi)
-        if a.kind in TENSOR_KINDS and not a.is_null:
-            arg.shape = tuple(a.dims[k] for k in range(a.ndim))
-            arg.strides = tuple(a.strides[k] for k in range(a.ndim))
-            arg.storage = tuple(a.storage_dims[k] for k in range(a.storage_ndim))
-            arg.offset = a.offset
-            arg.acl_dtype = a.dtype
-            arg.format = a.format
-            arg.data = int(sim_ffi.cast("uintptr_t", a.data))
-            arg.dtype = numpy_dtype(a.dtype) or _dtype_text(a.dtype)
-        elif a.kind in SCALAR_KINDS and not a.is_null:
-            arg.acl_dtype = a.dtype
-            dt = numpy_dtype(a.dtype)
-            if dt is None or a.nbytes != dt.itemsize:
-                arg.value = _NotANumber(f"<scalar of {_dtype_text(a.dtype)}>")
-            else:
-                raw = bytes(sim_ffi.buffer(sim_ffi.cast("char *", a.value), a.nbytes))
-                scalar = np.frombuffer(raw, dtype=dt)[0]
-                arg.value = bool(scalar) if dt.kind == "b" else int(scalar) if dt.kind in "iu" else float(scalar)
-        elif a.kind in (9, 10) and not a.is_null:
-            arg.value = sim_ffi.string(sim_ffi.cast("char *", a.value)).decode("utf-8", "replace")
-        elif a.kind in (11, 12, 13, 14) and not a.is_null:
-            ctype = {11: "int64_t", 12: "int64_t", 13: "float", 14: "bool"}[a.kind]
-            ptr = sim_ffi.cast(f"{ctype} *", a.value)
-            arg.value = [ptr[k] for k in range(a.count)]
-        elif a.kind == 6:
-            arg.value = bool(a.i)
-        elif a.kind == 7:
-            arg.value = int(a.i)
-        elif a.kind == 8:
-            arg.value = float(a.f)
+        arg = _view_arg(sim_ffi, a, f"arg{i}")
+        if a.kind in (*TENSOR_LIST_KINDS, SCALAR_LIST_KIND) and not a.is_null:
+            items = []
+            for k in range(a.count):
+                item = sim_ffi.new("struct aclsim_arg_view *")
+                rc = controls.aclsim_view_item(view, i, k, item)
+                if rc != 0:
+                    raise LookupError(f"aclsim_view_item({i}, {k}) returned {rc}")
+                element = _view_arg(sim_ffi, item, f"{arg.name}[{k}]")
+                items.append(element.value if a.kind == SCALAR_LIST_KIND else element)
+            arg.value = items
         out.append(arg)
     return out
+
+
+def _view_arg(sim_ffi, a, fallback: str) -> ViewArg:
+    """One argument (or list element) of the view, read into a ViewArg."""
+    name = sim_ffi.string(a.name).decode() if a.name != sim_ffi.NULL else fallback
+    arg = ViewArg(kind=a.kind, name=name, is_null=bool(a.is_null), i=a.i, f=a.f, _ffi=sim_ffi)
+    if a.kind in TENSOR_KINDS and not a.is_null:
+        arg.shape = tuple(a.dims[k] for k in range(a.ndim))
+        arg.strides = tuple(a.strides[k] for k in range(a.ndim))
+        arg.storage = tuple(a.storage_dims[k] for k in range(a.storage_ndim))
+        arg.offset = a.offset
+        arg.acl_dtype = a.dtype
+        arg.format = a.format
+        arg.data = int(sim_ffi.cast("uintptr_t", a.data))
+        arg.dtype = numpy_dtype(a.dtype) or _dtype_text(a.dtype)
+    elif a.kind in SCALAR_KINDS and not a.is_null:
+        arg.acl_dtype = a.dtype
+        dt = numpy_dtype(a.dtype)
+        if dt is None or a.nbytes != dt.itemsize:
+            arg.value = _NotANumber(f"<scalar of {_dtype_text(a.dtype)}>")
+        else:
+            raw = bytes(sim_ffi.buffer(sim_ffi.cast("char *", a.value), a.nbytes))
+            scalar = np.frombuffer(raw, dtype=dt)[0]
+            arg.value = bool(scalar) if dt.kind == "b" else int(scalar) if dt.kind in "iu" else float(scalar)
+    elif a.kind in (9, 10) and not a.is_null:
+        arg.value = sim_ffi.string(sim_ffi.cast("char *", a.value)).decode("utf-8", "replace")
+    elif a.kind in (11, 12, 13, 14) and not a.is_null:
+        ctype = {11: "int64_t", 12: "int64_t", 13: "float", 14: "bool"}[a.kind]
+        ptr = sim_ffi.cast(f"{ctype} *", a.value)
+        arg.value = [ptr[k] for k in range(a.count)]
+    elif a.kind == 6:
+        arg.value = bool(a.i)
+    elif a.kind == 7:
+        arg.value = int(a.i)
+    elif a.kind == 8:
+        arg.value = float(a.f)
+    return arg
 
 
 def _validation_key(profile: "Profile", family: str, version: str, args: list[ViewArg]) -> tuple | None:
@@ -855,6 +876,8 @@ class Kernels:
                     outputs[a.name] = a.array()
                 else:
                     inputs.append(a)
+                    if a.kind == INOUT_KIND:  # read (a private copy, below), then written
+                        outputs[a.name] = a.array()
             else:
                 values[a.name] = None if a.is_null else a.value
         for a in inputs:
@@ -882,7 +905,7 @@ class Kernels:
         if not isinstance(results, tuple):
             results = (results,)
         writes = []
-        for name, result in zip(op.outputs, results):
+        for name, result in zip(op.written, results):
             target = outputs.get(name)
             if target is None or target.size == 0:
                 continue  # nothing to write

@@ -154,6 +154,7 @@ struct sim_xarg {
     int64_t count;
     int64_t i;
     double f;
+    struct sim_xarg *items; /* a list's elements (count of them), owned */
 };
 
 struct aclOpExecutor {

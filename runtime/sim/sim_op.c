@@ -24,25 +24,37 @@ enum { SIM_MAX_STRING_ARG = 65536 };
 
 static int kind_valid(int k)
 {
-    return k >= SIM_ARG_TENSOR_IN && k <= SIM_ARG_BOOL_ARRAY;
+    return k >= SIM_ARG_TENSOR_IN && k <= SIM_ARG_TENSOR_INOUT;
+}
+
+static int kind_is_tensor_list(int k)
+{
+    return k == SIM_ARG_TENSOR_LIST_IN || k == SIM_ARG_TENSOR_LIST_OUT ||
+           k == SIM_ARG_TENSOR_LIST_OPTIONAL;
+}
+
+static int kind_is_list(int k)
+{
+    return kind_is_tensor_list(k) || k == SIM_ARG_SCALAR_LIST;
 }
 
 static int kind_is_tensor(int k)
 {
     return k == SIM_ARG_TENSOR_IN || k == SIM_ARG_TENSOR_OUT || k == SIM_ARG_TENSOR_OPTIONAL ||
-           k == SIM_ARG_TENSOR_OUT_OPTIONAL;
+           k == SIM_ARG_TENSOR_OUT_OPTIONAL || k == SIM_ARG_TENSOR_INOUT;
 }
 
 static int kind_writes(int k)
 {
-    return k == SIM_ARG_TENSOR_OUT || k == SIM_ARG_TENSOR_OUT_OPTIONAL;
+    return k == SIM_ARG_TENSOR_OUT || k == SIM_ARG_TENSOR_OUT_OPTIONAL ||
+           k == SIM_ARG_TENSOR_LIST_OUT || k == SIM_ARG_TENSOR_INOUT;
 }
 
 static int kind_optional(int k)
 {
     return k == SIM_ARG_TENSOR_OPTIONAL || k == SIM_ARG_TENSOR_OUT_OPTIONAL ||
            k == SIM_ARG_SCALAR_OPTIONAL || k == SIM_ARG_STRING_OPTIONAL ||
-           k == SIM_ARG_INT_ARRAY_OPTIONAL;
+           k == SIM_ARG_INT_ARRAY_OPTIONAL || k == SIM_ARG_TENSOR_LIST_OPTIONAL;
 }
 
 static int kind_has_handle(int k)
@@ -57,13 +69,18 @@ static int kind_handle_type(int k)
     case SIM_ARG_TENSOR_IN:
     case SIM_ARG_TENSOR_OUT:
     case SIM_ARG_TENSOR_OPTIONAL:
-    case SIM_ARG_TENSOR_OUT_OPTIONAL: return SIM_H_TENSOR;
+    case SIM_ARG_TENSOR_OUT_OPTIONAL:
+    case SIM_ARG_TENSOR_INOUT: return SIM_H_TENSOR;
     case SIM_ARG_SCALAR:
     case SIM_ARG_SCALAR_OPTIONAL: return SIM_H_SCALAR;
     case SIM_ARG_INT_ARRAY:
     case SIM_ARG_INT_ARRAY_OPTIONAL: return SIM_H_INT_ARRAY;
     case SIM_ARG_FLOAT_ARRAY: return SIM_H_FLOAT_ARRAY;
     case SIM_ARG_BOOL_ARRAY: return SIM_H_BOOL_ARRAY;
+    case SIM_ARG_TENSOR_LIST_IN:
+    case SIM_ARG_TENSOR_LIST_OUT:
+    case SIM_ARG_TENSOR_LIST_OPTIONAL: return SIM_H_TENSOR_LIST;
+    case SIM_ARG_SCALAR_LIST: return SIM_H_SCALAR_LIST;
     default: return 0;
     }
 }
@@ -76,6 +93,8 @@ static const char *handle_type_name(int type)
     case SIM_H_INT_ARRAY: return "aclIntArray";
     case SIM_H_FLOAT_ARRAY: return "aclFloatArray";
     case SIM_H_BOOL_ARRAY: return "aclBoolArray";
+    case SIM_H_TENSOR_LIST: return "aclTensorList";
+    case SIM_H_SCALAR_LIST: return "aclScalarList";
     default: return "handle";
     }
 }
@@ -110,18 +129,27 @@ static int tensor_extent(const aclTensor *t, uintptr_t *lo, uintptr_t *hi)
     return 1;
 }
 
+/* Frees what a snapshot owns (a list's elements too), not the struct itself. */
+static void xarg_free(struct sim_xarg *a)
+{
+    free(a->name);
+    free(a->dims);
+    free(a->strides);
+    free(a->storage_dims);
+    free(a->buf);
+    if (a->items) {
+        for (int64_t k = 0; k < a->count; k++)
+            xarg_free(&a->items[k]);
+        free(a->items);
+    }
+}
+
 void sim_executor_free_locked(aclOpExecutor *ex)
 {
     sim_reg_del(ex);
     sim_g.counters.executors--;
-    for (int i = 0; i < ex->nargs; i++) {
-        struct sim_xarg *a = &ex->args[i];
-        free(a->name);
-        free(a->dims);
-        free(a->strides);
-        free(a->storage_dims);
-        free(a->buf);
-    }
+    for (int i = 0; i < ex->nargs; i++)
+        xarg_free(&ex->args[i]);
     free(ex->args);
     free(ex->ranges);
     free(ex->op);
@@ -145,6 +173,62 @@ static char *dup_str(const char *s)
     return d;
 }
 
+static int snapshot_tensor(struct sim_xarg *x, const aclTensor *t)
+{
+    size_t nd = (size_t)t->ndim, ns = (size_t)t->storage_ndim;
+    x->dims = malloc((nd ? nd : 1) * sizeof(int64_t));
+    x->strides = malloc((nd ? nd : 1) * sizeof(int64_t));
+    x->storage_dims = malloc((ns ? ns : 1) * sizeof(int64_t));
+    if (!x->dims || !x->strides || !x->storage_dims)
+        return -1;
+    memcpy(x->dims, t->dims, nd * sizeof(int64_t));
+    memcpy(x->strides, t->strides, nd * sizeof(int64_t));
+    memcpy(x->storage_dims, t->storage_dims, ns * sizeof(int64_t));
+    x->ndim = t->ndim;
+    x->storage_ndim = t->storage_ndim;
+    x->offset = t->offset;
+    x->dtype = t->dtype;
+    x->format = t->format;
+    x->data = t->data;
+    return 0;
+}
+
+static void snapshot_scalar(struct sim_xarg *x, const aclScalar *s)
+{
+    x->dtype = s->dtype;
+    x->sv = s->v;
+    x->nbytes = s->nbytes;
+    x->count = 1;
+}
+
+/* A list's elements, each snapshotted as a tensor or a scalar named "name[k]". Elements are
+ * never NULL: aclCreateTensorList and aclCreateScalarList refuse NULL ones. */
+static int snapshot_list(struct sim_xarg *x, const void *handle, const char *name)
+{
+    int scalars = x->kind == SIM_ARG_SCALAR_LIST;
+    uint64_t n = scalars ? ((const aclScalarList *)handle)->n : ((const aclTensorList *)handle)->n;
+    x->items = calloc(n ? n : 1, sizeof *x->items);
+    if (!x->items)
+        return -1;
+    x->count = (int64_t)n;
+    size_t len = strlen(name) + 24;
+    for (uint64_t k = 0; k < n; k++) {
+        struct sim_xarg *item = &x->items[k];
+        item->kind = scalars ? SIM_ARG_SCALAR
+                     : x->kind == SIM_ARG_TENSOR_LIST_OUT ? SIM_ARG_TENSOR_OUT
+                                                          : SIM_ARG_TENSOR_IN;
+        item->name = malloc(len);
+        if (!item->name)
+            return -1;
+        snprintf(item->name, len, "%s[%llu]", name, (unsigned long long)k);
+        if (scalars)
+            snapshot_scalar(item, ((const aclScalarList *)handle)->v[k]);
+        else if (snapshot_tensor(item, ((const aclTensorList *)handle)->v[k]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Copies one argument into x. Returns 0, or -1 when host memory ran out. */
 static int snapshot_arg(struct sim_xarg *x, const sim_arg *a, const char *name)
 {
@@ -160,34 +244,18 @@ static int snapshot_arg(struct sim_xarg *x, const sim_arg *a, const char *name)
     case SIM_ARG_TENSOR_IN:
     case SIM_ARG_TENSOR_OUT:
     case SIM_ARG_TENSOR_OPTIONAL:
-    case SIM_ARG_TENSOR_OUT_OPTIONAL: {
-        const aclTensor *t = a->handle;
-        size_t nd = (size_t)t->ndim, ns = (size_t)t->storage_ndim;
-        x->dims = malloc((nd ? nd : 1) * sizeof(int64_t));
-        x->strides = malloc((nd ? nd : 1) * sizeof(int64_t));
-        x->storage_dims = malloc((ns ? ns : 1) * sizeof(int64_t));
-        if (!x->dims || !x->strides || !x->storage_dims)
-            return -1;
-        memcpy(x->dims, t->dims, nd * sizeof(int64_t));
-        memcpy(x->strides, t->strides, nd * sizeof(int64_t));
-        memcpy(x->storage_dims, t->storage_dims, ns * sizeof(int64_t));
-        x->ndim = t->ndim;
-        x->storage_ndim = t->storage_ndim;
-        x->offset = t->offset;
-        x->dtype = t->dtype;
-        x->format = t->format;
-        x->data = t->data;
-        return 0;
-    }
+    case SIM_ARG_TENSOR_OUT_OPTIONAL:
+    case SIM_ARG_TENSOR_INOUT:
+        return snapshot_tensor(x, a->handle);
     case SIM_ARG_SCALAR:
-    case SIM_ARG_SCALAR_OPTIONAL: {
-        const aclScalar *s = a->handle;
-        x->dtype = s->dtype;
-        x->sv = s->v;
-        x->nbytes = s->nbytes;
-        x->count = 1;
+    case SIM_ARG_SCALAR_OPTIONAL:
+        snapshot_scalar(x, a->handle);
         return 0;
-    }
+    case SIM_ARG_TENSOR_LIST_IN:
+    case SIM_ARG_TENSOR_LIST_OUT:
+    case SIM_ARG_TENSOR_LIST_OPTIONAL:
+    case SIM_ARG_SCALAR_LIST:
+        return snapshot_list(x, a->handle, name);
     case SIM_ARG_BOOL:
         x->i = a->i != 0;
         return 0;
@@ -312,6 +380,47 @@ static int check_live_handles_locked(const char *opn, const sim_arg *args, int n
     return SIM_OK;
 }
 
+/* The byte range of one tensor with data, appended to v (nothing for an empty tensor), or the
+ * status of its problem. */
+static int tensor_range(const char *opn, const char *name, const aclTensor *t, int arg,
+                        int writes, struct sim_range *v, int *n)
+{
+    uintptr_t lo, hi;
+    int ext = tensor_extent(t, &lo, &hi);
+    if (ext == 0)
+        return SIM_OK;
+    if (ext < 0) {
+        sim_err("%sGetWorkspaceSize: the extent of %s (offset, dims and strides) overflows", opn,
+                name);
+        return SIM_NN_PARAM_INVALID;
+    }
+    if ((uintptr_t)t->data % 32 != 0) {
+        sim_err("%sGetWorkspaceSize: the data address %p of %s is not 32-byte aligned", opn,
+                t->data, name);
+        return SIM_NN_PARAM_INVALID;
+    }
+    struct sim_block *b = sim_block_holding(lo, hi);
+    if (!b) {
+        if (sim_block_overlapping(lo, hi))
+            sim_err("%sGetWorkspaceSize: %s spans bytes [%p, %p), which run past the end of its "
+                    "device allocation",
+                    opn, name, (void *)lo, (void *)hi);
+        else
+            sim_err("%sGetWorkspaceSize: the data of %s (%p) is not in a live device allocation "
+                    "(aclrtMalloc); host memory cannot be used",
+                    opn, name, t->data);
+        return SIM_NN_PARAM_INVALID;
+    }
+    struct sim_range *r = &v[(*n)++];
+    r->lo = lo;
+    r->hi = hi;
+    r->block_serial = b->serial;
+    r->device = b->device;
+    r->arg = arg;
+    r->writes = writes;
+    return SIM_OK;
+}
+
 /* 3. tensor data must lie in device memory: the byte range of each tensor with data, in
  * *ranges (calloc'ed, *nranges entries; NULL when nargs is 0), or an error (nothing to free) */
 static int tensor_ranges_locked(const char *opn, const sim_arg *args, int nargs,
@@ -321,53 +430,33 @@ static int tensor_ranges_locked(const char *opn, const sim_arg *args, int nargs,
     *nranges = 0;
     if (nargs == 0)
         return SIM_OK;
-    struct sim_range *v = calloc((size_t)nargs, sizeof *v);
+    size_t total = (size_t)nargs;
+    for (int i = 0; i < nargs; i++)
+        if (kind_is_tensor_list((int)args[i].kind) && args[i].handle)
+            total += ((const aclTensorList *)args[i].handle)->n;
+    struct sim_range *v = calloc(total, sizeof *v);
     if (!v) {
         sim_err("%sGetWorkspaceSize: out of host memory", opn);
         return SIM_NN_INNER;
     }
     int n = 0;
     for (int i = 0; i < nargs; i++) {
-        if (!kind_is_tensor((int)args[i].kind) || !args[i].handle)
+        int k = (int)args[i].kind;
+        if (!args[i].handle || !(kind_is_tensor(k) || kind_is_tensor_list(k)))
             continue;
-        const aclTensor *t = args[i].handle;
         const char *name = args[i].name ? args[i].name : "tensor";
-        uintptr_t lo, hi;
-        int ext = tensor_extent(t, &lo, &hi);
-        if (ext == 0)
-            continue;
-        if (ext < 0) {
-            sim_err("%sGetWorkspaceSize: the extent of %s (offset, dims and strides) overflows",
-                    opn, name);
-            free(v);
-            return SIM_NN_PARAM_INVALID;
+        int rc = SIM_OK;
+        if (kind_is_tensor(k)) {
+            rc = tensor_range(opn, name, args[i].handle, i, kind_writes(k), v, &n);
+        } else {
+            const aclTensorList *l = args[i].handle;
+            for (uint64_t e = 0; rc == SIM_OK && e < l->n; e++)
+                rc = tensor_range(opn, name, l->v[e], i, kind_writes(k), v, &n);
         }
-        if ((uintptr_t)t->data % 32 != 0) {
-            sim_err("%sGetWorkspaceSize: the data address %p of %s is not 32-byte aligned", opn,
-                    t->data, name);
+        if (rc != SIM_OK) {
             free(v);
-            return SIM_NN_PARAM_INVALID;
+            return rc;
         }
-        struct sim_block *b = sim_block_holding(lo, hi);
-        if (!b) {
-            if (sim_block_overlapping(lo, hi))
-                sim_err("%sGetWorkspaceSize: %s spans bytes [%p, %p), which run past the end of "
-                        "its device allocation",
-                        opn, name, (void *)lo, (void *)hi);
-            else
-                sim_err("%sGetWorkspaceSize: the data of %s (%p) is not in a live device "
-                        "allocation (aclrtMalloc); host memory cannot be used",
-                        opn, name, t->data);
-            free(v);
-            return SIM_NN_PARAM_INVALID;
-        }
-        struct sim_range *r = &v[n++];
-        r->lo = lo;
-        r->hi = hi;
-        r->block_serial = b->serial;
-        r->device = b->device;
-        r->arg = i;
-        r->writes = kind_writes((int)args[i].kind);
     }
     *ranges = v;
     *nranges = n;
@@ -919,19 +1008,8 @@ uint64_t aclsim_view_workspace_size(const void *executor_view)
     return w;
 }
 
-int aclsim_view_arg(const void *executor_view, int index, struct aclsim_arg_view *out)
+static void fill_view(const struct sim_xarg *x, struct aclsim_arg_view *out)
 {
-    if (!out)
-        return SIM_NN_PARAM_NULLPTR;
-    memset(out, 0, sizeof *out);
-    SIM_LOCK();
-    aclOpExecutor *ex = view_lookup(executor_view);
-    if (!ex || index < 0 || index >= ex->nargs) {
-        SIM_UNLOCK();
-        sim_err("aclsim_view_arg: %s", ex ? "index out of range" : "not a live executor");
-        return SIM_NN_PARAM_INVALID;
-    }
-    const struct sim_xarg *x = &ex->args[index];
     out->kind = x->kind;
     out->name = x->name;
     out->is_null = x->is_null;
@@ -954,6 +1032,41 @@ int aclsim_view_arg(const void *executor_view, int index, struct aclsim_arg_view
     out->count = x->count;
     out->i = x->i;
     out->f = x->f;
+}
+
+int aclsim_view_item(const void *executor_view, int index, int item, struct aclsim_arg_view *out)
+{
+    if (!out)
+        return SIM_NN_PARAM_NULLPTR;
+    memset(out, 0, sizeof *out);
+    SIM_LOCK();
+    aclOpExecutor *ex = view_lookup(executor_view);
+    const struct sim_xarg *x = ex && index >= 0 && index < ex->nargs ? &ex->args[index] : NULL;
+    if (!x || !kind_is_list(x->kind) || x->is_null || item < 0 || item >= x->count) {
+        SIM_UNLOCK();
+        sim_err("aclsim_view_item: %s", !ex  ? "not a live executor"
+                                        : !x ? "index out of range"
+                                             : "not a list argument, or item out of range");
+        return SIM_NN_PARAM_INVALID;
+    }
+    fill_view(&x->items[item], out);
+    SIM_UNLOCK();
+    return SIM_OK;
+}
+
+int aclsim_view_arg(const void *executor_view, int index, struct aclsim_arg_view *out)
+{
+    if (!out)
+        return SIM_NN_PARAM_NULLPTR;
+    memset(out, 0, sizeof *out);
+    SIM_LOCK();
+    aclOpExecutor *ex = view_lookup(executor_view);
+    if (!ex || index < 0 || index >= ex->nargs) {
+        SIM_UNLOCK();
+        sim_err("aclsim_view_arg: %s", ex ? "index out of range" : "not a live executor");
+        return SIM_NN_PARAM_INVALID;
+    }
+    fill_view(&ex->args[index], out);
     SIM_UNLOCK();
     return SIM_OK;
 }

@@ -52,8 +52,12 @@ def _shared_page() -> str:
         ("const aclScalar*", "scalar"),
         ("int64_t", "attribute"),
         ("const aclIntArray *", "attribute"),
-        ("const aclTensorList *", None),
-        ("int8_t", None),
+        ("const aclTensorList *", "tensor"),
+        ("aclScalarList*", "scalar"),
+        ("int8_t", "attribute"),
+        ("const aclBoolArray *", "attribute"),
+        ("aclDataType", None),
+        ("const aclTensor **", None),
     ],
 )
 def test_c_type_maps_to_a_spec_form_or_an_unsupported_reason(c_type, kind):
@@ -62,6 +66,7 @@ def test_c_type_maps_to_a_spec_form_or_an_unsupported_reason(c_type, kind):
     assert (typed.unsupported is None) == (kind is not None)
     if kind is None:
         assert typed.unsupported == f"unsupported type {c_type.replace(' ', '').replace('const', '')}"
+    assert typed.is_list == ("List" in c_type)
 
 
 def test_shared_page_gives_one_facts_per_api_with_its_own_prototypes():
@@ -96,11 +101,11 @@ def test_auto_tier_follows_whether_the_page_states_a_formula():
 
 
 def test_a_page_with_an_unknown_c_type_is_reported_not_crashed():
-    text = PAGE.replace("const aclScalar *alpha", "const aclTensorList *alpha", 1)
+    text = PAGE.replace("const aclScalar *alpha", "const aclDataType alpha", 1)
     facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
     draft = build_draft(facts, PRODUCTS, tier="binding")
-    assert facts.unsupported_types == ["unsupported type aclTensorList*"]
-    assert any(t["note"] == "unsupported type aclTensorList*" for t in draft["todo"])
+    assert facts.unsupported_types == ["unsupported type aclDataType"]
+    assert any(t["note"] == "unsupported type aclDataType" for t in draft["todo"])
 
 
 def _mirrors() -> list[Path]:

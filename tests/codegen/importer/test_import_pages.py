@@ -406,3 +406,31 @@ def test_the_format_column_becomes_formats_and_nd_alone_stays_unsaid(tmp_path):
     assert "formats" not in by_name["out"]  # ND, and a word that names no format: a TODO
     out_at = f"parameters.{list(by_name).index('out')}.formats"
     assert any(t["at"] == out_at and "XYZ" in t["note"] for t in draft["todo"])
+
+
+def test_the_catalogs_c_types_become_list_parameters_and_attributes(tmp_path):
+    """Tensor and scalar lists take their element's role with `list: true`; int8_t, int32_t, float
+    and the float and bool arrays become attributes of that c_type (aclnngen/core/attribute_types.py)."""
+    text = (PAGES / "saved_variant.txt").read_text(encoding="utf-8")
+    extra = (
+        "const aclTensorList *xs, aclTensorList *ys, const aclScalarList *wsOptional, int8_t k, "
+        "int32_t n, float eps, const aclFloatArray *fs, const aclBoolArray *bs, "
+    )
+    page = tmp_path / "lists.txt"
+    page.write_text(
+        text.replace("aclTensor *out, uint64_t *workspaceSize", extra + "aclTensor *out, uint64_t *workspaceSize")
+    )
+    facts = read_page(page, PRODUCTS)
+    params = {p["name"]: p for p in build_draft(facts, PRODUCTS)["parameters"]}
+    assert (params["xs"]["role"], params["xs"].get("list")) == ("input", True)
+    assert (params["ys"]["role"], params["ys"].get("list")) == ("output", True)
+    assert (params["wsOptional"]["role"], params["wsOptional"].get("list")) == ("scalar", True)
+    for name, c_type in [
+        ("k", "int8_t"),
+        ("n", "int32_t"),
+        ("eps", "float"),
+        ("fs", "aclFloatArray*"),
+        ("bs", "aclBoolArray*"),
+    ]:
+        assert (params[name]["role"], params[name]["c_type"]) == ("attribute", c_type), name
+    assert "list" not in params["gradOutput"] and "list" not in params["out"]
