@@ -564,6 +564,15 @@ def _render_sim_kernels(kernels: list[dict]) -> str:
     )
 
 
+def render_sim_kernels(specs_dir: Path | None = None) -> str:
+    """The text of sim_kernels.c (the simulator's compiled kernels) for every op of `specs_dir`
+    (default: the repository's specs), as the generator renders it; for tests that compile a
+    kernel rendered another way."""
+    specs_dir = Path(specs_dir) if specs_dir is not None else REPO_ROOT / "specs"
+    products = load_products(specs_dir)
+    return _render_sim_kernels([_sim_kernels(OpView(ls.spec, products)) for ls in load_all(specs_dir, products)])
+
+
 def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[str] | None = None) -> str:
     """The text of sim_ops.c (the simulator's op entry points) for the ops `ops` only (snake or
     CANN names, e.g. "swish_backward" or "SwishBackward"; None = every op), with the template the
