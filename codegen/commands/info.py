@@ -62,11 +62,8 @@ def rows(args) -> tuple[list[tuple[str, str]], int]:
 def _compiled_kernels(b) -> list[tuple[str, str]]:
     """The simulator's compiled kernels (runtime/sim/compiled.py): which ops have one, and the
     ops that run the reference instead, with why."""
-    from aclnngen.runtime.sim import compiled
-    from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
-
     try:
-        found = compiled.status(BUILTIN_PACKAGE, b.libraries["nnopbase"])
+        found = b.compiled_kernels()
     except ValueError as exc:  # a bad $ACLNNGEN_SIM_KERNELS
         return [("compiled kernels", str(exc))]
     if found["error"]:
@@ -74,7 +71,7 @@ def _compiled_kernels(b) -> list[tuple[str, str]]:
     rows = [
         (
             "compiled kernels",
-            f"{len(found['ops'])} ops ({compiled.MODE_ENV}={found['mode']}): {', '.join(found['ops'])}",
+            f"{len(found['ops'])} ops ({found['setting']}={found['mode']}): {', '.join(found['ops'])}",
         )
     ]
     falls = sorted(found["fallbacks"].items())

@@ -33,9 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import cffi
 import numpy as np
 
 from aclnngen.core.meta import op_meta
+from aclnngen.evaluate import chunking
+from aclnngen.evaluate.reference import Reference
 from aclnngen.runtime.shapes import dtype_name_of
 
 from .build import SimulatorBuildError, build_simulator
@@ -84,8 +87,6 @@ def stats() -> dict[str, int]:
 def _cffi():
     global _ffi
     if _ffi is None:
-        import cffi
-
         ffi = cffi.FFI()
         ffi.cdef(_CDEF)
         _ffi = ffi
@@ -163,9 +164,7 @@ def library(package: str, core: str) -> _Library:
 
 
 def _threads() -> int:
-    from aclnngen.evaluate.chunking import threads  # the reference's own setting
-
-    return threads()
+    return chunking.threads()  # the reference's own setting
 
 
 def _pool(size: int) -> ThreadPoolExecutor:
@@ -227,8 +226,6 @@ def _counted(compiled: bool) -> bool:
 
 def _compute(backend, entry, args, family) -> str | None:
     """Runs the kernel; None when it ran, else why it could not."""
-    from aclnngen.evaluate.reference import Reference
-
     op = op_meta(entry.meta)
     if entry.package is None:
         return "the op belongs to no package"
@@ -320,6 +317,7 @@ def status(package: str, core: str) -> Mapping[str, Any]:
     """For `aclnngen info`: the mode, how many kernels, and the ops that fall back with why."""
     lib = library(package, core)
     return {
+        "setting": MODE_ENV,
         "mode": mode(),
         "error": lib.error,
         "ops": sorted({symbol for symbol, _, _ in lib.kernels}),
