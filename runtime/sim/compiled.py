@@ -25,6 +25,7 @@ test can prove which path computed its result.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import sys
 import threading
@@ -194,7 +195,7 @@ def _why_not(tensors, storage) -> str | None:
 def _overlap(tensors, outputs) -> str | None:
     """A partial overlap of an output with another tensor (an exact alias is elementwise-safe)."""
     spans = [(a.data + a.offset * a.dtype.itemsize, a) for a in tensors]
-    size = int(np.prod(tensors[0].shape, dtype=np.int64)) * tensors[0].dtype.itemsize
+    size = math.prod(tensors[0].shape) * tensors[0].dtype.itemsize
     for start, out in spans:
         if out.name not in outputs:
             continue
@@ -254,7 +255,7 @@ def _compute(backend, entry, args, family) -> str | None:
         return problem
     values = {a.name: (None if a.is_null else a.value) for a in args if not a.is_tensor}
     try:
-        compute, scalars = reference.kernel_inputs(values, storage, family)
+        compute, scalars = _kernel_inputs(reference, values, storage, family)
     except (TypeError, ValueError) as exc:
         return f"its scalars: {exc}"
     fn = lib.kernels.get((op.symbol, dtype_name_of(storage), dtype_name_of(compute)))
@@ -285,7 +286,7 @@ def _compute(backend, entry, args, family) -> str | None:
     c_doubles = ffi.new("double[]", doubles or [0.0])
     c_ints = ffi.new("int64_t[]", ints or [0])
     c_strings = ffi.new("const char *[]", strings or [ffi.NULL])
-    n = int(np.prod(tensors[0].shape, dtype=np.int64))
+    n = math.prod(tensors[0].shape)
     pieces = _pieces(n)
     if len(pieces) == 1:
         fn(pointers, 0, n, c_doubles, c_ints, c_strings)
@@ -294,6 +295,25 @@ def _compute(backend, entry, args, family) -> str | None:
         for future in done:
             future.result()
     return None
+
+
+_INPUTS_CACHE_SIZE = 256  # scalar settings remembered per process (a call's cost is mostly Python)
+_inputs_cache: dict = {}
+
+
+def _kernel_inputs(reference, values: Mapping, storage: np.dtype, family):
+    """reference.kernel_inputs, remembered per (reference, storage, family, scalar values)."""
+    try:
+        key = (id(reference), storage, family, tuple(sorted((k, type(v), v) for k, v in values.items())))
+        hash(key)
+    except TypeError:
+        return reference.kernel_inputs(values, storage, family)
+    found = _inputs_cache.get(key)
+    if found is None or found[0] is not reference:
+        if len(_inputs_cache) >= _INPUTS_CACHE_SIZE:
+            _inputs_cache.clear()
+        found = _inputs_cache[key] = (reference, reference.kernel_inputs(values, storage, family))
+    return found[1]
 
 
 def _pieces(n: int) -> list[tuple[int, int]]:
