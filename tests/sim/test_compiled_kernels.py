@@ -207,3 +207,29 @@ def test_the_c_rendering_prints_literals_exactly_and_names_what_it_cannot_render
     assert "sum()" in formula_c.kernel_for("aclnnX", "x", summed, params).reason
     attr = parse_program({"out": "g * k"}, names, loc=("formula",))
     assert "aclIntArray*" in formula_c.kernel_for("aclnnX", "x", attr, params).reason
+
+
+def test_kernels_that_cannot_be_built_leave_every_op_on_the_reference(monkeypatch):
+    """A compiler that fails on sim_kernels.c: the simulator still works (the reference computes)
+    and the status says why, for `aclnngen info`."""
+    from aclnngen.generated.ops.gelu_backward import gelu_backward
+    from aclnngen.generated.reference.gelu_backward import reference
+    from aclnngen.runtime.sim.build import SimulatorBuildError
+
+    def failing(*args, **kwargs):
+        raise SimulatorBuildError("cc: error: made up for the test")
+
+    monkeypatch.setattr(compiled, "build_simulator", failing)
+    monkeypatch.setenv(compiled.MODE_ENV, "auto")
+    compiled.use_source(BUILTIN_PACKAGE, None)  # forget the loaded library: the next call builds
+    try:
+        x = np.linspace(-3, 3, 12, dtype=np.float32)
+        before = compiled.stats()
+        assert opcheck.same_bits(gelu_backward(np.ones_like(x), x), reference(np.ones_like(x), x))
+        assert compiled.stats()["reference"] == before["reference"] + 1
+        status = session.backend().compiled_kernels()
+        assert "made up for the test" in status["error"] and status["ops"] == []
+    finally:
+        monkeypatch.undo()
+        compiled.use_source(BUILTIN_PACKAGE, None)
+    assert session.backend().compiled_kernels()["error"] is None
