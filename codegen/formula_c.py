@@ -150,7 +150,7 @@ def _variant(snake, prog: FormulaProgram, params, storage: str, compute: str) ->
     ctype = COMPUTES[compute]
     order = abi_order(params)
     read = {n.id for _, e in prog.lets + prog.outputs for n in walk(e.tree) if isinstance(n, Name)}
-    r = _Renderer(ctype, storage, {p.py: p for p in params})
+    r = _Renderer(ctype, storage, {p.py: p for p in params}, {name: e.tree for name, e in prog.lets})
     tensors, loads, prologue = [], [], []
     for index, p in enumerate(order["tensors"]):
         output = p.role == "output"
@@ -207,8 +207,8 @@ def _store(storage: str, ctype: str, value: str) -> str:
 class _Renderer:
     """C text of formula nodes over the compute type: `num` for a number, `cond` for a truth value."""
 
-    def __init__(self, ctype: str, storage: str, params: Mapping[str, KernelParam]):
-        self.ctype, self.storage, self.params = ctype, storage, params
+    def __init__(self, ctype: str, storage: str, params: Mapping[str, KernelParam], lets: Mapping = {}):
+        self.ctype, self.storage, self.params, self.lets = ctype, storage, params, lets
         self.double = ctype == "double"
         self.hoisted: list[str] = []  # declarations before the loop (string comparisons)
 
@@ -267,6 +267,14 @@ class _Renderer:
             return f"(isnan({self.num(node.args[0])}) != 0)"
         return f"({self.num(node)} != 0)"  # a number as a truth value, as NumPy's where takes it
 
+    def _reads_tensors(self, node) -> bool:
+        for n in walk(node):
+            if isinstance(n, Name) and (
+                n.kind == "input" or (n.kind == "let" and self._reads_tensors(self.lets[n.id]))
+            ):
+                return True
+        return False
+
     def _is_text(self, node) -> bool:
         if isinstance(node, Literal):
             return node.type == "str"
@@ -311,6 +319,12 @@ class _Renderer:
     def _call(self, node: Call) -> str:
         f, args = node.function, node.args
         if f == "where":
+            if self._reads_tensors(args[0]):
+                # both sides computed, then selected: a loop without branches, which GCC vectorises
+                # (a ternary around a product is control flow it will not if-convert)
+                suffix = "d" if self.double else "f"
+                return f"aclk_select_{suffix}({self.cond(args[0])}, {self.num(args[1])}, {self.num(args[2])})"
+            # the same for every element: a ternary, so the branch not taken costs nothing
             return f"({self.cond(args[0])} ? {self.num(args[1])} : {self.num(args[2])})"
         if f == "conj":
             return self.num(args[0])  # real data: the value itself

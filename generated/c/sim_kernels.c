@@ -6,8 +6,10 @@
  * in aclk_fallbacks() has none and runs the reference. */
 #if defined(__GNUC__) && !defined(__clang__)
 /* vectorise the loops (the build's -O2 does not): the same operations in the same order, no
- * fast-math, so every result stays the one the scalar loop computes */
-#pragma GCC optimize("O3")
+ * fast-math, so every result stays the one the scalar loop computes; no-trapping-math lets a
+ * select on data compute both sides (it only affects floating-point exception flags, which
+ * nothing reads) */
+#pragma GCC optimize("O3", "no-trapping-math")
 #endif
 #include <math.h>
 #include <stdint.h>
@@ -123,6 +125,9 @@ static inline double aclk_sigmoid_d(double x)
 
 static inline float aclk_sign_f(float x) { return isnan(x) ? x : x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f; }
 static inline double aclk_sign_d(double x) { return isnan(x) ? x : x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0; }
+/* where(cond, a, b) on data: both sides already computed, one selected */
+static inline float aclk_select_f(int c, float a, float b) { return c ? a : b; }
+static inline double aclk_select_d(int c, double a, double b) { return c ? a : b; }
 /* NaN propagates from either side */
 static inline float aclk_min_f(float a, float b) { return isnan(a) ? a : isnan(b) ? b : a < b ? a : b; }
 static inline double aclk_min_d(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a < b ? a : b; }
@@ -145,7 +150,7 @@ static void aclk_elu_backward__f16__f32(void *const *tensors, int64_t start, int
         const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[i]);
         const float in_self_or_result = (float)aclk_f16_to_float(t_self_or_result[i]);
         const float let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * expf((in_self_or_result * sc_input_scale))));
-        t_grad_input[i] = aclk_to_f16_f(((in_self_or_result > ((float)0.0)) ? (in_grad_output * sc_scale) : let_negative));
+        t_grad_input[i] = aclk_to_f16_f(aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
 
@@ -163,7 +168,7 @@ static void aclk_elu_backward__f16__f64(void *const *tensors, int64_t start, int
         const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[i]);
         const double in_self_or_result = (double)aclk_f16_to_float(t_self_or_result[i]);
         const double let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
-        t_grad_input[i] = aclk_to_f16_d(((in_self_or_result > ((double)0.0)) ? (in_grad_output * sc_scale) : let_negative));
+        t_grad_input[i] = aclk_to_f16_d(aclk_select_d((in_self_or_result > ((double)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
 
@@ -181,7 +186,7 @@ static void aclk_elu_backward__bf16__f32(void *const *tensors, int64_t start, in
         const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[i]);
         const float in_self_or_result = (float)aclk_bf16_to_float(t_self_or_result[i]);
         const float let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * expf((in_self_or_result * sc_input_scale))));
-        t_grad_input[i] = aclk_to_bf16_f(((in_self_or_result > ((float)0.0)) ? (in_grad_output * sc_scale) : let_negative));
+        t_grad_input[i] = aclk_to_bf16_f(aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
 
@@ -199,7 +204,7 @@ static void aclk_elu_backward__bf16__f64(void *const *tensors, int64_t start, in
         const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[i]);
         const double in_self_or_result = (double)aclk_bf16_to_float(t_self_or_result[i]);
         const double let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
-        t_grad_input[i] = aclk_to_bf16_d(((in_self_or_result > ((double)0.0)) ? (in_grad_output * sc_scale) : let_negative));
+        t_grad_input[i] = aclk_to_bf16_d(aclk_select_d((in_self_or_result > ((double)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
 
@@ -217,7 +222,7 @@ static void aclk_elu_backward__f32__f32(void *const *tensors, int64_t start, int
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self_or_result = (float)t_self_or_result[i];
         const float let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * expf((in_self_or_result * sc_input_scale))));
-        t_grad_input[i] = (float)(((in_self_or_result > ((float)0.0)) ? (in_grad_output * sc_scale) : let_negative));
+        t_grad_input[i] = (float)(aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
 
@@ -235,7 +240,7 @@ static void aclk_elu_backward__f32__f64(void *const *tensors, int64_t start, int
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self_or_result = (double)t_self_or_result[i];
         const double let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
-        t_grad_input[i] = (float)(((in_self_or_result > ((double)0.0)) ? (in_grad_output * sc_scale) : let_negative));
+        t_grad_input[i] = (float)(aclk_select_d((in_self_or_result > ((double)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
 
@@ -253,7 +258,7 @@ static void aclk_elu_backward__f64__f32(void *const *tensors, int64_t start, int
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self_or_result = (float)t_self_or_result[i];
         const float let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * expf((in_self_or_result * sc_input_scale))));
-        t_grad_input[i] = (double)(((in_self_or_result > ((float)0.0)) ? (in_grad_output * sc_scale) : let_negative));
+        t_grad_input[i] = (double)(aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
 
@@ -271,7 +276,7 @@ static void aclk_elu_backward__f64__f64(void *const *tensors, int64_t start, int
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self_or_result = (double)t_self_or_result[i];
         const double let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
-        t_grad_input[i] = (double)(((in_self_or_result > ((double)0.0)) ? (in_grad_output * sc_scale) : let_negative));
+        t_grad_input[i] = (double)(aclk_select_d((in_self_or_result > ((double)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
 
@@ -559,7 +564,7 @@ static void aclk_hardtanh_backward__f16__f32(void *const *tensors, int64_t start
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[i]);
         const float in_self = (float)aclk_f16_to_float(t_self[i]);
-        t_out[i] = aclk_to_f16_f((((in_self > sc_min) & (in_self < sc_max)) ? in_grad_output : ((float)0.0)));
+        t_out[i] = aclk_to_f16_f(aclk_select_f(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((float)0.0)));
     }
 }
 
@@ -575,7 +580,7 @@ static void aclk_hardtanh_backward__f16__f64(void *const *tensors, int64_t start
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[i]);
         const double in_self = (double)aclk_f16_to_float(t_self[i]);
-        t_out[i] = aclk_to_f16_d((((in_self > sc_min) & (in_self < sc_max)) ? in_grad_output : ((double)0.0)));
+        t_out[i] = aclk_to_f16_d(aclk_select_d(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((double)0.0)));
     }
 }
 
@@ -591,7 +596,7 @@ static void aclk_hardtanh_backward__bf16__f32(void *const *tensors, int64_t star
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[i]);
         const float in_self = (float)aclk_bf16_to_float(t_self[i]);
-        t_out[i] = aclk_to_bf16_f((((in_self > sc_min) & (in_self < sc_max)) ? in_grad_output : ((float)0.0)));
+        t_out[i] = aclk_to_bf16_f(aclk_select_f(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((float)0.0)));
     }
 }
 
@@ -607,7 +612,7 @@ static void aclk_hardtanh_backward__bf16__f64(void *const *tensors, int64_t star
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[i]);
         const double in_self = (double)aclk_bf16_to_float(t_self[i]);
-        t_out[i] = aclk_to_bf16_d((((in_self > sc_min) & (in_self < sc_max)) ? in_grad_output : ((double)0.0)));
+        t_out[i] = aclk_to_bf16_d(aclk_select_d(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((double)0.0)));
     }
 }
 
@@ -623,7 +628,7 @@ static void aclk_hardtanh_backward__f32__f32(void *const *tensors, int64_t start
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self = (float)t_self[i];
-        t_out[i] = (float)((((in_self > sc_min) & (in_self < sc_max)) ? in_grad_output : ((float)0.0)));
+        t_out[i] = (float)(aclk_select_f(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((float)0.0)));
     }
 }
 
@@ -639,7 +644,7 @@ static void aclk_hardtanh_backward__f32__f64(void *const *tensors, int64_t start
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self = (double)t_self[i];
-        t_out[i] = (float)((((in_self > sc_min) & (in_self < sc_max)) ? in_grad_output : ((double)0.0)));
+        t_out[i] = (float)(aclk_select_d(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((double)0.0)));
     }
 }
 
@@ -655,7 +660,7 @@ static void aclk_hardtanh_backward__f64__f32(void *const *tensors, int64_t start
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self = (float)t_self[i];
-        t_out[i] = (double)((((in_self > sc_min) & (in_self < sc_max)) ? in_grad_output : ((float)0.0)));
+        t_out[i] = (double)(aclk_select_f(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((float)0.0)));
     }
 }
 
@@ -671,7 +676,7 @@ static void aclk_hardtanh_backward__f64__f64(void *const *tensors, int64_t start
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self = (double)t_self[i];
-        t_out[i] = (double)((((in_self > sc_min) & (in_self < sc_max)) ? in_grad_output : ((double)0.0)));
+        t_out[i] = (double)(aclk_select_d(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((double)0.0)));
     }
 }
 
@@ -686,7 +691,7 @@ static void aclk_leaky_relu_backward__f16__f32(void *const *tensors, int64_t sta
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[i]);
         const float in_self = (float)aclk_f16_to_float(t_self[i]);
-        t_out[i] = aclk_to_f16_f(((in_self > ((float)0.0)) ? in_grad_output : (in_grad_output * sc_negative_slope)));
+        t_out[i] = aclk_to_f16_f(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * sc_negative_slope)));
     }
 }
 
@@ -701,7 +706,7 @@ static void aclk_leaky_relu_backward__f16__f64(void *const *tensors, int64_t sta
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[i]);
         const double in_self = (double)aclk_f16_to_float(t_self[i]);
-        t_out[i] = aclk_to_f16_d(((in_self > ((double)0.0)) ? in_grad_output : (in_grad_output * sc_negative_slope)));
+        t_out[i] = aclk_to_f16_d(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * sc_negative_slope)));
     }
 }
 
@@ -716,7 +721,7 @@ static void aclk_leaky_relu_backward__bf16__f32(void *const *tensors, int64_t st
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[i]);
         const float in_self = (float)aclk_bf16_to_float(t_self[i]);
-        t_out[i] = aclk_to_bf16_f(((in_self > ((float)0.0)) ? in_grad_output : (in_grad_output * sc_negative_slope)));
+        t_out[i] = aclk_to_bf16_f(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * sc_negative_slope)));
     }
 }
 
@@ -731,7 +736,7 @@ static void aclk_leaky_relu_backward__bf16__f64(void *const *tensors, int64_t st
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[i]);
         const double in_self = (double)aclk_bf16_to_float(t_self[i]);
-        t_out[i] = aclk_to_bf16_d(((in_self > ((double)0.0)) ? in_grad_output : (in_grad_output * sc_negative_slope)));
+        t_out[i] = aclk_to_bf16_d(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * sc_negative_slope)));
     }
 }
 
@@ -746,7 +751,7 @@ static void aclk_leaky_relu_backward__f32__f32(void *const *tensors, int64_t sta
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self = (float)t_self[i];
-        t_out[i] = (float)(((in_self > ((float)0.0)) ? in_grad_output : (in_grad_output * sc_negative_slope)));
+        t_out[i] = (float)(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * sc_negative_slope)));
     }
 }
 
@@ -761,7 +766,7 @@ static void aclk_leaky_relu_backward__f32__f64(void *const *tensors, int64_t sta
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self = (double)t_self[i];
-        t_out[i] = (float)(((in_self > ((double)0.0)) ? in_grad_output : (in_grad_output * sc_negative_slope)));
+        t_out[i] = (float)(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * sc_negative_slope)));
     }
 }
 
@@ -776,7 +781,7 @@ static void aclk_leaky_relu_backward__f64__f32(void *const *tensors, int64_t sta
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self = (float)t_self[i];
-        t_out[i] = (double)(((in_self > ((float)0.0)) ? in_grad_output : (in_grad_output * sc_negative_slope)));
+        t_out[i] = (double)(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * sc_negative_slope)));
     }
 }
 
@@ -791,7 +796,7 @@ static void aclk_leaky_relu_backward__f64__f64(void *const *tensors, int64_t sta
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self = (double)t_self[i];
-        t_out[i] = (double)(((in_self > ((double)0.0)) ? in_grad_output : (in_grad_output * sc_negative_slope)));
+        t_out[i] = (double)(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * sc_negative_slope)));
     }
 }
 
@@ -931,7 +936,7 @@ static void aclk_softshrink_backward__f16__f32(void *const *tensors, int64_t sta
         const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[i]);
         const float in_self = (float)aclk_f16_to_float(t_self[i]);
         const float let_limit = aclk_round_f16_f(sc_lambd);
-        t_grad_input[i] = aclk_to_f16_f((((in_self > let_limit) | (in_self < (-let_limit))) ? in_grad_output : ((float)0.0)));
+        t_grad_input[i] = aclk_to_f16_f(aclk_select_f(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((float)0.0)));
     }
 }
 
@@ -947,7 +952,7 @@ static void aclk_softshrink_backward__f16__f64(void *const *tensors, int64_t sta
         const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[i]);
         const double in_self = (double)aclk_f16_to_float(t_self[i]);
         const double let_limit = aclk_round_f16_d(sc_lambd);
-        t_grad_input[i] = aclk_to_f16_d((((in_self > let_limit) | (in_self < (-let_limit))) ? in_grad_output : ((double)0.0)));
+        t_grad_input[i] = aclk_to_f16_d(aclk_select_d(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((double)0.0)));
     }
 }
 
@@ -963,7 +968,7 @@ static void aclk_softshrink_backward__bf16__f32(void *const *tensors, int64_t st
         const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[i]);
         const float in_self = (float)aclk_bf16_to_float(t_self[i]);
         const float let_limit = aclk_round_bf16_f(sc_lambd);
-        t_grad_input[i] = aclk_to_bf16_f((((in_self > let_limit) | (in_self < (-let_limit))) ? in_grad_output : ((float)0.0)));
+        t_grad_input[i] = aclk_to_bf16_f(aclk_select_f(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((float)0.0)));
     }
 }
 
@@ -979,7 +984,7 @@ static void aclk_softshrink_backward__bf16__f64(void *const *tensors, int64_t st
         const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[i]);
         const double in_self = (double)aclk_bf16_to_float(t_self[i]);
         const double let_limit = aclk_round_bf16_d(sc_lambd);
-        t_grad_input[i] = aclk_to_bf16_d((((in_self > let_limit) | (in_self < (-let_limit))) ? in_grad_output : ((double)0.0)));
+        t_grad_input[i] = aclk_to_bf16_d(aclk_select_d(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((double)0.0)));
     }
 }
 
@@ -995,7 +1000,7 @@ static void aclk_softshrink_backward__f32__f32(void *const *tensors, int64_t sta
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self = (float)t_self[i];
         const float let_limit = aclk_round_f32_f(sc_lambd);
-        t_grad_input[i] = (float)((((in_self > let_limit) | (in_self < (-let_limit))) ? in_grad_output : ((float)0.0)));
+        t_grad_input[i] = (float)(aclk_select_f(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((float)0.0)));
     }
 }
 
@@ -1011,7 +1016,7 @@ static void aclk_softshrink_backward__f32__f64(void *const *tensors, int64_t sta
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self = (double)t_self[i];
         const double let_limit = aclk_round_f32_d(sc_lambd);
-        t_grad_input[i] = (float)((((in_self > let_limit) | (in_self < (-let_limit))) ? in_grad_output : ((double)0.0)));
+        t_grad_input[i] = (float)(aclk_select_d(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((double)0.0)));
     }
 }
 
@@ -1027,7 +1032,7 @@ static void aclk_softshrink_backward__f64__f32(void *const *tensors, int64_t sta
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self = (float)t_self[i];
         const float let_limit = aclk_round_f64_f(sc_lambd);
-        t_grad_input[i] = (double)((((in_self > let_limit) | (in_self < (-let_limit))) ? in_grad_output : ((float)0.0)));
+        t_grad_input[i] = (double)(aclk_select_f(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((float)0.0)));
     }
 }
 
@@ -1043,7 +1048,7 @@ static void aclk_softshrink_backward__f64__f64(void *const *tensors, int64_t sta
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self = (double)t_self[i];
         const double let_limit = aclk_round_f64_d(sc_lambd);
-        t_grad_input[i] = (double)((((in_self > let_limit) | (in_self < (-let_limit))) ? in_grad_output : ((double)0.0)));
+        t_grad_input[i] = (double)(aclk_select_d(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((double)0.0)));
     }
 }
 
@@ -1186,7 +1191,7 @@ static void aclk_threshold_backward__f16__f32(void *const *tensors, int64_t star
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[i]);
         const float in_self = (float)aclk_f16_to_float(t_self[i]);
-        t_out[i] = aclk_to_f16_f(((in_self <= sc_threshold) ? ((float)0.0) : in_grad_output));
+        t_out[i] = aclk_to_f16_f(aclk_select_f((in_self <= sc_threshold), ((float)0.0), in_grad_output));
     }
 }
 
@@ -1201,7 +1206,7 @@ static void aclk_threshold_backward__f16__f64(void *const *tensors, int64_t star
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[i]);
         const double in_self = (double)aclk_f16_to_float(t_self[i]);
-        t_out[i] = aclk_to_f16_d(((in_self <= sc_threshold) ? ((double)0.0) : in_grad_output));
+        t_out[i] = aclk_to_f16_d(aclk_select_d((in_self <= sc_threshold), ((double)0.0), in_grad_output));
     }
 }
 
@@ -1216,7 +1221,7 @@ static void aclk_threshold_backward__bf16__f32(void *const *tensors, int64_t sta
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[i]);
         const float in_self = (float)aclk_bf16_to_float(t_self[i]);
-        t_out[i] = aclk_to_bf16_f(((in_self <= sc_threshold) ? ((float)0.0) : in_grad_output));
+        t_out[i] = aclk_to_bf16_f(aclk_select_f((in_self <= sc_threshold), ((float)0.0), in_grad_output));
     }
 }
 
@@ -1231,7 +1236,7 @@ static void aclk_threshold_backward__bf16__f64(void *const *tensors, int64_t sta
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[i]);
         const double in_self = (double)aclk_bf16_to_float(t_self[i]);
-        t_out[i] = aclk_to_bf16_d(((in_self <= sc_threshold) ? ((double)0.0) : in_grad_output));
+        t_out[i] = aclk_to_bf16_d(aclk_select_d((in_self <= sc_threshold), ((double)0.0), in_grad_output));
     }
 }
 
@@ -1246,7 +1251,7 @@ static void aclk_threshold_backward__f32__f32(void *const *tensors, int64_t star
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self = (float)t_self[i];
-        t_out[i] = (float)(((in_self <= sc_threshold) ? ((float)0.0) : in_grad_output));
+        t_out[i] = (float)(aclk_select_f((in_self <= sc_threshold), ((float)0.0), in_grad_output));
     }
 }
 
@@ -1261,7 +1266,7 @@ static void aclk_threshold_backward__f32__f64(void *const *tensors, int64_t star
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self = (double)t_self[i];
-        t_out[i] = (float)(((in_self <= sc_threshold) ? ((double)0.0) : in_grad_output));
+        t_out[i] = (float)(aclk_select_d((in_self <= sc_threshold), ((double)0.0), in_grad_output));
     }
 }
 
@@ -1276,7 +1281,7 @@ static void aclk_threshold_backward__f64__f32(void *const *tensors, int64_t star
     for (int64_t i = start; i < start + count; ++i) {
         const float in_grad_output = (float)t_grad_output[i];
         const float in_self = (float)t_self[i];
-        t_out[i] = (double)(((in_self <= sc_threshold) ? ((float)0.0) : in_grad_output));
+        t_out[i] = (double)(aclk_select_f((in_self <= sc_threshold), ((float)0.0), in_grad_output));
     }
 }
 
@@ -1291,7 +1296,7 @@ static void aclk_threshold_backward__f64__f64(void *const *tensors, int64_t star
     for (int64_t i = start; i < start + count; ++i) {
         const double in_grad_output = (double)t_grad_output[i];
         const double in_self = (double)t_self[i];
-        t_out[i] = (double)(((in_self <= sc_threshold) ? ((double)0.0) : in_grad_output));
+        t_out[i] = (double)(aclk_select_d((in_self <= sc_threshold), ((double)0.0), in_grad_output));
     }
 }
 
