@@ -13,10 +13,15 @@ Per op, side by side in one run (interleaved rounds, best round each):
   reference all  the reference with its pieces on every core
   torch all    the same anchor with every core
   binding      the generated binding on the simulator (kernels on), NumPy arrays in and out
-  binding, device  the same with device arrays (uploaded once; the output stays on the device)
+  binding, device  the same with device arrays (uploaded once; the output stays on the device);
+               the simulator computes with the op's compiled kernel (runtime/sim/compiled.py) on
+               every core, or the reference where the op has none
+  binding, device 1t   the same on one thread (ACLNNGEN_REFERENCE_THREADS=1)
+  binding, device, ref the simulator computing with the reference (ACLNNGEN_SIM_KERNELS=reference)
 
 and the ratios reference / torch 1t and reference all / torch all (targets <= 1.5x), binding /
-reference all (target <= 1.2x), with
+reference all (target <= 1.2x), the simulated binding (device arrays) / torch on one thread and on
+every core (targets <= 1.5x), with
 the reference's error against the float64 golden on the same data (its accuracy: the largest
 absolute error, and the mean relative error away from the function's roots).
 Needs PyTorch (pip install 'aclnngen[test]').
@@ -130,6 +135,21 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
         for r in result if isinstance(result, tuple) else (result,):
             r.free()
 
+    def with_env(fn, **settings):
+        def call():
+            saved = {k: os.environ.get(k) for k in settings}
+            os.environ.update(settings)
+            try:
+                return fn()
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        del os.environ[k]
+                    else:
+                        os.environ[k] = v
+
+        return call
+
     variants = (
         ("reference", reference),
         ("torch 1t", torch_one),
@@ -137,6 +157,10 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
         ("torch all", torch_all),
         ("binding", binding),
         ("binding, device", binding_device),
+        # the simulator's compiled kernel (runtime/sim/compiled.py) on one thread, and the
+        # simulator computing with the reference instead (what every launch did before)
+        ("binding, device 1t", with_env(binding_device, ACLNNGEN_REFERENCE_THREADS="1")),
+        ("binding, device, ref", with_env(binding_device, ACLNNGEN_SIM_KERNELS="reference")),
     )
     for _, fn in variants:  # warm-up: imports, simulator build
         fn()
@@ -181,6 +205,24 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
             "target <= 1.2x: " + ("ok" if dev <= 1.2 else "MISSED"),
         )
     )
+    kernel_one = times["binding, device 1t"] / times["torch 1t"]
+    print(
+        row(
+            "binding (device, 1 thread) / torch 1 thread",
+            f"{kernel_one:.2f}x",
+            "target <= 1.5x: " + ("ok" if kernel_one <= 1.5 else "MISSED"),
+        )
+    )
+    kernel_all = times["binding, device"] / times["torch all"]
+    print(
+        row(
+            f"binding (device) / torch, {cores} threads each",
+            f"{kernel_all:.2f}x",
+            "target <= 1.5x: " + ("ok" if kernel_all <= 1.5 else "MISSED"),
+        )
+    )
+    gain = times["binding, device, ref"] / times["binding, device"]
+    print(row("simulator on the reference / compiled", f"{gain:.2f}x", "(equal where the op falls back)"))
     print(row("reference vs float64: max abs error", f"{worst_abs:.2e}", ""))
     print(
         row("reference vs float64: mean rel error", f"{mean_rel:.2e}", "where |golden| >= 1e-3 (no verdict at roots)")

@@ -385,6 +385,7 @@ def _record(view: OpView) -> dict:
         "name": spec.name,
         "summary": spec.summary,
         "sim": _sim_entry(view),
+        "kernels": _sim_kernels(view),
         "support": view.docs.support,
         "changes": op_changes(spec),
         "newest": _newest_release(spec),
@@ -515,6 +516,7 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
         f"{layout.package_dir}/c/sim_ops.c",
         _render_sim_entries([r["sim"] for r in records], [r["newest"] for r in records]),
     )
+    p.add(f"{layout.package_dir}/c/sim_kernels.c", _render_sim_kernels([r["kernels"] for r in records]))
     changes_path = layout.changes_doc or f"{layout.docs_dir}/changes-by-release.md"
     p.add(
         changes_path,
@@ -548,6 +550,48 @@ def _render_sim_entries(entries: list[str], newest: list[str]) -> str:
 def _sim_entry(view: OpView) -> str:
     """One op's entry points of sim_ops.c (rendered with the op, so a cached op needs no rendering)."""
     return render.render("sim_op_entry.c.j2", op=_sim_op(view))
+
+
+def _sim_kernels(view: OpView) -> dict:
+    """One op's compiled kernels (codegen/formula_c.py): the C block, the table's rows and the
+    fallback's reason, as plain data (cached with the op)."""
+    from . import formula_c
+
+    spec = view.spec
+    symbol = f"aclnn{spec.name}"
+    if getattr(spec, "formula", None) is None:
+        kernel = formula_c.Kernel(symbol, spec.snake_name, reason="the spec has no formula")
+    else:
+        params = [
+            formula_c.KernelParam(p.name, p.py_name, p.role, p.c_type or "", p.is_list, p.inplace)
+            for p in spec.parameters
+        ]
+        kernel = formula_c.kernel_for(symbol, spec.snake_name, view.program, params)
+    return {
+        "block": render.render("sim_kernel_op.c.j2", kernel=kernel),
+        "rows": [(symbol, v.storage, v.compute, v.function) for v in kernel.variants],
+        "fallback": None if kernel.reason is None else (symbol, kernel.reason),
+    }
+
+
+def _render_sim_kernels(kernels: list[dict]) -> str:
+    """sim_kernels.c from each op's kernels (`_sim_kernels`)."""
+    return render.render(
+        "sim_kernels.c.j2",
+        header=_header("simulator kernels", "specs/ops/", "sim_kernels.c.j2"),
+        blocks=[k["block"] for k in kernels],
+        rows=[row for k in kernels for row in k["rows"]],
+        fallbacks=[k["fallback"] for k in kernels if k["fallback"] is not None],
+    )
+
+
+def render_sim_kernels(specs_dir: Path | None = None) -> str:
+    """The text of sim_kernels.c (the simulator's compiled kernels) for every op of `specs_dir`
+    (default: the repository's specs), as the generator renders it; for tests that compile a
+    kernel rendered another way."""
+    specs_dir = Path(specs_dir) if specs_dir is not None else REPO_ROOT / "specs"
+    products = load_products(specs_dir)
+    return _render_sim_kernels([_sim_kernels(OpView(ls.spec, products)) for ls in load_all(specs_dir, products)])
 
 
 def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[str] | None = None) -> str:

@@ -81,20 +81,7 @@ class Reference:
             raise ValueError(f"{self.op.name} reference needs the input tensors {missing}")
         arrays = _promote_non_float(arrays)
         arithmetic, scalar_to = self._arithmetic(arrays, family)
-        scalars = {}
-        for name, py, default in self._scalars:
-            value = values.get(name)
-            if value is None:
-                if default is None:
-                    raise ValueError(f"{self.op.name} reference needs the scalar {name!r}")
-                value = default
-            if (
-                mode == "opmath"
-                and isinstance(value, (bool, int, float))
-                and (scalar_to or name in self._scalar_dtypes)
-            ):
-                value = _as_scalar_dtype(value, scalar_to or self._scalar_dtypes[name])
-            scalars[py] = value
+        scalars = self._scalar_values(values, mode, scalar_to)
         attributes = {py: values.get(name, default) for name, py, default in self._attributes}
         # the output dtypes by the rules of the family the call runs on (they may differ per family)
         inferred = infer_outputs(self.meta, {**values, **arrays}, version or self.op.cann_version, family=family)
@@ -129,6 +116,37 @@ class Reference:
         # shape the rules give them.
         shaped = tuple(_to_shape(r, tuple(inferred[name][0])) for r, (name, _) in zip(results, self._outputs))
         return shaped[0] if len(shaped) == 1 else shaped
+
+    def _scalar_values(self, values: Mapping[str, object], mode: str, scalar_to) -> dict:
+        """Each scalar by Python name: the value given (a NULL optional one: its default), held in
+        opmath as its aclScalar holds it (or as the spec's arithmetic rounds scalars)."""
+        scalars = {}
+        for name, py, default in self._scalars:
+            value = values.get(name)
+            if value is None:
+                if default is None:
+                    raise ValueError(f"{self.op.name} reference needs the scalar {name!r}")
+                value = default
+            if (
+                mode == "opmath"
+                and isinstance(value, (bool, int, float))
+                and (scalar_to or name in self._scalar_dtypes)
+            ):
+                value = _as_scalar_dtype(value, scalar_to or self._scalar_dtypes[name])
+            scalars[py] = value
+        return scalars
+
+    def kernel_inputs(self, values: Mapping[str, object], storage: np.dtype, family: str | None):
+        """What a compiled kernel (runtime/sim/compiled.py) computes with, for tensors all stored as
+        `storage`: (the opmath compute dtype, each scalar by Python name as this reference holds
+        it in that compute dtype)."""
+        probe = {name: np.empty(0, storage) for name, _ in self._inputs}
+        arithmetic, scalar_to = self._arithmetic(probe, family)
+        compute = arithmetic.compute or numerics.compute_dtype("opmath", [storage])
+        m = numerics.Numerics("opmath", compute=compute)
+        with np.errstate(all="ignore"):
+            scalars = {py: m.scalar(v, py) for py, v in self._scalar_values(values, "opmath", scalar_to).items()}
+        return np.dtype(compute), scalars
 
     def _arithmetic(self, arrays: Mapping[str, np.ndarray], family: str | None):
         """The spec's arithmetic for inputs `arrays` on `family`: the evaluation's compute dtype and

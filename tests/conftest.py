@@ -35,3 +35,14 @@ def aclnngen_cli():
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
     return run
+
+
+@pytest.fixture
+def reference_kernels(monkeypatch):
+    """The simulator computes with the reference, not its compiled kernels: for tests whose subject
+    is the call path (layouts, offsets, streams, threads) checked bit for bit against the reference.
+    The compiled kernels are checked against the reference in tests/sim/test_compiled_kernels.py and
+    in every generated test."""
+    from aclnngen.runtime.sim import compiled
+
+    monkeypatch.setenv(compiled.MODE_ENV, "reference")

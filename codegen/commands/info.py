@@ -54,7 +54,29 @@ def rows(args) -> tuple[list[tuple[str, str]], int]:
         status = 1
     version, source = b.version_info()
     out.append(("CANN version", f"{version or 'unknown'} (from {source})"))
+    if b.kind == "sim":
+        out.extend(_compiled_kernels(b))
     return out, status
+
+
+def _compiled_kernels(b) -> list[tuple[str, str]]:
+    """The simulator's compiled kernels (runtime/sim/compiled.py): which ops have one, and the
+    ops that run the reference instead, with why."""
+    try:
+        found = b.compiled_kernels()
+    except ValueError as exc:  # a bad $ACLNNGEN_SIM_KERNELS
+        return [("compiled kernels", str(exc))]
+    if found["error"]:
+        return [("compiled kernels", f"none: every op runs the reference ({found['error']})")]
+    rows = [
+        (
+            "compiled kernels",
+            f"{len(found['ops'])} ops ({found['setting']}={found['mode']}): {', '.join(found['ops'])}",
+        )
+    ]
+    falls = sorted(found["fallbacks"].items())
+    rows.append(("reference kernels", "; ".join(f"{s}: {r}" for s, r in falls) if falls else "none"))
+    return rows
 
 
 def run(args: argparse.Namespace) -> int:

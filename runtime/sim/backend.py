@@ -17,6 +17,7 @@ from aclnngen.runtime.backend import Backend, RuntimeApi
 from aclnngen.runtime.errors import AclRuntimeError, BackendError
 from aclnngen.core.releases import ReleaseError, as_release, release_of, simulator_spelling
 
+from . import compiled
 from . import kernels as simkernels
 from .build import SimulatorBuildError, build_simulator
 from .controls import sim_ffi, sim_ops_path
@@ -144,6 +145,11 @@ class SimBackend(Backend):
         else:
             source = "default: the newest release the ops' specs describe"
         return as_release(version) or version, f"aclsysGetVersionStr ({source})"
+
+    def compiled_kernels(self) -> dict:
+        """The built-in package's compiled kernels: setting, mode, ops, fallbacks with why, and
+        the build error when there are none (compiled.status)."""
+        return compiled.status(simkernels.BUILTIN_PACKAGE, self.libraries["nnopbase"])
 
     def use_profile(self, profile):
         """A context manager making `profile` (a name of `kernels.known_profiles()`, or a

@@ -101,7 +101,7 @@ SIM_DIR = Path(__file__).resolve().parent
 
 #: Compiler flags; warnings are errors so generated C stays clean.
 CFLAGS = ("-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-fPIC", "-pthread")
-LDFLAGS = ("-shared", "-pthread")
+LDFLAGS = ("-shared", "-pthread", "-lm")  # libm: the compiled kernels (sim_kernels.c)
 
 #: Name of the real file inside a build directory; requested names are symlinks to it.
 REAL_NAME = "_aclsim.so"

@@ -44,7 +44,9 @@ example PreluBackward's gradWeight), 0 otherwise, so the workspace path is exerc
 Select with `use_profile(...)`, `set_profile(...)`, `session.simulated(profile=...)` or
 $ACLNNGEN_SIM_PROFILE; per op or for all.
 
-The run hook builds NumPy views over the simulated device memory for every tensor (a buffer over
+The run hook first offers the launch to the op's compiled kernel (compiled.py: the formula rendered
+into C, independent of the reference), which computes it when the call qualifies. Else it builds
+NumPy views over the simulated device memory for every tensor (a buffer over
 the covering extent, `as_strided` with the view's strides and offset), evaluates the op's generated
 formula bodies with the reference evaluator (aclnngen.evaluate) in opmath mode and writes the results into the output views. The reference is
 elementwise over any rank, so inputs of more than 8 dims that a profile lets through (the vendor
@@ -89,6 +91,7 @@ from aclnngen.core.releases import VERSION_HELP, is_version
 from aclnngen.evaluate.reference import Reference
 from aclnngen.runtime.poison import fill_poison
 
+from . import compiled
 from .controls import sim_ffi, sim_ops_path
 
 __all__ = [
@@ -861,8 +864,13 @@ class Kernels:
         args, work = self._snapshot(view)
         if not work:
             return 0  # GetWorkspaceSize returned early (an empty tensor): nothing to compute
+        if workspace != ffi.NULL and workspace_size:
+            n = min(int(workspace_size), _SCRIBBLE_LIMIT)
+            ffi.memmove(workspace, b"\x5a" * n, n)  # the kernel owns its workspace
         meta = entry.meta
         op = op_meta(meta)
+        if op.computes and compiled.run(self.backend, entry, args, self._family()):
+            return 0  # the formula's C rendering computed it (compiled.py); else the reference does
         roles = {p.name: p.role for p in op.params}
         values: dict[str, Any] = {}
         outputs: dict[str, np.ndarray] = {}
@@ -886,9 +894,6 @@ class Kernels:
                 view = np.array(view)  # a private copy: the kernel writes an output it overlaps
             view.flags.writeable = False  # a reference never writes its inputs
             values[a.name] = view
-        if workspace != ffi.NULL and workspace_size:
-            n = min(int(workspace_size), _SCRIBBLE_LIMIT)
-            ffi.memmove(workspace, b"\x5a" * n, n)  # the kernel owns its workspace
         if not op.computes:  # binding tier: no formula computes the outputs; mark them as such
             for target in outputs.values():
                 fill_poison(target)

@@ -35,6 +35,8 @@ BUILT_IN = sorted((REPO / "specs" / "ops").glob("*.yaml"))
 @pytest.fixture(scope="module")
 def package(tmp_path_factory):
     with generated_package(tmp_path_factory.mktemp("band"), SPECS, PACKAGE) as out:
+        importlib.import_module(f"{PACKAGE}.ops")
+        session.reset()  # the package's simulator entry points, registered by that import, get built in
         yield out
 
 

@@ -37,6 +37,9 @@ from repo_paths import REPO
 import catalog
 from catalog import PLAIN
 
+# the call path checked bit for bit: the simulator computes with the reference (conftest.py)
+pytestmark = pytest.mark.usefixtures("reference_kernels")
+
 VERSION = "8.5.0"
 
 
@@ -893,7 +896,8 @@ def test_run_command_fails_when_the_library_disagrees(tmp_path):
     """
     proc = _subprocess(code)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "differs bit-wise" in proc.stdout and "0 matched, 1 failed" in proc.stdout
+    # swish is transcendental: judged within the precision policy, which zeros fail
+    assert "grad_input" in proc.stdout and "0 matched, 1 failed" in proc.stdout
 
 
 def test_the_runtime_takes_abi_values_from_the_abi_table():

@@ -33,6 +33,9 @@ from aclnngen.runtime.shapes import NUMPY_DTYPES, infer_outputs
 from aclnngen.core.rules import supported_dtypes
 from simtools import reference_args, same_bits
 
+# the call path checked bit for bit: the simulator computes with the reference (conftest.py)
+pytestmark = pytest.mark.usefixtures("reference_kernels")
+
 VERSION = "8.5.0"
 SURVIVAL_CALLS = 100_000
 KERNEL_CALLS = 200  # of every 10,000 calls, the first this many with the kernels on

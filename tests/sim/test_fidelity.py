@@ -32,6 +32,9 @@ from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError
 from catalog import PLAIN, meta as _meta
 from simtools import leak_counters, reference_args, same_bits, sim_backend
 
+# the call path checked bit for bit: the simulator computes with the reference (conftest.py)
+pytestmark = pytest.mark.usefixtures("reference_kernels")
+
 VERSION = "8.5.0"
 PLAIN_SYMBOL = _meta(PLAIN)["symbol"]
 #: the keyword of the plain op's output

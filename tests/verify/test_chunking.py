@@ -15,6 +15,9 @@ from aclnngen.verify import cases
 from aclnngen.verify.opcheck import OpUnderTest
 from catalog import PLAIN
 
+# the call path checked bit for bit: the simulator computes with the reference (conftest.py)
+pytestmark = pytest.mark.usefixtures("reference_kernels")
+
 
 def _op(snake):
     meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META

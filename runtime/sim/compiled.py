@@ -1,0 +1,345 @@
+"""The simulator's compiled kernels: each op's formula rendered into C (codegen/formula_c.py,
+generated into `<package>/c/sim_kernels.c`), a rendering independent of the NumPy reference.
+
+The run hook (kernels.py) asks `run(...)` first; it computes the launch straight into simulated
+device memory when the call qualifies and returns True, else False and the hook evaluates the
+reference as before. A call qualifies when the op has a compiled kernel (the generated file lists
+the ops that have none, and why: `fallbacks()`), every tensor of the op is present, C-contiguous,
+of one shape and one float storage dtype (float16, bfloat16, float32, float64), the outputs either
+are the inputs' very memory or overlap none of it, the compute dtype the spec's arithmetic gives
+is float32 or float64, and the scalars and attributes are plain values. Everything else (a
+broadcast, a strided view, mixed or integer dtypes, complex data) runs the reference.
+
+The kernels run through cffi, which releases the GIL, in pieces across threads
+(ACLNNGEN_REFERENCE_THREADS, default every core) on calls of MIN_PARALLEL elements or more.
+
+The library of a package's kernels is built on first use with the simulator's build
+(build.build_simulator, linked against the loaded core like an op library) and cached like it. When
+it cannot be built, every op runs the reference and `status()` says why.
+
+$ACLNNGEN_SIM_KERNELS: `auto` (default) as above; `reference` never runs a compiled kernel;
+`compiled` makes a call that cannot run one fail (507015 at synchronisation) with the reason, so a
+test can prove which path computed its result.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import cffi
+import numpy as np
+
+from aclnngen.core.meta import op_meta
+from aclnngen.evaluate import chunking
+from aclnngen.evaluate.reference import Reference
+from aclnngen.runtime.shapes import dtype_name_of
+
+from .build import SimulatorBuildError, build_simulator
+
+__all__ = ["MODE_ENV", "MODES", "mode", "run", "fallbacks", "status", "stats", "CompiledKernelError"]
+
+MODE_ENV = "ACLNNGEN_SIM_KERNELS"
+MODES = ("auto", "compiled", "reference")
+KERNELS_LIB_NAME = "libaclsim_kernels.so"
+MIN_PARALLEL = 1 << 17  # elements from which a call is split across threads
+_PIECE_ALIGN = 64  # elements: pieces start on cache-line multiples
+
+_CDEF = """
+typedef void (*aclk_fn)(void *const *tensors, int64_t start, int64_t count, const double *doubles,
+                        const int64_t *ints, const char *const *strings);
+struct aclk_entry { const char *symbol; const char *storage; const char *compute; aclk_fn fn; };
+struct aclk_fallback { const char *symbol; const char *reason; };
+const struct aclk_entry *aclk_entries(void);
+const struct aclk_fallback *aclk_fallbacks(void);
+"""
+_lock = threading.Lock()
+_ffi = None
+_LIBRARIES: dict[tuple[str, str], "_Library"] = {}  # (package, core library) -> its kernels
+_POOL: ThreadPoolExecutor | None = None
+_STATS = {"compiled": 0, "reference": 0}
+
+
+class CompiledKernelError(RuntimeError):
+    """$ACLNNGEN_SIM_KERNELS=compiled and a call could not run a compiled kernel."""
+
+
+def mode() -> str:
+    """$ACLNNGEN_SIM_KERNELS (auto, compiled or reference); anything else is a ValueError naming it."""
+    value = os.environ.get(MODE_ENV, "").strip().lower() or "auto"
+    if value not in MODES:
+        raise ValueError(f"${MODE_ENV}={value!r} is not one of {', '.join(MODES)}")
+    return value
+
+
+def stats() -> dict[str, int]:
+    """Launches computed by a compiled kernel and by the reference, in this process."""
+    with _lock:
+        return dict(_STATS)
+
+
+def _cffi():
+    global _ffi
+    if _ffi is None:
+        ffi = cffi.FFI()
+        ffi.cdef(_CDEF)
+        _ffi = ffi
+    return _ffi
+
+
+@dataclass
+class _Library:
+    """One package's kernels: (symbol, storage, compute) -> C function, or why there are none."""
+
+    kernels: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    fallbacks: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    handle: Any = None  # keeps the library loaded
+
+
+def kernels_source(package: str) -> Path | None:
+    """`<package>/c/sim_kernels.c`, when the package has one."""
+    module = sys.modules.get(package) or importlib.import_module(package)
+    where = getattr(module, "__file__", None)
+    if not where:
+        return None
+    path = Path(where).resolve().parent / "c" / "sim_kernels.c"
+    return path if path.is_file() else None
+
+
+_SOURCES: dict[str, Path] = {}  # package -> a kernels source used instead of its own (tests)
+
+
+def use_source(package: str, path: str | os.PathLike | None) -> None:
+    """Builds `package`'s kernels from `path` instead of its generated file (None: its own again);
+    for tests that render a deliberately wrong kernel."""
+    with _lock:
+        if path is None:
+            _SOURCES.pop(package, None)
+        else:
+            _SOURCES[package] = Path(path).resolve()
+        for key in [k for k in _LIBRARIES if k[0] == package]:
+            del _LIBRARIES[key]
+
+
+def library(package: str, core: str) -> _Library:
+    """The kernels of `package`, built (once per process) against the simulator core `core`."""
+    key = (package, core)
+    with _lock:
+        found = _LIBRARIES.get(key)
+        source = _SOURCES.get(package)
+    if found is not None:
+        return found
+    lib = _Library()
+    try:
+        source = source or kernels_source(package)
+        if source is None:
+            lib.error = f"{package} has no c/sim_kernels.c (generated before compiled kernels existed)"
+        else:
+            path = build_simulator([source], lib_names=(KERNELS_LIB_NAME,), link_core=core)
+            ffi = _cffi()
+            lib.handle = ffi.dlopen(str(path))
+            entries = lib.handle.aclk_entries()
+            i = 0
+            while entries[i].symbol != ffi.NULL:
+                e = entries[i]
+                names = (ffi.string(e.symbol).decode(), ffi.string(e.storage).decode(), ffi.string(e.compute).decode())
+                lib.kernels[names] = e.fn
+                i += 1
+            falls = lib.handle.aclk_fallbacks()
+            i = 0
+            while falls[i].symbol != ffi.NULL:
+                lib.fallbacks[ffi.string(falls[i].symbol).decode()] = ffi.string(falls[i].reason).decode()
+                i += 1
+    except (SimulatorBuildError, OSError, ImportError) as exc:
+        lib.error = f"the compiled kernels could not be built or loaded: {exc}"
+    with _lock:
+        return _LIBRARIES.setdefault(key, lib)
+
+
+def _threads() -> int:
+    return chunking.threads()  # the reference's own setting
+
+
+def _pool(size: int) -> ThreadPoolExecutor:
+    global _POOL
+    with _lock:
+        if _POOL is None or _POOL._max_workers != size:
+            if _POOL is not None:
+                _POOL.shutdown(wait=False)
+            _POOL = ThreadPoolExecutor(max_workers=size, thread_name_prefix="aclnngen-kernel")
+        return _POOL
+
+
+def _why_not(tensors, storage) -> str | None:
+    """Why these tensors (ViewArgs of every input and output) cannot go to a compiled kernel."""
+    for a in tensors:
+        if a.is_null:
+            return f"tensor {a.name} is absent"
+        if not isinstance(a.dtype, np.dtype) or a.dtype != storage:
+            return f"tensor {a.name} is {a.dtype}, not {storage} like the first"
+        if a.shape != tensors[0].shape:
+            return f"tensor {a.name} has shape {a.shape}, not {tensors[0].shape} (a broadcast)"
+        if not a.contiguous:
+            return f"tensor {a.name} is not contiguous"
+    return None
+
+
+def _overlap(tensors, outputs) -> str | None:
+    """A partial overlap of an output with another tensor (an exact alias is elementwise-safe)."""
+    spans = [(a.data + a.offset * a.dtype.itemsize, a) for a in tensors]
+    size = math.prod(tensors[0].shape) * tensors[0].dtype.itemsize
+    for start, out in spans:
+        if out.name not in outputs:
+            continue
+        for other_start, other in spans:
+            if other is not out and other_start != start and start < other_start + size and other_start < start + size:
+                return f"output {out.name} partly overlaps {other.name}"
+    return None
+
+
+def run(backend, entry, args, family: str | None) -> bool:
+    """Computes the launch of `entry` (kernels.OpEntry) over the executor `args` (ViewArgs) with its
+    compiled kernel and returns True; False when the call does not qualify (the reference runs)."""
+    which = mode()
+    if which == "reference":
+        return _counted(False)
+    reason = _compute(backend, entry, args, family)
+    if reason is None:
+        return _counted(True)
+    if which == "compiled":
+        raise CompiledKernelError(f"no compiled kernel ran ({MODE_ENV}=compiled): {reason}")
+    return _counted(False)
+
+
+def _counted(compiled: bool) -> bool:
+    with _lock:
+        _STATS["compiled" if compiled else "reference"] += 1
+    return compiled
+
+
+def _compute(backend, entry, args, family) -> str | None:
+    """Runs the kernel; None when it ran, else why it could not."""
+    op = op_meta(entry.meta)
+    if entry.package is None:
+        return "the op belongs to no package"
+    reference = entry.reference()
+    if not isinstance(reference, Reference):
+        return "the op's reference is a hand-written function"
+    lib = library(entry.package, backend.libraries["nnopbase"])
+    if lib.error is not None:
+        return lib.error
+    if op.symbol in lib.fallbacks:
+        return lib.fallbacks[op.symbol]
+    by_name = {a.name: a for a in args}
+    tensor_params = [p for p in op.params if p.role in ("input", "output")]
+    if any(p.name not in by_name for p in tensor_params):
+        return "a tensor parameter is missing from the executor"
+    tensors = [by_name[p.name] for p in tensor_params]
+    storage = tensors[0].dtype
+    if not isinstance(storage, np.dtype) or storage.kind != "f" and dtype_name_of(storage) != "bfloat16":
+        return f"tensor {tensors[0].name} is {storage}: compiled kernels take float data"
+    problem = _why_not(tensors, storage)
+    if problem is not None:
+        return problem
+    outputs = {p.name for p in tensor_params if p.role == "output"}
+    problem = _overlap(tensors, outputs)
+    if problem is not None:
+        return problem
+    values = {a.name: (None if a.is_null else a.value) for a in args if not a.is_tensor}
+    try:
+        compute, scalars = _kernel_inputs(reference, values, storage, family)
+    except (TypeError, ValueError) as exc:
+        return f"its scalars: {exc}"
+    fn = lib.kernels.get((op.symbol, dtype_name_of(storage), dtype_name_of(compute)))
+    if fn is None:
+        return f"no compiled kernel for {dtype_name_of(storage)} data computed in {compute}"
+    ffi = _cffi()
+    doubles, ints, strings, keep = [], [], [], []
+    for p in op.params:
+        if p.role in ("scalar", "optional_scalar"):
+            doubles.append(float(scalars[p.py]))
+        elif p.role == "attribute":
+            value = values.get(p.name)
+            if p.attr_type == "double":
+                if not isinstance(value, (int, float)):
+                    return f"attribute {p.name} is {value!r}"
+                doubles.append(float(value))
+            elif p.attr_type in ("bool", "int64_t"):
+                if not isinstance(value, (bool, int)):
+                    return f"attribute {p.name} is {value!r}"
+                ints.append(int(value))
+            elif p.attr_type == "char*":
+                if not isinstance(value, str):
+                    return f"attribute {p.name} is {value!r}"
+                text = ffi.new("char[]", value.encode("utf-8"))
+                keep.append(text)
+                strings.append(text)
+    pointers = ffi.new("void *[]", [ffi.cast("void *", a.data + a.offset * storage.itemsize) for a in tensors])
+    c_doubles = ffi.new("double[]", doubles or [0.0])
+    c_ints = ffi.new("int64_t[]", ints or [0])
+    c_strings = ffi.new("const char *[]", strings or [ffi.NULL])
+    n = math.prod(tensors[0].shape)
+    pieces = _pieces(n)
+    if len(pieces) == 1:
+        fn(pointers, 0, n, c_doubles, c_ints, c_strings)
+    else:
+        done = [_pool(len(pieces)).submit(fn, pointers, s, c, c_doubles, c_ints, c_strings) for s, c in pieces]
+        for future in done:
+            future.result()
+    return None
+
+
+_INPUTS_CACHE_SIZE = 256  # scalar settings remembered per process (a call's cost is mostly Python)
+_inputs_cache: dict = {}
+
+
+def _kernel_inputs(reference, values: Mapping, storage: np.dtype, family):
+    """reference.kernel_inputs, remembered per (reference, storage, family, scalar values)."""
+    try:
+        key = (id(reference), storage, family, tuple(sorted((k, type(v), v) for k, v in values.items())))
+        hash(key)
+    except TypeError:
+        return reference.kernel_inputs(values, storage, family)
+    found = _inputs_cache.get(key)
+    if found is None or found[0] is not reference:
+        if len(_inputs_cache) >= _INPUTS_CACHE_SIZE:
+            _inputs_cache.clear()
+        found = _inputs_cache[key] = (reference, reference.kernel_inputs(values, storage, family))
+    return found[1]
+
+
+def _pieces(n: int) -> list[tuple[int, int]]:
+    """(start, count) per thread: one piece below MIN_PARALLEL elements."""
+    threads = _threads() if n >= MIN_PARALLEL else 1
+    if threads <= 1:
+        return [(0, n)]
+    step = -(-n // threads)
+    step = -(-step // _PIECE_ALIGN) * _PIECE_ALIGN
+    return [(s, min(step, n - s)) for s in range(0, n, step)]
+
+
+def fallbacks(package: str, core: str) -> dict[str, str]:
+    """Op symbol -> why it has no compiled kernel, for `package`; every op when the library cannot
+    be built ("*" -> the reason)."""
+    lib = library(package, core)
+    return {"*": lib.error} if lib.error is not None else dict(lib.fallbacks)
+
+
+def status(package: str, core: str) -> Mapping[str, Any]:
+    """For `aclnngen info`: the mode, how many kernels, and the ops that fall back with why."""
+    lib = library(package, core)
+    return {
+        "setting": MODE_ENV,
+        "mode": mode(),
+        "error": lib.error,
+        "ops": sorted({symbol for symbol, _, _ in lib.kernels}),
+        "fallbacks": dict(lib.fallbacks),
+    }

@@ -1,0 +1,235 @@
+"""The simulator's compiled kernels (runtime/sim/compiled.py over codegen/formula_c.py): a second
+rendering of each formula, checked against the NumPy reference on random and special values; ops
+the C path cannot express fall back and are listed; a wrong C rendering makes the simulated
+binding test fail, so the two renderings really check each other."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from aclnngen.codegen import formula_c
+from aclnngen.codegen.generate import render_sim_kernels
+from aclnngen.core.meta import op_meta
+from aclnngen.core.rules import supported_dtypes, supported_families
+from aclnngen.generated import ops as generated_ops
+from aclnngen.runtime import session
+from aclnngen.runtime.errors import AclnnError
+from aclnngen.runtime.sim import compiled
+from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
+from aclnngen.verify import cases, opcheck
+
+from packages import generated_package
+from repo_paths import CUSTOM_SPECS
+
+STORAGES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32, "float64": np.float64}
+N = 3000  # elements: over the lowered MIN_PARALLEL below, so the pieces run on threads
+
+
+def _snakes() -> list[str]:
+    import pkgutil
+
+    return sorted(m.name for m in pkgutil.iter_modules(generated_ops.__path__))
+
+
+def _op(snake: str) -> opcheck.OpUnderTest:
+    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
+    reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
+    return opcheck.OpUnderTest(meta, reference=reference, binding=binding, version=op_meta(meta).cann_version)
+
+
+def _fallbacks() -> dict[str, str]:
+    return compiled.fallbacks(BUILTIN_PACKAGE, session.backend().libraries["nnopbase"])
+
+
+def _data(dtype, seed: int, specials: bool) -> np.ndarray:
+    """Random values around the formulas' interesting range, then (`specials`) NaN, ±inf, ±0,
+    subnormals of the storage dtype and its extremes."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, 3.0, N)
+    info = ml_dtypes.finfo(dtype)
+    special = [-0.0, 0.0, float(info.smallest_subnormal), -float(info.smallest_subnormal), float(info.tiny)]
+    if specials:
+        special += [np.nan, np.inf, -np.inf, float(info.max), -float(info.max), 20.0, -20.0, 1e-3]
+    x[: len(special)] = special
+    return rng.permutation(x).astype(dtype)
+
+
+def _values(op: opcheck.OpUnderTest, storage: str, seed: int) -> dict:
+    """Scalars and attributes as the generated tests make them; every input tensor of `storage`,
+    the first (the gradient, whose max scales the policy's atol) finite, the others with specials."""
+    family = supported_families(op.meta, op.version)[0]
+    first = op.of_roles("input")[0].name
+    made = cases.make_values(
+        op.meta, "contiguous", supported_dtypes(op.meta, first, family, op.version)[0], version=op.version
+    )
+    values = dict(made)
+    for i, p in enumerate(op.of_roles("input")):
+        values[p.name] = _data(STORAGES[storage], seed + i, specials=i > 0)
+    for p in op.of_roles("output"):
+        values.pop(p.name, None)
+    return values
+
+
+@pytest.fixture
+def lenient_compiled(monkeypatch):
+    """Compiled kernels forced (a launch that cannot run one fails), every dtype let through (the
+    lenient profile, validate=False), and pieces on threads from a few hundred elements."""
+    monkeypatch.setenv(compiled.MODE_ENV, "compiled")
+    monkeypatch.setattr(compiled, "MIN_PARALLEL", 256)
+    with session.simulated(profile="lenient"):
+        yield
+
+
+@pytest.mark.parametrize("storage", list(STORAGES))
+@pytest.mark.parametrize("snake", _snakes())
+def test_compiled_kernel_matches_the_reference(snake, storage, lenient_compiled):
+    op = _op(snake)
+    values = _values(op, storage, seed=len(snake))
+    positional, keywords, _ = op.split(values)
+    symbol = op_meta(op.meta).symbol
+    falls = _fallbacks()
+    if symbol in falls:  # no kernel: listed with its reason, and a forced compiled launch fails
+        assert "compiled path does not render" in falls[symbol]
+        with pytest.raises(AclnnError, match="no compiled kernel ran"):
+            op.binding(*positional, **keywords, validate=False)
+        return
+    before = compiled.stats()["compiled"]
+    result = op.binding(*positional, **keywords, validate=False)
+    assert compiled.stats()["compiled"] == before + 1
+    got = result if isinstance(result, tuple) else (result,)
+    want = op.run_reference(values)
+    for p, g, w in zip(op.of_roles("output"), got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        opcheck.renderings_agree(op, values, p.py, g, w)
+
+
+def test_the_compiled_path_leaves_what_it_cannot_take_to_the_reference(monkeypatch):
+    """auto: a broadcast, a strided view or mixed dtypes run the reference (same verdict)."""
+    monkeypatch.setenv(compiled.MODE_ENV, "auto")
+    from aclnngen.generated.ops.hardtanh_backward import hardtanh_backward
+    from aclnngen.generated.reference.hardtanh_backward import reference
+
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
+    g = np.arange(24, dtype=np.float32).reshape(4, 6)
+    before = compiled.stats()
+    assert np.array_equal(hardtanh_backward(g, x, -1.0, 1.0), reference(g, x, min=-1.0, max=1.0))
+    middle = compiled.stats()
+    assert middle["compiled"] == before["compiled"] + 1
+    strided = x[:, ::2]
+    got = hardtanh_backward(g[:, ::2], strided, -1.0, 1.0, validate=False)
+    assert np.array_equal(got, reference(g[:, ::2], strided, min=-1.0, max=1.0))
+    assert compiled.stats()["reference"] >= middle["reference"]
+    monkeypatch.setenv(compiled.MODE_ENV, "reference")
+    before = compiled.stats()
+    hardtanh_backward(g, x, -1.0, 1.0)
+    assert compiled.stats()["compiled"] == before["compiled"]
+
+
+def test_a_bad_mode_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv(compiled.MODE_ENV, "fast")
+    with pytest.raises(ValueError, match="ACLNNGEN_SIM_KERNELS='fast' is not one of auto, compiled, reference"):
+        compiled.mode()
+
+
+def test_info_lists_the_ops_that_fall_back_with_why():
+    out = subprocess.run(
+        [sys.executable, "-m", "aclnngen.codegen.cli", "info", "--json"], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    for symbol, reason in _fallbacks().items():
+        assert f"{symbol}: {reason}" in info["reference_kernels"]
+        assert symbol not in info["compiled_kernels"]
+    assert "aclnnGeluBackward" in info["compiled_kernels"]
+
+
+def test_a_made_up_op_the_c_path_cannot_express_falls_back(tmp_path, monkeypatch):
+    """A stand-alone package's own kernels: its reduction op (sum_keepdim) is listed with the
+    reason and runs the reference; its elementwise op runs compiled."""
+    with generated_package(tmp_path, CUSTOM_SPECS, "compiledpkg"):
+        lognorm = importlib.import_module("compiledpkg.ops.log_normalise_backward").log_normalise_backward
+        sloped = importlib.import_module("compiledpkg.ops.sloped_step_backward").sloped_step_backward
+        session.reset()  # the simulator builds the package's entry points in
+        monkeypatch.setenv(compiled.MODE_ENV, "auto")
+        x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+        before = compiled.stats()
+        lognorm(x, x, 1)
+        assert compiled.stats()["reference"] == before["reference"] + 1
+        sloped(x, x, 0.5)
+        assert compiled.stats()["compiled"] == before["compiled"] + 1
+        status = compiled.status("compiledpkg", session.backend().libraries["nnopbase"])
+        assert status["error"] is None
+        assert "sum_keepdim" in status["fallbacks"]["aclnnLogNormaliseBackward"]
+        assert "aclnnSlopedStepBackward" in status["ops"]
+
+
+def test_a_wrong_c_rendering_fails_the_simulated_binding_test(tmp_path, monkeypatch):
+    """Mutation: exp rendered as expm1 in C only. The generated test's binding check (compiled
+    kernel against the NumPy reference) must fail for an op whose formula calls exp."""
+    monkeypatch.setitem(formula_c._LIBM, "exp", ("expm1f", "expm1"))
+    wrong = tmp_path / "sim_kernels.c"
+    wrong.write_text(render_sim_kernels(), encoding="utf-8")
+    monkeypatch.setenv(compiled.MODE_ENV, "compiled")
+    op = _op("gelu_backward")
+    family = supported_families(op.meta, op.version)[0]
+    compiled.use_source(BUILTIN_PACKAGE, wrong)
+    try:
+        with pytest.raises(AssertionError, match="grad_input"):
+            opcheck.check_binding(op, family, "float32", "contiguous")
+    finally:
+        compiled.use_source(BUILTIN_PACKAGE, None)
+    opcheck.check_binding(op, family, "float32", "contiguous")  # the true rendering passes
+
+
+def test_the_c_rendering_prints_literals_exactly_and_names_what_it_cannot_render():
+    from aclnngen.codegen.formula import parse_program
+
+    names = {"x": "input", "g": "input", "out": "output", "k": "attribute"}
+    prog = parse_program({"out": "g * 0.1 + x ** 2"}, names, loc=("formula",))
+    params = [
+        formula_c.KernelParam("x", "x", "input", ""),
+        formula_c.KernelParam("g", "g", "input", ""),
+        formula_c.KernelParam("k", "k", "attribute", "aclIntArray*"),
+        formula_c.KernelParam("out", "out", "output", ""),
+    ]
+    kernel = formula_c.kernel_for("aclnnX", "x", prog, params)
+    (variant,) = [v for v in kernel.variants if v.storage == "float32" and v.compute == "float32"]
+    assert (0.1).hex() in variant.stores[0] and "(in_x * in_x)" in variant.stores[0]
+    summed = parse_program({"out": "sum(g, (0,))"}, names, loc=("formula",))
+    assert "sum()" in formula_c.kernel_for("aclnnX", "x", summed, params).reason
+    attr = parse_program({"out": "g * k"}, names, loc=("formula",))
+    assert "aclIntArray*" in formula_c.kernel_for("aclnnX", "x", attr, params).reason
+
+
+def test_kernels_that_cannot_be_built_leave_every_op_on_the_reference(monkeypatch):
+    """A compiler that fails on sim_kernels.c: the simulator still works (the reference computes)
+    and the status says why, for `aclnngen info`."""
+    from aclnngen.generated.ops.gelu_backward import gelu_backward
+    from aclnngen.generated.reference.gelu_backward import reference
+    from aclnngen.runtime.sim.build import SimulatorBuildError
+
+    def failing(*args, **kwargs):
+        raise SimulatorBuildError("cc: error: made up for the test")
+
+    monkeypatch.setattr(compiled, "build_simulator", failing)
+    monkeypatch.setenv(compiled.MODE_ENV, "auto")
+    compiled.use_source(BUILTIN_PACKAGE, None)  # forget the loaded library: the next call builds
+    try:
+        x = np.linspace(-3, 3, 12, dtype=np.float32)
+        before = compiled.stats()
+        assert opcheck.same_bits(gelu_backward(np.ones_like(x), x), reference(np.ones_like(x), x))
+        assert compiled.stats()["reference"] == before["reference"] + 1
+        status = session.backend().compiled_kernels()
+        assert "made up for the test" in status["error"] and status["ops"] == []
+    finally:
+        monkeypatch.undo()
+        compiled.use_source(BUILTIN_PACKAGE, None)
+    assert session.backend().compiled_kernels()["error"] is None
