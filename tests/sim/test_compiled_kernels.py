@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import catalog
 import ml_dtypes
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
 from aclnngen.verify import cases, opcheck
 
 from packages import generated_package
-from repo_paths import CUSTOM_SPECS
+from repo_paths import CUSTOM_SPECS, REPO
 
 STORAGES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32, "float64": np.float64}
 N = 3000  # elements: over the lowered MIN_PARALLEL below, so the pieces run on threads
@@ -111,25 +112,42 @@ def test_compiled_kernel_matches_the_reference(snake, storage, lenient_compiled)
         opcheck.renderings_agree(op, values, p.py, g, w)
 
 
+def _compiled_selection_op() -> str:
+    """A catalog op the compiled path takes whose outputs are selections (exact on both paths)."""
+    fallbacks = _fallbacks()
+    return catalog.an_op(
+        "a compiled op whose outputs are all selections",
+        lambda m: m["symbol"] not in fallbacks and set(m["formula"]["outputs"].values()) == {"selection"},
+    )
+
+
 def test_the_compiled_path_leaves_what_it_cannot_take_to_the_reference(monkeypatch):
     """auto: a broadcast, a strided view or mixed dtypes run the reference (same verdict)."""
     monkeypatch.setenv(compiled.MODE_ENV, "auto")
-    from aclnngen.generated.ops.hardtanh_backward import hardtanh_backward
-    from aclnngen.generated.reference.hardtanh_backward import reference
+    op = _op(_compiled_selection_op())
+    go, x_name = (p.name for p in op.of_roles("input")[:2])
+    values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
+
+    def call(grad, x, **options):
+        positional, keywords, _ = op.split({**values, go: grad, x_name: x})
+        return op.binding(*positional, **keywords, **options)
+
+    def reference(grad, x):
+        return op.run_reference({**values, go: grad, x_name: x})[0]
 
     x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
     g = np.arange(24, dtype=np.float32).reshape(4, 6)
     before = compiled.stats()
-    assert np.array_equal(hardtanh_backward(g, x, -1.0, 1.0), reference(g, x, min=-1.0, max=1.0))
+    assert np.array_equal(call(g, x), reference(g, x))
     middle = compiled.stats()
     assert middle["compiled"] == before["compiled"] + 1
     strided = x[:, ::2]
-    got = hardtanh_backward(g[:, ::2], strided, -1.0, 1.0, validate=False)
-    assert np.array_equal(got, reference(g[:, ::2], strided, min=-1.0, max=1.0))
+    got = call(g[:, ::2], strided, validate=False)
+    assert np.array_equal(got, reference(g[:, ::2], strided))
     assert compiled.stats()["reference"] >= middle["reference"]
     monkeypatch.setenv(compiled.MODE_ENV, "reference")
     before = compiled.stats()
-    hardtanh_backward(g, x, -1.0, 1.0)
+    call(g, x)
     assert compiled.stats()["compiled"] == before["compiled"]
 
 
@@ -148,7 +166,7 @@ def test_info_lists_the_ops_that_fall_back_with_why():
     for symbol, reason in _fallbacks().items():
         assert f"{symbol}: {reason}" in info["reference_kernels"]
         assert symbol not in info["compiled_kernels"]
-    assert "aclnnGeluBackward" in info["compiled_kernels"]
+    assert catalog.meta(_compiled_selection_op())["symbol"] in info["compiled_kernels"]
 
 
 def test_a_made_up_op_the_c_path_cannot_express_falls_back(tmp_path, monkeypatch):
@@ -178,15 +196,22 @@ def test_a_wrong_c_rendering_fails_the_simulated_binding_test(tmp_path, monkeypa
     wrong = tmp_path / "sim_kernels.c"
     wrong.write_text(render_sim_kernels(), encoding="utf-8")
     monkeypatch.setenv(compiled.MODE_ENV, "compiled")
-    op = _op("gelu_backward")
-    family = supported_families(op.meta, op.version)[0]
+    calls_exp = [s for s in catalog.OPS if "exp(" in (REPO / "specs" / "ops" / f"{s}.yaml").read_text(encoding="utf-8")]
+    ops = [_op(s) for s in calls_exp if catalog.meta(s)["symbol"] not in _fallbacks()]
+    assert ops, "no compiled op calls exp(): pick another function to mutate"
     compiled.use_source(BUILTIN_PACKAGE, wrong)
+    caught = []
     try:
-        with pytest.raises(AssertionError, match="grad_input"):
-            opcheck.check_binding(op, family, "float32", "contiguous")
+        for op in ops:  # an exp under a `where` the data never takes can pass; the others must not
+            try:
+                opcheck.check_binding(op, supported_families(op.meta, op.version)[0], "float32", "contiguous")
+            except AssertionError as exc:
+                caught.append((op.name, str(exc)))
     finally:
         compiled.use_source(BUILTIN_PACKAGE, None)
-    opcheck.check_binding(op, family, "float32", "contiguous")  # the true rendering passes
+    assert caught and all("differs" in text or "outside" in text for _, text in caught), caught
+    for op in ops:  # the true rendering passes
+        opcheck.check_binding(op, supported_families(op.meta, op.version)[0], "float32", "contiguous")
 
 
 def test_the_c_rendering_prints_literals_exactly_and_names_what_it_cannot_render():
@@ -212,9 +237,9 @@ def test_the_c_rendering_prints_literals_exactly_and_names_what_it_cannot_render
 def test_kernels_that_cannot_be_built_leave_every_op_on_the_reference(monkeypatch):
     """A compiler that fails on sim_kernels.c: the simulator still works (the reference computes)
     and the status says why, for `aclnngen info`."""
-    from aclnngen.generated.ops.gelu_backward import gelu_backward
-    from aclnngen.generated.reference.gelu_backward import reference
     from aclnngen.runtime.sim.build import SimulatorBuildError
+
+    binding, reference = catalog.binding(catalog.PLAIN), _op(catalog.PLAIN).reference.reference
 
     def failing(*args, **kwargs):
         raise SimulatorBuildError("cc: error: made up for the test")
@@ -225,7 +250,7 @@ def test_kernels_that_cannot_be_built_leave_every_op_on_the_reference(monkeypatc
     try:
         x = np.linspace(-3, 3, 12, dtype=np.float32)
         before = compiled.stats()
-        assert opcheck.same_bits(gelu_backward(np.ones_like(x), x), reference(np.ones_like(x), x))
+        assert opcheck.same_bits(binding(np.ones_like(x), x), reference(np.ones_like(x), x))
         assert compiled.stats()["reference"] == before["reference"] + 1
         status = session.backend().compiled_kernels()
         assert "made up for the test" in status["error"] and status["ops"] == []
