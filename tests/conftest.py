@@ -4,8 +4,10 @@ such as tests/fakecann.py import by name."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 from hypothesis import settings
@@ -15,6 +17,31 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI", "").lower() == "true":
     settings.load_profile("ci")
+
+
+# The suite starts some two hundred interpreters (the command line, nested suites, packages). With
+# bytecode writing off (PYTHONDONTWRITEBYTECODE, as CI images set it) each would compile aclnngen
+# and its dependencies from source again, ~0.15 s apiece. They share one bytecode cache instead, in
+# a folder of this run that is removed at its end (PYTHONPYCACHEPREFIX): nothing is written beside
+# the sources, which is what turning bytecode off is for. The controller sets it up before xdist
+# starts its workers, so they and every process they start inherit it.
+_BYTECODE_FOLDER: list[str] = []  # the controller's, to remove at the end
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return  # a worker (the controller did it), or the user chose a bytecode folder already
+    folder = tempfile.mkdtemp(prefix="aclnngen-test-bytecode-")
+    _BYTECODE_FOLDER.append(folder)
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def pytest_unconfigure(config):
+    while _BYTECODE_FOLDER:
+        folder = _BYTECODE_FOLDER.pop()
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
