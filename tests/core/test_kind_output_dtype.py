@@ -204,8 +204,13 @@ def _param(name, role, dtypes):
             },
         ),
         (["bool"], {"kind": "output_dtype", "output": "out", "dtype": "bool"}),
+        (["int32", "int64"], {"kind": "output_dtype", "output": "out", "dtype": "int64"}),  # indices
+        (
+            ["bool", "uint8"],  # a logical op
+            {"kind": "output_dtype", "output": "out", "input": "self", "map": [["int8", "bool"], ["float16", "bool"]]},
+        ),
         (["int8", "bool", "float16"], None),  # the output takes every dtype of its input
-        (["int8", "bool"], None),  # floats dropped for no float: no telling
+        (["int8", "int16"], None),  # floats and bool dropped for integers: no telling
     ],
 )
 def test_the_importer_drafts_the_rule_from_the_dtype_lists(out_dtypes, rule):

@@ -133,8 +133,9 @@ class OutputDType(RuleKind):
 
     def drafts(self, params: list[Mapping[str, Any]], related: Mapping[str, set[str]]) -> list[dict[str, Any]]:
         """The importer's hint: for each output whose dtype list leaves out dtypes its first input
-        takes, a rule giving it the one dtype it lists, or (integers and bool written as floats)
-        float32, where every family that lists both says the same."""
+        takes, a rule giving it the one dtype it lists (int64 for an integer-only list beside a
+        float input: indices), or mapping the left-out dtypes (`_target`), where every family
+        that lists both says the same."""
         inputs = [p for p in params if p.get("role") == "input" and _lists(p)]
         if not inputs:
             return []
@@ -164,6 +165,20 @@ def _lists(param: Mapping[str, Any]) -> dict[str | None, list[str]]:
     return found
 
 
+def _target(own: list[str], missing: list[str]) -> tuple[str, list[str]]:
+    """The dtype an output of list `own` takes for the input dtypes it leaves out, and which of
+    those it is said for: integers and bool written as float32 (or the first float listed) by a
+    math op; anything written as bool by a logical one (a list of bool and uint8)."""
+    floats = [d for d in own if category(d) == "float"]
+    if floats:
+        return ("float32" if "float32" in floats else floats[0]), [
+            d for d in missing if category(d) in ("integer", "bool")
+        ]
+    if "bool" in own and all(category(d) in ("bool", "integer") for d in own):
+        return "bool", list(missing)
+    return "", []
+
+
 def _drafted(source: Mapping[str, Any], out: Mapping[str, Any]) -> dict[str, Any] | None:
     ins, outs = _lists(source), _lists(out)
     shared = None in ins and None in outs  # one list each for every family
@@ -176,16 +191,18 @@ def _drafted(source: Mapping[str, Any], out: Mapping[str, Any]) -> dict[str, Any
     families: list[str | None] = []  # those whose output list leaves out some input dtypes
     for family, own in outs.items():
         missing = [d for d in ins.get(family, ()) if d not in own]
-        if len(own) == 1 and missing:
-            fixed.add(own[0])
+        if not missing:
+            continue
+        kinds = {category(d) for d in own}
+        indices = [d for d in ("int64", "int32") if d in own]  # an integer-only list beside floats
+        if len(own) == 1 or (kinds == {"integer"} and indices and any(category(d) == "float" for d in missing)):
+            fixed.add(own[0] if len(own) == 1 else indices[0])
             families.append(family)
             continue
-        whole = [d for d in missing if category(d) in ("integer", "bool")]
-        floats = [d for d in own if category(d) == "float"]
-        if not whole or not floats:
-            continue  # nothing an integer-to-float map says
-        target = "float32" if "float32" in floats else floats[0]
-        for d in whole:
+        target, mapped = _target(own, missing)
+        if not mapped:
+            continue  # a float dropped for another float: no telling what the output takes
+        for d in mapped:
             if pairs.setdefault(d, target) != target:
                 return None  # the families disagree
         families.append(family)
