@@ -514,12 +514,12 @@ def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any
     return rules
 
 
-def _related(rules: list[dict[str, Any]]) -> dict[str, set[str]]:
-    """relation -> the tensors the drafted rules of that relation name."""
-    found: dict[str, set[str]] = {}
+def _related(rules: list[dict[str, Any]]) -> dict[str, list[set[str]]]:
+    """relation -> the tensors each drafted rule of that relation names."""
+    found: dict[str, list[set[str]]] = {}
     for rule in rules:
         kind = kind_of(rule)
-        found.setdefault(kind.relation, set()).update(kind.names(rule))
+        found.setdefault(kind.relation, []).append(set(kind.names(rule)))
     return found
 
 

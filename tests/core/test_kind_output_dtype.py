@@ -234,9 +234,23 @@ def test_the_importer_limits_the_rule_to_the_families_whose_lists_differ():
 
 def test_the_importer_leaves_an_output_another_dtype_rule_names_alone():
     params = [_param("self", "input", ["int8", "float32"]), _param("out", "output", ["float32"])]
-    assert KIND.drafts(params, {"dtype": {"self", "out"}}) == []
-    drafted = [{"kind": "same_dtype", "params": ["self", "out"]}]
-    assert draft._related(drafted) == {"dtype": {"self", "out"}}
+    assert KIND.drafts(params, {"dtype": [{"self", "out"}]}) == []
+    drafted = [{"kind": "same_dtype", "params": ["self", "out"]}, {"kind": "max_rank", "params": ["out"], "rank": 8}]
+    assert draft._related(drafted) == {"dtype": [{"self", "out"}], "rank": [{"out"}]}
+
+
+def test_the_importer_drafts_for_an_output_related_only_to_other_outputs():
+    params = [
+        _param("self", "input", ["float32", "int8"]),
+        _param("values", "output", ["float32", "int8"]),
+        _param("indices", "output", ["int32", "int64"]),
+        _param("counts", "output", ["int32", "int64"]),
+    ]
+    related = {"dtype": [{"self", "values"}, {"indices", "counts"}]}
+    assert KIND.drafts(params, related) == [
+        {"kind": "output_dtype", "output": "indices", "dtype": "int64"},
+        {"kind": "output_dtype", "output": "counts", "dtype": "int64"},
+    ]
 
 
 def test_the_draft_asks_every_kind_for_its_hints():

@@ -185,10 +185,10 @@ class RuleKind:
         planner expects the rule's status when it does)."""
         return False
 
-    def drafts(self, params: list[Mapping[str, Any]], related: Mapping[str, set[str]]) -> list[dict[str, Any]]:
+    def drafts(self, params: list[Mapping[str, Any]], related: Mapping[str, list[set[str]]]) -> list[dict[str, Any]]:
         """The importer's hint from a draft's parameters (name, role, dtypes as drafted): the rules
-        of this kind they imply; `related` holds, per relation (RELATIONS), the tensors the rules
-        drafted so far already relate."""
+        of this kind they imply; `related` holds, per relation (RELATIONS), the tensors each rule
+        drafted so far relates."""
         return []
 
     def provoke(self, rules: list[Mapping], param: str, shape: Shape, dtype: str) -> Provocation:

@@ -131,7 +131,7 @@ class OutputDType(RuleKind):
         # `dtype` is the one the rule gives the output: any other breaks it
         return Provocation(dtype=next(c for c in _CANDIDATES if c != dtype))
 
-    def drafts(self, params: list[Mapping[str, Any]], related: Mapping[str, set[str]]) -> list[dict[str, Any]]:
+    def drafts(self, params: list[Mapping[str, Any]], related: Mapping[str, list[set[str]]]) -> list[dict[str, Any]]:
         """The importer's hint: for each output whose dtype list leaves out dtypes its first input
         takes, a rule giving it the one dtype it lists (int64 for an integer-only list beside a
         float input: indices), or mapping the left-out dtypes (`_target`), where every family
@@ -142,8 +142,9 @@ class OutputDType(RuleKind):
         source = inputs[0]
         found = []
         for out in (p for p in params if p.get("role") == "output" and _lists(p)):
-            if out["name"] in related.get(self.relation, ()):
-                continue  # the page already says how the output's dtype relates (same_dtype, promote)
+            names = {out["name"]} | {p["name"] for p in params if p.get("role") == "input"}
+            if any(out["name"] in group and len(group & names) > 1 for group in related.get(self.relation, ())):
+                continue  # the page already relates the output's dtype to an input's (same_dtype, promote)
             rule = _drafted(source, out)
             if rule is not None:
                 found.append(rule)
