@@ -321,7 +321,9 @@ def reset() -> None:
     with the op sources registered by then."""
     global _active, _sim
     with _lock:
-        b, _active = _active, None
+        # with no active backend, a simulator `simulated()` built and left cached is reset too:
+        # else a package imported since would find it without its entry points
+        b, _active = (_active if _active is not None else _sim), None
         if b is None:
             return
         if b.kind == "sim":
