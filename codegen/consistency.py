@@ -366,6 +366,7 @@ def _rules(spec: "OpSpec", families: Iterable[str]) -> None:
         for sub, message in kind_of(rule).spec_problems(rule):
             raise FieldProblem(("rules", i) + sub, message)
         _condition(spec, rule.when, ("rules", i, "when"), None)
+        roles = {f.name: f.role for f in kind_of(rule).fields if f.role}  # the fields that demand one
         for j, family in enumerate(rule.families):
             if family not in listed:
                 raise FieldProblem(
@@ -378,6 +379,13 @@ def _rules(spec: "OpSpec", families: Iterable[str]) -> None:
                 raise FieldProblem(
                     ("rules", i) + sub,
                     f"rule {rule.kind!r} applies to tensors; {name!r} is a {spec.parameter(name).role}",
+                )
+            want = roles.get(sub[0])
+            if want is not None and spec.parameter(name).role != want:
+                raise FieldProblem(
+                    ("rules", i) + sub,
+                    f"{sub[0]!r} of a {rule.kind} rule names an {want} tensor; {name!r} is an "
+                    f"{spec.parameter(name).role}",
                 )
 
 

@@ -372,6 +372,9 @@ class RuleBase(Versioned):
     """Only while each named scalar or attribute (C name) has the given value."""
 
 
+_DTypePair = Annotated[list[DType], Field(min_length=2, max_length=2)]
+
+
 def _rule_field(f: RuleField) -> tuple[Any, Any]:
     """A kind's field declaration (aclnngen/core/kinds) as a pydantic (type, FieldInfo)."""
     if f.type == "param list":
@@ -385,9 +388,11 @@ def _rule_field(f: RuleField) -> tuple[Any, Any]:
     if f.type == "bool":
         return bool, Field(description=f.doc)
     if f.type == "dtype pair list":
-        return list[Annotated[list[DType], Field(min_length=2, max_length=2)]], Field(
-            min_length=f.min_items, description=f.doc
-        )
+        return list[_DTypePair], Field(min_length=f.min_items, description=f.doc)
+    if f.type == "optional dtype pair list":
+        return list[_DTypePair] | None, Field(default=None, min_length=f.min_items, description=f.doc)
+    if f.type == "optional dtype":
+        return DType | None, Field(default=None, description=f.doc)
     raise AssertionError(f.type)  # pragma: no cover - Field checks its type
 
 

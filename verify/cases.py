@@ -111,12 +111,12 @@ def make_values(
     op = planning.op_at(meta, version, family)
     if case not in SHAPE_CASES:
         raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
-    plan = planning.case_plan(op, case)
-    if plan is None:
-        raise ValueError(f"case {case!r} does not apply to {op_meta(meta).name} at CANN {op.version}")
     name = dtype_name_of(dtype)
     if name not in NUMPY_DTYPES:
         raise ValueError(f"dtype {name!r} is not one of {', '.join(ALL_DTYPES)}")
+    plan = planning.case_plan(op, case, name)  # an output's wrong dtype differs from the one `name` gives
+    if plan is None:
+        raise ValueError(f"case {case!r} does not apply to {op_meta(meta).name} at CANN {op.version}")
     chosen = {**planning.mixed_case_dtypes(op, plan, name, own=own_dtypes), **(dtypes or {})}
     unknown = sorted(set(chosen.values()) - set(NUMPY_DTYPES))
     if unknown:
@@ -137,6 +137,7 @@ def make_values(
     for tensor in op.outputs:
         shape, dt = inferred.get(tensor, (BASE_SHAPE, NUMPY_DTYPES[name]))
         dt = NUMPY_DTYPES[chosen[tensor]] if tensor in chosen else dt
+        dt = NUMPY_DTYPES[plan.output_dtypes[tensor]] if tensor in plan.output_dtypes else dt
         shape = plan.outputs.get(tensor, shape)
         values[tensor] = _place(np.zeros(shape, dtype=dt), plan.layout, variant, 0)
         variant += 1

@@ -34,6 +34,9 @@ the status the op's rules at `version` give them (0 = accepted):
   `promote` rule over them (the output takes the promoted dtype) and without any dtype rule,
   rejected by a `same_dtype` rule. Where the mixed input's own list lacks the second dtype, it
   takes the first of its list that differs (`OpAt.second_dtype`).
+- "output-dtype": an output of another dtype of its own list than the one inferred, for an output
+  a rule fixes the dtype of (`RuleKind.dtype_fixed`: `output_dtype`); rejected by the rules that
+  dtype breaks (`RuleKind.dtypes_break`).
 
 The rules' expectations assume each input takes the requested dtype where its own list has it and
 a dtype of its list otherwise (`OpAt.dtypes_for`, core/dtype_combinations.py); the mixed dtype
@@ -100,6 +103,7 @@ SHAPE_CASES: tuple[str, ...] = (
     "per-channel-rejected",
     "grad-shape-rejected",
     "mixed-dtype",
+    "output-dtype",
 )
 
 BASE_SHAPE = (2, 3, 4)
@@ -162,13 +166,17 @@ class OpAt:
         """The dtype input `name` takes in a "mixed-dtype" case beside others of `dtype`:
         `other_dtype(dtype)`, or, where the input's own list lacks it, the first of its list
         that differs from `dtype`."""
-        if self._lists is None:
-            self._lists = tensor_lists(self.meta, self.version, self.family)
-        own = self._lists.get(name, ())
+        own = self.own_list(name)
         other = other_dtype(dtype)
         if not own or other in own:
             return other
         return next((d for d in own if d != dtype), other)
+
+    def own_list(self, name: str) -> tuple[str, ...]:
+        """The dtypes tensor `name`'s own list has (on the family, else on any)."""
+        if self._lists is None:
+            self._lists = tensor_lists(self.meta, self.version, self.family)
+        return self._lists.get(name, ())
 
     def in_same_shape(self, name) -> bool:
         return any(name in r["params"] for _, r in self.of_kind(SAME_SHAPE))
@@ -195,6 +203,7 @@ class CasePlan:
     expected: int
     shapes: dict[str, tuple[int, ...]]  # every input
     outputs: dict[str, tuple[int, ...]] = field(default_factory=dict)  # deliberately wrong outputs
+    output_dtypes: dict[str, str] = field(default_factory=dict)  # outputs of a deliberately wrong dtype
     mixed: str | None = None  # the input that takes the second dtype
     layout: str = "contiguous"  # "contiguous" | "strided" | "offset"
 
@@ -283,6 +292,12 @@ def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
                 return None
             plan = CasePlan(0, base, outputs={rule["grad"]: (1, c)})
             targeted.append((index, op.status[index]))
+    elif case == "output-dtype":
+        built = _output_dtype(op, base, dtype)
+        if built is None:
+            return None
+        plan, broken = built
+        targeted += broken
     elif case == "mixed-dtype":
         if len(op.inputs) < 2:
             return None
@@ -299,6 +314,20 @@ def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
         raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
     plan.expected = _first(targeted + _collateral(op, plan))
     return plan
+
+
+def _output_dtype(op: OpAt, base, dtype: str) -> tuple[CasePlan, list] | None:
+    """An output a rule fixes the dtype of, given the first other dtype of its own list (so the
+    dtype table accepts it and the rule alone refuses it)."""
+    dtypes = op.dtypes_for(dtype)
+    for name, (_, dt) in _infer(op, base, dtypes, op.family).items():
+        dtypes[name] = dt
+    for _, rule in op.rules:
+        for name in kind_of(rule).dtype_fixed(rule):
+            other = next((d for d in op.own_list(name) if d != dtypes.get(name)), None)
+            if name in op.outputs and name in dtypes and other is not None:
+                return CasePlan(0, base, output_dtypes={name: other}), _dtype_breaks(op, {**dtypes, name: other}, name)
+    return None
 
 
 def _dtype_breaks(op: OpAt, dtypes: dict[str, str], mixed: str) -> list[tuple[int, int]]:
@@ -487,10 +516,21 @@ def conditional_violations(meta: Mapping, version: str | CannVersion) -> list[tu
 
 
 def dtype_cases(meta: Mapping, family: str, version: str | CannVersion) -> list[tuple[str, bool]]:
-    """(dtype name, accepted) for every dtype a spec can name, with all tensors of that dtype: accepted
-    when the op is supported on `family` at `version` and every tensor's list there has it."""
+    """(dtype name, accepted) for every dtype a spec can name, with all inputs of that dtype and
+    the outputs of the dtype the rules give them (that one, unless a rule such as output_dtype
+    says otherwise): accepted when the op is supported on `family` at `version` and every
+    tensor's list there has its dtype."""
     version = version_key(version)
-    tensors = [p.name for p in op_meta(meta).tensors]
+    typed = op_meta(meta)
     supported = family in supported_families(meta, version)
-    tables = {t: supported_dtypes(meta, t, family, version) for t in tensors}
-    return [(d, supported and all(d in tables[t] for t in tensors)) for d in ALL_DTYPES]
+    tables = {p.name: supported_dtypes(meta, p.name, family, version) for p in typed.tensors}
+    inputs = [p.name for p in typed.by_role("input")]
+    found = []
+    for d in ALL_DTYPES:
+        dtypes = dict.fromkeys(tables, d)
+        inferred = infer_output_names(
+            meta, dict.fromkeys(inputs, BASE_SHAPE), dict.fromkeys(inputs, d), version, family=family
+        )
+        dtypes.update({name: dt for name, (_, dt) in inferred.items()})
+        found.append((d, supported and all(dtypes[t] in tables[t] for t in tables)))
+    return found

@@ -9,7 +9,7 @@ import keyword
 import re
 from typing import Any, Mapping
 
-from aclnngen.core.kinds import KINDS
+from aclnngen.core.kinds import KINDS, kind_of
 from aclnngen.core.kinds.broadcast import KIND as BROADCAST
 from aclnngen.core.kinds.castable import KIND as CASTABLE
 from aclnngen.core.kinds.empty import KIND as EMPTY
@@ -512,7 +512,18 @@ def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any
     non_contiguous = [n for n in tensors if n in page and page[n].non_contiguous.strip() == "√"]
     if non_contiguous:
         rules.append({"kind": NON_CONTIGUOUS.name, "params": non_contiguous, "allowed": True})
+    for kind in KINDS:  # the kinds that read the parameters' dtype lists (output_dtype)
+        rules += kind.drafts(params, _related(rules))
     return rules
+
+
+def _related(rules: list[dict[str, Any]]) -> dict[str, list[set[str]]]:
+    """relation -> the tensors each drafted rule of that relation names."""
+    found: dict[str, list[set[str]]] = {}
+    for rule in rules:
+        kind = kind_of(rule)
+        found.setdefault(kind.relation, []).append(set(kind.names(rule)))
+    return found
 
 
 _BROADCAST = re.compile(BROADCAST.note_pattern, re.I)

@@ -16,6 +16,7 @@ from . import (
     max_rank,
     min_rank,
     non_contiguous,
+    output_dtype,
     per_channel,
     promote,
     same_dtype,
@@ -38,6 +39,7 @@ KINDS: tuple[RuleKind, ...] = (
     empty.KIND,
     non_contiguous.KIND,
     dtype_pairs.KIND,
+    output_dtype.KIND,
 )
 BY_NAME: dict[str, RuleKind] = {k.name: k for k in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(BY_NAME)

@@ -18,9 +18,20 @@ Info = Mapping[str, tuple[Shape, str, Any]]
 Contiguous = Callable[[str], bool]
 
 # The field types a kind may declare, in the project's vocabulary; codegen/model.py maps each to
-# its pydantic type.
-FIELD_TYPES = ("param list", "param", "optional param", "int", "bool", "dtype pair list")
+# its pydantic type. An "optional" type may be left out of a rule (its value is then None).
+FIELD_TYPES = (
+    "param list",
+    "param",
+    "optional param",
+    "int",
+    "bool",
+    "dtype pair list",
+    "optional dtype pair list",
+    "optional dtype",
+)
 PARAM_TYPES = ("param list", "param", "optional param")
+# The roles a param field may demand of the tensors it names (codegen/consistency.py checks them).
+FIELD_ROLES = ("input", "output")
 # What a rule relates: tensors' shapes, their dtypes, their ranks, or what layouts are accepted.
 RELATIONS = ("shape", "dtype", "rank", "layout")
 
@@ -35,10 +46,13 @@ class Field:
     doc: str  # its description in the JSON Schema
     min_items: int | None = None  # a list's least length
     minimum: int | None = None  # an int's least value
+    role: str | None = None  # a param field's: the role every tensor it names has (None: any)
 
     def __post_init__(self):
         if self.type not in FIELD_TYPES:
             raise ValueError(f"field {self.name!r}: type {self.type!r} is not one of {', '.join(FIELD_TYPES)}")
+        if self.role is not None and (self.role not in FIELD_ROLES or self.type not in PARAM_TYPES):
+            raise ValueError(f"field {self.name!r}: role {self.role!r} needs a param type and one of {FIELD_ROLES}")
 
 
 @dataclass(frozen=True)
@@ -156,15 +170,26 @@ class RuleKind:
         "shape-mismatch" case gives an output of these a wrong one)."""
         return ()
 
+    def dtype_fixed(self, rule: Mapping) -> tuple[str, ...]:
+        """The tensors whose dtype the rule fixes from the others' (the planner's "output-dtype"
+        case gives an output of these another dtype of its own list)."""
+        return ()
+
     def dtypes_break(self, rule: Mapping, dtypes: Mapping[str, str], changed: str) -> bool:
         """Whether tensors of these dtype names break the rule, `changed` being the one whose
-        dtype differs from the others' (the planner's "mixed-dtype" case)."""
+        dtype differs from the others' (the planner's "mixed-dtype" and "output-dtype" cases)."""
         return False
 
     def breaks(self, rule: Mapping, shapes: Mapping[str, Shape], layout: str) -> bool:
         """Whether a planned case with these shapes and layout breaks the rule by the way (the
         planner expects the rule's status when it does)."""
         return False
+
+    def drafts(self, params: list[Mapping[str, Any]], related: Mapping[str, list[set[str]]]) -> list[dict[str, Any]]:
+        """The importer's hint from a draft's parameters (name, role, dtypes as drafted): the rules
+        of this kind they imply; `related` holds, per relation (RELATIONS), the tensors each rule
+        drafted so far relates."""
+        return []
 
     def provoke(self, rules: list[Mapping], param: str, shape: Shape, dtype: str) -> Provocation:
         """How to break the rule on `param` (of `shape` and dtype name `dtype`), for a return-code
