@@ -141,6 +141,11 @@ def file_scope_identifiers(c_source: str) -> set[str]:
     return found
 
 
+# C templates that never write a spec's name as a bare identifier (codegen/formula_c.py prefixes each):
+# only what they declare at file scope can clash with one
+_PREFIXED_TEMPLATES = frozenset({"sim_kernels.c.j2", "sim_kernel_op.c.j2"})
+
+
 def _template_text(source: str) -> str:
     """A template's literal text, without its jinja2 expressions, statements and comments."""
     return re.sub(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", " ", source, flags=re.S)
@@ -167,7 +172,11 @@ def c_identifiers() -> frozenset[str]:
     for path in sorted(_RUNTIME_SIM.glob("*.[ch]")):
         names |= file_scope_identifiers(path.read_text(encoding="utf-8"))
     for path in sorted(_TEMPLATES.glob("*.[ch].j2")):
-        names |= set(_IDENT.findall(_C_COMMENT_OR_STRING.sub(" ", _template_text(path.read_text(encoding="utf-8")))))
+        text = _template_text(path.read_text(encoding="utf-8"))
+        if path.name in _PREFIXED_TEMPLATES:  # spec names appear there only prefixed (t_x, in_x, sc_x)
+            names |= file_scope_identifiers(text)
+        else:  # spec names are bare identifiers beside the template's own, in the same functions
+            names |= set(_IDENT.findall(_C_COMMENT_OR_STRING.sub(" ", text)))
     return frozenset(names | _abi_names())
 
 
