@@ -9,6 +9,8 @@ import argparse
 import os
 from pathlib import Path
 
+from aclnngen.files import write_atomic
+
 from ..errors import GenerateError
 from ..loader import DEFAULT_SPECS_DIR, load_products
 
@@ -30,6 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--write", type=Path, help="write the report as Markdown here (docs/catalog.md)")
     parser.add_argument("--specs-out", type=Path, help="write each valid spec to DIR/<repo>/<category>/<api>.yaml")
     parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS_DIR, help="specs directory (for products.yaml)")
+    parser.add_argument(
+        "--since",
+        metavar="OLD_TAG",
+        help="also survey OLD_TAG and report every API's changes from it to --tag (codegen/catalog_changes.py)",
+    )
+    parser.add_argument(
+        "--write-changes", type=Path, metavar="FILE", help="with --since: write the changes as Markdown here"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,10 +51,19 @@ def run(args: argparse.Namespace) -> int:
     for mirror in mirrors:
         if not mirror.is_dir():
             raise GenerateError(f"--mirror {mirror}: not a folder (a git directory of a vendor repository)")
+    if args.write_changes is not None and not args.since:
+        raise GenerateError("--write-changes needs --since OLD_TAG")
     report = catalog.survey(mirrors, args.tag, load_products(args.specs), args.specs_out, args.release)
     counts = {stage: report.count(stage) for stage in catalog.STAGES}
     if args.write is not None:
-        args.write.write_text(catalog.markdown(report), encoding="utf-8")
+        write_atomic(args.write, catalog.markdown(report), what="catalog report")
+    changes = None
+    if args.since:
+        from .. import catalog_changes
+
+        changes = catalog_changes.compare(catalog.survey(mirrors, args.since, load_products(args.specs)), report)
+        if args.write_changes is not None:
+            write_atomic(args.write_changes, catalog_changes.markdown(changes), what="catalog changes")
     if args.json:
         from .jsonout import emit
 
@@ -58,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                 **counts,
                 "headers": dict(sorted(report.headers().items())),
                 "reasons": dict(report.reasons().most_common()),
+                **({"changes": _changes_json(changes)} if changes is not None else {}),
             }
         )
         return 0
@@ -70,4 +90,28 @@ def run(args: argparse.Namespace) -> int:
     print("left out, by reason:")
     for reason, n in report.reasons().most_common():
         print(f"  {n:4d}  {reason}")
+    if changes is not None:
+        breaking = sum(1 for c in changes.changed if c.breaking)
+        print(
+            f"from {args.since} to {args.tag}: {len(changes.added)} APIs added, {len(changes.removed)} removed, "
+            f"{sum(1 for c in changes.changed if c.prototype)} prototypes changed, {breaking} APIs with a breaking "
+            f"change, {len(changes.changed) - breaking} with compatible changes only ({changes.compared} compared)"
+        )
     return 0
+
+
+def _changes_json(changes) -> dict:
+    return {
+        "since": changes.old,
+        "added": [api for _, api in changes.added],
+        "removed": [api for _, api in changes.removed],
+        "changed": [
+            {
+                "api": c.api,
+                "breaking": c.breaking,
+                "prototype": list(c.prototype) if c.prototype else None,
+                "changes": [{"kind": d.kind, "what": d.what, "message": d.message} for d in c.changes],
+            }
+            for c in changes.changed
+        ],
+    }

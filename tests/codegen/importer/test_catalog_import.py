@@ -233,3 +233,57 @@ def test_an_older_page_with_inline_prototypes_bullets_and_text_codes_is_read():
         (161002, "ACLNN_ERR_PARAM_INVALID"),
     ]
     assert "shape" in facts.return_codes[2].description and "no parameter table" not in " ".join(facts.unparsed)
+
+
+@pytest.fixture(scope="module")
+def two_release_mirror(tmp_path_factory):
+    """A made-up vendor repository at two tags: at the newer one the plain API's first tensor
+    loses bfloat16 and its prototype renames a parameter, and a second page adds an API."""
+    work = tmp_path_factory.mktemp("releases") / "ops-demo"
+    docs = work / "activation" / "demo" / "docs"
+    docs.mkdir(parents=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
+
+    (docs / "aclnnDemoBackward.md").write_text(PAGE, encoding="utf-8")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "old")
+    git("tag", "v8.5.0")
+    newer = PAGE.replace("<td>FLOAT、FLOAT16、BFLOAT16</td>", "<td>FLOAT、FLOAT16</td>", 1)
+    newer = newer.replace("const aclScalar *alpha", "const aclScalar *scale")
+    (docs / "aclnnDemoBackward.md").write_text(newer, encoding="utf-8")
+    (docs / "aclnnOtherBackward.md").write_text(PAGE.replace("DemoBackward", "OtherBackward"), encoding="utf-8")
+    git("add", "-A")
+    git("commit", "-q", "-m", "new")
+    git("tag", "v9.2.0-beta.1")
+    return work / ".git"
+
+
+def test_the_catalog_between_two_tags_names_added_apis_changed_prototypes_and_lost_dtypes(
+    two_release_mirror, tmp_path, aclnngen_cli
+):
+    from aclnngen.codegen import catalog_changes
+
+    old = catalog.survey([two_release_mirror], "v8.5.0", PRODUCTS)
+    new = catalog.survey([two_release_mirror], "v9.2.0-beta.1", PRODUCTS)
+    changes = catalog_changes.compare(old, new)
+    assert changes.added == [("ops-demo", "OtherBackward")] and changes.removed == []
+    (demo,) = changes.changed
+    assert demo.api == "DemoBackward" and demo.breaking
+    assert "alpha" in demo.prototype[0] and "scale" in demo.prototype[1]
+    assert any(c.what == "dtype" and "bfloat16 removed" in c.message for c in demo.changes), demo.changes
+    assert catalog_changes.compare(new, new).changed == []  # a release against itself changes nothing
+    out = tmp_path / "changes.md"
+    done = aclnngen_cli(
+        "catalog", "--mirror", two_release_mirror, "--tag", "v9.2.0-beta.1", "--since", "v8.5.0",
+        "--write-changes", out, "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)["changes"]
+    assert data["added"] == ["OtherBackward"] and data["changed"][0]["breaking"] is True
+    text = out.read_text(encoding="utf-8")
+    assert "## Prototypes changed" in text and "`aclnnOtherBackward`" in text and "bfloat16 removed" in text
