@@ -16,6 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ttk", required=True, metavar="DIR", type=Path, help="the folder to write the case files to")
     parser.add_argument("--ops", nargs="+", metavar="OP", help="only these ops (snake_case or aclnn name)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data the ranges are taken from (default 0)")
+    parser.add_argument(
+        "--package", help="the generated package whose ops to export (default: aclnngen's own), importable by name"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,15 +26,19 @@ def run(args: argparse.Namespace) -> int:
     from aclnngen.verify import ttk
 
     from ..errors import GenerateError
-    from .run import _ops
+    from .run import BUILT_IN, _ops, package_ops
 
     folder: Path = args.ttk
     if folder.exists() and not folder.is_dir():
         raise GenerateError(f"{folder}: not a folder")
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for snake in _ops(args.ops):
-        meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
+    package = args.package or BUILT_IN
+    chosen = (
+        _ops(args.ops) if package == BUILT_IN else [s for s in package_ops(package) if not args.ops or s in args.ops]
+    )
+    for snake in chosen:
+        meta = importlib.import_module(f"{package}.meta.{snake}").META
         rows = ttk.op_cases(meta, _newest_version(meta), seed=args.seed)
         path = ttk.write(rows, folder / f"{meta['symbol']}.csv")
         written.append({"op": meta["name"], "file": str(path), "cases": len(rows)})

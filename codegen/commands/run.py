@@ -30,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.csv",
         help="run the cases of a TTK ACLNN case file (aclnngen export --ttk writes them) instead",
     )
+    parser.add_argument(
+        "--package",
+        help="with --cases: the generated package whose ops the cases call (default: aclnngen's own)",
+    )
 
 
 def _seed(text: str) -> int:
@@ -140,17 +144,29 @@ def check_op(snake: str, family: str, version: str, backend_kind: str, *, one_dt
     return rows
 
 
-def _op_of_api(api: str) -> str | None:
-    """The snake name of the catalog op whose symbol is `api`."""
-    from aclnngen.generated import OPS
+BUILT_IN = "aclnngen.generated"
 
-    for snake in OPS:
-        if importlib.import_module(f"aclnngen.generated.meta.{snake}").META["symbol"] == api:
+
+def package_ops(package: str) -> tuple[str, ...]:
+    """The ops (snake names) of a generated package: aclnngen's own, or one `aclnngen generate
+    --out` wrote (importable by its name)."""
+    from ..errors import GenerateError
+
+    try:
+        return tuple(importlib.import_module(package).OPS)
+    except (ImportError, AttributeError) as exc:
+        raise GenerateError(f"--package {package}: not an importable generated package ({exc})") from None
+
+
+def _op_of_api(api: str, package: str = BUILT_IN) -> str | None:
+    """The snake name of the package's op whose symbol is `api`."""
+    for snake in package_ops(package):
+        if importlib.import_module(f"{package}.meta.{snake}").META["symbol"] == api:
             return snake
     return None
 
 
-def check_case(case, family: str, soc: str | None, version: str | None, *, seed: int):
+def check_case(case, family: str, soc: str | None, version: str | None, *, seed: int, package: str = BUILT_IN):
     """The row (case, op, dtype, status, max |diff|, match) of one TTK case: the call's status on
     the active backend and, where the op has a reference, its outputs against the reference
     within the case's precision pairs."""
@@ -161,15 +177,15 @@ def check_case(case, family: str, soc: str | None, version: str | None, *, seed:
     from aclnngen.verify import opcheck, ttk
 
     dtype = case.dtypes[0] if case.dtypes else "-"
-    snake = _op_of_api(case.api)
+    snake = _op_of_api(case.api, package)
     if snake is None:
-        return (case.name, case.api, dtype, "error: no op of the catalog has this API", "-", False)
+        return (case.name, case.api, dtype, f"error: no op of {package} has this API", "-", False)
     if not ttk.runs_on(case, soc):
         return (case.name, case.api, dtype, f"skipped: soc_series leaves out {soc}", "-", None)
-    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
-    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
+    meta = importlib.import_module(f"{package}.meta.{snake}").META
+    binding = getattr(importlib.import_module(f"{package}.ops.{snake}"), snake)
     try:
-        reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
+        reference = importlib.import_module(f"{package}.reference.{snake}")
     except ModuleNotFoundError:
         reference = None  # a binding-tier op: the status is the verdict
     op = opcheck.OpUnderTest(meta, reference=reference, binding=binding, version=version or _newest_version(meta))
@@ -247,13 +263,21 @@ def _run_cases(args: argparse.Namespace) -> int:
     from aclnngen.verify import ttk
 
     found = ttk.read(args.cases)
+    package = args.package or BUILT_IN
+    for snake in package_ops(package):  # its simulator entry points register on import, before the backend starts
+        importlib.import_module(f"{package}.ops.{snake}")
+    if package != BUILT_IN:
+        session.reset()  # a simulator built before the import would lack them
     backend = session.init(args.backend)
     family, version = backend.family(), backend.version()
     version = version if version is not None and is_version(version) else None
     if not args.json:
         print(f"backend {backend.kind}, SoC {backend.soc_name()}, family {family}, CANN {version or 'unknown'}")
         print(f"{args.cases}: {len(found)} cases")
-    rows = [check_case(case, family, backend.soc_name(), version, seed=args.seed + i) for i, case in enumerate(found)]
+    rows = [
+        check_case(case, family, backend.soc_name(), version, seed=args.seed + i, package=package)
+        for i, case in enumerate(found)
+    ]
     return _report(args, backend, family, version, rows, ("case", "op", "dtype", "status", "max_diff", "match"))
 
 

@@ -141,3 +141,25 @@ def test_the_soc_filter_selects_names_prefixes_and_exclusions():
     assert not ttk.runs_on(case, "Ascend910B") and not ttk.runs_on(case, None)
     excluding = ttk.TtkCase("c", "aclnnX", (), (), (), (), (), (), (), socs=("-Ascend310P1",))
     assert ttk.runs_on(excluding, "Ascend910B1") and not ttk.runs_on(excluding, "Ascend310P1")
+
+
+def test_a_binding_tier_package_exports_and_runs_its_cases_by_status(tmp_path, capsys):
+    """A catalog op (binding tier: no reference) of a generated package: its case file runs, each
+    case judged by the call's status; a case the spec refuses fails."""
+    from packages import generated_package
+    from repo_paths import DATA
+
+    with generated_package(tmp_path, DATA / "binding_specs", "ttk_band_ops"):
+        assert cli.main(["export", "--ttk", str(tmp_path / "ttk"), "--package", "ttk_band_ops"]) == 0
+        capsys.readouterr()
+        (path,) = [p for p in (tmp_path / "ttk").glob("*.csv") if ttk.read(p)]
+        cases = ttk.read(path)
+        assert all(c.tolerances is None for c in cases)  # nothing to compare: no pairs written
+        code, data = _run_cases(capsys, path, "--package", "ttk_band_ops")
+        assert code == 0 and data["matched"] == len(cases) and data["failed"] == 0, data
+        assert all(r["status"].startswith("ok (no reference") for r in data["rows"])
+        refused = ttk.TtkCase(
+            **{**cases[0].__dict__, "name": "refused", "dtypes": ("complex128",) * len(cases[0].dtypes)}
+        )
+        code, data = _run_cases(capsys, ttk.write([refused], tmp_path / "bad.csv"), "--package", "ttk_band_ops")
+        assert code == 1 and data["rows"][0]["status"].startswith("error:"), data
