@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from external import REQUIRE_ENV, required
 from repo_paths import PAGES
 from aclnngen.codegen import catalog
 from aclnngen.codegen.importer.ctypes import spec_type
@@ -111,10 +110,12 @@ def test_a_page_with_an_unknown_c_type_is_reported_not_crashed():
 def _mirrors() -> list[Path]:
     found = [Path(p) for p in os.environ.get(MIRRORS, "").split(os.pathsep) if p and Path(p).is_dir()]
     if not found:
-        message = f"no vendor mirrors: set {MIRRORS} to git directories of hicann/ops-nn and hicann/ops-math"
-        if required():
-            pytest.fail(f"{message}; {REQUIRE_ENV}=1 requires them", pytrace=False)
-        pytest.skip(message)
+        # like the other vendor-mirror tests: material CI never has, so it skips even under
+        # ACLNNGEN_REQUIRE_EXTERNAL (which covers ../shared only), naming the variable
+        pytest.skip(
+            f"no vendor mirrors: set {MIRRORS} to git directories of hicann/ops-nn and hicann/ops-math "
+            "(not available in CI)"
+        )
     return found
 
 
