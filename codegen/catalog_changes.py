@@ -12,12 +12,16 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from . import specdiff
+from . import cdecl, specdiff
 from .catalog import CatalogReport
 
 
-def _squash(text: str | None) -> str:
-    return " ".join((text or "").replace(" *", "* ").replace("*", "* ").split())
+def _canonical(text: str) -> str:
+    """A prototype as cdecl prints it (spacing and `T *x` / `T* x` alike); the text when unparsable."""
+    try:
+        return str(cdecl.parse_prototype(text))
+    except cdecl.PrototypeError:
+        return " ".join(text.split())
 
 
 @dataclass
@@ -54,7 +58,7 @@ def compare(old: CatalogReport, new: CatalogReport) -> CatalogChanges:
     for api in sorted(set(before) & set(after)):
         a, b = before[api], after[api]
         change = ApiChange(api, b.repo)
-        if a.prototype and b.prototype and _squash(a.prototype) != _squash(b.prototype):
+        if a.prototype and b.prototype and _canonical(a.prototype) != _canonical(b.prototype):
             change.prototype = (a.prototype, b.prototype)
         if a.spec_text and b.spec_text:
             out.compared += 1
