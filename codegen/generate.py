@@ -16,12 +16,13 @@ import difflib
 import functools
 import json
 import posixpath
+from functools import lru_cache
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import abi as abi_model
-from . import names, render
+from . import ffi_modules, names, render
 from .errors import GenerateError
 from .gencache import OpCache, record_class
 from .loader import REPO_ROOT, LoadedSpec, load_all, load_products
@@ -89,7 +90,7 @@ def package_layout(out: Path) -> Layout:
 
 # Folders the generator owns entirely: a file there that no spec produces is an orphan.
 def owned_dirs(layout: Layout) -> list[str]:
-    dirs = [f"{layout.package_dir}/{k}" for k in ("meta", "ops", "reference", "c")]
+    dirs = [f"{layout.package_dir}/{k}" for k in ("meta", "ops", "reference", "ffi", "c")]
     dirs += [layout.tests_dir, layout.docs_dir, layout.package_dir]
     if layout.schema_dir:
         dirs.append(layout.schema_dir)
@@ -438,9 +439,38 @@ def _render_op_outputs(p: Plan, path: Path, view: OpView) -> None:
             **common,
         ),
     )
+    _add_ffi_module(p, layout, source, view)
     if spec.computes:  # a binding-tier op has no numerics, so no reference module
         _add_reference(p, layout, source, view, common)
     _add_tests_and_page(p, layout, source, view, common)
+
+
+def _add_ffi_module(p: Plan, layout: Layout, source: str, view: OpView) -> None:
+    op, cdef = view.spec.snake_name, view.meta["cdef"]
+    module = ffi_modules.module_name(layout.package, op)
+    p.add(
+        layout.module("ffi", op),
+        _render_ffi_module(
+            source,
+            f"The C prototypes of {view.spec.name}, on top of the runtime's declarations.",
+            cdef,
+            ffi_modules.emit(cdef, module, _runtime_header(p.specs_dir)),
+        ),
+    )
+
+
+def _render_ffi_module(source: str, doc: str, cdef: str, emitted: str) -> str:
+    header = _header("cffi declarations", source, "ffi_module.py.j2")
+    return render.render("ffi_module.py.j2", header=header, doc=doc, cdef=cdef, emitted=emitted)
+
+
+@lru_cache(maxsize=4)
+def _runtime_header(specs_dir: Path) -> str:
+    """generated/c/acl_runtime.h's text for the ABI table of `specs_dir`."""
+    abi = abi_model.load_abi(table_path(specs_dir, "abi.yaml"))
+    return render.render(
+        "acl_runtime.h.j2", header=_header("C declarations", "specs/abi.yaml", "acl_runtime.h.j2"), abi=abi
+    )
 
 
 def _add_reference(p: Plan, layout: Layout, source: str, view: OpView, common: dict) -> None:
@@ -495,7 +525,7 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
     )
     # binding-tier ops have no reference module (aclnngen/core/tiers.py)
     computing = [op for op, r in zip(ops, records) if r.get("computes", True)]
-    for kind in ("meta", "ops", "reference"):
+    for kind in ("meta", "ops", "reference", "ffi"):
         listed = computing if kind == "reference" else ops
         p.add(
             f"{layout.package_dir}/{kind}/__init__.py",
@@ -659,13 +689,40 @@ def _sim_op(view: OpView) -> dict:
     }
 
 
+def _add_shared_ffi_modules(p: Plan, runtime_h: str) -> None:
+    """generated/ffi/_*.py: the runtime's, the simulator controls' and the kernel table's
+    declarations (codegen/ffi_modules.py)."""
+    controls_h = ffi_modules.sim_controls_header()
+    shared = (
+        ("_acl_runtime", "specs/abi.yaml", "The CANN runtime and tensor API (c/acl_runtime.h).", runtime_h, None),
+        (
+            "_sim_controls",
+            "runtime/sim/aclsim_controls.h",
+            "The simulator's own controls (runtime/sim/aclsim_controls.h).",
+            controls_h,
+            runtime_h,
+        ),
+        (
+            "_sim_kernels",
+            "codegen/ffi_modules.py",
+            "The table of the simulator's compiled kernels (c/sim_kernels.c).",
+            ffi_modules.KERNEL_TABLE_CDEF,
+            None,
+        ),
+    )
+    for stem, source, doc, cdef, include in shared:
+        module = f"aclnngen.generated.ffi.{stem}"  # ffi_modules.*_MODULE
+        p.add(
+            f"generated/ffi/{stem}.py", _render_ffi_module(source, doc, cdef, ffi_modules.emit(cdef, module, include))
+        )
+
+
 def _render_shared(p: Plan, records: list[dict], products: ProductTable) -> None:
     abi = abi_model.load_abi(table_path(p.specs_dir, "abi.yaml"))
     source = "specs/abi.yaml"
-    p.add(
-        "generated/c/acl_runtime.h",
-        render.render("acl_runtime.h.j2", header=_header("C declarations", source, "acl_runtime.h.j2"), abi=abi),
-    )
+    runtime_h = _runtime_header(p.specs_dir)
+    p.add("generated/c/acl_runtime.h", runtime_h)
+    _add_shared_ffi_modules(p, runtime_h)
     p.add(
         "generated/c/acl_status.h",
         render.render("acl_status.h.j2", header=_header("status codes", source, "acl_status.h.j2"), abi=abi),

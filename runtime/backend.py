@@ -93,6 +93,8 @@ class RuntimeApi:
     releases only) is None."""
 
     def __init__(self, libs: Mapping[str, Any], paths: Mapping[str, str]):
+        # An out-of-line FFI's library is closed when its object goes: keep them with their functions.
+        self._handles = dict(libs)
         missing = []
         self.optional_missing: list[str] = []
         for name, (key, optional) in abi.FUNCTIONS.items():
@@ -292,7 +294,7 @@ class Backend:
             found = self._ops.get(key)
             if found is not None:
                 return found
-            op_ffi = ffimod.op_ffi(meta)
+            op_ffi = ffimod.op_ffi(meta, package)
             symbol = op.symbol
             gws_name, launch_name = symbol + "GetWorkspaceSize", symbol
             searched = []

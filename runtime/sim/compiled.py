@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import cffi
 import numpy as np
 
 from aclnngen.core.meta import op_meta
 from aclnngen.evaluate import chunking
 from aclnngen.evaluate.reference import Reference
+from aclnngen.generated.ffi import _sim_kernels
 from aclnngen.runtime.shapes import dtype_name_of
 
 from .build import SimulatorBuildError, build_simulator
@@ -52,16 +52,7 @@ KERNELS_LIB_NAME = "libaclsim_kernels.so"
 MIN_PARALLEL = 1 << 17  # elements from which a call is split across threads
 _PIECE_ALIGN = 64  # elements: pieces start on cache-line multiples
 
-_CDEF = """
-typedef void (*aclk_fn)(void *const *tensors, int64_t start, int64_t count, const double *doubles,
-                        const int64_t *ints, const char *const *strings);
-struct aclk_entry { const char *symbol; const char *storage; const char *compute; aclk_fn fn; };
-struct aclk_fallback { const char *symbol; const char *reason; };
-const struct aclk_entry *aclk_entries(void);
-const struct aclk_fallback *aclk_fallbacks(void);
-"""
 _lock = threading.Lock()
-_ffi = None
 _LIBRARIES: dict[tuple[str, str], "_Library"] = {}  # (package, core library) -> its kernels
 _POOL: ThreadPoolExecutor | None = None
 _STATS = {"compiled": 0, "reference": 0}
@@ -86,12 +77,8 @@ def stats() -> dict[str, int]:
 
 
 def _cffi():
-    global _ffi
-    if _ffi is None:
-        ffi = cffi.FFI()
-        ffi.cdef(_CDEF)
-        _ffi = ffi
-    return _ffi
+    """The kernel table's declarations (codegen/ffi_modules.py's KERNEL_TABLE_CDEF, pre-parsed)."""
+    return _sim_kernels.ffi
 
 
 @dataclass

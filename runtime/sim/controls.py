@@ -1,7 +1,8 @@
 """The simulator's own declarations: its controls FFI and the generated op entry points.
 
-- `sim_ffi()`: the simulator-only controls (runtime/sim/aclsim_controls.h), in an FFI that
-  `include`s the runtime FFI (aclnngen.runtime.ffi), so handles and callbacks share one type system.
+- `sim_ffi()`: the simulator-only controls (runtime/sim/aclsim_controls.h): the generated
+  out-of-line module aclnngen.generated.ffi._sim_controls, which `include`s the runtime's
+  (aclnngen.runtime.ffi), so handles and callbacks share one type system and no C is parsed.
 - `sim_ops_path()`: generated/c/sim_ops.c, the simulator entry points of aclnngen.generated's ops.
 """
 
@@ -11,16 +12,16 @@ import threading
 from importlib import resources
 from pathlib import Path
 
-import cffi
+from typing import Any
 
-from aclnngen.runtime.ffi import runtime_ffi
+from aclnngen.runtime.ffi import generated_ffi, runtime_ffi
 
-from .build import sim_header_text
+from .build import SIM_DIR, sim_header_text
 
 __all__ = ["sim_ffi", "sim_ops_path"]
 
 _lock = threading.Lock()
-_SIM: cffi.FFI | None = None
+_SIM: Any = None
 
 
 def sim_ops_path() -> Path:
@@ -28,15 +29,16 @@ def sim_ops_path() -> Path:
     return Path(str(resources.files("aclnngen.generated") / "c" / "sim_ops.c"))
 
 
-def sim_ffi() -> cffi.FFI:
+def sim_ffi():
     """The FFI of the simulator's own controls (hooks, SoC name, version, counters, view)."""
     global _SIM
     if _SIM is None:
-        base = runtime_ffi()
+        runtime_ffi()  # first: the controls' module includes it
         with _lock:
             if _SIM is None:
-                ffi = cffi.FFI()
-                ffi.include(base)
-                ffi.cdef(sim_header_text("aclsim_controls.h"))
-                _SIM = ffi
+                _SIM = generated_ffi(
+                    "aclnngen.generated.ffi._sim_controls",
+                    sim_header_text("aclsim_controls.h"),
+                    SIM_DIR / "aclsim_controls.h",
+                )
     return _SIM

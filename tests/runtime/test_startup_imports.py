@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import catalog
+
 HEAVY = ("scipy", "torch", "jinja2", "pydantic", "yaml", "hypothesis", "pytest", "aclnngen.codegen", "aclnngen.verify")
 
 PROBE = r"""
@@ -25,3 +27,21 @@ def test_importing_every_binding_imports_nothing_heavy():
     assert out.returncode == 0, out.stderr[-3000:]
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found == [], f"importing the bindings imported {found}"
+
+
+FIRST_CALL = r"""
+import importlib, json, sys
+import numpy as np
+binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{sys.argv[1]}"), sys.argv[1])
+binding(np.full(4, 0.5, np.float32), np.full(4, 0.5, np.float32))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("pycparser", "cffi"))))
+"""
+
+
+def test_the_first_call_parses_no_c():
+    """The declarations are pre-parsed (generated/ffi/, cffi's out-of-line mode): the first call on
+    the simulator imports neither cffi's parser nor pycparser (~60 ms of parsing before)."""
+    out = subprocess.run([sys.executable, "-c", FIRST_CALL, catalog.PLAIN], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found == [], f"the first call imported {found}"
