@@ -229,7 +229,14 @@ def _cache(cache, specs_dir: Path, layout: Layout, products: ProductTable, relea
     if isinstance(cache, gencache.OpCache):
         return cache
     context = json.dumps(
-        {"layout": repr(layout), "release": release, "products": products.model_dump(mode="json")}, sort_keys=True
+        {
+            "layout": repr(layout),
+            "release": release,
+            "products": products.model_dump(mode="json"),
+            # an op's cffi module includes the runtime's declarations (codegen/ffi_modules.py)
+            "runtime_header": digest(_runtime_header(specs_dir).encode("utf-8")),
+        },
+        sort_keys=True,
     )
     return gencache.OpCache(context)
 

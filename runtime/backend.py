@@ -28,7 +28,6 @@ generated/abi.py FUNCTIONS, None for a missing optional one), `ffi`, `libraries`
 
 from __future__ import annotations
 
-import configparser
 import glob
 import importlib
 import itertools
@@ -504,6 +503,8 @@ def _custom_opapi_libs(env: Mapping[str, str]) -> list[str]:
     if opp:
         config = Path(opp) / "vendors" / "config.ini"
         if config.is_file():
+            import configparser  # deferred: only the custom vendors' config.ini of a CANN install
+
             parser = configparser.ConfigParser()
             try:
                 parser.read_string("[vendors]\n" + config.read_text(encoding="utf-8", errors="replace"))

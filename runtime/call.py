@@ -60,7 +60,6 @@ from .arrays import (
     device_like,
     upload,
 )
-from .dlpack import bfloat16_from_dlpack, unreadable_reason
 from .errors import (
     TENSOR_TYPES,
     AclnnArgumentTypeError,
@@ -390,6 +389,8 @@ def _as_tensor(value):
             return np.from_dlpack(value)
         except Exception as exc:  # noqa: BLE001 - NumPy refuses bfloat16; read it ourselves
             failure = exc
+            from .dlpack import bfloat16_from_dlpack  # deferred: DLPack bfloat16 only, not on the import path
+
             try:
                 found = bfloat16_from_dlpack(value)
             except Exception as inner:  # noqa: BLE001 - requires grad, another device: said below
@@ -601,6 +602,8 @@ class Prepared:
             if p.kind == "tensor":
                 read = _as_tensor(item)
                 if read is None or type(read) is _Unread:
+                    from .dlpack import unreadable_reason  # deferred: error messages only
+
                     why = (
                         "is None (a list holds no NULL tensor)"
                         if read is None
@@ -674,6 +677,8 @@ class Prepared:
         """The TypeError for a tensor argument that cannot be read, naming it and saying what to
         do: AclnnArgumentTypeError (status 161002, what the library would answer) when
         validating, ArrayTypeError with validate=False (docs/python-api.md)."""
+        from .dlpack import unreadable_reason  # deferred: error messages only
+
         value = unread.value
         name = p.name if p.py == p.name else f"{p.name} (argument {p.py})"
         detail = f"{name} must be a tensor: it {unreadable_reason(value, unread.failure)}; a tensor is {TENSOR_TYPES}"

@@ -22,12 +22,12 @@ import io
 import os
 import threading
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
 import _cffi_backend
 
+import aclnngen.generated
 from aclnngen.core.meta import op_meta
 
 from .errors import BackendError
@@ -47,7 +47,8 @@ _lock = threading.Lock()
 
 def runtime_cdef_path() -> Path:
     """generated/c/acl_runtime.h as installed (package data of aclnngen.generated)."""
-    return Path(str(resources.files("aclnngen.generated") / "c" / "acl_runtime.h"))
+    # the package's own folder (importlib.resources would import tempfile, shutil and more)
+    return Path(aclnngen.generated.__file__).parent / "c" / "acl_runtime.h"
 
 
 @lru_cache(maxsize=None)

@@ -27,11 +27,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from .backend import Backend, CannBackend, backend_factory, cann_not_found, find_cann, select_backend_name
 from .errors import AclRuntimeError, BackendError
 from .products import family_of, soc_for_family
+
+if TYPE_CHECKING:
+    from .backend import Backend
 
 __all__ = [
     "Stream",
@@ -69,6 +71,9 @@ def init(backend: str | None = None) -> Backend:
     initialises ACL. Calling it again with another name switches backends (the old one stays
     loaded for arrays that still use it)."""
     global _active, _requested
+    # deferred: the backends (libraries, cffi declarations) load at the first call, not at a binding's import
+    from .backend import CannBackend, cann_not_found, find_cann, select_backend_name
+
     with _lock:
         name = select_backend_name(backend)
         if _active is not None and _active.alive and (backend is None or _active.kind == name):
@@ -103,6 +108,8 @@ def _sim_backend() -> Backend:
     """The simulator (aclnngen.runtime.sim's SimBackend), created through the backend registry:
     the session imports no simulator code itself."""
     global _sim
+    from .backend import backend_factory  # deferred: see init()
+
     with _lock:
         if _sim is None or not _sim.alive:
             _sim = _register(backend_factory("sim")())

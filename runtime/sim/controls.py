@@ -9,11 +9,11 @@
 from __future__ import annotations
 
 import threading
-from importlib import resources
 from pathlib import Path
 
 from typing import Any
 
+import aclnngen.generated
 from aclnngen.runtime.ffi import generated_ffi, runtime_ffi
 
 from .build import SIM_DIR, sim_header_text
@@ -26,7 +26,7 @@ _SIM: Any = None
 
 def sim_ops_path() -> Path:
     """generated/c/sim_ops.c: the simulator entry points of the ops in aclnngen.generated."""
-    return Path(str(resources.files("aclnngen.generated") / "c" / "sim_ops.c"))
+    return Path(aclnngen.generated.__file__).parent / "c" / "sim_ops.c"
 
 
 def sim_ffi():

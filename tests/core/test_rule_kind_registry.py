@@ -48,3 +48,15 @@ def test_every_kind_plans_cases_the_planner_knows(kind):
 def test_an_unknown_kind_is_a_typed_error_naming_the_kinds():
     with pytest.raises(UnknownRuleKind, match="unknown rule kind 'same_shapes'.*same_shape"):
         kind_of({"kind": "same_shapes"})
+
+
+def test_the_registry_names_every_kind_module_by_its_kind():
+    """KIND_NAMES lists the kinds without importing them (a binding loads only the kinds its rules
+    use): every public module of aclnngen/core/kinds is one of them, defining that kind."""
+    from pathlib import Path
+
+    import aclnngen.core.kinds as kinds
+
+    modules = sorted(p.stem for p in Path(kinds.__file__).parent.glob("*.py") if not p.stem.startswith("_"))
+    assert sorted(KIND_NAMES) == sorted(m for m in modules if m != "base")
+    assert [k.name for k in KINDS] == list(KIND_NAMES)

@@ -45,3 +45,24 @@ def test_the_first_call_parses_no_c():
     assert out.returncode == 0, out.stderr[-3000:]
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found == [], f"the first call imported {found}"
+
+
+KINDS_LOADED = r"""
+import importlib, json, sys
+from aclnngen.core.meta import op_meta
+loaded = lambda: sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("aclnngen.core.kinds.") and m[20] != "_")
+bare = loaded()
+meta = importlib.import_module(f"aclnngen.generated.meta.{sys.argv[1]}").META
+op_meta(meta)
+print(json.dumps([bare, loaded(), sorted({r["kind"] for r in meta["rules"]})]))
+"""
+
+
+def test_the_rule_kinds_load_when_a_meta_uses_them():
+    out = subprocess.run(
+        [sys.executable, "-c", KINDS_LOADED, catalog.PLAIN], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    bare, after, used = json.loads(out.stdout.strip().splitlines()[-1])
+    assert bare == ["base"], "importing core.meta loads no rule kind"
+    assert set(after) - {"base"} == set(used)
