@@ -34,6 +34,7 @@ struct aclk_entry { const char *symbol; const char *storage; const char *compute
 struct aclk_fallback { const char *symbol; const char *reason; };
 const struct aclk_entry *aclk_entries(void);
 const struct aclk_fallback *aclk_fallbacks(void);
+int aclk_math_f(const char *name, const float *x, float *y, int64_t n);
 """
 
 

@@ -44,14 +44,15 @@ _STORAGE_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float
 
 # formula function -> C function of the compute type (float variant, double variant)
 _LIBM = {
-    "exp": ("expf", "exp"),
+    # float32: the template's vectorisable forms (sim_kernels.c.j2, accuracy stated there)
+    "exp": ("aclk_exp_f", "exp"),
     "log": ("logf", "log"),
     "log1p": ("log1pf", "log1p"),
     "expm1": ("expm1f", "expm1"),
     "sqrt": ("sqrtf", "sqrt"),
     "abs": ("fabsf", "fabs"),
-    "tanh": ("tanhf", "tanh"),
-    "erf": ("erff", "erf"),
+    "tanh": ("aclk_tanh_f", "tanh"),
+    "erf": ("aclk_erf_f", "erf"),
     # the template's helpers, with the reference's semantics (NaN propagation, no overflow)
     "sigmoid": ("aclk_sigmoid_f", "aclk_sigmoid_d"),
     "sign": ("aclk_sign_f", "aclk_sign_d"),
