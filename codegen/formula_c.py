@@ -327,13 +327,20 @@ class _Renderer:
     def _call(self, node: Call) -> str:
         f, args = node.function, node.args
         if f == "where":
-            if self._reads_tensors(args[0]):
-                # both sides computed, then selected: a loop without branches, which GCC vectorises
-                # (a ternary around a product is control flow it will not if-convert)
-                suffix = "d" if self.double else "f"
-                return f"aclk_select_{suffix}({self.cond(args[0])}, {self.num(args[1])}, {self.num(args[2])})"
-            # the same for every element: a ternary, so the branch not taken costs nothing
-            return f"({self.cond(args[0])} ? {self.num(args[1])} : {self.num(args[2])})"
+            # both sides computed, then selected: a loop without branches, which GCC vectorises (a
+            # ternary around a product is control flow it will not if-convert)
+            suffix = "d" if self.double else "f"
+            condition = self.cond(args[0])
+            if not self._reads_tensors(args[0]):
+                if any(isinstance(n, Name) and n.kind == "let" for n in walk(args[0])):
+                    # computed in the loop from scalars alone: a ternary, the branch not taken is free
+                    return f"({condition} ? {self.num(args[1])} : {self.num(args[2])})"
+                # the same for every element (an attribute's): decided once before the loop, as a
+                # number of the compute type, which GCC vectorises a select on (an integer it does not)
+                local = f"pick_{len(self.hoisted)}"
+                self.hoisted.append(f"const {self.ctype} {local} = ({condition}) ? 1 : 0;")
+                condition = f"({local} != 0)"
+            return f"aclk_select_{suffix}({condition}, {self.num(args[1])}, {self.num(args[2])})"
         if f == "conj":
             return self.num(args[0])  # real data: the value itself
         if f == "isnan":

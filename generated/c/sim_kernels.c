@@ -236,10 +236,11 @@ static void aclk_elu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_
     const float sc_scale = (float)aclk_doubles[1];
     const float sc_input_scale = (float)aclk_doubles[2];
     const int64_t at_is_result = aclk_ints[0];
+    const float pick_0 = ((at_is_result != 0)) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
         const float in_self_or_result = (float)aclk_f16_to_float(t_self_or_result[aclk_i]);
-        const float let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
+        const float let_negative = aclk_select_f((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
         t_grad_input[aclk_i] = aclk_to_f16_f(aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
@@ -254,10 +255,11 @@ static void aclk_elu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_
     const double sc_scale = (double)aclk_doubles[1];
     const double sc_input_scale = (double)aclk_doubles[2];
     const int64_t at_is_result = aclk_ints[0];
+    const double pick_0 = ((at_is_result != 0)) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
         const double in_self_or_result = (double)aclk_f16_to_float(t_self_or_result[aclk_i]);
-        const double let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
+        const double let_negative = aclk_select_d((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
         t_grad_input[aclk_i] = aclk_to_f16_d(aclk_select_d((in_self_or_result > ((double)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
@@ -272,10 +274,11 @@ static void aclk_elu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk
     const float sc_scale = (float)aclk_doubles[1];
     const float sc_input_scale = (float)aclk_doubles[2];
     const int64_t at_is_result = aclk_ints[0];
+    const float pick_0 = ((at_is_result != 0)) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
         const float in_self_or_result = (float)aclk_bf16_to_float(t_self_or_result[aclk_i]);
-        const float let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
+        const float let_negative = aclk_select_f((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
         t_grad_input[aclk_i] = aclk_to_bf16_f(aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
@@ -290,10 +293,11 @@ static void aclk_elu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk
     const double sc_scale = (double)aclk_doubles[1];
     const double sc_input_scale = (double)aclk_doubles[2];
     const int64_t at_is_result = aclk_ints[0];
+    const double pick_0 = ((at_is_result != 0)) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
         const double in_self_or_result = (double)aclk_bf16_to_float(t_self_or_result[aclk_i]);
-        const double let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
+        const double let_negative = aclk_select_d((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
         t_grad_input[aclk_i] = aclk_to_bf16_d(aclk_select_d((in_self_or_result > ((double)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
@@ -308,10 +312,11 @@ static void aclk_elu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_
     const float sc_scale = (float)aclk_doubles[1];
     const float sc_input_scale = (float)aclk_doubles[2];
     const int64_t at_is_result = aclk_ints[0];
+    const float pick_0 = ((at_is_result != 0)) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const float in_grad_output = (float)t_grad_output[aclk_i];
         const float in_self_or_result = (float)t_self_or_result[aclk_i];
-        const float let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
+        const float let_negative = aclk_select_f((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
         t_grad_input[aclk_i] = (float)(aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
@@ -326,10 +331,11 @@ static void aclk_elu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_
     const double sc_scale = (double)aclk_doubles[1];
     const double sc_input_scale = (double)aclk_doubles[2];
     const int64_t at_is_result = aclk_ints[0];
+    const double pick_0 = ((at_is_result != 0)) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const double in_grad_output = (double)t_grad_output[aclk_i];
         const double in_self_or_result = (double)t_self_or_result[aclk_i];
-        const double let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
+        const double let_negative = aclk_select_d((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
         t_grad_input[aclk_i] = (float)(aclk_select_d((in_self_or_result > ((double)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
@@ -344,10 +350,11 @@ static void aclk_elu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_
     const float sc_scale = (float)aclk_doubles[1];
     const float sc_input_scale = (float)aclk_doubles[2];
     const int64_t at_is_result = aclk_ints[0];
+    const float pick_0 = ((at_is_result != 0)) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const float in_grad_output = (float)t_grad_output[aclk_i];
         const float in_self_or_result = (float)t_self_or_result[aclk_i];
-        const float let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
+        const float let_negative = aclk_select_f((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
         t_grad_input[aclk_i] = (double)(aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
@@ -362,10 +369,11 @@ static void aclk_elu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_
     const double sc_scale = (double)aclk_doubles[1];
     const double sc_input_scale = (double)aclk_doubles[2];
     const int64_t at_is_result = aclk_ints[0];
+    const double pick_0 = ((at_is_result != 0)) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const double in_grad_output = (double)t_grad_output[aclk_i];
         const double in_self_or_result = (double)t_self_or_result[aclk_i];
-        const double let_negative = ((at_is_result != 0) ? ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))) : ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
+        const double let_negative = aclk_select_d((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * exp((in_self_or_result * sc_input_scale))));
         t_grad_input[aclk_i] = (double)(aclk_select_d((in_self_or_result > ((double)0.0)), (in_grad_output * sc_scale), let_negative));
     }
 }
@@ -499,13 +507,14 @@ static void aclk_gelu_backward_v2__f16__f32(void *const *aclk_tensors, int64_t a
     uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[2];
     const char *const st_approximate = aclk_strings[0];
     const int same_0 = strcmp(st_approximate, "tanh") == 0;
+    const float pick_1 = (same_0) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
         const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
         const float let_t = aclk_tanh_f((((float)0x1.9884533d43651p-1) * (in_self + (((((float)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
         const float let_tanh_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + let_t)) + ((((((float)0x1.0000000000000p-1) * in_self) * (((float)1.0) - (let_t * let_t))) * ((float)0x1.9884533d43651p-1)) * (((float)1.0) + (((((float)3.0) * ((float)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
         const float let_erf_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + aclk_erf_f((in_self / sqrtf(((float)2.0)))))) + ((in_self / sqrtf((((float)2.0) * ((float)0x1.921fb54442d18p+1)))) * aclk_exp_f((((-((float)0x1.0000000000000p-1)) * in_self) * in_self))));
-        t_grad_input[aclk_i] = aclk_to_f16_f((in_grad_output * (same_0 ? let_tanh_form : let_erf_form)));
+        t_grad_input[aclk_i] = aclk_to_f16_f((in_grad_output * aclk_select_f((pick_1 != 0), let_tanh_form, let_erf_form)));
     }
 }
 
@@ -518,13 +527,14 @@ static void aclk_gelu_backward_v2__f16__f64(void *const *aclk_tensors, int64_t a
     uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[2];
     const char *const st_approximate = aclk_strings[0];
     const int same_0 = strcmp(st_approximate, "tanh") == 0;
+    const double pick_1 = (same_0) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
         const double in_self = (double)aclk_f16_to_float(t_self[aclk_i]);
         const double let_t = tanh((((double)0x1.9884533d43651p-1) * (in_self + (((((double)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
         const double let_tanh_form = ((((double)0x1.0000000000000p-1) * (((double)1.0) + let_t)) + ((((((double)0x1.0000000000000p-1) * in_self) * (((double)1.0) - (let_t * let_t))) * ((double)0x1.9884533d43651p-1)) * (((double)1.0) + (((((double)3.0) * ((double)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
         const double let_erf_form = ((((double)0x1.0000000000000p-1) * (((double)1.0) + erf((in_self / sqrt(((double)2.0)))))) + ((in_self / sqrt((((double)2.0) * ((double)0x1.921fb54442d18p+1)))) * exp((((-((double)0x1.0000000000000p-1)) * in_self) * in_self))));
-        t_grad_input[aclk_i] = aclk_to_f16_d((in_grad_output * (same_0 ? let_tanh_form : let_erf_form)));
+        t_grad_input[aclk_i] = aclk_to_f16_d((in_grad_output * aclk_select_d((pick_1 != 0), let_tanh_form, let_erf_form)));
     }
 }
 
@@ -537,13 +547,14 @@ static void aclk_gelu_backward_v2__bf16__f32(void *const *aclk_tensors, int64_t 
     uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[2];
     const char *const st_approximate = aclk_strings[0];
     const int same_0 = strcmp(st_approximate, "tanh") == 0;
+    const float pick_1 = (same_0) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
         const float in_self = (float)aclk_bf16_to_float(t_self[aclk_i]);
         const float let_t = aclk_tanh_f((((float)0x1.9884533d43651p-1) * (in_self + (((((float)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
         const float let_tanh_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + let_t)) + ((((((float)0x1.0000000000000p-1) * in_self) * (((float)1.0) - (let_t * let_t))) * ((float)0x1.9884533d43651p-1)) * (((float)1.0) + (((((float)3.0) * ((float)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
         const float let_erf_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + aclk_erf_f((in_self / sqrtf(((float)2.0)))))) + ((in_self / sqrtf((((float)2.0) * ((float)0x1.921fb54442d18p+1)))) * aclk_exp_f((((-((float)0x1.0000000000000p-1)) * in_self) * in_self))));
-        t_grad_input[aclk_i] = aclk_to_bf16_f((in_grad_output * (same_0 ? let_tanh_form : let_erf_form)));
+        t_grad_input[aclk_i] = aclk_to_bf16_f((in_grad_output * aclk_select_f((pick_1 != 0), let_tanh_form, let_erf_form)));
     }
 }
 
@@ -556,13 +567,14 @@ static void aclk_gelu_backward_v2__bf16__f64(void *const *aclk_tensors, int64_t 
     uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[2];
     const char *const st_approximate = aclk_strings[0];
     const int same_0 = strcmp(st_approximate, "tanh") == 0;
+    const double pick_1 = (same_0) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
         const double in_self = (double)aclk_bf16_to_float(t_self[aclk_i]);
         const double let_t = tanh((((double)0x1.9884533d43651p-1) * (in_self + (((((double)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
         const double let_tanh_form = ((((double)0x1.0000000000000p-1) * (((double)1.0) + let_t)) + ((((((double)0x1.0000000000000p-1) * in_self) * (((double)1.0) - (let_t * let_t))) * ((double)0x1.9884533d43651p-1)) * (((double)1.0) + (((((double)3.0) * ((double)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
         const double let_erf_form = ((((double)0x1.0000000000000p-1) * (((double)1.0) + erf((in_self / sqrt(((double)2.0)))))) + ((in_self / sqrt((((double)2.0) * ((double)0x1.921fb54442d18p+1)))) * exp((((-((double)0x1.0000000000000p-1)) * in_self) * in_self))));
-        t_grad_input[aclk_i] = aclk_to_bf16_d((in_grad_output * (same_0 ? let_tanh_form : let_erf_form)));
+        t_grad_input[aclk_i] = aclk_to_bf16_d((in_grad_output * aclk_select_d((pick_1 != 0), let_tanh_form, let_erf_form)));
     }
 }
 
@@ -575,13 +587,14 @@ static void aclk_gelu_backward_v2__f32__f32(void *const *aclk_tensors, int64_t a
     float *const t_grad_input = (float *)aclk_tensors[2];
     const char *const st_approximate = aclk_strings[0];
     const int same_0 = strcmp(st_approximate, "tanh") == 0;
+    const float pick_1 = (same_0) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const float in_grad_output = (float)t_grad_output[aclk_i];
         const float in_self = (float)t_self[aclk_i];
         const float let_t = aclk_tanh_f((((float)0x1.9884533d43651p-1) * (in_self + (((((float)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
         const float let_tanh_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + let_t)) + ((((((float)0x1.0000000000000p-1) * in_self) * (((float)1.0) - (let_t * let_t))) * ((float)0x1.9884533d43651p-1)) * (((float)1.0) + (((((float)3.0) * ((float)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
         const float let_erf_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + aclk_erf_f((in_self / sqrtf(((float)2.0)))))) + ((in_self / sqrtf((((float)2.0) * ((float)0x1.921fb54442d18p+1)))) * aclk_exp_f((((-((float)0x1.0000000000000p-1)) * in_self) * in_self))));
-        t_grad_input[aclk_i] = (float)((in_grad_output * (same_0 ? let_tanh_form : let_erf_form)));
+        t_grad_input[aclk_i] = (float)((in_grad_output * aclk_select_f((pick_1 != 0), let_tanh_form, let_erf_form)));
     }
 }
 
@@ -594,13 +607,14 @@ static void aclk_gelu_backward_v2__f32__f64(void *const *aclk_tensors, int64_t a
     float *const t_grad_input = (float *)aclk_tensors[2];
     const char *const st_approximate = aclk_strings[0];
     const int same_0 = strcmp(st_approximate, "tanh") == 0;
+    const double pick_1 = (same_0) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const double in_grad_output = (double)t_grad_output[aclk_i];
         const double in_self = (double)t_self[aclk_i];
         const double let_t = tanh((((double)0x1.9884533d43651p-1) * (in_self + (((((double)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
         const double let_tanh_form = ((((double)0x1.0000000000000p-1) * (((double)1.0) + let_t)) + ((((((double)0x1.0000000000000p-1) * in_self) * (((double)1.0) - (let_t * let_t))) * ((double)0x1.9884533d43651p-1)) * (((double)1.0) + (((((double)3.0) * ((double)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
         const double let_erf_form = ((((double)0x1.0000000000000p-1) * (((double)1.0) + erf((in_self / sqrt(((double)2.0)))))) + ((in_self / sqrt((((double)2.0) * ((double)0x1.921fb54442d18p+1)))) * exp((((-((double)0x1.0000000000000p-1)) * in_self) * in_self))));
-        t_grad_input[aclk_i] = (float)((in_grad_output * (same_0 ? let_tanh_form : let_erf_form)));
+        t_grad_input[aclk_i] = (float)((in_grad_output * aclk_select_d((pick_1 != 0), let_tanh_form, let_erf_form)));
     }
 }
 
@@ -613,13 +627,14 @@ static void aclk_gelu_backward_v2__f64__f32(void *const *aclk_tensors, int64_t a
     double *const t_grad_input = (double *)aclk_tensors[2];
     const char *const st_approximate = aclk_strings[0];
     const int same_0 = strcmp(st_approximate, "tanh") == 0;
+    const float pick_1 = (same_0) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const float in_grad_output = (float)t_grad_output[aclk_i];
         const float in_self = (float)t_self[aclk_i];
         const float let_t = aclk_tanh_f((((float)0x1.9884533d43651p-1) * (in_self + (((((float)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
         const float let_tanh_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + let_t)) + ((((((float)0x1.0000000000000p-1) * in_self) * (((float)1.0) - (let_t * let_t))) * ((float)0x1.9884533d43651p-1)) * (((float)1.0) + (((((float)3.0) * ((float)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
         const float let_erf_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + aclk_erf_f((in_self / sqrtf(((float)2.0)))))) + ((in_self / sqrtf((((float)2.0) * ((float)0x1.921fb54442d18p+1)))) * aclk_exp_f((((-((float)0x1.0000000000000p-1)) * in_self) * in_self))));
-        t_grad_input[aclk_i] = (double)((in_grad_output * (same_0 ? let_tanh_form : let_erf_form)));
+        t_grad_input[aclk_i] = (double)((in_grad_output * aclk_select_f((pick_1 != 0), let_tanh_form, let_erf_form)));
     }
 }
 
@@ -632,13 +647,14 @@ static void aclk_gelu_backward_v2__f64__f64(void *const *aclk_tensors, int64_t a
     double *const t_grad_input = (double *)aclk_tensors[2];
     const char *const st_approximate = aclk_strings[0];
     const int same_0 = strcmp(st_approximate, "tanh") == 0;
+    const double pick_1 = (same_0) ? 1 : 0;
     for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
         const double in_grad_output = (double)t_grad_output[aclk_i];
         const double in_self = (double)t_self[aclk_i];
         const double let_t = tanh((((double)0x1.9884533d43651p-1) * (in_self + (((((double)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
         const double let_tanh_form = ((((double)0x1.0000000000000p-1) * (((double)1.0) + let_t)) + ((((((double)0x1.0000000000000p-1) * in_self) * (((double)1.0) - (let_t * let_t))) * ((double)0x1.9884533d43651p-1)) * (((double)1.0) + (((((double)3.0) * ((double)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
         const double let_erf_form = ((((double)0x1.0000000000000p-1) * (((double)1.0) + erf((in_self / sqrt(((double)2.0)))))) + ((in_self / sqrt((((double)2.0) * ((double)0x1.921fb54442d18p+1)))) * exp((((-((double)0x1.0000000000000p-1)) * in_self) * in_self))));
-        t_grad_input[aclk_i] = (double)((in_grad_output * (same_0 ? let_tanh_form : let_erf_form)));
+        t_grad_input[aclk_i] = (double)((in_grad_output * aclk_select_d((pick_1 != 0), let_tanh_form, let_erf_form)));
     }
 }
 

@@ -258,3 +258,15 @@ def test_kernels_that_cannot_be_built_leave_every_op_on_the_reference(monkeypatc
         monkeypatch.undo()
         compiled.use_source(BUILTIN_PACKAGE, None)
     assert session.backend().compiled_kernels()["error"] is None
+
+
+def test_the_kernel_loops_have_no_branches():
+    """Every built-in kernel's loop is branch-free, which is what lets GCC vectorise it: a `where`
+    on data selects between both sides, one on an attribute is decided before the loop as a number
+    of the compute type (a ternary, or a select on an integer, keeps the loop scalar)."""
+    import re
+
+    loops = re.findall(r"for \(int64_t aclk_i[^\n]*\n(.*?)\n    \}", render_sim_kernels(), re.S)
+    assert len(loops) > 10
+    assert [loop for loop in loops if " ? " in loop] == []
+    assert "pick_0 != 0" in "".join(loops), "an attribute's where selects on a hoisted number"
