@@ -77,9 +77,7 @@ from aclnngen.core.meta import op_meta
 from aclnngen.core.releases import as_release, known_releases
 
 from .releases import check_release
-from .shapes import NUMPY_DTYPES, infer_outputs
-from .validation import DEFAULT_SCALAR_DTYPE, scalar_misfit
-from .validation import validate as validate_values
+from .shapes import DEFAULT_SCALAR_DTYPE, NUMPY_DTYPES, infer_outputs
 
 __all__ = ["bind", "on_bind", "package_of", "BoundOp", "Prepared", "tensor_descriptor"]
 
@@ -87,6 +85,21 @@ ACL_FORMAT_ND = acl.enum_value("ACL_FORMAT_ND")
 ACLNN_ERR_PARAM_NULLPTR = acl.status_code("ACLNN_ERR_PARAM_NULLPTR")
 ACLNN_ERR_PARAM_INVALID = acl.status_code("ACLNN_ERR_PARAM_INVALID")
 ACLNN_ERR_INNER_NULLPTR = acl.status_code("ACLNN_ERR_INNER_NULLPTR")
+
+
+_VALIDATION: Any = None
+
+
+def _validation():
+    """runtime.validation, imported at the first call that needs it."""
+    global _VALIDATION
+    if _VALIDATION is None:
+        # no bytecode cached, its 650 lines compile at each import: not needed to import a binding
+        # deferred: the validator loads at the first call that validates
+        from . import validation
+
+        _VALIDATION = validation
+    return _VALIDATION
 
 
 def bind(meta: Mapping[str, Any]) -> "BoundOp":
@@ -561,7 +574,7 @@ class Prepared:
         for name, shape, dtype in allocate:
             values[name] = _OutputSpec(shape, dtype)
         if validate and not validated:
-            validate_values(meta, values, family=b.family(), version=version, formats=self.formats)
+            _validation().validate(meta, values, family=b.family(), version=version, formats=self.formats)
             validated = True
         if key is not None and (known is None or validated != known[1]):
             op.remember(key, (allocate, validated))
@@ -788,7 +801,7 @@ class Prepared:
             return ffi.NULL
         if not isinstance(value, (numbers.Real, np.bool_, np.integer, np.floating)):
             raise ArrayError(f"{self.op.symbol}: scalar {p.py} must be a real number, not {value!r}")
-        misfit = scalar_misfit(value, p.scalar_dtype)
+        misfit = _validation().scalar_misfit(value, p.scalar_dtype)
         if misfit is not None:
             # refused even with validate=False: the value cannot be written into the aclScalar,
             # so no check of the library could ever see it (it would silently become inf)

@@ -22,6 +22,9 @@ from aclnngen.core.dtypes import ALL_DTYPES, PromotionError, promote_names
 from aclnngen.core.releases import CannVersion
 from aclnngen.core.rules import infer_output_names, output_inputs
 
+#: The dtype of an aclScalar whose spec names none (as the binding creates it).
+DEFAULT_SCALAR_DTYPE = "float32"
+
 # The NumPy dtype of every dtype name a spec may use (core.dtypes.ALL_DTYPES; bfloat16 via ml_dtypes).
 NUMPY_DTYPES: dict[str, np.dtype] = {
     name: np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name) for name in ALL_DTYPES

@@ -58,7 +58,7 @@ from aclnngen.core.rules import (
 )
 
 from .errors import TENSOR_TYPES, AclnnArgumentTypeError, AclnnValidationError
-from .shapes import NUMPY_DTYPES, dtype_name, is_contiguous, shape_of
+from .shapes import DEFAULT_SCALAR_DTYPE, NUMPY_DTYPES, dtype_name, is_contiguous, shape_of
 
 __all__ = ["validate", "clear_cache", "EarlyReturn"]
 
@@ -234,10 +234,6 @@ def _tensor_info(plan: _Plan, name: str, value: Any):
 
 def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real)
-
-
-#: The dtype of an aclScalar whose spec names none (as the binding creates it).
-DEFAULT_SCALAR_DTYPE = "float32"
 
 
 def scalar_misfit(value: Any, dtype: str) -> str | None:

@@ -10,7 +10,13 @@ import sys
 
 import catalog
 
-HEAVY = ("scipy", "torch", "jinja2", "pydantic", "yaml", "hypothesis", "pytest", "aclnngen.codegen", "aclnngen.verify")
+HEAVY = (
+    *("scipy", "torch", "jinja2", "pydantic", "yaml", "hypothesis", "pytest", "aclnngen.codegen", "aclnngen.verify"),
+    # loaded at the first call, not at the import: cffi's C parser (the declarations are
+    # pre-parsed), the backends, the validator, DLPack, importlib.resources (tempfile, shutil)
+    *("cffi", "pycparser", "aclnngen.runtime.backend", "aclnngen.runtime.validation", "aclnngen.runtime.dlpack"),
+    "importlib.resources",
+)
 
 PROBE = r"""
 import importlib, json, sys
