@@ -15,6 +15,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* On x86-64, each kernel is built twice, for AVX2 and for the baseline, and the loader picks one
+ * for the CPU (GCC's function multi-versioning): 8 floats a step instead of 4, the same
+ * operations on every element, so the same bits (no FMA: AVX2 alone does not contract a * b + c). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define ACLK_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ACLK_CLONES
+#endif
+
 typedef void (*aclk_fn)(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings);
 
 struct aclk_entry {
@@ -226,7 +235,7 @@ static inline double aclk_max_d(double a, double b) { return isnan(a) ? a : isna
 
 /* --- the kernels ---------------------------------------------------------------------------- */
 
-static void aclk_elu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_elu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_strings;
     const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
@@ -245,7 +254,7 @@ static void aclk_elu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_
     }
 }
 
-static void aclk_elu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_elu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_strings;
     const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
@@ -264,7 +273,7 @@ static void aclk_elu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_
     }
 }
 
-static void aclk_elu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_elu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_strings;
     const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
@@ -283,7 +292,7 @@ static void aclk_elu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk
     }
 }
 
-static void aclk_elu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_elu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_strings;
     const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
@@ -302,7 +311,7 @@ static void aclk_elu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk
     }
 }
 
-static void aclk_elu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_elu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_strings;
     const float *const t_grad_output = (const float *)aclk_tensors[0];
@@ -321,7 +330,7 @@ static void aclk_elu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_
     }
 }
 
-static void aclk_elu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_elu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_strings;
     const float *const t_grad_output = (const float *)aclk_tensors[0];
@@ -340,7 +349,7 @@ static void aclk_elu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_
     }
 }
 
-static void aclk_elu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_elu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_strings;
     const double *const t_grad_output = (const double *)aclk_tensors[0];
@@ -359,7 +368,7 @@ static void aclk_elu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_
     }
 }
 
-static void aclk_elu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_elu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_strings;
     const double *const t_grad_output = (const double *)aclk_tensors[0];
@@ -378,7 +387,7 @@ static void aclk_elu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_
     }
 }
 
-static void aclk_gelu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -393,7 +402,7 @@ static void aclk_gelu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk
     }
 }
 
-static void aclk_gelu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -408,7 +417,7 @@ static void aclk_gelu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk
     }
 }
 
-static void aclk_gelu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -423,7 +432,7 @@ static void aclk_gelu_backward__bf16__f32(void *const *aclk_tensors, int64_t acl
     }
 }
 
-static void aclk_gelu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -438,7 +447,7 @@ static void aclk_gelu_backward__bf16__f64(void *const *aclk_tensors, int64_t acl
     }
 }
 
-static void aclk_gelu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -453,7 +462,7 @@ static void aclk_gelu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk
     }
 }
 
-static void aclk_gelu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -468,7 +477,7 @@ static void aclk_gelu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk
     }
 }
 
-static void aclk_gelu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -483,7 +492,7 @@ static void aclk_gelu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk
     }
 }
 
-static void aclk_gelu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -498,7 +507,7 @@ static void aclk_gelu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk
     }
 }
 
-static void aclk_gelu_backward_v2__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward_v2__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -518,7 +527,7 @@ static void aclk_gelu_backward_v2__f16__f32(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_gelu_backward_v2__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward_v2__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -538,7 +547,7 @@ static void aclk_gelu_backward_v2__f16__f64(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_gelu_backward_v2__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward_v2__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -558,7 +567,7 @@ static void aclk_gelu_backward_v2__bf16__f32(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_gelu_backward_v2__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward_v2__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -578,7 +587,7 @@ static void aclk_gelu_backward_v2__bf16__f64(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_gelu_backward_v2__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward_v2__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -598,7 +607,7 @@ static void aclk_gelu_backward_v2__f32__f32(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_gelu_backward_v2__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward_v2__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -618,7 +627,7 @@ static void aclk_gelu_backward_v2__f32__f64(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_gelu_backward_v2__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward_v2__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -638,7 +647,7 @@ static void aclk_gelu_backward_v2__f64__f32(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_gelu_backward_v2__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_gelu_backward_v2__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -658,7 +667,7 @@ static void aclk_gelu_backward_v2__f64__f64(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_hardtanh_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_hardtanh_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -674,7 +683,7 @@ static void aclk_hardtanh_backward__f16__f32(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_hardtanh_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_hardtanh_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -690,7 +699,7 @@ static void aclk_hardtanh_backward__f16__f64(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_hardtanh_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_hardtanh_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -706,7 +715,7 @@ static void aclk_hardtanh_backward__bf16__f32(void *const *aclk_tensors, int64_t
     }
 }
 
-static void aclk_hardtanh_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_hardtanh_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -722,7 +731,7 @@ static void aclk_hardtanh_backward__bf16__f64(void *const *aclk_tensors, int64_t
     }
 }
 
-static void aclk_hardtanh_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_hardtanh_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -738,7 +747,7 @@ static void aclk_hardtanh_backward__f32__f32(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_hardtanh_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_hardtanh_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -754,7 +763,7 @@ static void aclk_hardtanh_backward__f32__f64(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_hardtanh_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_hardtanh_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -770,7 +779,7 @@ static void aclk_hardtanh_backward__f64__f32(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_hardtanh_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_hardtanh_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -786,7 +795,7 @@ static void aclk_hardtanh_backward__f64__f64(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_leaky_relu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_leaky_relu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -801,7 +810,7 @@ static void aclk_leaky_relu_backward__f16__f32(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_leaky_relu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_leaky_relu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -816,7 +825,7 @@ static void aclk_leaky_relu_backward__f16__f64(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_leaky_relu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_leaky_relu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -831,7 +840,7 @@ static void aclk_leaky_relu_backward__bf16__f32(void *const *aclk_tensors, int64
     }
 }
 
-static void aclk_leaky_relu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_leaky_relu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -846,7 +855,7 @@ static void aclk_leaky_relu_backward__bf16__f64(void *const *aclk_tensors, int64
     }
 }
 
-static void aclk_leaky_relu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_leaky_relu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -861,7 +870,7 @@ static void aclk_leaky_relu_backward__f32__f32(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_leaky_relu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_leaky_relu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -876,7 +885,7 @@ static void aclk_leaky_relu_backward__f32__f64(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_leaky_relu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_leaky_relu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -891,7 +900,7 @@ static void aclk_leaky_relu_backward__f64__f32(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_leaky_relu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_leaky_relu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -908,7 +917,7 @@ static void aclk_leaky_relu_backward__f64__f64(void *const *aclk_tensors, int64_
 
 /* aclnnPreluBackward: no compiled kernel (the formula calls per_channel(), which the compiled path does not render) */
 
-static void aclk_sigmoid_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_sigmoid_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -923,7 +932,7 @@ static void aclk_sigmoid_backward__f16__f32(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_sigmoid_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_sigmoid_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -938,7 +947,7 @@ static void aclk_sigmoid_backward__f16__f64(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_sigmoid_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_sigmoid_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -953,7 +962,7 @@ static void aclk_sigmoid_backward__bf16__f32(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_sigmoid_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_sigmoid_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -968,7 +977,7 @@ static void aclk_sigmoid_backward__bf16__f64(void *const *aclk_tensors, int64_t 
     }
 }
 
-static void aclk_sigmoid_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_sigmoid_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -983,7 +992,7 @@ static void aclk_sigmoid_backward__f32__f32(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_sigmoid_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_sigmoid_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -998,7 +1007,7 @@ static void aclk_sigmoid_backward__f32__f64(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_sigmoid_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_sigmoid_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -1013,7 +1022,7 @@ static void aclk_sigmoid_backward__f64__f32(void *const *aclk_tensors, int64_t a
     }
 }
 
-static void aclk_sigmoid_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_sigmoid_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
     (void)aclk_ints;
@@ -1030,7 +1039,7 @@ static void aclk_sigmoid_backward__f64__f64(void *const *aclk_tensors, int64_t a
 
 /* aclnnSoftmaxBackward: no compiled kernel (the formula calls sum_keepdim(), which the compiled path does not render) */
 
-static void aclk_softshrink_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_softshrink_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1046,7 +1055,7 @@ static void aclk_softshrink_backward__f16__f32(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_softshrink_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_softshrink_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1062,7 +1071,7 @@ static void aclk_softshrink_backward__f16__f64(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_softshrink_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_softshrink_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1078,7 +1087,7 @@ static void aclk_softshrink_backward__bf16__f32(void *const *aclk_tensors, int64
     }
 }
 
-static void aclk_softshrink_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_softshrink_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1094,7 +1103,7 @@ static void aclk_softshrink_backward__bf16__f64(void *const *aclk_tensors, int64
     }
 }
 
-static void aclk_softshrink_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_softshrink_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1110,7 +1119,7 @@ static void aclk_softshrink_backward__f32__f32(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_softshrink_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_softshrink_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1126,7 +1135,7 @@ static void aclk_softshrink_backward__f32__f64(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_softshrink_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_softshrink_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1142,7 +1151,7 @@ static void aclk_softshrink_backward__f64__f32(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_softshrink_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_softshrink_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1158,7 +1167,7 @@ static void aclk_softshrink_backward__f64__f64(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_swish_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_swish_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1174,7 +1183,7 @@ static void aclk_swish_backward__f16__f32(void *const *aclk_tensors, int64_t acl
     }
 }
 
-static void aclk_swish_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_swish_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1190,7 +1199,7 @@ static void aclk_swish_backward__f16__f64(void *const *aclk_tensors, int64_t acl
     }
 }
 
-static void aclk_swish_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_swish_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1206,7 +1215,7 @@ static void aclk_swish_backward__bf16__f32(void *const *aclk_tensors, int64_t ac
     }
 }
 
-static void aclk_swish_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_swish_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1222,7 +1231,7 @@ static void aclk_swish_backward__bf16__f64(void *const *aclk_tensors, int64_t ac
     }
 }
 
-static void aclk_swish_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_swish_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1238,7 +1247,7 @@ static void aclk_swish_backward__f32__f32(void *const *aclk_tensors, int64_t acl
     }
 }
 
-static void aclk_swish_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_swish_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1254,7 +1263,7 @@ static void aclk_swish_backward__f32__f64(void *const *aclk_tensors, int64_t acl
     }
 }
 
-static void aclk_swish_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_swish_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1270,7 +1279,7 @@ static void aclk_swish_backward__f64__f32(void *const *aclk_tensors, int64_t acl
     }
 }
 
-static void aclk_swish_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_swish_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1286,7 +1295,7 @@ static void aclk_swish_backward__f64__f64(void *const *aclk_tensors, int64_t acl
     }
 }
 
-static void aclk_threshold_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_threshold_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1301,7 +1310,7 @@ static void aclk_threshold_backward__f16__f32(void *const *aclk_tensors, int64_t
     }
 }
 
-static void aclk_threshold_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_threshold_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1316,7 +1325,7 @@ static void aclk_threshold_backward__f16__f64(void *const *aclk_tensors, int64_t
     }
 }
 
-static void aclk_threshold_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_threshold_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1331,7 +1340,7 @@ static void aclk_threshold_backward__bf16__f32(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_threshold_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_threshold_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1346,7 +1355,7 @@ static void aclk_threshold_backward__bf16__f64(void *const *aclk_tensors, int64_
     }
 }
 
-static void aclk_threshold_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_threshold_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1361,7 +1370,7 @@ static void aclk_threshold_backward__f32__f32(void *const *aclk_tensors, int64_t
     }
 }
 
-static void aclk_threshold_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_threshold_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1376,7 +1385,7 @@ static void aclk_threshold_backward__f32__f64(void *const *aclk_tensors, int64_t
     }
 }
 
-static void aclk_threshold_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_threshold_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;
@@ -1391,7 +1400,7 @@ static void aclk_threshold_backward__f64__f32(void *const *aclk_tensors, int64_t
     }
 }
 
-static void aclk_threshold_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+ACLK_CLONES static void aclk_threshold_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
     (void)aclk_strings;

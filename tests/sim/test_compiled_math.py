@@ -5,6 +5,9 @@ underflow as libm gives them."""
 from __future__ import annotations
 
 import math
+import platform
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from aclnngen.generated.ffi._sim_kernels import ffi
 from aclnngen.runtime import session
 from aclnngen.runtime.sim import compiled
+from aclnngen.runtime.sim.build import build_simulator
 from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
 
 # the bounds sim_kernels.c.j2 states, in float32 ulps of the float64 result
@@ -73,3 +77,19 @@ def test_float32_function_within_its_stated_ulps(library, name):
 def test_an_unknown_function_is_refused(library):
     x = np.zeros(2, np.float32)
     assert library.aclk_math_f(b"cosh", ffi.from_buffer("float[]", x), ffi.from_buffer("float[]", x), 2) == -1
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("nm") is None, reason="x86-64 with binutils")
+def test_on_x86_64_each_kernel_has_an_avx2_version_picked_at_load():
+    """sim_kernels.c.j2 builds every kernel for AVX2 and for the baseline (GCC's target_clones);
+    the loader's choice is an ifunc symbol per kernel. The two give the same bits (no FMA), which
+    every simulated test's comparison with the reference covers on whichever the CPU runs."""
+    path = build_simulator(
+        [compiled.kernels_source(BUILTIN_PACKAGE)],
+        lib_names=(compiled.KERNELS_LIB_NAME,),
+        link_core=session.backend().libraries["nnopbase"],
+    )
+    symbols = subprocess.run(["nm", str(path)], capture_output=True, text=True, check=True).stdout.splitlines()
+    ifuncs = [line.split()[-1] for line in symbols if len(line.split()) == 3 and line.split()[1] == "i"]
+    assert "aclk_gelu_backward__f32__f32" in ifuncs
+    assert any(line.endswith(" aclk_gelu_backward__f32__f32.avx2") for line in symbols)
