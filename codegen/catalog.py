@@ -206,7 +206,7 @@ def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, 
         result.reason = facts.unsupported_types[0]
         return result
     draft.pop("todo", None)
-    _keep_readable_rows(draft)
+    keep_readable_rows(draft)
     result.stage, result.prototype = "imported", draft["prototypes"].get("get_workspace_size")
     result.spec_text = block_yaml(draft)
     spec_path = scratch / f"{spec_stem(facts.op)}.yaml"
@@ -231,7 +231,7 @@ def spec_stem(op: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
 
 
-def _keep_readable_rows(draft: dict) -> None:
+def keep_readable_rows(draft: dict) -> None:
     """A catalog spec keeps the return-code rows the importer classified and a drafted rule backs
     (null pointers and dtypes need none); the others wait for a person, as the draft's TODOs say."""
     rows = draft.get("return_codes")

@@ -56,10 +56,10 @@ def check_op(spec: "OpSpec", context: dict) -> None:
 
 def _has_output(spec: "OpSpec") -> None:
     """A binding returns its outputs: an op must write at least one tensor."""
-    if not spec.by_role("output"):
+    if not spec.by_role("output") and not any(p.inplace for p in spec.parameters):
         raise FieldProblem(
             ("parameters",),
-            "the op has no output tensor (role: output); a tensor the library writes, in place too, is an output",
+            "the op writes no tensor: it needs an output (role: output) or an in-place input (inplace: true)",
         )
 
 
@@ -239,10 +239,6 @@ def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
     if t.base != want or t.pointer_depth != 1:
         raise FieldProblem(
             loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}"
-        )
-    if p.inplace and t.is_const:
-        raise FieldProblem(
-            loc + ("inplace",), f"an in-place input is written: the header declares it non-const; found {t} {p.name}"
         )
     if p.role in ("input", "scalar", "optional_scalar") and not t.is_const and not p.inplace:
         raise FieldProblem(loc + ("role",), f"an input ({p.role}) is declared const in the header; found {t} {p.name}")

@@ -772,10 +772,10 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def _outputs_poisoned(op: OpUnderTest, results: tuple) -> None:
-    """A binding-tier op's outputs carry the simulator's poison pattern: each was written, none was
-    computed (aclnngen/core/tiers.py)."""
-    outputs = op.of_roles("output")
-    assert len(results) == len(outputs), f"{len(results)} results for {len(outputs)} outputs"
+    """A binding-tier op's outputs and in-place inputs carry the simulator's poison pattern: each was
+    written, none was computed (aclnngen/core/tiers.py)."""
+    outputs = [op.typed.param(n) for n in op.typed.written]
+    assert len(results) == len(outputs), f"{len(results)} results for {len(outputs)} written tensors"
     for p, got in zip(outputs, results):
         assert isinstance(got, np.ndarray), f"{p.py}: the binding returned {type(got).__name__}"
         assert is_poisoned(got), f"{p.py}: a binding-tier output holds something else than the poison pattern"

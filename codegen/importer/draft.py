@@ -152,6 +152,8 @@ def _unique(items):
 def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts) -> str | None:
     typed = spec_type(c_type)
     if typed.kind == "tensor":
+        if in_place(param_name, c_type, page):
+            return "input"
         writable = typed.writable
         if page is not None and page.direction == "input" and writable:
             # the library writes through a non-const tensor: the page's "input" is a slip
@@ -169,6 +171,15 @@ def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts
         return "attribute"
     facts.unsupported(typed.unsupported)
     return None
+
+
+def in_place(param_name: str, c_type: str, page: PageParam | None) -> bool:
+    """A tensor the op reads and writes: the vendor's `...Ref` name or the page's input/output
+    direction. The header often declares it const (the handle, not the data, is const)."""
+    typed = spec_type(c_type)
+    if typed.kind != "tensor" or typed.is_list:
+        return False
+    return param_name.endswith("Ref") or (page is not None and page.direction == "inout")
 
 
 _ROLE_WORDS = {
@@ -220,6 +231,8 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
         entry["role"] = role or TODO
         if role is not None and spec_type(c_type).is_list:
             entry["list"] = True
+        if role == "input" and in_place(name, c_type, page):
+            entry["inplace"] = True
         if binding:
             entry["summary"] = _generated_param_summary(name, role)
         else:

@@ -33,6 +33,10 @@ _YES = ("√", "支持", "supported", "yes", "✓")
 _NO = ("×", "不支持", "not supported", "unsupported", "no", "✗")
 _NAME_CELL = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:[（(]([^）)]*)[）)])?")  # the type is stripped in Python
 _DIRECTIONS = {
+    # a tensor the op reads and writes (a `...Ref` parameter): the spec's in-place input
+    "输入/输出": "inout",
+    "输入输出": "inout",
+    "input/output": "inout",
     "输入": "input",
     "输出": "output",
     "input": "input",

@@ -127,4 +127,4 @@ def test_a_spec_without_an_output_tensor_is_refused(tmp_path):
     text = SPEC.read_text(encoding="utf-8").replace("role: output", "role: input")
     with pytest.raises(SpecError) as info:
         _load_text(tmp_path, text, "lower_band")
-    assert "no output tensor" in info.value.problems[0].message
+    assert "writes no tensor" in info.value.problems[0].message

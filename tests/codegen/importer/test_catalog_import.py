@@ -55,7 +55,10 @@ def _shared_page() -> str:
         ("aclScalarList*", "scalar"),
         ("int8_t", "attribute"),
         ("const aclBoolArray *", "attribute"),
-        ("aclDataType", None),
+        ("aclDataType", "attribute"),
+        ("int", "attribute"),
+        ("uint64_t", "attribute"),
+        ("aclOpExecutor**", None),
         ("const aclTensor **", None),
     ],
 )
@@ -100,11 +103,37 @@ def test_auto_tier_follows_whether_the_page_states_a_formula():
 
 
 def test_a_page_with_an_unknown_c_type_is_reported_not_crashed():
-    text = PAGE.replace("const aclScalar *alpha", "const aclDataType alpha", 1)
+    text = PAGE.replace("const aclScalar *alpha", "const aclScalar **alpha", 1)
     facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
     draft = build_draft(facts, PRODUCTS, tier="binding")
-    assert facts.unsupported_types == ["unsupported type aclDataType"]
-    assert any(t["note"] == "unsupported type aclDataType" for t in draft["todo"])
+    assert facts.unsupported_types == ["unsupported type aclScalar**"]
+    assert any(t["note"] == "unsupported type aclScalar**" for t in draft["todo"])
+
+
+@pytest.mark.parametrize("how", ["ref_name", "page_direction"])
+def test_a_tensor_the_op_writes_in_place_is_drafted_as_an_in_place_input(tmp_path, how):
+    """The vendor declares its `...Ref` tensors const (the handle is, the data is not), and an
+    in-place API has no output tensor: the draft marks the tensor `inplace` and it validates."""
+    text = _shared_page().replace(
+        "aclnnInplaceDemoBackwardGetWorkspaceSize(const aclTensor *gradOutput, aclTensor *self,",
+        "aclnnInplaceDemoBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self,",
+    )
+    if how == "ref_name":
+        text = re.sub(r"\bself\b", "selfRef", text)
+    facts = read_markdown_apis(text, "activation/demo/docs/x.md", PRODUCTS)[1]
+    written = "selfRef" if how == "ref_name" else "self"
+    if how == "page_direction":
+        next(p for p in facts.params if p.name == written).direction = "inout"
+    facts.release, facts.category = "v9.2.0-beta.1", "activation"
+    draft = build_draft(facts, PRODUCTS, tier="binding")
+    param = next(p for p in draft["parameters"] if p["name"] == written)
+    assert param["role"] == "input" and param.get("inplace") is True, param
+    draft.pop("todo")
+    catalog.keep_readable_rows(draft)
+    path = tmp_path / f"{catalog.spec_stem(facts.op)}.yaml"
+    path.write_text(block_yaml(draft), encoding="utf-8")
+    spec = load_spec(path, PRODUCTS).spec
+    assert not spec.by_role("output") and spec.parameter(written).inplace
 
 
 def _mirrors() -> list[Path]:
