@@ -19,7 +19,9 @@ from pathlib import Path
 
 from .cdecl import PrototypeError, normalize_prototype
 from .errors import GenerateError, SpecError
-from .importer.draft import TODO, build_draft
+from aclnngen.core.kinds import kind_of
+
+from .importer.draft import TODO, build_draft, required_pointers, row_condition
 from .importer.facts import PageFacts
 from .importer.markdown import read_markdown_apis
 from .importer.pages import category_of
@@ -232,19 +234,38 @@ def spec_stem(op: str) -> str:
 
 
 def keep_readable_rows(draft: dict) -> None:
-    """A catalog spec keeps the return-code rows the importer classified and a drafted rule backs
-    (null pointers and dtypes need none); the others wait for a person, as the draft's TODOs say."""
+    """A catalog spec keeps what the spec language holds of what the importer read: rules that name
+    no list, and the return-code rows the importer classified, each naming the parameters its check
+    can test (a null-pointer row the required pointers, a rule's row those a rule of its kind names);
+    the rest waits for a person, as the draft's TODOs say."""
+    params = {p["name"]: p for p in draft.get("parameters") or [] if isinstance(p, dict)}
+    lists = {n for n, p in params.items() if p.get("list")}
+    rules = [r for r in draft.get("rules") or [] if not set(kind_of(r).names(r)) & lists]
+    if "rules" in draft:
+        draft["rules"] = rules
     rows = draft.get("return_codes")
     if not isinstance(rows, list):
         return
-    kinds = {r.get("kind") for r in draft.get("rules") or []}
-    draft["return_codes"] = [
-        r
-        for r in rows
-        if isinstance(r.get("params"), list)
-        and r.get("check") != TODO
-        and (r["check"] in ("null_pointer", "dtype") or r["check"] in kinds)
-    ] or TODO
+    covered: dict[str, set[str]] = {}
+    for r in rules:
+        covered.setdefault(r["kind"], set()).update(kind_of(r).names(r))
+    pointers = set(required_pointers(list(params.values())))
+    testable = {
+        "null_pointer": lambda n: n in pointers,
+        "dtype": lambda n: params.get(n, {}).get("role") in ("input", "output"),
+    }
+    kept = []
+    for r in rows:
+        check = r.get("check")
+        if not isinstance(r.get("params"), list) or check == TODO:
+            continue
+        if check == "null_pointer" and r.get("status") != 161001:
+            continue  # a misread row: a NULL is 161001 on every page
+        can = testable.get(check) or (lambda n, c=check: n in covered.get(c, ()) and n not in lists)
+        names = [n for n in r["params"] if can(n)]
+        if names:
+            kept.append({**r, "params": names, "condition": row_condition(check, names)})
+    draft["return_codes"] = kept or TODO
 
 
 def _not_imported(facts: PageFacts) -> str | None:

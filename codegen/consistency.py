@@ -406,7 +406,7 @@ def _lists(spec: "OpSpec") -> None:
     if not lists:
         return
     for i, p in enumerate(spec.parameters):
-        if p.is_list and p.role == "output":
+        if p.is_list and p.role == "output" and spec.computes:
             raise FieldProblem(
                 ("parameters", i, "list"), f"{p.name!r}: a formula cannot compute a tensor list output yet"
             )
@@ -463,7 +463,9 @@ def forward_program(spec: "OpSpec", p, loc: tuple):
 def _return_codes(spec: "OpSpec") -> None:
     names = {p.name for p in spec.parameters}
     missing = sorted(set(STATUS_CODES) - {row.status for row in spec.return_codes})
-    if missing:  # every page's table has both: a NULL tensor, and an invalid parameter
+    # every page's table has both (a NULL tensor, an invalid parameter); a full-tier spec states
+    # both, a binding-tier one the rows its page states in a form the importer reads
+    if missing and spec.computes:
         raise FieldProblem(
             ("return_codes",),
             f"the return codes need a row for {', '.join(f'{s} ({STATUS_CODES[s]})' for s in missing)}",

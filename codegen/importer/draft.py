@@ -9,6 +9,7 @@ import keyword
 import re
 from typing import Any, Mapping
 
+from aclnngen.core.attribute_types import POINTER_C_TYPES
 from aclnngen.core.kinds import KINDS, kind_of
 from aclnngen.core.kinds.broadcast import KIND as BROADCAST
 from aclnngen.core.kinds.castable import KIND as CASTABLE
@@ -47,6 +48,11 @@ _CONDITIONS = {
     "attribute_value": "{} is outside the values it may take.",
     **{k.name: k.row_condition for k in KINDS if k.row_condition},
 }
+
+
+def row_condition(check: str, params: list[str]) -> str:
+    """A return-code row's condition in the project's words, from its check and parameters."""
+    return _CONDITIONS[check].format(", ".join(params))
 
 
 def snake(name: str) -> str:
@@ -598,6 +604,25 @@ def _sameness_hints(tensors: list[str], page: dict[str, PageParam]) -> list[dict
     return found
 
 
+def required_pointers(params: list[dict[str, Any]]) -> list[str]:
+    """Parameters a NULL of which is an error: tensors and scalars that are not optional, pointer
+    attributes with no default."""
+    return [
+        p["name"]
+        for p in params
+        if (p.get("role") in ("input", "output", "scalar") and not p.get("optional"))
+        or (p.get("role") == "attribute" and p.get("c_type") in POINTER_C_TYPES and "default" not in p)
+    ]
+
+
+# a row that names no parameter ("a tensor passed is NULL", "the dtype is not supported") is about
+# every parameter its check can apply to
+_GENERIC_ROWS = {
+    "null_pointer": required_pointers,
+    "dtype": lambda params: [p["name"] for p in params if p.get("role") in ("input", "output")],
+}
+
+
 def _return_codes(facts: PageFacts, params: list[dict[str, Any]], todo: list) -> list[dict[str, Any]]:
     names = [p["name"] for p in params]
     out = []
@@ -613,11 +638,13 @@ def _return_codes(facts: PageFacts, params: list[dict[str, Any]], todo: list) ->
             mentioned = [
                 n for n in mentioned if any(p["name"] == n and p.get("role") in ("input", "output") for p in params)
             ]
+        if not mentioned and check in _GENERIC_ROWS:  # "a tensor passed is NULL": every one it can be
+            mentioned = _GENERIC_ROWS[check](params)
         if row.status not in (161001, 161002):
             todo.append((f"return_codes.{index}", f"status {row.status} ({row.name}) is not one a spec can name yet"))
             continue
         entry: dict[str, Any] = {"status": row.status, "check": check or TODO, "params": mentioned or TODO}
-        entry["condition"] = _CONDITIONS[check].format(", ".join(mentioned)) if check and mentioned else TODO
+        entry["condition"] = row_condition(check, mentioned) if check and mentioned else TODO
         if check is None or not mentioned:
             todo.append(
                 (f"return_codes.{len(out)}", f"the row for {row.status} names no check or parameter the draft can read")

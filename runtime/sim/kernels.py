@@ -897,6 +897,10 @@ class Kernels:
         if not op.computes:  # binding tier: no formula computes the outputs; mark them as such
             for target in outputs.values():
                 fill_poison(target)
+            for a in args:  # an output tensor list: each of its tensors
+                if a.kind == TENSOR_LIST_KINDS[1] and not a.is_null:
+                    for element in a.value:
+                        fill_poison(element.array())
             return 0
         reference = entry.reference()
         out_dtypes = {name: arr.dtype for name, arr in outputs.items()}

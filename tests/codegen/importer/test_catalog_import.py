@@ -317,3 +317,59 @@ def test_the_catalog_between_two_tags_names_added_apis_changed_prototypes_and_lo
     assert data["added"] == ["OtherBackward"] and data["changed"][0]["breaking"] is True
     text = out.read_text(encoding="utf-8")
     assert "## Prototypes changed" in text and "`aclnnOtherBackward`" in text and "bfloat16 removed" in text
+
+
+def test_a_null_pointer_row_naming_no_parameter_names_every_required_pointer():
+    """ "A tensor passed is NULL", with no name: every tensor and scalar NULL cannot be."""
+    text = PAGE.replace("gradOutput、self、alpha或out是空指针。", "传入的tensor是空指针。", 1)
+    facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
+    rows = build_draft(facts, PRODUCTS, tier="binding")["return_codes"]
+    null = next(r for r in rows if r["status"] == 161001)
+    assert null["check"] == "null_pointer" and null["params"] == ["gradOutput", "self", "alpha", "out"], null
+
+
+def test_the_catalog_keeps_of_a_draft_what_the_spec_language_holds():
+    """Rules naming a list go (no rule reads a list yet); a row keeps the parameters its check can
+    test, its condition rewritten for them; a misread NULL row (not 161001) goes."""
+    draft = {
+        "parameters": [
+            {"name": "xs", "role": "input", "list": True},
+            {"name": "y", "role": "input"},
+            {"name": "out", "role": "output"},
+        ],
+        "rules": [
+            {"kind": "same_shape", "params": ["xs", "out"]},
+            {"kind": "same_dtype", "params": ["y", "out"]},
+        ],
+        "return_codes": [
+            {"status": 161001, "check": "null_pointer", "params": ["xs", "out"], "condition": "c"},
+            {"status": 161002, "check": "null_pointer", "params": ["y"], "condition": "c"},
+            {"status": 161002, "check": "same_dtype", "params": ["xs", "y"], "condition": "c"},
+            {"status": 161002, "check": "same_shape", "params": ["xs", "out"], "condition": "c"},
+        ],
+    }
+    catalog.keep_readable_rows(draft)
+    assert draft["rules"] == [{"kind": "same_dtype", "params": ["y", "out"]}]
+    assert [(r["check"], r["params"]) for r in draft["return_codes"]] == [
+        ("null_pointer", ["xs", "out"]),
+        ("same_dtype", ["y"]),
+    ]
+    assert "xs" not in draft["return_codes"][1]["condition"]
+
+
+def test_a_row_split_into_an_extra_cell_still_gives_its_dtypes_and_formats():
+    text = PAGE.replace(
+        "<td><ul><li>支持空Tensor。</li><li>和self的shape一致。</li></ul></td>",
+        "<td><ul><li>支持空Tensor。</li></ul></td>\n    <td>和self的shape一致。</td>",
+        1,
+    )
+    grad = next(p for p in read_markdown_apis(text, "p.md", PRODUCTS)[0].params if p.name == "gradOutput")
+    assert grad.dtypes == ["float32", "float16", "bfloat16"] and grad.formats == "ND" and grad.dims == "0-8"
+
+
+def test_a_description_saying_the_dtype_is_anothers_takes_its_dtypes():
+    text = PAGE.replace("<td>FLOAT、FLOAT16、BFLOAT16</td>", "<td>-</td>", 1).replace(
+        "<td>演示梯度。</td>", "<td>演示梯度，数据类型必须与self相同。</td>", 1
+    )
+    params = {p.name: p for p in read_markdown_apis(text, "p.md", PRODUCTS)[0].params}
+    assert params["gradOutput"].dtypes == params["self"].dtypes == ["float32", "float16", "bfloat16"]
