@@ -178,7 +178,23 @@ def survey(
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(result.spec_text, encoding="utf-8")
     compare_headers(report, headers)
+    if spec_out is not None:
+        _remove_stale(spec_out, report)
     return report
+
+
+def _remove_stale(spec_out: Path, report: CatalogReport) -> None:
+    """Specs under the surveyed repositories' folders that this survey did not write (an API gone,
+    or no longer valid) are removed, so `--specs-out` leaves exactly the catalog it found."""
+    written = {
+        spec_out / r.repo / (r.category or "other") / f"{spec_stem(r.api)}.yaml"
+        for r in report.results
+        if r.spec_text is not None and r.stage != "imported"
+    }
+    for repo in report.pages:
+        for path in sorted((spec_out / repo).rglob("*.yaml")):
+            if path not in written:
+                path.unlink()
 
 
 def _page_results(repo: str, path: str, text: str, release: str, products: ProductTable, scratch: Path):
