@@ -406,9 +406,9 @@ def _lists(spec: "OpSpec") -> None:
     if not lists:
         return
     for i, p in enumerate(spec.parameters):
-        if p.is_list and p.role == "output" and spec.computes:
+        if p.is_list and (p.role == "output" or p.inplace) and spec.computes:
             raise FieldProblem(
-                ("parameters", i, "list"), f"{p.name!r}: a formula cannot compute a tensor list output yet"
+                ("parameters", i, "list"), f"{p.name!r}: a formula cannot compute a tensor list it writes yet"
             )
     for i, rule in enumerate(spec.rules):
         for loc, name in rule_params(rule):

@@ -259,7 +259,9 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
                 entry["formats"] = formats
         elif role in ("scalar", "optional_scalar"):
             dtypes = page.dtypes if page else []
-            entry["scalar_dtype"] = "float32" if "float32" in dtypes or not dtypes else TODO
+            # binding tier: a float dtype the page lists (the tests set scalars to fractions)
+            floats = [d for d in ("float32", "float16", "bfloat16", "float64") if d in dtypes]
+            entry["scalar_dtype"] = "float32" if not dtypes else (floats[0] if floats and binding else TODO)
             if entry["scalar_dtype"] == TODO:
                 todo.append((f"{at}.scalar_dtype", "the aclDataType the binding creates for this scalar"))
             if dtypes:
@@ -276,7 +278,8 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
             entry["c_type"] = c_type.replace("const ", "").replace(" ", "")
             if entry["c_type"] == "char*":
                 choices = _choices(page.text if page else "")
-                entry["choices"] = choices or TODO
+                if choices or not binding:  # binding tier: no choices read, any string goes
+                    entry["choices"] = choices or TODO
                 if not choices:
                     todo.append((f"{at}.choices", "the strings this attribute accepts"))
             if entry["c_type"] == "int64_t":
@@ -288,7 +291,24 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
             if default is not None:
                 entry["default"] = default
         out.append(entry)
+    _inplace_by_name(facts.op or "", out)
     return out
+
+
+def _inplace_by_name(op: str, params: list[dict[str, Any]]) -> None:
+    """An API named in place (`aclnnInplaceX`, `aclnnForeachXInplace`) that writes no tensor
+    otherwise writes the input its out-of-place twin reads as `self`, `x` or `input` (else its first)."""
+    if not (op.startswith("Inplace") or op.endswith("Inplace")):
+        return
+    if any(p.get("role") == "output" or p.get("inplace") for p in params):
+        return
+    inputs = [p for p in params if p.get("role") == "input" and not p.get("optional")]
+    written = next((p for name in _WRITTEN_NAMES for p in inputs if p["name"] == name), inputs[0] if inputs else None)
+    if written is not None:
+        written["inplace"] = True
+
+
+_WRITTEN_NAMES = ("self", "x", "input")  # the tensor an in-place API writes, by the vendor's naming
 
 
 _BOUNDS = (  # longest first: 大于等于 before 大于

@@ -134,6 +134,15 @@ def test_an_op_writing_only_an_in_place_const_input_returns_it_poisoned(package)
     assert got is x and is_poisoned(x)
 
 
+def test_an_in_place_tensor_list_is_written_back_into_the_callers_arrays(package):
+    binding = importlib.import_module(f"{PACKAGE}.ops.foreach_scale_inplace").foreach_scale_inplace
+    session.reset()
+    xs = [np.ones((2, 3), np.float32), np.ones((4,), np.float32)]
+    with session.simulated(family="a2"):
+        got = binding(xs, 2.0)
+    assert isinstance(got, list) and all(a is b and is_poisoned(a) for a, b in zip(got, xs))
+
+
 def test_generated_tests_of_a_binding_tier_op_pass(package):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", str(package / "tests")],

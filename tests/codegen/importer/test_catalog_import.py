@@ -110,7 +110,7 @@ def test_a_page_with_an_unknown_c_type_is_reported_not_crashed():
     assert any(t["note"] == "unsupported type aclScalar**" for t in draft["todo"])
 
 
-@pytest.mark.parametrize("how", ["ref_name", "page_direction"])
+@pytest.mark.parametrize("how", ["ref_name", "page_direction", "api_name"])
 def test_a_tensor_the_op_writes_in_place_is_drafted_as_an_in_place_input(tmp_path, how):
     """The vendor declares its `...Ref` tensors const (the handle is, the data is not), and an
     in-place API has no output tensor: the draft marks the tensor `inplace` and it validates."""
@@ -124,6 +124,7 @@ def test_a_tensor_the_op_writes_in_place_is_drafted_as_an_in_place_input(tmp_pat
     written = "selfRef" if how == "ref_name" else "self"
     if how == "page_direction":
         next(p for p in facts.params if p.name == written).direction = "inout"
+    # api_name: aclnnInplaceX writes no output, so it writes `self` (not gradOutput, the first input)
     facts.release, facts.category = "v9.2.0-beta.1", "activation"
     draft = build_draft(facts, PRODUCTS, tier="binding")
     param = next(p for p in draft["parameters"] if p["name"] == written)
@@ -373,3 +374,16 @@ def test_a_description_saying_the_dtype_is_anothers_takes_its_dtypes():
     )
     params = {p.name: p for p in read_markdown_apis(text, "p.md", PRODUCTS)[0].params}
     assert params["gradOutput"].dtypes == params["self"].dtypes == ["float32", "float16", "bfloat16"]
+
+
+def test_a_binding_tier_scalar_takes_a_float_dtype_its_page_lists():
+    text = PAGE.replace(
+        "<td>系数，写作\\alpha。</td>\n    <td>-</td>\n    <td>FLOAT</td>",
+        "<td>系数，写作\\alpha。</td>\n    <td>-</td>\n    <td>INT32、FLOAT16</td>",
+        1,
+    )
+    facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
+    alpha = next(p for p in build_draft(facts, PRODUCTS, tier="binding")["parameters"] if p["name"] == "alpha")
+    assert alpha["scalar_dtype"] == "float16", alpha
+    full = next(p for p in build_draft(facts, PRODUCTS, tier="full")["parameters"] if p["name"] == "alpha")
+    assert full["scalar_dtype"] == "TODO"  # a person picks it for a full-tier spec
