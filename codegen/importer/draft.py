@@ -261,7 +261,9 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
             dtypes = page.dtypes if page else []
             # binding tier: a float dtype the page lists (the tests set scalars to fractions)
             floats = [d for d in ("float32", "float16", "bfloat16", "float64") if d in dtypes]
-            entry["scalar_dtype"] = "float32" if not dtypes else (floats[0] if floats and binding else TODO)
+            entry["scalar_dtype"] = (
+                "float32" if "float32" in dtypes or not dtypes else (floats[0] if floats and binding else TODO)
+            )
             if entry["scalar_dtype"] == TODO:
                 todo.append((f"{at}.scalar_dtype", "the aclDataType the binding creates for this scalar"))
             if dtypes:
