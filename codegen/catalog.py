@@ -19,7 +19,9 @@ from pathlib import Path
 
 from .cdecl import PrototypeError, normalize_prototype
 from .errors import GenerateError, SpecError
-from .importer.draft import TODO, build_draft
+from aclnngen.core.kinds import kind_of
+
+from .importer.draft import TODO, build_draft, required_pointers, row_condition
 from .importer.facts import PageFacts
 from .importer.markdown import read_markdown_apis
 from .importer.pages import category_of
@@ -176,7 +178,23 @@ def survey(
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(result.spec_text, encoding="utf-8")
     compare_headers(report, headers)
+    if spec_out is not None:
+        _remove_stale(spec_out, report)
     return report
+
+
+def _remove_stale(spec_out: Path, report: CatalogReport) -> None:
+    """Specs under the surveyed repositories' folders that this survey did not write (an API gone,
+    or no longer valid) are removed, so `--specs-out` leaves exactly the catalog it found."""
+    written = {
+        spec_out / r.repo / (r.category or "other") / f"{spec_stem(r.api)}.yaml"
+        for r in report.results
+        if r.spec_text is not None and r.stage != "imported"
+    }
+    for repo in report.pages:
+        for path in sorted((spec_out / repo).rglob("*.yaml")):
+            if path not in written:
+                path.unlink()
 
 
 def _page_results(repo: str, path: str, text: str, release: str, products: ProductTable, scratch: Path):
@@ -206,7 +224,7 @@ def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, 
         result.reason = facts.unsupported_types[0]
         return result
     draft.pop("todo", None)
-    _keep_readable_rows(draft)
+    keep_readable_rows(draft)
     result.stage, result.prototype = "imported", draft["prototypes"].get("get_workspace_size")
     result.spec_text = block_yaml(draft)
     spec_path = scratch / f"{spec_stem(facts.op)}.yaml"
@@ -231,20 +249,39 @@ def spec_stem(op: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
 
 
-def _keep_readable_rows(draft: dict) -> None:
-    """A catalog spec keeps the return-code rows the importer classified and a drafted rule backs
-    (null pointers and dtypes need none); the others wait for a person, as the draft's TODOs say."""
+def keep_readable_rows(draft: dict) -> None:
+    """A catalog spec keeps what the spec language holds of what the importer read: rules that name
+    no list, and the return-code rows the importer classified, each naming the parameters its check
+    can test (a null-pointer row the required pointers, a rule's row those a rule of its kind names);
+    the rest waits for a person, as the draft's TODOs say."""
+    params = {p["name"]: p for p in draft.get("parameters") or [] if isinstance(p, dict)}
+    lists = {n for n, p in params.items() if p.get("list")}
+    rules = [r for r in draft.get("rules") or [] if not set(kind_of(r).names(r)) & lists]
+    if "rules" in draft:
+        draft["rules"] = rules
     rows = draft.get("return_codes")
     if not isinstance(rows, list):
         return
-    kinds = {r.get("kind") for r in draft.get("rules") or []}
-    draft["return_codes"] = [
-        r
-        for r in rows
-        if isinstance(r.get("params"), list)
-        and r.get("check") != TODO
-        and (r["check"] in ("null_pointer", "dtype") or r["check"] in kinds)
-    ] or TODO
+    covered: dict[str, set[str]] = {}
+    for r in rules:
+        covered.setdefault(r["kind"], set()).update(kind_of(r).names(r))
+    pointers = set(required_pointers(list(params.values())))
+    testable = {
+        "null_pointer": lambda n: n in pointers,
+        "dtype": lambda n: params.get(n, {}).get("role") in ("input", "output"),
+    }
+    kept = []
+    for r in rows:
+        check = r.get("check")
+        if not isinstance(r.get("params"), list) or check == TODO:
+            continue
+        if check == "null_pointer" and r.get("status") != 161001:
+            continue  # a misread row: a NULL is 161001 on every page
+        can = testable.get(check) or (lambda n, c=check: n in covered.get(c, ()) and n not in lists)
+        names = [n for n in r["params"] if can(n)]
+        if names:
+            kept.append({**r, "params": names, "condition": row_condition(check, names)})
+    draft["return_codes"] = kept or TODO
 
 
 def _not_imported(facts: PageFacts) -> str | None:

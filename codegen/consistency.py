@@ -56,10 +56,10 @@ def check_op(spec: "OpSpec", context: dict) -> None:
 
 def _has_output(spec: "OpSpec") -> None:
     """A binding returns its outputs: an op must write at least one tensor."""
-    if not spec.by_role("output"):
+    if not spec.by_role("output") and not any(p.inplace for p in spec.parameters):
         raise FieldProblem(
             ("parameters",),
-            "the op has no output tensor (role: output); a tensor the library writes, in place too, is an output",
+            "the op writes no tensor: it needs an output (role: output) or an in-place input (inplace: true)",
         )
 
 
@@ -240,10 +240,6 @@ def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
         raise FieldProblem(
             loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}"
         )
-    if p.inplace and t.is_const:
-        raise FieldProblem(
-            loc + ("inplace",), f"an in-place input is written: the header declares it non-const; found {t} {p.name}"
-        )
     if p.role in ("input", "scalar", "optional_scalar") and not t.is_const and not p.inplace:
         raise FieldProblem(loc + ("role",), f"an input ({p.role}) is declared const in the header; found {t} {p.name}")
 
@@ -410,9 +406,9 @@ def _lists(spec: "OpSpec") -> None:
     if not lists:
         return
     for i, p in enumerate(spec.parameters):
-        if p.is_list and p.role == "output":
+        if p.is_list and (p.role == "output" or p.inplace) and spec.computes:
             raise FieldProblem(
-                ("parameters", i, "list"), f"{p.name!r}: a formula cannot compute a tensor list output yet"
+                ("parameters", i, "list"), f"{p.name!r}: a formula cannot compute a tensor list it writes yet"
             )
     for i, rule in enumerate(spec.rules):
         for loc, name in rule_params(rule):
@@ -467,7 +463,9 @@ def forward_program(spec: "OpSpec", p, loc: tuple):
 def _return_codes(spec: "OpSpec") -> None:
     names = {p.name for p in spec.parameters}
     missing = sorted(set(STATUS_CODES) - {row.status for row in spec.return_codes})
-    if missing:  # every page's table has both: a NULL tensor, and an invalid parameter
+    # every page's table has both (a NULL tensor, an invalid parameter); a full-tier spec states
+    # both, a binding-tier one the rows its page states in a form the importer reads
+    if missing and spec.computes:
         raise FieldProblem(
             ("return_codes",),
             f"the return codes need a row for {', '.join(f'{s} ({STATUS_CODES[s]})' for s in missing)}",

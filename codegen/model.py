@@ -347,8 +347,8 @@ class Parameter(Frozen):
             raise ValueError(f"attribute {self.name!r} needs 'c_type' (one of {', '.join(ATTRIBUTE_C_TYPES)})")
         if self.dim_of is not None and self.c_type != "int64_t":
             raise ValueError(f"'dim_of' applies to an int64_t attribute, not to a {self.c_type}")
-        if self.inplace and (self.role != "input" or self.is_list or self.optional):
-            raise ValueError("'inplace' applies to a required input tensor (a vendor ...Ref parameter), not a list")
+        if self.inplace and (self.role != "input" or self.optional):
+            raise ValueError("'inplace' applies to a required input tensor or tensor list (a vendor ...Ref parameter)")
         if self.is_list and self.role in ("optional_scalar", "attribute"):
             raise ValueError(
                 f"'list' applies to tensors (aclTensorList*) and scalars (aclScalarList*), not to a parameter with role {self.role!r}"

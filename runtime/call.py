@@ -726,7 +726,8 @@ class Prepared:
     def _outputs_to_allocate(self, values, version, family) -> tuple:
         """(C name, shape, dtype) of each output the caller left out: inferred from the inputs."""
         op = self.op
-        missing = [p for p in op.outputs if values[p.name] is None]
+        # a list output is the caller's to pass: how many tensors it holds, no rule says
+        missing = [p for p in op.outputs if values[p.name] is None and not p.is_list]
         if not missing:
             return ()
         inferred = infer_outputs(op.meta, values, version, family=family)
@@ -945,10 +946,17 @@ class Prepared:
             )
         b = self.backend
         explicit = stream is not None and hasattr(stream, "keep") and not getattr(stream, "is_default", False)
-        outputs = {p.name: dev for p, _, dev in self._host_targets}
-        by_name = {p.name: (host, dev) for p, host, dev in self._host_targets}
+        # (host, device) per written parameter; a list output's elements ("out[0]", ...) in order
+        by_name: dict[str, list] = {}
+        for p, host, dev in self._host_targets:
+            by_name.setdefault(p.name.split("[", 1)[0], []).append((host, dev))
+
+        def each(p, deliver):
+            found = [deliver(host, dev) for host, dev in by_name.get(p.name, ())]
+            return found if p.is_list else (found[0] if found else None)
+
         # A NumPy output the caller passed in must be filled before returning, even on a device call.
-        host_outputs = any(host is not None for host, _ in by_name.values())
+        host_outputs = any(host is not None for pairs in by_name.values() for host, _ in pairs)
         try:
             if self.device_mode and explicit and not host_outputs:
                 owned = [buf for buf in self._temps]
@@ -959,36 +967,23 @@ class Prepared:
                     *owned, *(d for d in self._device if d is not None), *self._list_devices, _Temporaries(owned)
                 )
                 self._temps, self.workspace, self._fresh = [], None, []
-                results = [outputs.get(p.name) for p in self.op.written]
+                results = [each(p, lambda host, dev: dev) for p in self.op.written]
                 return results[0] if len(results) == 1 else tuple(results)
             s = stream if stream is not None and hasattr(stream, "synchronize") else session_mod.default_stream(b)
             if stream is not None and not hasattr(stream, "synchronize"):
                 b.check("aclrtSynchronizeStream", b.api.aclrtSynchronizeStream(stream))
             else:
                 s.synchronize()
+
+            def deliver(host, dev):  # into the caller's array; else the device array or a new host one
+                if host is not None:
+                    dev.copy_to(host)
+                    return host
+                return dev if self.device_mode else dev.to_host()
+
+            results = [each(p, deliver) for p in self.op.written]
             if self.device_mode:
-                results = []
-                for p in self.op.written:
-                    host, dev = by_name.get(p.name, (None, None))
-                    if host is not None:
-                        dev.copy_to(host)
-                        results.append(host)
-                    else:
-                        results.append(dev)
                 self._fresh = []  # delivered to the caller
-            else:
-                results = []
-                for p in self.op.written:
-                    found = by_name.get(p.name)
-                    if found is None:
-                        results.append(None)
-                        continue
-                    host, dev = found
-                    if host is None:
-                        results.append(dev.to_host())
-                    else:
-                        dev.copy_to(host)
-                        results.append(host)
             return results[0] if len(results) == 1 else tuple(results)
         finally:
             self.close()

@@ -11,6 +11,7 @@ DATA = TESTS / "data"
 PAGES = DATA / "pages"
 CUSTOM_SPECS = DATA / "custom_specs"
 CATEGORY_SPECS = DATA / "category_specs"
+CATALOG_SPECS = REPO / "specs" / "catalog"  # the vendor catalog, binding tier (`aclnngen catalog --specs-out`)
 
 
 def hand_written_tests(tests: Path = TESTS) -> list[Path]:

@@ -139,7 +139,11 @@ def make_values(
         dt = NUMPY_DTYPES[chosen[tensor]] if tensor in chosen else dt
         dt = NUMPY_DTYPES[plan.output_dtypes[tensor]] if tensor in plan.output_dtypes else dt
         shape = plan.outputs.get(tensor, shape)
-        values[tensor] = _place(np.zeros(shape, dtype=dt), plan.layout, variant, 0)
-        variant += 1
+        # a list output is the caller's: as many arrays as a list input has (binding tier only)
+        arrays = []
+        for _ in range(LIST_LENGTH if tensor in lists else 1):
+            arrays.append(_place(np.zeros(shape, dtype=dt), plan.layout, variant, 0))
+            variant += 1
+        values[tensor] = arrays if tensor in lists else arrays[0]
     values.update(planning.scalar_values(meta))
     return values

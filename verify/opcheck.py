@@ -772,13 +772,14 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def _outputs_poisoned(op: OpUnderTest, results: tuple) -> None:
-    """A binding-tier op's outputs carry the simulator's poison pattern: each was written, none was
-    computed (aclnngen/core/tiers.py)."""
-    outputs = op.of_roles("output")
-    assert len(results) == len(outputs), f"{len(results)} results for {len(outputs)} outputs"
+    """A binding-tier op's outputs and in-place inputs carry the simulator's poison pattern: each was
+    written, none was computed (aclnngen/core/tiers.py)."""
+    outputs = [op.typed.param(n) for n in op.typed.written]
+    assert len(results) == len(outputs), f"{len(results)} results for {len(outputs)} written tensors"
     for p, got in zip(outputs, results):
-        assert isinstance(got, np.ndarray), f"{p.py}: the binding returned {type(got).__name__}"
-        assert is_poisoned(got), f"{p.py}: a binding-tier output holds something else than the poison pattern"
+        for item in got if p.is_list else [got]:
+            assert isinstance(item, np.ndarray), f"{p.py}: the binding returned {type(item).__name__}"
+            assert is_poisoned(item), f"{p.py}: a binding-tier output holds something else than the poison pattern"
 
 
 def check_binding(op: OpUnderTest, family: str, dtype: str, layout: str) -> None:
@@ -799,8 +800,11 @@ def _binding_matches_reference(
     values = {**made, **overrides}
     tolerance = op.directives().tolerance(op.name, "binding", family, dtype)
     # outputs of a dtype the case sets are passed in (`out=`); others the binding allocates
-    fixed = [p for p in op.of_roles("output") if p.name in (dtypes or {})]
-    if not op.of_roles("input"):  # an op that only writes (in place, a fill) writes the caller's tensors
+    # a list output too: the binding cannot tell how many tensors the caller wants
+    fixed = [p for p in op.of_roles("output") if p.name in (dtypes or {}) or p.is_list]
+    # an op that only writes (in place, a fill) writes the caller's tensors; so does one reading a
+    # list, whose outputs no rule infers
+    if not op.of_roles("input") or any(p.is_list for p in op.of_roles("input")):
         fixed = list(op.of_roles("output"))
     # the binding writes its in-place inputs: the reference reads them as they were
     before = {name: np.array(values[name], copy=True) for name in op.typed.inplace}

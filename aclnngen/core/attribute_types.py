@@ -53,6 +53,11 @@ ATTRIBUTE_TYPES: dict[str, AttributeType] = {
         AttributeType("int8_t", "int8_t", 0, "int", "int", 0, "SIM_ARG_INT64", bounds=_int(8)),
         AttributeType("int32_t", "int32_t", 0, "int", "int", 0, "SIM_ARG_INT64", bounds=_int(32)),
         AttributeType("int64_t", "int64_t", 0, "int", "int", 0, "SIM_ARG_INT64", bounds=_int(64)),
+        AttributeType("int", "int", 0, "int", "int", 0, "SIM_ARG_INT64", bounds=_int(32)),
+        # the simulator carries integers as int64_t: a uint64_t above its range cannot pass through
+        AttributeType("uint64_t", "uint64_t", 0, "int", "int", 0, "SIM_ARG_INT64", bounds=(0, 2**63 - 1)),
+        # an enum of the ABI (aclsim_abi.h, the cdef): the value is the dtype's number, ACL_FLOAT = 0
+        AttributeType("aclDataType", "aclDataType", 0, "int", "int", 0, "SIM_ARG_INT64", bounds=_int(32)),
         AttributeType("float", "float", 0, "float", "float", 0.0, "SIM_ARG_DOUBLE", float_max=FLOAT32_MAX),
         AttributeType("double", "double", 0, "float", "float", 0.0, "SIM_ARG_DOUBLE"),
         AttributeType("char*", "char", 1, "str", "str", "", "SIM_ARG_STRING"),

@@ -9,6 +9,7 @@ import keyword
 import re
 from typing import Any, Mapping
 
+from aclnngen.core.attribute_types import POINTER_C_TYPES
 from aclnngen.core.kinds import KINDS, kind_of
 from aclnngen.core.kinds.broadcast import KIND as BROADCAST
 from aclnngen.core.kinds.castable import KIND as CASTABLE
@@ -47,6 +48,11 @@ _CONDITIONS = {
     "attribute_value": "{} is outside the values it may take.",
     **{k.name: k.row_condition for k in KINDS if k.row_condition},
 }
+
+
+def row_condition(check: str, params: list[str]) -> str:
+    """A return-code row's condition in the project's words, from its check and parameters."""
+    return _CONDITIONS[check].format(", ".join(params))
 
 
 def snake(name: str) -> str:
@@ -152,6 +158,8 @@ def _unique(items):
 def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts) -> str | None:
     typed = spec_type(c_type)
     if typed.kind == "tensor":
+        if in_place(param_name, c_type, page):
+            return "input"
         writable = typed.writable
         if page is not None and page.direction == "input" and writable:
             # the library writes through a non-const tensor: the page's "input" is a slip
@@ -169,6 +177,15 @@ def _role(param_name: str, c_type: str, page: PageParam | None, facts: PageFacts
         return "attribute"
     facts.unsupported(typed.unsupported)
     return None
+
+
+def in_place(param_name: str, c_type: str, page: PageParam | None) -> bool:
+    """A tensor the op reads and writes: the vendor's `...Ref` name or the page's input/output
+    direction. The header often declares it const (the handle, not the data, is const)."""
+    typed = spec_type(c_type)
+    if typed.kind != "tensor" or typed.is_list:
+        return False
+    return param_name.endswith("Ref") or (page is not None and page.direction == "inout")
 
 
 _ROLE_WORDS = {
@@ -220,6 +237,8 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
         entry["role"] = role or TODO
         if role is not None and spec_type(c_type).is_list:
             entry["list"] = True
+        if role == "input" and in_place(name, c_type, page):
+            entry["inplace"] = True
         if binding:
             entry["summary"] = _generated_param_summary(name, role)
         else:
@@ -240,7 +259,11 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
                 entry["formats"] = formats
         elif role in ("scalar", "optional_scalar"):
             dtypes = page.dtypes if page else []
-            entry["scalar_dtype"] = "float32" if "float32" in dtypes or not dtypes else TODO
+            # binding tier: a float dtype the page lists (the tests set scalars to fractions)
+            floats = [d for d in ("float32", "float16", "bfloat16", "float64") if d in dtypes]
+            entry["scalar_dtype"] = (
+                "float32" if "float32" in dtypes or not dtypes else (floats[0] if floats and binding else TODO)
+            )
             if entry["scalar_dtype"] == TODO:
                 todo.append((f"{at}.scalar_dtype", "the aclDataType the binding creates for this scalar"))
             if dtypes:
@@ -257,7 +280,8 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
             entry["c_type"] = c_type.replace("const ", "").replace(" ", "")
             if entry["c_type"] == "char*":
                 choices = _choices(page.text if page else "")
-                entry["choices"] = choices or TODO
+                if choices or not binding:  # binding tier: no choices read, any string goes
+                    entry["choices"] = choices or TODO
                 if not choices:
                     todo.append((f"{at}.choices", "the strings this attribute accepts"))
             if entry["c_type"] == "int64_t":
@@ -269,7 +293,24 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
             if default is not None:
                 entry["default"] = default
         out.append(entry)
+    _inplace_by_name(facts.op or "", out)
     return out
+
+
+def _inplace_by_name(op: str, params: list[dict[str, Any]]) -> None:
+    """An API named in place (`aclnnInplaceX`, `aclnnForeachXInplace`) that writes no tensor
+    otherwise writes the input its out-of-place twin reads as `self`, `x` or `input` (else its first)."""
+    if not (op.startswith("Inplace") or op.endswith("Inplace")):
+        return
+    if any(p.get("role") == "output" or p.get("inplace") for p in params):
+        return
+    inputs = [p for p in params if p.get("role") == "input" and not p.get("optional")]
+    written = next((p for name in _WRITTEN_NAMES for p in inputs if p["name"] == name), inputs[0] if inputs else None)
+    if written is not None:
+        written["inplace"] = True
+
+
+_WRITTEN_NAMES = ("self", "x", "input")  # the tensor an in-place API writes, by the vendor's naming
 
 
 _BOUNDS = (  # longest first: 大于等于 before 大于
@@ -585,6 +626,25 @@ def _sameness_hints(tensors: list[str], page: dict[str, PageParam]) -> list[dict
     return found
 
 
+def required_pointers(params: list[dict[str, Any]]) -> list[str]:
+    """Parameters a NULL of which is an error: tensors and scalars that are not optional, pointer
+    attributes with no default."""
+    return [
+        p["name"]
+        for p in params
+        if (p.get("role") in ("input", "output", "scalar") and not p.get("optional"))
+        or (p.get("role") == "attribute" and p.get("c_type") in POINTER_C_TYPES and "default" not in p)
+    ]
+
+
+# a row that names no parameter ("a tensor passed is NULL", "the dtype is not supported") is about
+# every parameter its check can apply to
+_GENERIC_ROWS = {
+    "null_pointer": required_pointers,
+    "dtype": lambda params: [p["name"] for p in params if p.get("role") in ("input", "output")],
+}
+
+
 def _return_codes(facts: PageFacts, params: list[dict[str, Any]], todo: list) -> list[dict[str, Any]]:
     names = [p["name"] for p in params]
     out = []
@@ -600,11 +660,13 @@ def _return_codes(facts: PageFacts, params: list[dict[str, Any]], todo: list) ->
             mentioned = [
                 n for n in mentioned if any(p["name"] == n and p.get("role") in ("input", "output") for p in params)
             ]
+        if not mentioned and check in _GENERIC_ROWS:  # "a tensor passed is NULL": every one it can be
+            mentioned = _GENERIC_ROWS[check](params)
         if row.status not in (161001, 161002):
             todo.append((f"return_codes.{index}", f"status {row.status} ({row.name}) is not one a spec can name yet"))
             continue
         entry: dict[str, Any] = {"status": row.status, "check": check or TODO, "params": mentioned or TODO}
-        entry["condition"] = _CONDITIONS[check].format(", ".join(mentioned)) if check and mentioned else TODO
+        entry["condition"] = row_condition(check, mentioned) if check and mentioned else TODO
         if check is None or not mentioned:
             todo.append(
                 (f"return_codes.{len(out)}", f"the row for {row.status} names no check or parameter the draft can read")

@@ -33,6 +33,10 @@ _YES = ("√", "支持", "supported", "yes", "✓")
 _NO = ("×", "不支持", "not supported", "unsupported", "no", "✗")
 _NAME_CELL = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:[（(]([^）)]*)[）)])?")  # the type is stripped in Python
 _DIRECTIONS = {
+    # a tensor the op reads and writes (a `...Ref` parameter): the spec's in-place input
+    "输入/输出": "inout",
+    "输入输出": "inout",
+    "input/output": "inout",
     "输入": "input",
     "输出": "output",
     "input": "input",
@@ -254,6 +258,7 @@ def _read_get_workspace_size(facts: PageFacts, body: list[str], products: Produc
         _read_param_table(facts, param_grid)
     else:  # older pages list the parameters as bullets, `name (type, direction)：...`, as saved pages do
         read_param_bullets(facts, [line.replace("\\*", "*") for line in body], products)
+        _dtypes_by_reference(facts, {})
         if not facts.params:
             facts.unparsed.append("no parameter table in the first-phase section")
     _read_notes(facts, text, products)
@@ -301,19 +306,33 @@ def _header_has(row: list[str], words: tuple[str, ...]) -> bool:
 
 
 def _read_param_table(facts: PageFacts, grid: list[list[str]]) -> None:
+    dtype_cells: dict[str, str] = {}
     for row in grid[1:]:
         match = _NAME_CELL.match(row[0]) if row else None
         if not match:
             facts.unparsed.append(f"parameter row {row[:2]!r}")
             continue
-        cells = row + [""] * (8 - len(row))
+        at = _dtype_cell(row)
+        cells = row + [""] * (at + 4 - len(row))
         param = PageParam(name=match.group(1), c_type=(match.group(2) or "").strip() or None)
         param.direction = _DIRECTIONS.get(cells[1].strip().lower())
-        param.text = "\n".join(c for c in (cells[2], cells[3]) if c.strip() and c.strip() != "-")
-        param.dtypes = page_dtypes(cells[4]) if len(row) > 4 else []
-        param.formats, param.dims, param.non_contiguous = cells[5].strip(), cells[6].strip(), cells[7].strip()
+        param.text = "\n".join(c for c in cells[2:at] if c.strip() and c.strip() != "-")
+        param.dtypes = page_dtypes(cells[at]) if len(row) > at else []
+        param.formats, param.dims, param.non_contiguous = (c.strip() for c in cells[at + 1 : at + 4])
         facts.params.append(param)
-    _dtypes_by_reference(facts, {p.name: row[4] for p, row in zip(facts.params, grid[1:]) if len(row) > 4})
+        dtype_cells[param.name] = cells[at]
+    _dtypes_by_reference(facts, dtype_cells)
+
+
+_DTYPE_COLUMN = 4  # name, direction, description, usage, dtypes, formats, dims, non-contiguous
+
+
+def _dtype_cell(row: list[str]) -> int:
+    """The index of a row's dtype cell: the fifth, or, in a row split into more cells than the header
+    has (a usage note over two cells), the first after it that lists dtypes."""
+    if len(row) <= _DTYPE_COLUMN or page_dtypes(row[_DTYPE_COLUMN]):
+        return _DTYPE_COLUMN
+    return next((k for k in range(_DTYPE_COLUMN + 1, len(row)) if page_dtypes(row[k])), _DTYPE_COLUMN)
 
 
 # a dtype cell that names another parameter instead of listing dtypes: "与self一致", "same as self"
@@ -322,13 +341,22 @@ _SAME_AS = re.compile(
 )
 
 
+# a description that says so: "数据类型必须与input相同", "the dtype must be the same as input"
+_SAME_DTYPE_TEXT = re.compile(
+    r"数据类型[^，。；,;]{0,6}?与\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:的数据类型)?\s*(?:保持)?\s*(?:一致|相同)"
+    r"|dtype (?:must be |is )?(?:the )?same as ([A-Za-z_][A-Za-z0-9_]*)",
+    re.I,
+)
+
+
 def _dtypes_by_reference(facts: PageFacts, cells: dict[str, str]) -> None:
-    """A parameter whose dtype cell says "the same as X" takes X's dtypes (one level: X lists its own)."""
+    """A parameter whose dtype cell says "the same as X", or with no dtype cell whose description says
+    its dtype is X's, takes X's dtypes (one level: X lists its own)."""
     by_name = {p.name: p for p in facts.params}
     for param in facts.params:
         if param.dtypes:
             continue
-        match = _SAME_AS.search(plain(cells.get(param.name, "")))
+        match = _SAME_AS.search(plain(cells.get(param.name, ""))) or _SAME_DTYPE_TEXT.search(plain(param.text or ""))
         other = by_name.get(next((g for g in match.groups() if g), "")) if match else None
         if other is not None and other.dtypes:
             param.dtypes = list(other.dtypes)

@@ -897,6 +897,15 @@ class Kernels:
         if not op.computes:  # binding tier: no formula computes the outputs; mark them as such
             for target in outputs.values():
                 fill_poison(target)
+            written = {p.name for p in op.params if p.inplace}
+            for a in args:  # a tensor list it writes (an output, or in place): each of its tensors
+                if (
+                    a.kind in TENSOR_LIST_KINDS
+                    and (a.kind == TENSOR_LIST_KINDS[1] or a.name in written)
+                    and not a.is_null
+                ):
+                    for element in a.value:
+                        fill_poison(element.array())
             return 0
         reference = entry.reference()
         out_dtypes = {name: arr.dtype for name, arr in outputs.items()}

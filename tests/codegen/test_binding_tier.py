@@ -111,6 +111,38 @@ def test_simulator_poisons_a_binding_tier_ops_outputs(package):
     assert info.value.status == 161002 and info.value.param == "self"
 
 
+def test_a_binding_tier_list_output_is_the_callers_arrays_poisoned(package):
+    binding = importlib.import_module(f"{PACKAGE}.ops.split_pieces").split_pieces
+    session.reset()
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    pieces = [np.zeros((3, 2), np.float32), np.zeros((3, 2), np.float32)]
+    with session.simulated(family="a2"):
+        got = binding(x, 2, 1, 0, out=pieces)
+        assert isinstance(got, list) and len(got) == 2
+        assert all(a is b and is_poisoned(a) for a, b in zip(got, pieces))
+        with pytest.raises(AclnnValidationError) as info:
+            binding(x, 2, 1, 0)  # no arrays: the binding cannot tell how many pieces
+    assert info.value.status == 161001 and info.value.param == "out"
+
+
+def test_an_op_writing_only_an_in_place_const_input_returns_it_poisoned(package):
+    binding = importlib.import_module(f"{PACKAGE}.ops.inplace_scale_ref").inplace_scale_ref
+    session.reset()
+    x = np.ones((2, 3), np.float32)
+    with session.simulated(family="a2"):
+        got = binding(x, 2.0)
+    assert got is x and is_poisoned(x)
+
+
+def test_an_in_place_tensor_list_is_written_back_into_the_callers_arrays(package):
+    binding = importlib.import_module(f"{PACKAGE}.ops.foreach_scale_inplace").foreach_scale_inplace
+    session.reset()
+    xs = [np.ones((2, 3), np.float32), np.ones((4,), np.float32)]
+    with session.simulated(family="a2"):
+        got = binding(xs, 2.0)
+    assert isinstance(got, list) and all(a is b and is_poisoned(a) for a, b in zip(got, xs))
+
+
 def test_generated_tests_of_a_binding_tier_op_pass(package):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", str(package / "tests")],
@@ -121,10 +153,11 @@ def test_generated_tests_of_a_binding_tier_op_pass(package):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "test_reference" not in (package / "tests" / "test_lower_band.py").read_text(encoding="utf-8")
+    assert (package / "tests" / "test_split_pieces.py").is_file()  # a list output's tests ran too
 
 
 def test_a_spec_without_an_output_tensor_is_refused(tmp_path):
     text = SPEC.read_text(encoding="utf-8").replace("role: output", "role: input")
     with pytest.raises(SpecError) as info:
         _load_text(tmp_path, text, "lower_band")
-    assert "no output tensor" in info.value.problems[0].message
+    assert "writes no tensor" in info.value.problems[0].message

@@ -55,7 +55,10 @@ def _shared_page() -> str:
         ("aclScalarList*", "scalar"),
         ("int8_t", "attribute"),
         ("const aclBoolArray *", "attribute"),
-        ("aclDataType", None),
+        ("aclDataType", "attribute"),
+        ("int", "attribute"),
+        ("uint64_t", "attribute"),
+        ("aclOpExecutor**", None),
         ("const aclTensor **", None),
     ],
 )
@@ -100,11 +103,38 @@ def test_auto_tier_follows_whether_the_page_states_a_formula():
 
 
 def test_a_page_with_an_unknown_c_type_is_reported_not_crashed():
-    text = PAGE.replace("const aclScalar *alpha", "const aclDataType alpha", 1)
+    text = PAGE.replace("const aclScalar *alpha", "const aclScalar **alpha", 1)
     facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
     draft = build_draft(facts, PRODUCTS, tier="binding")
-    assert facts.unsupported_types == ["unsupported type aclDataType"]
-    assert any(t["note"] == "unsupported type aclDataType" for t in draft["todo"])
+    assert facts.unsupported_types == ["unsupported type aclScalar**"]
+    assert any(t["note"] == "unsupported type aclScalar**" for t in draft["todo"])
+
+
+@pytest.mark.parametrize("how", ["ref_name", "page_direction", "api_name"])
+def test_a_tensor_the_op_writes_in_place_is_drafted_as_an_in_place_input(tmp_path, how):
+    """The vendor declares its `...Ref` tensors const (the handle is, the data is not), and an
+    in-place API has no output tensor: the draft marks the tensor `inplace` and it validates."""
+    text = _shared_page().replace(
+        "aclnnInplaceDemoBackwardGetWorkspaceSize(const aclTensor *gradOutput, aclTensor *self,",
+        "aclnnInplaceDemoBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self,",
+    )
+    if how == "ref_name":
+        text = re.sub(r"\bself\b", "selfRef", text)
+    facts = read_markdown_apis(text, "activation/demo/docs/x.md", PRODUCTS)[1]
+    written = "selfRef" if how == "ref_name" else "self"
+    if how == "page_direction":
+        next(p for p in facts.params if p.name == written).direction = "inout"
+    # api_name: aclnnInplaceX writes no output, so it writes `self` (not gradOutput, the first input)
+    facts.release, facts.category = "v9.2.0-beta.1", "activation"
+    draft = build_draft(facts, PRODUCTS, tier="binding")
+    param = next(p for p in draft["parameters"] if p["name"] == written)
+    assert param["role"] == "input" and param.get("inplace") is True, param
+    draft.pop("todo")
+    catalog.keep_readable_rows(draft)
+    path = tmp_path / f"{catalog.spec_stem(facts.op)}.yaml"
+    path.write_text(block_yaml(draft), encoding="utf-8")
+    spec = load_spec(path, PRODUCTS).spec
+    assert not spec.by_role("output") and spec.parameter(written).inplace
 
 
 def _mirrors() -> list[Path]:
@@ -288,3 +318,72 @@ def test_the_catalog_between_two_tags_names_added_apis_changed_prototypes_and_lo
     assert data["added"] == ["OtherBackward"] and data["changed"][0]["breaking"] is True
     text = out.read_text(encoding="utf-8")
     assert "## Prototypes changed" in text and "`aclnnOtherBackward`" in text and "bfloat16 removed" in text
+
+
+def test_a_null_pointer_row_naming_no_parameter_names_every_required_pointer():
+    """ "A tensor passed is NULL", with no name: every tensor and scalar NULL cannot be."""
+    text = PAGE.replace("gradOutput、self、alpha或out是空指针。", "传入的tensor是空指针。", 1)
+    facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
+    rows = build_draft(facts, PRODUCTS, tier="binding")["return_codes"]
+    null = next(r for r in rows if r["status"] == 161001)
+    assert null["check"] == "null_pointer" and null["params"] == ["gradOutput", "self", "alpha", "out"], null
+
+
+def test_the_catalog_keeps_of_a_draft_what_the_spec_language_holds():
+    """Rules naming a list go (no rule reads a list yet); a row keeps the parameters its check can
+    test, its condition rewritten for them; a misread NULL row (not 161001) goes."""
+    draft = {
+        "parameters": [
+            {"name": "xs", "role": "input", "list": True},
+            {"name": "y", "role": "input"},
+            {"name": "out", "role": "output"},
+        ],
+        "rules": [
+            {"kind": "same_shape", "params": ["xs", "out"]},
+            {"kind": "same_dtype", "params": ["y", "out"]},
+        ],
+        "return_codes": [
+            {"status": 161001, "check": "null_pointer", "params": ["xs", "out"], "condition": "c"},
+            {"status": 161002, "check": "null_pointer", "params": ["y"], "condition": "c"},
+            {"status": 161002, "check": "same_dtype", "params": ["xs", "y"], "condition": "c"},
+            {"status": 161002, "check": "same_shape", "params": ["xs", "out"], "condition": "c"},
+        ],
+    }
+    catalog.keep_readable_rows(draft)
+    assert draft["rules"] == [{"kind": "same_dtype", "params": ["y", "out"]}]
+    assert [(r["check"], r["params"]) for r in draft["return_codes"]] == [
+        ("null_pointer", ["xs", "out"]),
+        ("same_dtype", ["y"]),
+    ]
+    assert "xs" not in draft["return_codes"][1]["condition"]
+
+
+def test_a_row_split_into_an_extra_cell_still_gives_its_dtypes_and_formats():
+    text = PAGE.replace(
+        "<td><ul><li>支持空Tensor。</li><li>和self的shape一致。</li></ul></td>",
+        "<td><ul><li>支持空Tensor。</li></ul></td>\n    <td>和self的shape一致。</td>",
+        1,
+    )
+    grad = next(p for p in read_markdown_apis(text, "p.md", PRODUCTS)[0].params if p.name == "gradOutput")
+    assert grad.dtypes == ["float32", "float16", "bfloat16"] and grad.formats == "ND" and grad.dims == "0-8"
+
+
+def test_a_description_saying_the_dtype_is_anothers_takes_its_dtypes():
+    text = PAGE.replace("<td>FLOAT、FLOAT16、BFLOAT16</td>", "<td>-</td>", 1).replace(
+        "<td>演示梯度。</td>", "<td>演示梯度，数据类型必须与self相同。</td>", 1
+    )
+    params = {p.name: p for p in read_markdown_apis(text, "p.md", PRODUCTS)[0].params}
+    assert params["gradOutput"].dtypes == params["self"].dtypes == ["float32", "float16", "bfloat16"]
+
+
+def test_a_binding_tier_scalar_takes_a_float_dtype_its_page_lists():
+    text = PAGE.replace(
+        "<td>系数，写作\\alpha。</td>\n    <td>-</td>\n    <td>FLOAT</td>",
+        "<td>系数，写作\\alpha。</td>\n    <td>-</td>\n    <td>INT32、FLOAT16</td>",
+        1,
+    )
+    facts = read_markdown_apis(text, "p.md", PRODUCTS)[0]
+    alpha = next(p for p in build_draft(facts, PRODUCTS, tier="binding")["parameters"] if p["name"] == "alpha")
+    assert alpha["scalar_dtype"] == "float16", alpha
+    full = next(p for p in build_draft(facts, PRODUCTS, tier="full")["parameters"] if p["name"] == "alpha")
+    assert full["scalar_dtype"] == "TODO"  # a person picks it for a full-tier spec
