@@ -7,6 +7,7 @@ these cases and hands each to aclnngen.verify.opcheck, which builds the data and
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from aclnngen.core import planning
 from aclnngen.core import sweeps
@@ -193,7 +194,22 @@ def build(
         "conditional_dtypes": _unique(conditional),
         "return_codes": return_codes,
         "binding": binding,
+        # the two largest lists, as one pytest item per family (per family and dtype): pytest's
+        # cost per item, not the checks, dominated these tests (opcheck.check_group runs a group)
+        "dtype_groups": _grouped(dtype_cases, lambda c: label[c["family"]], "family"),
+        "binding_groups": _grouped(binding, lambda c: f"{label[c['family']]}-{c['dtype']}", "family", "dtype"),
     }
+
+
+def _grouped(cases: list[dict], name: Callable[[dict], str], *keys: str) -> list[dict]:
+    """`cases` as groups sharing the values of `keys`, in first-seen order, each named by `name`
+    of its first case and keeping its cases in order."""
+    groups: dict[tuple, dict] = {}
+    for case in cases:
+        group = groups.setdefault(tuple(case[k] for k in keys), {"id": name(case), "cases": []})
+        group.update({k: case[k] for k in keys})
+        group["cases"].append(case)
+    return list(groups.values())
 
 
 def _rules_on(meta: dict, version: str, family: str) -> list[dict]:
