@@ -178,7 +178,7 @@ def check_group(op: OpUnderTest, node, check: Callable, family: str, cases: list
         directive = expected.get(case_id)
         try:
             check(op, family, *arguments)
-        except Exception as exc:  # noqa: BLE001 - every failure is reported with its case
+        except (Exception, pytest.fail.Exception) as exc:  # every failure is reported with its case
             if directive is None:
                 problems.append(f"[{case_id}] {type(exc).__name__}: {exc}")
             else:

@@ -100,8 +100,9 @@ def _outcome(result) -> tuple[int, int]:
 def test_generated_reference_and_validator_tests_pass(package):
     result = _pytest(package)
     passed, failed = _outcome(result)
-    # > 150 items: the three ops' cases ran (a family's dtypes, a family's dtype's layouts are one item each)
-    assert result.returncode == 0 and failed == 0 and passed > 150, result.stdout[-3000:]
+    # > 100 items: the three ops' tests ran (a group of validator or binding cases is one item:
+    # codegen/testplan.py `groups`)
+    assert result.returncode == 0 and failed == 0 and passed > 100, result.stdout[-3000:]
     collected = _pytest(package, "", "--collect-only").stdout  # once, not once per kind
     for kind in (
         "test_reference_matches_oracle",

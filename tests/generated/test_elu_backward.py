@@ -69,7 +69,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("validator_dtype", 'training', None, [
+        _group('validator_dtype', 'training', None, [
             ('Training-float16-accepted', 'float16', 'float16', True),
             ('Training-float32-accepted', 'float32', 'float32', True),
             ('Training-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -86,7 +86,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('Training-complex64-rejected', 'complex64', 'complex64', False),
             ('Training-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Training'),
-        _group("validator_dtype", 'inference', None, [
+        _group('validator_dtype', 'inference', None, [
             ('Inference-float16-accepted', 'float16', 'float16', True),
             ('Inference-float32-accepted', 'float32', 'float32', True),
             ('Inference-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -103,7 +103,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('Inference-complex64-rejected', 'complex64', 'complex64', False),
             ('Inference-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Inference'),
-        _group("validator_dtype", 'a2', None, [
+        _group('validator_dtype', 'a2', None, [
             ('A2-float16-accepted', 'float16', 'float16', True),
             ('A2-float32-accepted', 'float32', 'float32', True),
             ('A2-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -120,7 +120,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('A2-complex64-rejected', 'complex64', 'complex64', False),
             ('A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A2'),
-        _group("validator_dtype", 'a3', None, [
+        _group('validator_dtype', 'a3', None, [
             ('A3-float16-accepted', 'float16', 'float16', True),
             ('A3-float32-accepted', 'float32', 'float32', True),
             ('A3-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -137,7 +137,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('A3-complex64-rejected', 'complex64', 'complex64', False),
             ('A3-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A3'),
-        _group("validator_dtype", 'atlas_200i_500_a2', None, [
+        _group('validator_dtype', 'atlas_200i_500_a2', None, [
             ('200I-500-A2-float16-rejected', 'float16', 'float16', False),
             ('200I-500-A2-float32-rejected', 'float32', 'float32', False),
             ('200I-500-A2-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -154,7 +154,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('200I-500-A2-complex64-rejected', 'complex64', 'complex64', False),
             ('200I-500-A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='200I-500-A2'),
-        _group("validator_dtype", 'ascend950', None, [
+        _group('validator_dtype', 'ascend950', None, [
             ('950-float16-accepted', 'float16', 'float16', True),
             ('950-float32-accepted', 'float32', 'float32', True),
             ('950-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -178,37 +178,41 @@ def test_validator_dtype(family, cases, request):
 
 
 @pytest.mark.parametrize(
-    "family,dtype,kind,status",
+    "family,cases",
     [
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'contiguous', 0, id='A2-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast-rejected', 161002, id='A2-broadcast-rejected-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'shape-mismatch', 161002, id='A2-shape-mismatch-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank0', 0, id='A2-rank0-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank8', 0, id='A2-rank8-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank9', 161002, id='A2-rank9-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'empty', 0, id='A2-empty-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'non-contiguous', 0, id='A2-non-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'offset', 0, id='A2-offset-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'mixed-dtype', 161002, id='A2-mixed-dtype-161002'),
+        _group('validator_shape', 'a2', None, [
+            ('A2-contiguous-accepted', 'float32', 'float32', 'contiguous', 0),
+            ('A2-broadcast-rejected-161002', 'float32', 'float32', 'broadcast-rejected', 161002),
+            ('A2-shape-mismatch-161002', 'float32', 'float32', 'shape-mismatch', 161002),
+            ('A2-rank0-accepted', 'float32', 'float32', 'rank0', 0),
+            ('A2-rank8-accepted', 'float32', 'float32', 'rank8', 0),
+            ('A2-rank9-161002', 'float32', 'float32', 'rank9', 161002),
+            ('A2-empty-accepted', 'float32', 'float32', 'empty', 0),
+            ('A2-non-contiguous-accepted', 'float32', 'float32', 'non-contiguous', 0),
+            ('A2-offset-accepted', 'float32', 'float32', 'offset', 0),
+            ('A2-mixed-dtype-161002', 'float32', 'float32', 'mixed-dtype', 161002),
+        ], id='A2'),
     ],
 )
-def test_validator_shape(family, dtype, kind, status):
-    opcheck.check_shape_case(OP, family, dtype, kind, status)
+def test_validator_shape(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_shape_case, family, cases)
 
 
 @pytest.mark.parametrize(
-    "family,param",
+    "family,cases",
     [
-        _case("null_pointer", 'a2', None, 'a2', 'gradOutput', id='A2-gradOutput-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'alpha', id='A2-alpha-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'scale', id='A2-scale-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'inputScale', id='A2-inputScale-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'selfOrResult', id='A2-selfOrResult-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'gradInput', id='A2-gradInput-null'),
+        _group('null_pointer', 'a2', None, [
+            ('A2-gradOutput-null', None, 'gradOutput'),
+            ('A2-alpha-null', None, 'alpha'),
+            ('A2-scale-null', None, 'scale'),
+            ('A2-inputScale-null', None, 'inputScale'),
+            ('A2-selfOrResult-null', None, 'selfOrResult'),
+            ('A2-gradInput-null', None, 'gradInput'),
+        ], id='A2'),
     ],
 )
-def test_null_pointer(family, param):
-    opcheck.check_null(OP, family, param)
+def test_null_pointer(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_null, family, cases)
 
 
 @pytest.mark.parametrize(
@@ -264,122 +268,124 @@ def test_sweep(family, dtype, overrides):
 
 
 @pytest.mark.parametrize(
-    "family,row,check,param,status",
+    "family,cases",
     [
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradOutput', 161001, id='row0-null_pointer-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'alpha', 161001, id='row0-null_pointer-alpha'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'scale', 161001, id='row0-null_pointer-scale'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'inputScale', 161001, id='row0-null_pointer-inputScale'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'selfOrResult', 161001, id='row0-null_pointer-selfOrResult'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradInput', 161001, id='row0-null_pointer-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradOutput', 161002, id='row1-dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'selfOrResult', 161002, id='row1-dtype-selfOrResult'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradInput', 161002, id='row1-dtype-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'gradOutput', 161002, id='row2-same_dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'selfOrResult', 161002, id='row2-same_dtype-selfOrResult'),
-        _case("return_code", 'a2', None, 'a2', 3, 'castable', 'gradInput', 161002, id='row3-castable-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 4, 'same_shape', 'gradOutput', 161002, id='row4-same_shape-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 4, 'same_shape', 'selfOrResult', 161002, id='row4-same_shape-selfOrResult'),
-        _case("return_code", 'a2', None, 'a2', 4, 'same_shape', 'gradInput', 161002, id='row4-same_shape-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 5, 'max_rank', 'gradOutput', 161002, id='row5-max_rank-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 5, 'max_rank', 'selfOrResult', 161002, id='row5-max_rank-selfOrResult'),
-        _case("return_code", 'a2', None, 'a2', 5, 'max_rank', 'gradInput', 161002, id='row5-max_rank-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 6, 'scalar_range', 'alpha', 161002, id='row6-scalar_range-alpha'),
+        _group('return_code', 'a2', None, [
+            ('row0-null_pointer-gradOutput', None, 0, 'null_pointer', 'gradOutput', 161001),
+            ('row0-null_pointer-alpha', None, 0, 'null_pointer', 'alpha', 161001),
+            ('row0-null_pointer-scale', None, 0, 'null_pointer', 'scale', 161001),
+            ('row0-null_pointer-inputScale', None, 0, 'null_pointer', 'inputScale', 161001),
+            ('row0-null_pointer-selfOrResult', None, 0, 'null_pointer', 'selfOrResult', 161001),
+            ('row0-null_pointer-gradInput', None, 0, 'null_pointer', 'gradInput', 161001),
+            ('row1-dtype-gradOutput', None, 1, 'dtype', 'gradOutput', 161002),
+            ('row1-dtype-selfOrResult', None, 1, 'dtype', 'selfOrResult', 161002),
+            ('row1-dtype-gradInput', None, 1, 'dtype', 'gradInput', 161002),
+            ('row2-same_dtype-gradOutput', None, 2, 'same_dtype', 'gradOutput', 161002),
+            ('row2-same_dtype-selfOrResult', None, 2, 'same_dtype', 'selfOrResult', 161002),
+            ('row3-castable-gradInput', None, 3, 'castable', 'gradInput', 161002),
+            ('row4-same_shape-gradOutput', None, 4, 'same_shape', 'gradOutput', 161002),
+            ('row4-same_shape-selfOrResult', None, 4, 'same_shape', 'selfOrResult', 161002),
+            ('row4-same_shape-gradInput', None, 4, 'same_shape', 'gradInput', 161002),
+            ('row5-max_rank-gradOutput', None, 5, 'max_rank', 'gradOutput', 161002),
+            ('row5-max_rank-selfOrResult', None, 5, 'max_rank', 'selfOrResult', 161002),
+            ('row5-max_rank-gradInput', None, 5, 'max_rank', 'gradInput', 161002),
+            ('row6-scalar_range-alpha', None, 6, 'scalar_range', 'alpha', 161002),
+        ], id='A2'),
     ],
 )
-def test_return_code(family, row, check, param, status):
-    opcheck.check_return_code(OP, family, row, check, param, status)
+def test_return_code(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_return_code, family, cases)
 
 
 @pytest.mark.needs_runtime
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("binding", 'training', 'float32', [
+        _group('binding', 'training', 'float32', [
             ('Training-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Training-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('Training-float32-offset', 'float32', 'float32', 'offset'),
             ('Training-float32-empty', 'float32', 'float32', 'empty'),
             ('Training-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='Training-float32'),
-        _group("binding", 'training', 'float16', [
+        _group('binding', 'training', 'float16', [
             ('Training-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Training-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('Training-float16-offset', 'float16', 'float16', 'offset'),
             ('Training-float16-empty', 'float16', 'float16', 'empty'),
             ('Training-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='Training-float16'),
-        _group("binding", 'inference', 'float32', [
+        _group('binding', 'inference', 'float32', [
             ('Inference-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Inference-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('Inference-float32-offset', 'float32', 'float32', 'offset'),
             ('Inference-float32-empty', 'float32', 'float32', 'empty'),
             ('Inference-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='Inference-float32'),
-        _group("binding", 'inference', 'float16', [
+        _group('binding', 'inference', 'float16', [
             ('Inference-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Inference-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('Inference-float16-offset', 'float16', 'float16', 'offset'),
             ('Inference-float16-empty', 'float16', 'float16', 'empty'),
             ('Inference-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='Inference-float16'),
-        _group("binding", 'a2', 'float32', [
+        _group('binding', 'a2', 'float32', [
             ('A2-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A2-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('A2-float32-offset', 'float32', 'float32', 'offset'),
             ('A2-float32-empty', 'float32', 'float32', 'empty'),
             ('A2-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A2-float32'),
-        _group("binding", 'a2', 'float16', [
+        _group('binding', 'a2', 'float16', [
             ('A2-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A2-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('A2-float16-offset', 'float16', 'float16', 'offset'),
             ('A2-float16-empty', 'float16', 'float16', 'empty'),
             ('A2-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A2-float16'),
-        _group("binding", 'a2', 'bfloat16', [
+        _group('binding', 'a2', 'bfloat16', [
             ('A2-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A2-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
             ('A2-bfloat16-offset', 'bfloat16', 'bfloat16', 'offset'),
             ('A2-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
             ('A2-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A2-bfloat16'),
-        _group("binding", 'a3', 'float32', [
+        _group('binding', 'a3', 'float32', [
             ('A3-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A3-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('A3-float32-offset', 'float32', 'float32', 'offset'),
             ('A3-float32-empty', 'float32', 'float32', 'empty'),
             ('A3-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A3-float32'),
-        _group("binding", 'a3', 'float16', [
+        _group('binding', 'a3', 'float16', [
             ('A3-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A3-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('A3-float16-offset', 'float16', 'float16', 'offset'),
             ('A3-float16-empty', 'float16', 'float16', 'empty'),
             ('A3-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A3-float16'),
-        _group("binding", 'a3', 'bfloat16', [
+        _group('binding', 'a3', 'bfloat16', [
             ('A3-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A3-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
             ('A3-bfloat16-offset', 'bfloat16', 'bfloat16', 'offset'),
             ('A3-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
             ('A3-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A3-bfloat16'),
-        _group("binding", 'ascend950', 'float32', [
+        _group('binding', 'ascend950', 'float32', [
             ('950-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('950-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('950-float32-offset', 'float32', 'float32', 'offset'),
             ('950-float32-empty', 'float32', 'float32', 'empty'),
             ('950-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='950-float32'),
-        _group("binding", 'ascend950', 'float16', [
+        _group('binding', 'ascend950', 'float16', [
             ('950-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('950-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('950-float16-offset', 'float16', 'float16', 'offset'),
             ('950-float16-empty', 'float16', 'float16', 'empty'),
             ('950-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='950-float16'),
-        _group("binding", 'ascend950', 'bfloat16', [
+        _group('binding', 'ascend950', 'bfloat16', [
             ('950-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('950-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
             ('950-bfloat16-offset', 'bfloat16', 'bfloat16', 'offset'),

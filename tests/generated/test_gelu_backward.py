@@ -72,7 +72,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("validator_dtype", 'training', None, [
+        _group('validator_dtype', 'training', None, [
             ('Training-float16-accepted', 'float16', 'float16', True),
             ('Training-float32-accepted', 'float32', 'float32', True),
             ('Training-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -89,7 +89,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('Training-complex64-rejected', 'complex64', 'complex64', False),
             ('Training-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Training'),
-        _group("validator_dtype", 'inference', None, [
+        _group('validator_dtype', 'inference', None, [
             ('Inference-float16-accepted', 'float16', 'float16', True),
             ('Inference-float32-accepted', 'float32', 'float32', True),
             ('Inference-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -106,7 +106,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('Inference-complex64-rejected', 'complex64', 'complex64', False),
             ('Inference-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Inference'),
-        _group("validator_dtype", 'a2', None, [
+        _group('validator_dtype', 'a2', None, [
             ('A2-float16-accepted', 'float16', 'float16', True),
             ('A2-float32-accepted', 'float32', 'float32', True),
             ('A2-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -123,7 +123,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('A2-complex64-rejected', 'complex64', 'complex64', False),
             ('A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A2'),
-        _group("validator_dtype", 'a3', None, [
+        _group('validator_dtype', 'a3', None, [
             ('A3-float16-accepted', 'float16', 'float16', True),
             ('A3-float32-accepted', 'float32', 'float32', True),
             ('A3-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -140,7 +140,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('A3-complex64-rejected', 'complex64', 'complex64', False),
             ('A3-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A3'),
-        _group("validator_dtype", 'atlas_200i_500_a2', None, [
+        _group('validator_dtype', 'atlas_200i_500_a2', None, [
             ('200I-500-A2-float16-rejected', 'float16', 'float16', False),
             ('200I-500-A2-float32-rejected', 'float32', 'float32', False),
             ('200I-500-A2-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -157,7 +157,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('200I-500-A2-complex64-rejected', 'complex64', 'complex64', False),
             ('200I-500-A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='200I-500-A2'),
-        _group("validator_dtype", 'ascend950', None, [
+        _group('validator_dtype', 'ascend950', None, [
             ('950-float16-accepted', 'float16', 'float16', True),
             ('950-float32-accepted', 'float32', 'float32', True),
             ('950-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -181,63 +181,69 @@ def test_validator_dtype(family, cases, request):
 
 
 @pytest.mark.parametrize(
-    "family,dtype,kind,status",
+    "family,cases",
     [
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'contiguous', 0, id='A2-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast', 0, id='A2-broadcast-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast-rejected', 161002, id='A2-broadcast-rejected-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'shape-mismatch', 161002, id='A2-shape-mismatch-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank0', 0, id='A2-rank0-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank8', 0, id='A2-rank8-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank9', 161002, id='A2-rank9-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'empty', 0, id='A2-empty-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'non-contiguous', 0, id='A2-non-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'offset', 0, id='A2-offset-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'mixed-dtype', 0, id='A2-mixed-dtype-accepted'),
+        _group('validator_shape', 'a2', None, [
+            ('A2-contiguous-accepted', 'float32', 'float32', 'contiguous', 0),
+            ('A2-broadcast-accepted', 'float32', 'float32', 'broadcast', 0),
+            ('A2-broadcast-rejected-161002', 'float32', 'float32', 'broadcast-rejected', 161002),
+            ('A2-shape-mismatch-161002', 'float32', 'float32', 'shape-mismatch', 161002),
+            ('A2-rank0-accepted', 'float32', 'float32', 'rank0', 0),
+            ('A2-rank8-accepted', 'float32', 'float32', 'rank8', 0),
+            ('A2-rank9-161002', 'float32', 'float32', 'rank9', 161002),
+            ('A2-empty-accepted', 'float32', 'float32', 'empty', 0),
+            ('A2-non-contiguous-accepted', 'float32', 'float32', 'non-contiguous', 0),
+            ('A2-offset-accepted', 'float32', 'float32', 'offset', 0),
+            ('A2-mixed-dtype-accepted', 'float32', 'float32', 'mixed-dtype', 0),
+        ], id='A2'),
     ],
 )
-def test_validator_shape(family, dtype, kind, status):
-    opcheck.check_shape_case(OP, family, dtype, kind, status)
+def test_validator_shape(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_shape_case, family, cases)
 
 
 @pytest.mark.parametrize(
-    "family,param",
+    "family,cases",
     [
-        _case("null_pointer", 'a2', None, 'a2', 'gradOutput', id='A2-gradOutput-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'self', id='A2-self-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'gradInput', id='A2-gradInput-null'),
+        _group('null_pointer', 'a2', None, [
+            ('A2-gradOutput-null', None, 'gradOutput'),
+            ('A2-self-null', None, 'self'),
+            ('A2-gradInput-null', None, 'gradInput'),
+        ], id='A2'),
     ],
 )
-def test_null_pointer(family, param):
-    opcheck.check_null(OP, family, param)
+def test_null_pointer(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_null, family, cases)
 
 
 @pytest.mark.parametrize(
-    "family,row,check,param,status",
+    "family,cases",
     [
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradOutput', 161001, id='row0-null_pointer-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'self', 161001, id='row0-null_pointer-self'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradInput', 161001, id='row0-null_pointer-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradOutput', 161002, id='row1-dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'self', 161002, id='row1-dtype-self'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradInput', 161002, id='row1-dtype-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'broadcast', 'gradOutput', 161002, id='row2-broadcast-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'broadcast', 'self', 161002, id='row2-broadcast-self'),
-        _case("return_code", 'a2', None, 'a2', 2, 'broadcast', 'gradInput', 161002, id='row2-broadcast-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 3, 'promote', 'gradOutput', 161002, id='row3-promote-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 3, 'promote', 'self', 161002, id='row3-promote-self'),
-        _case("return_code", 'a2', None, 'a2', 3, 'promote', 'gradInput', 161002, id='row3-promote-gradInput'),
+        _group('return_code', 'a2', None, [
+            ('row0-null_pointer-gradOutput', None, 0, 'null_pointer', 'gradOutput', 161001),
+            ('row0-null_pointer-self', None, 0, 'null_pointer', 'self', 161001),
+            ('row0-null_pointer-gradInput', None, 0, 'null_pointer', 'gradInput', 161001),
+            ('row1-dtype-gradOutput', None, 1, 'dtype', 'gradOutput', 161002),
+            ('row1-dtype-self', None, 1, 'dtype', 'self', 161002),
+            ('row1-dtype-gradInput', None, 1, 'dtype', 'gradInput', 161002),
+            ('row2-broadcast-gradOutput', None, 2, 'broadcast', 'gradOutput', 161002),
+            ('row2-broadcast-self', None, 2, 'broadcast', 'self', 161002),
+            ('row2-broadcast-gradInput', None, 2, 'broadcast', 'gradInput', 161002),
+            ('row3-promote-gradOutput', None, 3, 'promote', 'gradOutput', 161002),
+            ('row3-promote-self', None, 3, 'promote', 'self', 161002),
+            ('row3-promote-gradInput', None, 3, 'promote', 'gradInput', 161002),
+        ], id='A2'),
     ],
 )
-def test_return_code(family, row, check, param, status):
-    opcheck.check_return_code(OP, family, row, check, param, status)
+def test_return_code(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_return_code, family, cases)
 
 
 @pytest.mark.needs_runtime
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("binding", 'training', 'float16', [
+        _group('binding', 'training', 'float16', [
             ('Training-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Training-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('Training-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -245,7 +251,7 @@ def test_return_code(family, row, check, param, status):
             ('Training-float16-empty', 'float16', 'float16', 'empty'),
             ('Training-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='Training-float16'),
-        _group("binding", 'training', 'float32', [
+        _group('binding', 'training', 'float32', [
             ('Training-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Training-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('Training-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -253,7 +259,7 @@ def test_return_code(family, row, check, param, status):
             ('Training-float32-empty', 'float32', 'float32', 'empty'),
             ('Training-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='Training-float32'),
-        _group("binding", 'inference', 'float16', [
+        _group('binding', 'inference', 'float16', [
             ('Inference-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Inference-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('Inference-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -261,7 +267,7 @@ def test_return_code(family, row, check, param, status):
             ('Inference-float16-empty', 'float16', 'float16', 'empty'),
             ('Inference-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='Inference-float16'),
-        _group("binding", 'inference', 'float32', [
+        _group('binding', 'inference', 'float32', [
             ('Inference-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Inference-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('Inference-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -269,7 +275,7 @@ def test_return_code(family, row, check, param, status):
             ('Inference-float32-empty', 'float32', 'float32', 'empty'),
             ('Inference-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='Inference-float32'),
-        _group("binding", 'a2', 'float16', [
+        _group('binding', 'a2', 'float16', [
             ('A2-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A2-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('A2-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -277,7 +283,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-float16-empty', 'float16', 'float16', 'empty'),
             ('A2-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A2-float16'),
-        _group("binding", 'a2', 'float32', [
+        _group('binding', 'a2', 'float32', [
             ('A2-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A2-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('A2-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -285,7 +291,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-float32-empty', 'float32', 'float32', 'empty'),
             ('A2-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A2-float32'),
-        _group("binding", 'a2', 'bfloat16', [
+        _group('binding', 'a2', 'bfloat16', [
             ('A2-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A2-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('A2-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
@@ -293,7 +299,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
             ('A2-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A2-bfloat16'),
-        _group("binding", 'a3', 'float16', [
+        _group('binding', 'a3', 'float16', [
             ('A3-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A3-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('A3-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -301,7 +307,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-float16-empty', 'float16', 'float16', 'empty'),
             ('A3-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A3-float16'),
-        _group("binding", 'a3', 'float32', [
+        _group('binding', 'a3', 'float32', [
             ('A3-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A3-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('A3-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -309,7 +315,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-float32-empty', 'float32', 'float32', 'empty'),
             ('A3-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A3-float32'),
-        _group("binding", 'a3', 'bfloat16', [
+        _group('binding', 'a3', 'bfloat16', [
             ('A3-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A3-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('A3-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
@@ -317,7 +323,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
             ('A3-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A3-bfloat16'),
-        _group("binding", 'ascend950', 'float16', [
+        _group('binding', 'ascend950', 'float16', [
             ('950-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('950-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('950-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -325,7 +331,7 @@ def test_return_code(family, row, check, param, status):
             ('950-float16-empty', 'float16', 'float16', 'empty'),
             ('950-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='950-float16'),
-        _group("binding", 'ascend950', 'float32', [
+        _group('binding', 'ascend950', 'float32', [
             ('950-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('950-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('950-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -333,7 +339,7 @@ def test_return_code(family, row, check, param, status):
             ('950-float32-empty', 'float32', 'float32', 'empty'),
             ('950-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='950-float32'),
-        _group("binding", 'ascend950', 'bfloat16', [
+        _group('binding', 'ascend950', 'bfloat16', [
             ('950-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('950-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('950-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),

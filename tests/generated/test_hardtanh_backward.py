@@ -50,7 +50,7 @@ def test_reference_matches_oracle(dtype, data):
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("validator_dtype", 'training', None, [
+        _group('validator_dtype', 'training', None, [
             ('Training-float16-accepted', 'float16', 'float16', True),
             ('Training-float32-accepted', 'float32', 'float32', True),
             ('Training-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -67,7 +67,7 @@ def test_reference_matches_oracle(dtype, data):
             ('Training-complex64-rejected', 'complex64', 'complex64', False),
             ('Training-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Training'),
-        _group("validator_dtype", 'inference', None, [
+        _group('validator_dtype', 'inference', None, [
             ('Inference-float16-accepted', 'float16', 'float16', True),
             ('Inference-float32-accepted', 'float32', 'float32', True),
             ('Inference-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -84,7 +84,7 @@ def test_reference_matches_oracle(dtype, data):
             ('Inference-complex64-rejected', 'complex64', 'complex64', False),
             ('Inference-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Inference'),
-        _group("validator_dtype", 'a2', None, [
+        _group('validator_dtype', 'a2', None, [
             ('A2-float16-accepted', 'float16', 'float16', True),
             ('A2-float32-accepted', 'float32', 'float32', True),
             ('A2-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -101,7 +101,7 @@ def test_reference_matches_oracle(dtype, data):
             ('A2-complex64-rejected', 'complex64', 'complex64', False),
             ('A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A2'),
-        _group("validator_dtype", 'a3', None, [
+        _group('validator_dtype', 'a3', None, [
             ('A3-float16-accepted', 'float16', 'float16', True),
             ('A3-float32-accepted', 'float32', 'float32', True),
             ('A3-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -118,7 +118,7 @@ def test_reference_matches_oracle(dtype, data):
             ('A3-complex64-rejected', 'complex64', 'complex64', False),
             ('A3-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A3'),
-        _group("validator_dtype", 'atlas_200i_500_a2', None, [
+        _group('validator_dtype', 'atlas_200i_500_a2', None, [
             ('200I-500-A2-float16-accepted', 'float16', 'float16', True),
             ('200I-500-A2-float32-accepted', 'float32', 'float32', True),
             ('200I-500-A2-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -135,7 +135,7 @@ def test_reference_matches_oracle(dtype, data):
             ('200I-500-A2-complex64-rejected', 'complex64', 'complex64', False),
             ('200I-500-A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='200I-500-A2'),
-        _group("validator_dtype", 'ascend950', None, [
+        _group('validator_dtype', 'ascend950', None, [
             ('950-float16-accepted', 'float16', 'float16', True),
             ('950-float32-accepted', 'float32', 'float32', True),
             ('950-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -159,36 +159,40 @@ def test_validator_dtype(family, cases, request):
 
 
 @pytest.mark.parametrize(
-    "family,dtype,kind,status",
+    "family,cases",
     [
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'contiguous', 0, id='A2-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast-rejected', 161002, id='A2-broadcast-rejected-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'shape-mismatch', 161002, id='A2-shape-mismatch-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank0', 0, id='A2-rank0-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank8', 0, id='A2-rank8-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank9', 161002, id='A2-rank9-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'empty', 161002, id='A2-empty-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'non-contiguous', 0, id='A2-non-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'offset', 0, id='A2-offset-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'mixed-dtype', 161002, id='A2-mixed-dtype-161002'),
+        _group('validator_shape', 'a2', None, [
+            ('A2-contiguous-accepted', 'float32', 'float32', 'contiguous', 0),
+            ('A2-broadcast-rejected-161002', 'float32', 'float32', 'broadcast-rejected', 161002),
+            ('A2-shape-mismatch-161002', 'float32', 'float32', 'shape-mismatch', 161002),
+            ('A2-rank0-accepted', 'float32', 'float32', 'rank0', 0),
+            ('A2-rank8-accepted', 'float32', 'float32', 'rank8', 0),
+            ('A2-rank9-161002', 'float32', 'float32', 'rank9', 161002),
+            ('A2-empty-161002', 'float32', 'float32', 'empty', 161002),
+            ('A2-non-contiguous-accepted', 'float32', 'float32', 'non-contiguous', 0),
+            ('A2-offset-accepted', 'float32', 'float32', 'offset', 0),
+            ('A2-mixed-dtype-161002', 'float32', 'float32', 'mixed-dtype', 161002),
+        ], id='A2'),
     ],
 )
-def test_validator_shape(family, dtype, kind, status):
-    opcheck.check_shape_case(OP, family, dtype, kind, status)
+def test_validator_shape(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_shape_case, family, cases)
 
 
 @pytest.mark.parametrize(
-    "family,param",
+    "family,cases",
     [
-        _case("null_pointer", 'a2', None, 'a2', 'gradOutput', id='A2-gradOutput-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'self', id='A2-self-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'min', id='A2-min-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'max', id='A2-max-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'out', id='A2-out-null'),
+        _group('null_pointer', 'a2', None, [
+            ('A2-gradOutput-null', None, 'gradOutput'),
+            ('A2-self-null', None, 'self'),
+            ('A2-min-null', None, 'min'),
+            ('A2-max-null', None, 'max'),
+            ('A2-out-null', None, 'out'),
+        ], id='A2'),
     ],
 )
-def test_null_pointer(family, param):
-    opcheck.check_null(OP, family, param)
+def test_null_pointer(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_null, family, cases)
 
 
 @pytest.mark.needs_torch
@@ -219,120 +223,122 @@ def test_sweep(family, dtype, overrides):
 
 
 @pytest.mark.parametrize(
-    "family,row,check,param,status",
+    "family,cases",
     [
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradOutput', 161001, id='row0-null_pointer-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'self', 161001, id='row0-null_pointer-self'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'min', 161001, id='row0-null_pointer-min'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'max', 161001, id='row0-null_pointer-max'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'out', 161001, id='row0-null_pointer-out'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradOutput', 161002, id='row1-dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'self', 161002, id='row1-dtype-self'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'out', 161002, id='row1-dtype-out'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'gradOutput', 161002, id='row2-same_dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'self', 161002, id='row2-same_dtype-self'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'out', 161002, id='row2-same_dtype-out'),
-        _case("return_code", 'a2', None, 'a2', 3, 'same_shape', 'gradOutput', 161002, id='row3-same_shape-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 3, 'same_shape', 'self', 161002, id='row3-same_shape-self'),
-        _case("return_code", 'a2', None, 'a2', 3, 'same_shape', 'out', 161002, id='row3-same_shape-out'),
-        _case("return_code", 'a2', None, 'a2', 4, 'max_rank', 'gradOutput', 161002, id='row4-max_rank-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 4, 'max_rank', 'self', 161002, id='row4-max_rank-self'),
-        _case("return_code", 'a2', None, 'a2', 4, 'max_rank', 'out', 161002, id='row4-max_rank-out'),
+        _group('return_code', 'a2', None, [
+            ('row0-null_pointer-gradOutput', None, 0, 'null_pointer', 'gradOutput', 161001),
+            ('row0-null_pointer-self', None, 0, 'null_pointer', 'self', 161001),
+            ('row0-null_pointer-min', None, 0, 'null_pointer', 'min', 161001),
+            ('row0-null_pointer-max', None, 0, 'null_pointer', 'max', 161001),
+            ('row0-null_pointer-out', None, 0, 'null_pointer', 'out', 161001),
+            ('row1-dtype-gradOutput', None, 1, 'dtype', 'gradOutput', 161002),
+            ('row1-dtype-self', None, 1, 'dtype', 'self', 161002),
+            ('row1-dtype-out', None, 1, 'dtype', 'out', 161002),
+            ('row2-same_dtype-gradOutput', None, 2, 'same_dtype', 'gradOutput', 161002),
+            ('row2-same_dtype-self', None, 2, 'same_dtype', 'self', 161002),
+            ('row2-same_dtype-out', None, 2, 'same_dtype', 'out', 161002),
+            ('row3-same_shape-gradOutput', None, 3, 'same_shape', 'gradOutput', 161002),
+            ('row3-same_shape-self', None, 3, 'same_shape', 'self', 161002),
+            ('row3-same_shape-out', None, 3, 'same_shape', 'out', 161002),
+            ('row4-max_rank-gradOutput', None, 4, 'max_rank', 'gradOutput', 161002),
+            ('row4-max_rank-self', None, 4, 'max_rank', 'self', 161002),
+            ('row4-max_rank-out', None, 4, 'max_rank', 'out', 161002),
+        ], id='A2'),
     ],
 )
-def test_return_code(family, row, check, param, status):
-    opcheck.check_return_code(OP, family, row, check, param, status)
+def test_return_code(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_return_code, family, cases)
 
 
 @pytest.mark.needs_runtime
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("binding", 'training', 'float32', [
+        _group('binding', 'training', 'float32', [
             ('Training-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Training-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('Training-float32-offset', 'float32', 'float32', 'offset'),
             ('Training-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='Training-float32'),
-        _group("binding", 'training', 'float16', [
+        _group('binding', 'training', 'float16', [
             ('Training-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Training-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('Training-float16-offset', 'float16', 'float16', 'offset'),
             ('Training-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='Training-float16'),
-        _group("binding", 'inference', 'float32', [
+        _group('binding', 'inference', 'float32', [
             ('Inference-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Inference-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('Inference-float32-offset', 'float32', 'float32', 'offset'),
             ('Inference-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='Inference-float32'),
-        _group("binding", 'inference', 'float16', [
+        _group('binding', 'inference', 'float16', [
             ('Inference-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Inference-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('Inference-float16-offset', 'float16', 'float16', 'offset'),
             ('Inference-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='Inference-float16'),
-        _group("binding", 'a2', 'float32', [
+        _group('binding', 'a2', 'float32', [
             ('A2-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A2-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('A2-float32-offset', 'float32', 'float32', 'offset'),
             ('A2-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A2-float32'),
-        _group("binding", 'a2', 'float16', [
+        _group('binding', 'a2', 'float16', [
             ('A2-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A2-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('A2-float16-offset', 'float16', 'float16', 'offset'),
             ('A2-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A2-float16'),
-        _group("binding", 'a2', 'bfloat16', [
+        _group('binding', 'a2', 'bfloat16', [
             ('A2-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A2-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
             ('A2-bfloat16-offset', 'bfloat16', 'bfloat16', 'offset'),
             ('A2-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A2-bfloat16'),
-        _group("binding", 'a3', 'float32', [
+        _group('binding', 'a3', 'float32', [
             ('A3-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A3-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('A3-float32-offset', 'float32', 'float32', 'offset'),
             ('A3-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A3-float32'),
-        _group("binding", 'a3', 'float16', [
+        _group('binding', 'a3', 'float16', [
             ('A3-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A3-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('A3-float16-offset', 'float16', 'float16', 'offset'),
             ('A3-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A3-float16'),
-        _group("binding", 'a3', 'bfloat16', [
+        _group('binding', 'a3', 'bfloat16', [
             ('A3-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A3-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
             ('A3-bfloat16-offset', 'bfloat16', 'bfloat16', 'offset'),
             ('A3-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A3-bfloat16'),
-        _group("binding", 'atlas_200i_500_a2', 'float32', [
+        _group('binding', 'atlas_200i_500_a2', 'float32', [
             ('200I-500-A2-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('200I-500-A2-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('200I-500-A2-float32-offset', 'float32', 'float32', 'offset'),
             ('200I-500-A2-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='200I-500-A2-float32'),
-        _group("binding", 'atlas_200i_500_a2', 'float16', [
+        _group('binding', 'atlas_200i_500_a2', 'float16', [
             ('200I-500-A2-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('200I-500-A2-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('200I-500-A2-float16-offset', 'float16', 'float16', 'offset'),
             ('200I-500-A2-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='200I-500-A2-float16'),
-        _group("binding", 'ascend950', 'float32', [
+        _group('binding', 'ascend950', 'float32', [
             ('950-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('950-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('950-float32-offset', 'float32', 'float32', 'offset'),
             ('950-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='950-float32'),
-        _group("binding", 'ascend950', 'float16', [
+        _group('binding', 'ascend950', 'float16', [
             ('950-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('950-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('950-float16-offset', 'float16', 'float16', 'offset'),
             ('950-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='950-float16'),
-        _group("binding", 'ascend950', 'bfloat16', [
+        _group('binding', 'ascend950', 'bfloat16', [
             ('950-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('950-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
             ('950-bfloat16-offset', 'bfloat16', 'bfloat16', 'offset'),

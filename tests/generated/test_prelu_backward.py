@@ -56,7 +56,7 @@ def test_reference_matches_oracle(dtype, data):
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("validator_dtype", 'training', None, [
+        _group('validator_dtype', 'training', None, [
             ('Training-float16-accepted', 'float16', 'float16', True),
             ('Training-float32-accepted', 'float32', 'float32', True),
             ('Training-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -73,7 +73,7 @@ def test_reference_matches_oracle(dtype, data):
             ('Training-complex64-rejected', 'complex64', 'complex64', False),
             ('Training-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Training'),
-        _group("validator_dtype", 'inference', None, [
+        _group('validator_dtype', 'inference', None, [
             ('Inference-float16-rejected', 'float16', 'float16', False),
             ('Inference-float32-rejected', 'float32', 'float32', False),
             ('Inference-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -90,7 +90,7 @@ def test_reference_matches_oracle(dtype, data):
             ('Inference-complex64-rejected', 'complex64', 'complex64', False),
             ('Inference-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Inference'),
-        _group("validator_dtype", 'a2', None, [
+        _group('validator_dtype', 'a2', None, [
             ('A2-float16-accepted', 'float16', 'float16', True),
             ('A2-float32-accepted', 'float32', 'float32', True),
             ('A2-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -107,7 +107,7 @@ def test_reference_matches_oracle(dtype, data):
             ('A2-complex64-rejected', 'complex64', 'complex64', False),
             ('A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A2'),
-        _group("validator_dtype", 'a3', None, [
+        _group('validator_dtype', 'a3', None, [
             ('A3-float16-accepted', 'float16', 'float16', True),
             ('A3-float32-accepted', 'float32', 'float32', True),
             ('A3-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -124,7 +124,7 @@ def test_reference_matches_oracle(dtype, data):
             ('A3-complex64-rejected', 'complex64', 'complex64', False),
             ('A3-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A3'),
-        _group("validator_dtype", 'atlas_200i_500_a2', None, [
+        _group('validator_dtype', 'atlas_200i_500_a2', None, [
             ('200I-500-A2-float16-rejected', 'float16', 'float16', False),
             ('200I-500-A2-float32-rejected', 'float32', 'float32', False),
             ('200I-500-A2-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -141,7 +141,7 @@ def test_reference_matches_oracle(dtype, data):
             ('200I-500-A2-complex64-rejected', 'complex64', 'complex64', False),
             ('200I-500-A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='200I-500-A2'),
-        _group("validator_dtype", 'ascend950', None, [
+        _group('validator_dtype', 'ascend950', None, [
             ('950-float16-accepted', 'float16', 'float16', True),
             ('950-float32-accepted', 'float32', 'float32', True),
             ('950-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -165,81 +165,87 @@ def test_validator_dtype(family, cases, request):
 
 
 @pytest.mark.parametrize(
-    "family,dtype,kind,status",
+    "family,cases",
     [
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'contiguous', 0, id='A2-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast', 0, id='A2-broadcast-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast-rejected', 161002, id='A2-broadcast-rejected-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'shape-mismatch', 161002, id='A2-shape-mismatch-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank0', 0, id='A2-rank0-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank8', 0, id='A2-rank8-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank9', 161002, id='A2-rank9-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'empty', 0, id='A2-empty-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'non-contiguous', 0, id='A2-non-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'offset', 0, id='A2-offset-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'per-channel-single', 0, id='A2-per-channel-single-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'per-channel-rejected', 161002, id='A2-per-channel-rejected-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'grad-shape-rejected', 161002, id='A2-grad-shape-rejected-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'mixed-dtype', 161002, id='A2-mixed-dtype-161002'),
+        _group('validator_shape', 'a2', None, [
+            ('A2-contiguous-accepted', 'float32', 'float32', 'contiguous', 0),
+            ('A2-broadcast-accepted', 'float32', 'float32', 'broadcast', 0),
+            ('A2-broadcast-rejected-161002', 'float32', 'float32', 'broadcast-rejected', 161002),
+            ('A2-shape-mismatch-161002', 'float32', 'float32', 'shape-mismatch', 161002),
+            ('A2-rank0-accepted', 'float32', 'float32', 'rank0', 0),
+            ('A2-rank8-accepted', 'float32', 'float32', 'rank8', 0),
+            ('A2-rank9-161002', 'float32', 'float32', 'rank9', 161002),
+            ('A2-empty-accepted', 'float32', 'float32', 'empty', 0),
+            ('A2-non-contiguous-accepted', 'float32', 'float32', 'non-contiguous', 0),
+            ('A2-offset-accepted', 'float32', 'float32', 'offset', 0),
+            ('A2-per-channel-single-accepted', 'float32', 'float32', 'per-channel-single', 0),
+            ('A2-per-channel-rejected-161002', 'float32', 'float32', 'per-channel-rejected', 161002),
+            ('A2-grad-shape-rejected-161002', 'float32', 'float32', 'grad-shape-rejected', 161002),
+            ('A2-mixed-dtype-161002', 'float32', 'float32', 'mixed-dtype', 161002),
+        ], id='A2'),
     ],
 )
-def test_validator_shape(family, dtype, kind, status):
-    opcheck.check_shape_case(OP, family, dtype, kind, status)
+def test_validator_shape(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_shape_case, family, cases)
 
 
 @pytest.mark.parametrize(
-    "family,param",
+    "family,cases",
     [
-        _case("null_pointer", 'a2', None, 'a2', 'gradOutput', id='A2-gradOutput-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'self', id='A2-self-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'weight', id='A2-weight-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'gradInput', id='A2-gradInput-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'gradWeight', id='A2-gradWeight-null'),
+        _group('null_pointer', 'a2', None, [
+            ('A2-gradOutput-null', None, 'gradOutput'),
+            ('A2-self-null', None, 'self'),
+            ('A2-weight-null', None, 'weight'),
+            ('A2-gradInput-null', None, 'gradInput'),
+            ('A2-gradWeight-null', None, 'gradWeight'),
+        ], id='A2'),
     ],
 )
-def test_null_pointer(family, param):
-    opcheck.check_null(OP, family, param)
+def test_null_pointer(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_null, family, cases)
 
 
 @pytest.mark.parametrize(
-    "family,row,check,param,status",
+    "family,cases",
     [
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradOutput', 161001, id='row0-null_pointer-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'self', 161001, id='row0-null_pointer-self'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'weight', 161001, id='row0-null_pointer-weight'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradInput', 161001, id='row0-null_pointer-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradWeight', 161001, id='row0-null_pointer-gradWeight'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradOutput', 161002, id='row1-dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'self', 161002, id='row1-dtype-self'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'weight', 161002, id='row1-dtype-weight'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradInput', 161002, id='row1-dtype-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradWeight', 161002, id='row1-dtype-gradWeight'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'gradOutput', 161002, id='row2-same_dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'self', 161002, id='row2-same_dtype-self'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'weight', 161002, id='row2-same_dtype-weight'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'gradInput', 161002, id='row2-same_dtype-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'same_dtype', 'gradWeight', 161002, id='row2-same_dtype-gradWeight'),
-        _case("return_code", 'a2', None, 'a2', 3, 'max_rank', 'gradOutput', 161002, id='row3-max_rank-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 3, 'max_rank', 'self', 161002, id='row3-max_rank-self'),
-        _case("return_code", 'a2', None, 'a2', 3, 'max_rank', 'weight', 161002, id='row3-max_rank-weight'),
-        _case("return_code", 'a2', None, 'a2', 3, 'max_rank', 'gradInput', 161002, id='row3-max_rank-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 3, 'max_rank', 'gradWeight', 161002, id='row3-max_rank-gradWeight'),
-        _case("return_code", 'a2', None, 'a2', 4, 'per_channel', 'weight', 161002, id='row4-per_channel-weight'),
-        _case("return_code", 'a2', None, 'a2', 4, 'per_channel', 'self', 161002, id='row4-per_channel-self'),
-        _case("return_code", 'a2', None, 'a2', 4, 'per_channel', 'gradWeight', 161002, id='row4-per_channel-gradWeight'),
-        _case("return_code", 'a2', None, 'a2', 5, 'broadcast_to', 'gradOutput', 161002, id='row5-broadcast_to-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 5, 'broadcast_to', 'self', 161002, id='row5-broadcast_to-self'),
+        _group('return_code', 'a2', None, [
+            ('row0-null_pointer-gradOutput', None, 0, 'null_pointer', 'gradOutput', 161001),
+            ('row0-null_pointer-self', None, 0, 'null_pointer', 'self', 161001),
+            ('row0-null_pointer-weight', None, 0, 'null_pointer', 'weight', 161001),
+            ('row0-null_pointer-gradInput', None, 0, 'null_pointer', 'gradInput', 161001),
+            ('row0-null_pointer-gradWeight', None, 0, 'null_pointer', 'gradWeight', 161001),
+            ('row1-dtype-gradOutput', None, 1, 'dtype', 'gradOutput', 161002),
+            ('row1-dtype-self', None, 1, 'dtype', 'self', 161002),
+            ('row1-dtype-weight', None, 1, 'dtype', 'weight', 161002),
+            ('row1-dtype-gradInput', None, 1, 'dtype', 'gradInput', 161002),
+            ('row1-dtype-gradWeight', None, 1, 'dtype', 'gradWeight', 161002),
+            ('row2-same_dtype-gradOutput', None, 2, 'same_dtype', 'gradOutput', 161002),
+            ('row2-same_dtype-self', None, 2, 'same_dtype', 'self', 161002),
+            ('row2-same_dtype-weight', None, 2, 'same_dtype', 'weight', 161002),
+            ('row2-same_dtype-gradInput', None, 2, 'same_dtype', 'gradInput', 161002),
+            ('row2-same_dtype-gradWeight', None, 2, 'same_dtype', 'gradWeight', 161002),
+            ('row3-max_rank-gradOutput', None, 3, 'max_rank', 'gradOutput', 161002),
+            ('row3-max_rank-self', None, 3, 'max_rank', 'self', 161002),
+            ('row3-max_rank-weight', None, 3, 'max_rank', 'weight', 161002),
+            ('row3-max_rank-gradInput', None, 3, 'max_rank', 'gradInput', 161002),
+            ('row3-max_rank-gradWeight', None, 3, 'max_rank', 'gradWeight', 161002),
+            ('row4-per_channel-weight', None, 4, 'per_channel', 'weight', 161002),
+            ('row4-per_channel-self', None, 4, 'per_channel', 'self', 161002),
+            ('row4-per_channel-gradWeight', None, 4, 'per_channel', 'gradWeight', 161002),
+            ('row5-broadcast_to-gradOutput', None, 5, 'broadcast_to', 'gradOutput', 161002),
+            ('row5-broadcast_to-self', None, 5, 'broadcast_to', 'self', 161002),
+        ], id='A2'),
     ],
 )
-def test_return_code(family, row, check, param, status):
-    opcheck.check_return_code(OP, family, row, check, param, status)
+def test_return_code(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_return_code, family, cases)
 
 
 @pytest.mark.needs_runtime
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("binding", 'training', 'float16', [
+        _group('binding', 'training', 'float16', [
             ('Training-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Training-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('Training-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -247,7 +253,7 @@ def test_return_code(family, row, check, param, status):
             ('Training-float16-empty', 'float16', 'float16', 'empty'),
             ('Training-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='Training-float16'),
-        _group("binding", 'training', 'float32', [
+        _group('binding', 'training', 'float32', [
             ('Training-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Training-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('Training-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -255,7 +261,7 @@ def test_return_code(family, row, check, param, status):
             ('Training-float32-empty', 'float32', 'float32', 'empty'),
             ('Training-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='Training-float32'),
-        _group("binding", 'a2', 'float16', [
+        _group('binding', 'a2', 'float16', [
             ('A2-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A2-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('A2-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -263,7 +269,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-float16-empty', 'float16', 'float16', 'empty'),
             ('A2-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A2-float16'),
-        _group("binding", 'a2', 'float32', [
+        _group('binding', 'a2', 'float32', [
             ('A2-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A2-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('A2-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -271,7 +277,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-float32-empty', 'float32', 'float32', 'empty'),
             ('A2-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A2-float32'),
-        _group("binding", 'a2', 'bfloat16', [
+        _group('binding', 'a2', 'bfloat16', [
             ('A2-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A2-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('A2-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
@@ -279,7 +285,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
             ('A2-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A2-bfloat16'),
-        _group("binding", 'a3', 'float16', [
+        _group('binding', 'a3', 'float16', [
             ('A3-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A3-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('A3-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -287,7 +293,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-float16-empty', 'float16', 'float16', 'empty'),
             ('A3-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A3-float16'),
-        _group("binding", 'a3', 'float32', [
+        _group('binding', 'a3', 'float32', [
             ('A3-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A3-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('A3-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -295,7 +301,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-float32-empty', 'float32', 'float32', 'empty'),
             ('A3-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A3-float32'),
-        _group("binding", 'a3', 'bfloat16', [
+        _group('binding', 'a3', 'bfloat16', [
             ('A3-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A3-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('A3-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
@@ -303,7 +309,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
             ('A3-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A3-bfloat16'),
-        _group("binding", 'ascend950', 'float16', [
+        _group('binding', 'ascend950', 'float16', [
             ('950-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('950-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('950-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -311,7 +317,7 @@ def test_return_code(family, row, check, param, status):
             ('950-float16-empty', 'float16', 'float16', 'empty'),
             ('950-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='950-float16'),
-        _group("binding", 'ascend950', 'float32', [
+        _group('binding', 'ascend950', 'float32', [
             ('950-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('950-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('950-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -319,7 +325,7 @@ def test_return_code(family, row, check, param, status):
             ('950-float32-empty', 'float32', 'float32', 'empty'),
             ('950-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='950-float32'),
-        _group("binding", 'ascend950', 'bfloat16', [
+        _group('binding', 'ascend950', 'bfloat16', [
             ('950-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('950-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('950-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),

@@ -84,7 +84,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("validator_dtype", 'training', None, [
+        _group('validator_dtype', 'training', None, [
             ('Training-float16-accepted', 'float16', 'float16', True),
             ('Training-float32-accepted', 'float32', 'float32', True),
             ('Training-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -101,7 +101,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('Training-complex64-accepted', 'complex64', 'complex64', True),
             ('Training-complex128-accepted', 'complex128', 'complex128', True),
         ], id='Training'),
-        _group("validator_dtype", 'inference', None, [
+        _group('validator_dtype', 'inference', None, [
             ('Inference-float16-accepted', 'float16', 'float16', True),
             ('Inference-float32-accepted', 'float32', 'float32', True),
             ('Inference-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -118,7 +118,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('Inference-complex64-accepted', 'complex64', 'complex64', True),
             ('Inference-complex128-accepted', 'complex128', 'complex128', True),
         ], id='Inference'),
-        _group("validator_dtype", 'a2', None, [
+        _group('validator_dtype', 'a2', None, [
             ('A2-float16-accepted', 'float16', 'float16', True),
             ('A2-float32-accepted', 'float32', 'float32', True),
             ('A2-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -135,7 +135,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('A2-complex64-accepted', 'complex64', 'complex64', True),
             ('A2-complex128-accepted', 'complex128', 'complex128', True),
         ], id='A2'),
-        _group("validator_dtype", 'a3', None, [
+        _group('validator_dtype', 'a3', None, [
             ('A3-float16-accepted', 'float16', 'float16', True),
             ('A3-float32-accepted', 'float32', 'float32', True),
             ('A3-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -152,7 +152,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('A3-complex64-accepted', 'complex64', 'complex64', True),
             ('A3-complex128-accepted', 'complex128', 'complex128', True),
         ], id='A3'),
-        _group("validator_dtype", 'atlas_200i_500_a2', None, [
+        _group('validator_dtype', 'atlas_200i_500_a2', None, [
             ('200I-500-A2-float16-rejected', 'float16', 'float16', False),
             ('200I-500-A2-float32-rejected', 'float32', 'float32', False),
             ('200I-500-A2-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -169,7 +169,7 @@ def test_reference_matches_oracle_on_family(family, dtypes, outputs, data):
             ('200I-500-A2-complex64-rejected', 'complex64', 'complex64', False),
             ('200I-500-A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='200I-500-A2'),
-        _group("validator_dtype", 'ascend950', None, [
+        _group('validator_dtype', 'ascend950', None, [
             ('950-float16-accepted', 'float16', 'float16', True),
             ('950-float32-accepted', 'float32', 'float32', True),
             ('950-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -193,251 +193,257 @@ def test_validator_dtype(family, cases, request):
 
 
 @pytest.mark.parametrize(
-    "family,dtype,kind,status",
+    "family,cases",
     [
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'contiguous', 0, id='A2-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast', 0, id='A2-broadcast-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast-rejected', 161002, id='A2-broadcast-rejected-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'shape-mismatch', 161002, id='A2-shape-mismatch-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank0', 161002, id='A2-rank0-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank8', 0, id='A2-rank8-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank9', 161002, id='A2-rank9-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'empty', 0, id='A2-empty-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'non-contiguous', 0, id='A2-non-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'offset', 0, id='A2-offset-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'mixed-dtype', 0, id='A2-mixed-dtype-accepted'),
+        _group('validator_shape', 'a2', None, [
+            ('A2-contiguous-accepted', 'float32', 'float32', 'contiguous', 0),
+            ('A2-broadcast-accepted', 'float32', 'float32', 'broadcast', 0),
+            ('A2-broadcast-rejected-161002', 'float32', 'float32', 'broadcast-rejected', 161002),
+            ('A2-shape-mismatch-161002', 'float32', 'float32', 'shape-mismatch', 161002),
+            ('A2-rank0-161002', 'float32', 'float32', 'rank0', 161002),
+            ('A2-rank8-accepted', 'float32', 'float32', 'rank8', 0),
+            ('A2-rank9-161002', 'float32', 'float32', 'rank9', 161002),
+            ('A2-empty-accepted', 'float32', 'float32', 'empty', 0),
+            ('A2-non-contiguous-accepted', 'float32', 'float32', 'non-contiguous', 0),
+            ('A2-offset-accepted', 'float32', 'float32', 'offset', 0),
+            ('A2-mixed-dtype-accepted', 'float32', 'float32', 'mixed-dtype', 0),
+        ], id='A2'),
     ],
 )
-def test_validator_shape(family, dtype, kind, status):
-    opcheck.check_shape_case(OP, family, dtype, kind, status)
+def test_validator_shape(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_shape_case, family, cases)
 
 
 @pytest.mark.parametrize(
-    "family,param",
+    "family,cases",
     [
-        _case("null_pointer", 'a2', None, 'a2', 'gradOutput', id='A2-gradOutput-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'output', id='A2-output-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'gradInput', id='A2-gradInput-null'),
+        _group('null_pointer', 'a2', None, [
+            ('A2-gradOutput-null', None, 'gradOutput'),
+            ('A2-output-null', None, 'output'),
+            ('A2-gradInput-null', None, 'gradInput'),
+        ], id='A2'),
     ],
 )
-def test_null_pointer(family, param):
-    opcheck.check_null(OP, family, param)
+def test_null_pointer(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_null, family, cases)
 
 
 @pytest.mark.parametrize(
-    "family,row,check,param,status",
+    "family,cases",
     [
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradOutput', 161001, id='row0-null_pointer-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'output', 161001, id='row0-null_pointer-output'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradInput', 161001, id='row0-null_pointer-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradOutput', 161002, id='row1-dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'output', 161002, id='row1-dtype-output'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradInput', 161002, id='row1-dtype-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'broadcast', 'gradOutput', 161002, id='row2-broadcast-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'broadcast', 'output', 161002, id='row2-broadcast-output'),
-        _case("return_code", 'a2', None, 'a2', 2, 'broadcast', 'gradInput', 161002, id='row2-broadcast-gradInput'),
-        _case("return_code", 'a2', None, 'a2', 3, 'max_rank', 'gradOutput', 161002, id='row3-max_rank-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 3, 'max_rank', 'output', 161002, id='row3-max_rank-output'),
+        _group('return_code', 'a2', None, [
+            ('row0-null_pointer-gradOutput', None, 0, 'null_pointer', 'gradOutput', 161001),
+            ('row0-null_pointer-output', None, 0, 'null_pointer', 'output', 161001),
+            ('row0-null_pointer-gradInput', None, 0, 'null_pointer', 'gradInput', 161001),
+            ('row1-dtype-gradOutput', None, 1, 'dtype', 'gradOutput', 161002),
+            ('row1-dtype-output', None, 1, 'dtype', 'output', 161002),
+            ('row1-dtype-gradInput', None, 1, 'dtype', 'gradInput', 161002),
+            ('row2-broadcast-gradOutput', None, 2, 'broadcast', 'gradOutput', 161002),
+            ('row2-broadcast-output', None, 2, 'broadcast', 'output', 161002),
+            ('row2-broadcast-gradInput', None, 2, 'broadcast', 'gradInput', 161002),
+            ('row3-max_rank-gradOutput', None, 3, 'max_rank', 'gradOutput', 161002),
+            ('row3-max_rank-output', None, 3, 'max_rank', 'output', 161002),
+        ], id='A2'),
     ],
 )
-def test_return_code(family, row, check, param, status):
-    opcheck.check_return_code(OP, family, row, check, param, status)
+def test_return_code(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_return_code, family, cases)
 
 
 @pytest.mark.needs_runtime
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("binding", 'training', 'float32', [
+        _group('binding', 'training', 'float32', [
             ('Training-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Training-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('Training-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('Training-float32-offset', 'float32', 'float32', 'offset'),
             ('Training-float32-empty', 'float32', 'float32', 'empty'),
         ], id='Training-float32'),
-        _group("binding", 'training', 'float16', [
+        _group('binding', 'training', 'float16', [
             ('Training-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Training-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('Training-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('Training-float16-offset', 'float16', 'float16', 'offset'),
             ('Training-float16-empty', 'float16', 'float16', 'empty'),
         ], id='Training-float16'),
-        _group("binding", 'training', 'float64', [
+        _group('binding', 'training', 'float64', [
             ('Training-float64-contiguous', 'float64', 'float64', 'contiguous'),
             ('Training-float64-broadcast', 'float64', 'float64', 'broadcast'),
             ('Training-float64-non-contiguous', 'float64', 'float64', 'non-contiguous'),
             ('Training-float64-offset', 'float64', 'float64', 'offset'),
             ('Training-float64-empty', 'float64', 'float64', 'empty'),
         ], id='Training-float64'),
-        _group("binding", 'training', 'complex64', [
+        _group('binding', 'training', 'complex64', [
             ('Training-complex64-contiguous', 'complex64', 'complex64', 'contiguous'),
             ('Training-complex64-broadcast', 'complex64', 'complex64', 'broadcast'),
             ('Training-complex64-non-contiguous', 'complex64', 'complex64', 'non-contiguous'),
             ('Training-complex64-offset', 'complex64', 'complex64', 'offset'),
             ('Training-complex64-empty', 'complex64', 'complex64', 'empty'),
         ], id='Training-complex64'),
-        _group("binding", 'training', 'complex128', [
+        _group('binding', 'training', 'complex128', [
             ('Training-complex128-contiguous', 'complex128', 'complex128', 'contiguous'),
             ('Training-complex128-broadcast', 'complex128', 'complex128', 'broadcast'),
             ('Training-complex128-non-contiguous', 'complex128', 'complex128', 'non-contiguous'),
             ('Training-complex128-offset', 'complex128', 'complex128', 'offset'),
             ('Training-complex128-empty', 'complex128', 'complex128', 'empty'),
         ], id='Training-complex128'),
-        _group("binding", 'inference', 'float32', [
+        _group('binding', 'inference', 'float32', [
             ('Inference-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Inference-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('Inference-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('Inference-float32-offset', 'float32', 'float32', 'offset'),
             ('Inference-float32-empty', 'float32', 'float32', 'empty'),
         ], id='Inference-float32'),
-        _group("binding", 'inference', 'float16', [
+        _group('binding', 'inference', 'float16', [
             ('Inference-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Inference-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('Inference-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('Inference-float16-offset', 'float16', 'float16', 'offset'),
             ('Inference-float16-empty', 'float16', 'float16', 'empty'),
         ], id='Inference-float16'),
-        _group("binding", 'inference', 'float64', [
+        _group('binding', 'inference', 'float64', [
             ('Inference-float64-contiguous', 'float64', 'float64', 'contiguous'),
             ('Inference-float64-broadcast', 'float64', 'float64', 'broadcast'),
             ('Inference-float64-non-contiguous', 'float64', 'float64', 'non-contiguous'),
             ('Inference-float64-offset', 'float64', 'float64', 'offset'),
             ('Inference-float64-empty', 'float64', 'float64', 'empty'),
         ], id='Inference-float64'),
-        _group("binding", 'inference', 'complex64', [
+        _group('binding', 'inference', 'complex64', [
             ('Inference-complex64-contiguous', 'complex64', 'complex64', 'contiguous'),
             ('Inference-complex64-broadcast', 'complex64', 'complex64', 'broadcast'),
             ('Inference-complex64-non-contiguous', 'complex64', 'complex64', 'non-contiguous'),
             ('Inference-complex64-offset', 'complex64', 'complex64', 'offset'),
             ('Inference-complex64-empty', 'complex64', 'complex64', 'empty'),
         ], id='Inference-complex64'),
-        _group("binding", 'inference', 'complex128', [
+        _group('binding', 'inference', 'complex128', [
             ('Inference-complex128-contiguous', 'complex128', 'complex128', 'contiguous'),
             ('Inference-complex128-broadcast', 'complex128', 'complex128', 'broadcast'),
             ('Inference-complex128-non-contiguous', 'complex128', 'complex128', 'non-contiguous'),
             ('Inference-complex128-offset', 'complex128', 'complex128', 'offset'),
             ('Inference-complex128-empty', 'complex128', 'complex128', 'empty'),
         ], id='Inference-complex128'),
-        _group("binding", 'a2', 'float32', [
+        _group('binding', 'a2', 'float32', [
             ('A2-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A2-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('A2-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('A2-float32-offset', 'float32', 'float32', 'offset'),
             ('A2-float32-empty', 'float32', 'float32', 'empty'),
         ], id='A2-float32'),
-        _group("binding", 'a2', 'float16', [
+        _group('binding', 'a2', 'float16', [
             ('A2-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A2-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('A2-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('A2-float16-offset', 'float16', 'float16', 'offset'),
             ('A2-float16-empty', 'float16', 'float16', 'empty'),
         ], id='A2-float16'),
-        _group("binding", 'a2', 'bfloat16', [
+        _group('binding', 'a2', 'bfloat16', [
             ('A2-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A2-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('A2-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
             ('A2-bfloat16-offset', 'bfloat16', 'bfloat16', 'offset'),
             ('A2-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
         ], id='A2-bfloat16'),
-        _group("binding", 'a2', 'float64', [
+        _group('binding', 'a2', 'float64', [
             ('A2-float64-contiguous', 'float64', 'float64', 'contiguous'),
             ('A2-float64-broadcast', 'float64', 'float64', 'broadcast'),
             ('A2-float64-non-contiguous', 'float64', 'float64', 'non-contiguous'),
             ('A2-float64-offset', 'float64', 'float64', 'offset'),
             ('A2-float64-empty', 'float64', 'float64', 'empty'),
         ], id='A2-float64'),
-        _group("binding", 'a2', 'complex64', [
+        _group('binding', 'a2', 'complex64', [
             ('A2-complex64-contiguous', 'complex64', 'complex64', 'contiguous'),
             ('A2-complex64-broadcast', 'complex64', 'complex64', 'broadcast'),
             ('A2-complex64-non-contiguous', 'complex64', 'complex64', 'non-contiguous'),
             ('A2-complex64-offset', 'complex64', 'complex64', 'offset'),
             ('A2-complex64-empty', 'complex64', 'complex64', 'empty'),
         ], id='A2-complex64'),
-        _group("binding", 'a2', 'complex128', [
+        _group('binding', 'a2', 'complex128', [
             ('A2-complex128-contiguous', 'complex128', 'complex128', 'contiguous'),
             ('A2-complex128-broadcast', 'complex128', 'complex128', 'broadcast'),
             ('A2-complex128-non-contiguous', 'complex128', 'complex128', 'non-contiguous'),
             ('A2-complex128-offset', 'complex128', 'complex128', 'offset'),
             ('A2-complex128-empty', 'complex128', 'complex128', 'empty'),
         ], id='A2-complex128'),
-        _group("binding", 'a3', 'float32', [
+        _group('binding', 'a3', 'float32', [
             ('A3-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A3-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('A3-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('A3-float32-offset', 'float32', 'float32', 'offset'),
             ('A3-float32-empty', 'float32', 'float32', 'empty'),
         ], id='A3-float32'),
-        _group("binding", 'a3', 'float16', [
+        _group('binding', 'a3', 'float16', [
             ('A3-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A3-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('A3-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('A3-float16-offset', 'float16', 'float16', 'offset'),
             ('A3-float16-empty', 'float16', 'float16', 'empty'),
         ], id='A3-float16'),
-        _group("binding", 'a3', 'bfloat16', [
+        _group('binding', 'a3', 'bfloat16', [
             ('A3-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A3-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('A3-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
             ('A3-bfloat16-offset', 'bfloat16', 'bfloat16', 'offset'),
             ('A3-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
         ], id='A3-bfloat16'),
-        _group("binding", 'a3', 'float64', [
+        _group('binding', 'a3', 'float64', [
             ('A3-float64-contiguous', 'float64', 'float64', 'contiguous'),
             ('A3-float64-broadcast', 'float64', 'float64', 'broadcast'),
             ('A3-float64-non-contiguous', 'float64', 'float64', 'non-contiguous'),
             ('A3-float64-offset', 'float64', 'float64', 'offset'),
             ('A3-float64-empty', 'float64', 'float64', 'empty'),
         ], id='A3-float64'),
-        _group("binding", 'a3', 'complex64', [
+        _group('binding', 'a3', 'complex64', [
             ('A3-complex64-contiguous', 'complex64', 'complex64', 'contiguous'),
             ('A3-complex64-broadcast', 'complex64', 'complex64', 'broadcast'),
             ('A3-complex64-non-contiguous', 'complex64', 'complex64', 'non-contiguous'),
             ('A3-complex64-offset', 'complex64', 'complex64', 'offset'),
             ('A3-complex64-empty', 'complex64', 'complex64', 'empty'),
         ], id='A3-complex64'),
-        _group("binding", 'a3', 'complex128', [
+        _group('binding', 'a3', 'complex128', [
             ('A3-complex128-contiguous', 'complex128', 'complex128', 'contiguous'),
             ('A3-complex128-broadcast', 'complex128', 'complex128', 'broadcast'),
             ('A3-complex128-non-contiguous', 'complex128', 'complex128', 'non-contiguous'),
             ('A3-complex128-offset', 'complex128', 'complex128', 'offset'),
             ('A3-complex128-empty', 'complex128', 'complex128', 'empty'),
         ], id='A3-complex128'),
-        _group("binding", 'ascend950', 'float32', [
+        _group('binding', 'ascend950', 'float32', [
             ('950-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('950-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('950-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
             ('950-float32-offset', 'float32', 'float32', 'offset'),
             ('950-float32-empty', 'float32', 'float32', 'empty'),
         ], id='950-float32'),
-        _group("binding", 'ascend950', 'float16', [
+        _group('binding', 'ascend950', 'float16', [
             ('950-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('950-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('950-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
             ('950-float16-offset', 'float16', 'float16', 'offset'),
             ('950-float16-empty', 'float16', 'float16', 'empty'),
         ], id='950-float16'),
-        _group("binding", 'ascend950', 'bfloat16', [
+        _group('binding', 'ascend950', 'bfloat16', [
             ('950-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('950-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('950-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
             ('950-bfloat16-offset', 'bfloat16', 'bfloat16', 'offset'),
             ('950-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
         ], id='950-bfloat16'),
-        _group("binding", 'ascend950', 'float64', [
+        _group('binding', 'ascend950', 'float64', [
             ('950-float64-contiguous', 'float64', 'float64', 'contiguous'),
             ('950-float64-broadcast', 'float64', 'float64', 'broadcast'),
             ('950-float64-non-contiguous', 'float64', 'float64', 'non-contiguous'),
             ('950-float64-offset', 'float64', 'float64', 'offset'),
             ('950-float64-empty', 'float64', 'float64', 'empty'),
         ], id='950-float64'),
-        _group("binding", 'ascend950', 'complex64', [
+        _group('binding', 'ascend950', 'complex64', [
             ('950-complex64-contiguous', 'complex64', 'complex64', 'contiguous'),
             ('950-complex64-broadcast', 'complex64', 'complex64', 'broadcast'),
             ('950-complex64-non-contiguous', 'complex64', 'complex64', 'non-contiguous'),
             ('950-complex64-offset', 'complex64', 'complex64', 'offset'),
             ('950-complex64-empty', 'complex64', 'complex64', 'empty'),
         ], id='950-complex64'),
-        _group("binding", 'ascend950', 'complex128', [
+        _group('binding', 'ascend950', 'complex128', [
             ('950-complex128-contiguous', 'complex128', 'complex128', 'contiguous'),
             ('950-complex128-broadcast', 'complex128', 'complex128', 'broadcast'),
             ('950-complex128-non-contiguous', 'complex128', 'complex128', 'non-contiguous'),

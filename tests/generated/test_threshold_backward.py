@@ -74,7 +74,7 @@ def test_reference_matches_oracle(dtype, data):
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("validator_dtype", 'training', None, [
+        _group('validator_dtype', 'training', None, [
             ('Training-float16-accepted', 'float16', 'float16', True),
             ('Training-float32-accepted', 'float32', 'float32', True),
             ('Training-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -91,7 +91,7 @@ def test_reference_matches_oracle(dtype, data):
             ('Training-complex64-rejected', 'complex64', 'complex64', False),
             ('Training-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Training'),
-        _group("validator_dtype", 'inference', None, [
+        _group('validator_dtype', 'inference', None, [
             ('Inference-float16-accepted', 'float16', 'float16', True),
             ('Inference-float32-accepted', 'float32', 'float32', True),
             ('Inference-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -108,7 +108,7 @@ def test_reference_matches_oracle(dtype, data):
             ('Inference-complex64-rejected', 'complex64', 'complex64', False),
             ('Inference-complex128-rejected', 'complex128', 'complex128', False),
         ], id='Inference'),
-        _group("validator_dtype", 'a2', None, [
+        _group('validator_dtype', 'a2', None, [
             ('A2-float16-accepted', 'float16', 'float16', True),
             ('A2-float32-accepted', 'float32', 'float32', True),
             ('A2-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -125,7 +125,7 @@ def test_reference_matches_oracle(dtype, data):
             ('A2-complex64-rejected', 'complex64', 'complex64', False),
             ('A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A2'),
-        _group("validator_dtype", 'a3', None, [
+        _group('validator_dtype', 'a3', None, [
             ('A3-float16-accepted', 'float16', 'float16', True),
             ('A3-float32-accepted', 'float32', 'float32', True),
             ('A3-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -142,7 +142,7 @@ def test_reference_matches_oracle(dtype, data):
             ('A3-complex64-rejected', 'complex64', 'complex64', False),
             ('A3-complex128-rejected', 'complex128', 'complex128', False),
         ], id='A3'),
-        _group("validator_dtype", 'atlas_200i_500_a2', None, [
+        _group('validator_dtype', 'atlas_200i_500_a2', None, [
             ('200I-500-A2-float16-rejected', 'float16', 'float16', False),
             ('200I-500-A2-float32-rejected', 'float32', 'float32', False),
             ('200I-500-A2-bfloat16-rejected', 'bfloat16', 'bfloat16', False),
@@ -159,7 +159,7 @@ def test_reference_matches_oracle(dtype, data):
             ('200I-500-A2-complex64-rejected', 'complex64', 'complex64', False),
             ('200I-500-A2-complex128-rejected', 'complex128', 'complex128', False),
         ], id='200I-500-A2'),
-        _group("validator_dtype", 'ascend950', None, [
+        _group('validator_dtype', 'ascend950', None, [
             ('950-float16-accepted', 'float16', 'float16', True),
             ('950-float32-accepted', 'float32', 'float32', True),
             ('950-bfloat16-accepted', 'bfloat16', 'bfloat16', True),
@@ -183,36 +183,40 @@ def test_validator_dtype(family, cases, request):
 
 
 @pytest.mark.parametrize(
-    "family,dtype,kind,status",
+    "family,cases",
     [
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'contiguous', 0, id='A2-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast', 0, id='A2-broadcast-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'broadcast-rejected', 161002, id='A2-broadcast-rejected-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'shape-mismatch', 161002, id='A2-shape-mismatch-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank0', 0, id='A2-rank0-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank8', 0, id='A2-rank8-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'rank9', 161002, id='A2-rank9-161002'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'empty', 0, id='A2-empty-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'non-contiguous', 0, id='A2-non-contiguous-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'offset', 0, id='A2-offset-accepted'),
-        _case("validator_shape", 'a2', 'float32', 'a2', 'float32', 'mixed-dtype', 161002, id='A2-mixed-dtype-161002'),
+        _group('validator_shape', 'a2', None, [
+            ('A2-contiguous-accepted', 'float32', 'float32', 'contiguous', 0),
+            ('A2-broadcast-accepted', 'float32', 'float32', 'broadcast', 0),
+            ('A2-broadcast-rejected-161002', 'float32', 'float32', 'broadcast-rejected', 161002),
+            ('A2-shape-mismatch-161002', 'float32', 'float32', 'shape-mismatch', 161002),
+            ('A2-rank0-accepted', 'float32', 'float32', 'rank0', 0),
+            ('A2-rank8-accepted', 'float32', 'float32', 'rank8', 0),
+            ('A2-rank9-161002', 'float32', 'float32', 'rank9', 161002),
+            ('A2-empty-accepted', 'float32', 'float32', 'empty', 0),
+            ('A2-non-contiguous-accepted', 'float32', 'float32', 'non-contiguous', 0),
+            ('A2-offset-accepted', 'float32', 'float32', 'offset', 0),
+            ('A2-mixed-dtype-161002', 'float32', 'float32', 'mixed-dtype', 161002),
+        ], id='A2'),
     ],
 )
-def test_validator_shape(family, dtype, kind, status):
-    opcheck.check_shape_case(OP, family, dtype, kind, status)
+def test_validator_shape(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_shape_case, family, cases)
 
 
 @pytest.mark.parametrize(
-    "family,param",
+    "family,cases",
     [
-        _case("null_pointer", 'a2', None, 'a2', 'gradOutput', id='A2-gradOutput-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'self', id='A2-self-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'threshold', id='A2-threshold-null'),
-        _case("null_pointer", 'a2', None, 'a2', 'out', id='A2-out-null'),
+        _group('null_pointer', 'a2', None, [
+            ('A2-gradOutput-null', None, 'gradOutput'),
+            ('A2-self-null', None, 'self'),
+            ('A2-threshold-null', None, 'threshold'),
+            ('A2-out-null', None, 'out'),
+        ], id='A2'),
     ],
 )
-def test_null_pointer(family, param):
-    opcheck.check_null(OP, family, param)
+def test_null_pointer(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_null, family, cases)
 
 
 @pytest.mark.needs_runtime
@@ -242,28 +246,30 @@ def test_sweep(family, dtype, overrides):
 
 
 @pytest.mark.parametrize(
-    "family,row,check,param,status",
+    "family,cases",
     [
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'gradOutput', 161001, id='row0-null_pointer-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 0, 'null_pointer', 'self', 161001, id='row0-null_pointer-self'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'gradOutput', 161002, id='row1-dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 1, 'dtype', 'self', 161002, id='row1-dtype-self'),
-        _case("return_code", 'a2', None, 'a2', 2, 'max_rank', 'gradOutput', 161002, id='row2-max_rank-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 2, 'max_rank', 'self', 161002, id='row2-max_rank-self'),
-        _case("return_code", 'a2', None, 'a2', 3, 'same_dtype', 'gradOutput', 161002, id='row3-same_dtype-gradOutput'),
-        _case("return_code", 'a2', None, 'a2', 3, 'same_dtype', 'self', 161002, id='row3-same_dtype-self'),
-        _case("return_code", 'a2', None, 'a2', 3, 'same_dtype', 'out', 161002, id='row3-same_dtype-out'),
+        _group('return_code', 'a2', None, [
+            ('row0-null_pointer-gradOutput', None, 0, 'null_pointer', 'gradOutput', 161001),
+            ('row0-null_pointer-self', None, 0, 'null_pointer', 'self', 161001),
+            ('row1-dtype-gradOutput', None, 1, 'dtype', 'gradOutput', 161002),
+            ('row1-dtype-self', None, 1, 'dtype', 'self', 161002),
+            ('row2-max_rank-gradOutput', None, 2, 'max_rank', 'gradOutput', 161002),
+            ('row2-max_rank-self', None, 2, 'max_rank', 'self', 161002),
+            ('row3-same_dtype-gradOutput', None, 3, 'same_dtype', 'gradOutput', 161002),
+            ('row3-same_dtype-self', None, 3, 'same_dtype', 'self', 161002),
+            ('row3-same_dtype-out', None, 3, 'same_dtype', 'out', 161002),
+        ], id='A2'),
     ],
 )
-def test_return_code(family, row, check, param, status):
-    opcheck.check_return_code(OP, family, row, check, param, status)
+def test_return_code(family, cases, request):
+    opcheck.check_group(OP, request.node, opcheck.check_return_code, family, cases)
 
 
 @pytest.mark.needs_runtime
 @pytest.mark.parametrize(
     "family,cases",
     [
-        _group("binding", 'training', 'float32', [
+        _group('binding', 'training', 'float32', [
             ('Training-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Training-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('Training-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -271,7 +277,7 @@ def test_return_code(family, row, check, param, status):
             ('Training-float32-empty', 'float32', 'float32', 'empty'),
             ('Training-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='Training-float32'),
-        _group("binding", 'training', 'float16', [
+        _group('binding', 'training', 'float16', [
             ('Training-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Training-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('Training-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -279,7 +285,7 @@ def test_return_code(family, row, check, param, status):
             ('Training-float16-empty', 'float16', 'float16', 'empty'),
             ('Training-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='Training-float16'),
-        _group("binding", 'training', 'int32', [
+        _group('binding', 'training', 'int32', [
             ('Training-int32-contiguous', 'int32', 'int32', 'contiguous'),
             ('Training-int32-broadcast', 'int32', 'int32', 'broadcast'),
             ('Training-int32-non-contiguous', 'int32', 'int32', 'non-contiguous'),
@@ -287,7 +293,7 @@ def test_return_code(family, row, check, param, status):
             ('Training-int32-empty', 'int32', 'int32', 'empty'),
             ('Training-int32-rank0', 'int32', 'int32', 'rank0'),
         ], id='Training-int32'),
-        _group("binding", 'training', 'int8', [
+        _group('binding', 'training', 'int8', [
             ('Training-int8-contiguous', 'int8', 'int8', 'contiguous'),
             ('Training-int8-broadcast', 'int8', 'int8', 'broadcast'),
             ('Training-int8-non-contiguous', 'int8', 'int8', 'non-contiguous'),
@@ -295,7 +301,7 @@ def test_return_code(family, row, check, param, status):
             ('Training-int8-empty', 'int8', 'int8', 'empty'),
             ('Training-int8-rank0', 'int8', 'int8', 'rank0'),
         ], id='Training-int8'),
-        _group("binding", 'training', 'uint8', [
+        _group('binding', 'training', 'uint8', [
             ('Training-uint8-contiguous', 'uint8', 'uint8', 'contiguous'),
             ('Training-uint8-broadcast', 'uint8', 'uint8', 'broadcast'),
             ('Training-uint8-non-contiguous', 'uint8', 'uint8', 'non-contiguous'),
@@ -303,7 +309,7 @@ def test_return_code(family, row, check, param, status):
             ('Training-uint8-empty', 'uint8', 'uint8', 'empty'),
             ('Training-uint8-rank0', 'uint8', 'uint8', 'rank0'),
         ], id='Training-uint8'),
-        _group("binding", 'inference', 'float32', [
+        _group('binding', 'inference', 'float32', [
             ('Inference-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('Inference-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('Inference-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -311,7 +317,7 @@ def test_return_code(family, row, check, param, status):
             ('Inference-float32-empty', 'float32', 'float32', 'empty'),
             ('Inference-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='Inference-float32'),
-        _group("binding", 'inference', 'float16', [
+        _group('binding', 'inference', 'float16', [
             ('Inference-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('Inference-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('Inference-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -319,7 +325,7 @@ def test_return_code(family, row, check, param, status):
             ('Inference-float16-empty', 'float16', 'float16', 'empty'),
             ('Inference-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='Inference-float16'),
-        _group("binding", 'inference', 'int32', [
+        _group('binding', 'inference', 'int32', [
             ('Inference-int32-contiguous', 'int32', 'int32', 'contiguous'),
             ('Inference-int32-broadcast', 'int32', 'int32', 'broadcast'),
             ('Inference-int32-non-contiguous', 'int32', 'int32', 'non-contiguous'),
@@ -327,7 +333,7 @@ def test_return_code(family, row, check, param, status):
             ('Inference-int32-empty', 'int32', 'int32', 'empty'),
             ('Inference-int32-rank0', 'int32', 'int32', 'rank0'),
         ], id='Inference-int32'),
-        _group("binding", 'inference', 'int8', [
+        _group('binding', 'inference', 'int8', [
             ('Inference-int8-contiguous', 'int8', 'int8', 'contiguous'),
             ('Inference-int8-broadcast', 'int8', 'int8', 'broadcast'),
             ('Inference-int8-non-contiguous', 'int8', 'int8', 'non-contiguous'),
@@ -335,7 +341,7 @@ def test_return_code(family, row, check, param, status):
             ('Inference-int8-empty', 'int8', 'int8', 'empty'),
             ('Inference-int8-rank0', 'int8', 'int8', 'rank0'),
         ], id='Inference-int8'),
-        _group("binding", 'inference', 'uint8', [
+        _group('binding', 'inference', 'uint8', [
             ('Inference-uint8-contiguous', 'uint8', 'uint8', 'contiguous'),
             ('Inference-uint8-broadcast', 'uint8', 'uint8', 'broadcast'),
             ('Inference-uint8-non-contiguous', 'uint8', 'uint8', 'non-contiguous'),
@@ -343,7 +349,7 @@ def test_return_code(family, row, check, param, status):
             ('Inference-uint8-empty', 'uint8', 'uint8', 'empty'),
             ('Inference-uint8-rank0', 'uint8', 'uint8', 'rank0'),
         ], id='Inference-uint8'),
-        _group("binding", 'a2', 'float32', [
+        _group('binding', 'a2', 'float32', [
             ('A2-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A2-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('A2-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -351,7 +357,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-float32-empty', 'float32', 'float32', 'empty'),
             ('A2-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A2-float32'),
-        _group("binding", 'a2', 'bfloat16', [
+        _group('binding', 'a2', 'bfloat16', [
             ('A2-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A2-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('A2-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
@@ -359,7 +365,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
             ('A2-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A2-bfloat16'),
-        _group("binding", 'a2', 'float16', [
+        _group('binding', 'a2', 'float16', [
             ('A2-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A2-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('A2-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -367,7 +373,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-float16-empty', 'float16', 'float16', 'empty'),
             ('A2-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A2-float16'),
-        _group("binding", 'a2', 'int32', [
+        _group('binding', 'a2', 'int32', [
             ('A2-int32-contiguous', 'int32', 'int32', 'contiguous'),
             ('A2-int32-broadcast', 'int32', 'int32', 'broadcast'),
             ('A2-int32-non-contiguous', 'int32', 'int32', 'non-contiguous'),
@@ -375,7 +381,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-int32-empty', 'int32', 'int32', 'empty'),
             ('A2-int32-rank0', 'int32', 'int32', 'rank0'),
         ], id='A2-int32'),
-        _group("binding", 'a2', 'int8', [
+        _group('binding', 'a2', 'int8', [
             ('A2-int8-contiguous', 'int8', 'int8', 'contiguous'),
             ('A2-int8-broadcast', 'int8', 'int8', 'broadcast'),
             ('A2-int8-non-contiguous', 'int8', 'int8', 'non-contiguous'),
@@ -383,7 +389,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-int8-empty', 'int8', 'int8', 'empty'),
             ('A2-int8-rank0', 'int8', 'int8', 'rank0'),
         ], id='A2-int8'),
-        _group("binding", 'a2', 'uint8', [
+        _group('binding', 'a2', 'uint8', [
             ('A2-uint8-contiguous', 'uint8', 'uint8', 'contiguous'),
             ('A2-uint8-broadcast', 'uint8', 'uint8', 'broadcast'),
             ('A2-uint8-non-contiguous', 'uint8', 'uint8', 'non-contiguous'),
@@ -391,7 +397,7 @@ def test_return_code(family, row, check, param, status):
             ('A2-uint8-empty', 'uint8', 'uint8', 'empty'),
             ('A2-uint8-rank0', 'uint8', 'uint8', 'rank0'),
         ], id='A2-uint8'),
-        _group("binding", 'a3', 'float32', [
+        _group('binding', 'a3', 'float32', [
             ('A3-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('A3-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('A3-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -399,7 +405,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-float32-empty', 'float32', 'float32', 'empty'),
             ('A3-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='A3-float32'),
-        _group("binding", 'a3', 'bfloat16', [
+        _group('binding', 'a3', 'bfloat16', [
             ('A3-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('A3-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('A3-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
@@ -407,7 +413,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
             ('A3-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='A3-bfloat16'),
-        _group("binding", 'a3', 'float16', [
+        _group('binding', 'a3', 'float16', [
             ('A3-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('A3-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('A3-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -415,7 +421,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-float16-empty', 'float16', 'float16', 'empty'),
             ('A3-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='A3-float16'),
-        _group("binding", 'a3', 'int32', [
+        _group('binding', 'a3', 'int32', [
             ('A3-int32-contiguous', 'int32', 'int32', 'contiguous'),
             ('A3-int32-broadcast', 'int32', 'int32', 'broadcast'),
             ('A3-int32-non-contiguous', 'int32', 'int32', 'non-contiguous'),
@@ -423,7 +429,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-int32-empty', 'int32', 'int32', 'empty'),
             ('A3-int32-rank0', 'int32', 'int32', 'rank0'),
         ], id='A3-int32'),
-        _group("binding", 'a3', 'int8', [
+        _group('binding', 'a3', 'int8', [
             ('A3-int8-contiguous', 'int8', 'int8', 'contiguous'),
             ('A3-int8-broadcast', 'int8', 'int8', 'broadcast'),
             ('A3-int8-non-contiguous', 'int8', 'int8', 'non-contiguous'),
@@ -431,7 +437,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-int8-empty', 'int8', 'int8', 'empty'),
             ('A3-int8-rank0', 'int8', 'int8', 'rank0'),
         ], id='A3-int8'),
-        _group("binding", 'a3', 'uint8', [
+        _group('binding', 'a3', 'uint8', [
             ('A3-uint8-contiguous', 'uint8', 'uint8', 'contiguous'),
             ('A3-uint8-broadcast', 'uint8', 'uint8', 'broadcast'),
             ('A3-uint8-non-contiguous', 'uint8', 'uint8', 'non-contiguous'),
@@ -439,7 +445,7 @@ def test_return_code(family, row, check, param, status):
             ('A3-uint8-empty', 'uint8', 'uint8', 'empty'),
             ('A3-uint8-rank0', 'uint8', 'uint8', 'rank0'),
         ], id='A3-uint8'),
-        _group("binding", 'ascend950', 'float32', [
+        _group('binding', 'ascend950', 'float32', [
             ('950-float32-contiguous', 'float32', 'float32', 'contiguous'),
             ('950-float32-broadcast', 'float32', 'float32', 'broadcast'),
             ('950-float32-non-contiguous', 'float32', 'float32', 'non-contiguous'),
@@ -447,7 +453,7 @@ def test_return_code(family, row, check, param, status):
             ('950-float32-empty', 'float32', 'float32', 'empty'),
             ('950-float32-rank0', 'float32', 'float32', 'rank0'),
         ], id='950-float32'),
-        _group("binding", 'ascend950', 'bfloat16', [
+        _group('binding', 'ascend950', 'bfloat16', [
             ('950-bfloat16-contiguous', 'bfloat16', 'bfloat16', 'contiguous'),
             ('950-bfloat16-broadcast', 'bfloat16', 'bfloat16', 'broadcast'),
             ('950-bfloat16-non-contiguous', 'bfloat16', 'bfloat16', 'non-contiguous'),
@@ -455,7 +461,7 @@ def test_return_code(family, row, check, param, status):
             ('950-bfloat16-empty', 'bfloat16', 'bfloat16', 'empty'),
             ('950-bfloat16-rank0', 'bfloat16', 'bfloat16', 'rank0'),
         ], id='950-bfloat16'),
-        _group("binding", 'ascend950', 'float16', [
+        _group('binding', 'ascend950', 'float16', [
             ('950-float16-contiguous', 'float16', 'float16', 'contiguous'),
             ('950-float16-broadcast', 'float16', 'float16', 'broadcast'),
             ('950-float16-non-contiguous', 'float16', 'float16', 'non-contiguous'),
@@ -463,7 +469,7 @@ def test_return_code(family, row, check, param, status):
             ('950-float16-empty', 'float16', 'float16', 'empty'),
             ('950-float16-rank0', 'float16', 'float16', 'rank0'),
         ], id='950-float16'),
-        _group("binding", 'ascend950', 'int32', [
+        _group('binding', 'ascend950', 'int32', [
             ('950-int32-contiguous', 'int32', 'int32', 'contiguous'),
             ('950-int32-broadcast', 'int32', 'int32', 'broadcast'),
             ('950-int32-non-contiguous', 'int32', 'int32', 'non-contiguous'),
@@ -471,7 +477,7 @@ def test_return_code(family, row, check, param, status):
             ('950-int32-empty', 'int32', 'int32', 'empty'),
             ('950-int32-rank0', 'int32', 'int32', 'rank0'),
         ], id='950-int32'),
-        _group("binding", 'ascend950', 'int8', [
+        _group('binding', 'ascend950', 'int8', [
             ('950-int8-contiguous', 'int8', 'int8', 'contiguous'),
             ('950-int8-broadcast', 'int8', 'int8', 'broadcast'),
             ('950-int8-non-contiguous', 'int8', 'int8', 'non-contiguous'),
@@ -479,7 +485,7 @@ def test_return_code(family, row, check, param, status):
             ('950-int8-empty', 'int8', 'int8', 'empty'),
             ('950-int8-rank0', 'int8', 'int8', 'rank0'),
         ], id='950-int8'),
-        _group("binding", 'ascend950', 'uint8', [
+        _group('binding', 'ascend950', 'uint8', [
             ('950-uint8-contiguous', 'uint8', 'uint8', 'contiguous'),
             ('950-uint8-broadcast', 'uint8', 'uint8', 'broadcast'),
             ('950-uint8-non-contiguous', 'uint8', 'uint8', 'non-contiguous'),
