@@ -170,7 +170,7 @@ def check_group(op: OpUnderTest, node, check: Callable, family: str, cases: list
     reported as XPASS(strict)); when the only failures are expected ones, the test is an xfail."""
     import pytest  # deferred, as in OpUnderTest.case
 
-    from .pytest_plugin import EXPECTED
+    from .pytest_plugin import EXPECTED  # deferred: the plugin imports pytest
 
     expected = node.stash.get(EXPECTED, {})
     problems, known = [], []
