@@ -7,6 +7,7 @@ these cases and hands each to aclnngen.verify.opcheck, which builds the data and
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from aclnngen.core import planning
 from aclnngen.core import sweeps
@@ -169,6 +170,7 @@ def build(
                 )
             )
     layouts = _Layouts(meta, version)
+    by_family = lambda c: label[c["family"]]  # noqa: E731 - a group's id: its family's label
     binding = [
         _case(f"{label[family]}-{dtype}-{layout}", family=family, dtype=dtype, layout=layout)
         for family in families
@@ -193,7 +195,30 @@ def build(
         "conditional_dtypes": _unique(conditional),
         "return_codes": return_codes,
         "binding": binding,
+        # one pytest item per family (the binding's: per family and dtype), its cases looped in
+        # the test (opcheck.check_group): pytest's cost per item, not the checks, dominated these
+        "groups": {
+            "dtypes": _grouped(dtype_cases, by_family, ("family",), ("dtype", "accepted")),
+            "shapes": _grouped(shape_cases, by_family, ("family",), ("dtype", "kind", "status")),
+            "nulls": _grouped(null_cases, by_family, ("family",), ("param",)),
+            "return_codes": _grouped(return_codes, by_family, ("family",), ("row", "check", "param", "status")),
+            "binding": _grouped(
+                binding, lambda c: f"{label[c['family']]}-{c['dtype']}", ("family", "dtype"), ("dtype", "layout")
+            ),
+        },
     }
+
+
+def _grouped(cases: list[dict], name: Callable[[dict], str], keys: tuple, fields: tuple) -> list[dict]:
+    """`cases` as groups sharing the values of `keys`, in first-seen order, each named by `name`
+    of its first case, with one row per case: (its id, its dtype for the directives, then the
+    `fields` its check takes after the family)."""
+    groups: dict[tuple, dict] = {}
+    for case in cases:
+        group = groups.setdefault(tuple(case[k] for k in keys), {"id": name(case), "dtype": None, "rows": []})
+        group.update({k: case[k] for k in keys})  # the dtype too, where the group is one dtype's
+        group["rows"].append((case["id"], case.get("dtype"), *(case[f] for f in fields)))
+    return list(groups.values())
 
 
 def _rules_on(meta: dict, version: str, family: str) -> list[dict]:

@@ -117,6 +117,21 @@ class OpUnderTest:
         marker = pytest.mark.aclnngen_case(op=self.name, test=test, family=family, dtype=dtype, package=self.package)
         return pytest.param(*values, id=id, marks=marker)
 
+    def group(self, test: str, family: str, dtype: str | None, cases: list[tuple], *, id: str):
+        """One pytest item running several cases (check_group), each `(case id, its dtype, the
+        check's arguments...)`; the marker lists every case so directives apply to each one."""
+        import pytest  # deferred, as in case()
+
+        marker = pytest.mark.aclnngen_case(
+            op=self.name,
+            test=test,
+            family=family,
+            dtype=dtype,
+            package=self.package,
+            cases=tuple((case[0], case[1]) for case in cases),
+        )
+        return pytest.param(family, cases, id=id, marks=marker)
+
     def run_oracle(self, by_py: Mapping[str, Any], output_dtypes) -> tuple:
         """The spec's oracle on `by_py` (Python names), its `{expr: ...}` arguments computed by the
         generated reference; an oracle with `compute` stores its results in `output_dtypes`."""
@@ -143,6 +158,38 @@ class OpUnderTest:
         positional, keywords, _ = self.split(values)
         result = self.reference.reference(*positional, **keywords, **options)
         return result if isinstance(result, tuple) else (result,)
+
+
+# --- grouped cases --------------------------------------------------------------------------------
+
+
+def check_group(op: OpUnderTest, node, check: Callable, family: str, cases: list[tuple]) -> None:
+    """Runs `check(op, family, *arguments)` for every `(case id, dtype, *arguments)` of a grouped
+    test and judges them together, as pytest judged them one by one: every case runs; a failure
+    names its case; a case tests/directives.yaml expects to fail must fail (one that passes is
+    reported as XPASS(strict)); when the only failures are expected ones, the test is an xfail."""
+    import pytest  # deferred, as in OpUnderTest.case
+
+    from .pytest_plugin import EXPECTED  # deferred: the plugin imports pytest
+
+    expected = node.stash.get(EXPECTED, {})
+    problems, known = [], []
+    for case_id, _dtype, *arguments in cases:
+        directive = expected.get(case_id)
+        try:
+            check(op, family, *arguments)
+        except (Exception, pytest.fail.Exception) as exc:  # every failure is reported with its case
+            if directive is None:
+                problems.append(f"[{case_id}] {type(exc).__name__}: {exc}")
+            else:
+                known.append(f"[{case_id}] {directive.reason}")
+            continue
+        if directive is not None:
+            problems.append(f"[{case_id}] XPASS(strict): {directive.reason}")
+    if problems:
+        pytest.fail(f"{len(problems)} of {len(cases)} cases failed:\n" + "\n".join(problems), pytrace=False)
+    if known:
+        pytest.xfail("; ".join(known))
 
 
 # --- validator ----------------------------------------------------------------------------------

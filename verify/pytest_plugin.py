@@ -16,6 +16,9 @@ import pytest
 
 from . import directives
 
+#: per grouped item (opcheck.check_group), the expected failure of each of its cases by case id
+EXPECTED = pytest.StashKey[dict]()
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "aclnngen_case(op, test, family, dtype): a generated test case, for directives")
@@ -51,9 +54,25 @@ def pytest_collection_modifyitems(config, items):
         except directives.DirectiveError as exc:
             raise pytest.UsageError(str(exc)) from None
         for item, k in group:
+            if "cases" in k:  # a grouped item: each case is judged in the test (opcheck.check_group)
+                item.stash[EXPECTED] = {
+                    case_id: found
+                    for case_id, dtype, node_id in _cases(item, k)
+                    if (found := table.expected_failure(k.get("op"), k.get("test"), k.get("family"), dtype, node_id))
+                }
+                continue
             found = table.expected_failure(k.get("op"), k.get("test"), k.get("family"), k.get("dtype"), item.nodeid)
             if found is not None:
                 item.add_marker(pytest.mark.xfail(strict=True, reason=found.reason))
+
+
+def _cases(item, k) -> list[tuple[str, str, str]]:
+    """The cases of an item: (case id, dtype, the node id the case would have on its own), so a
+    directive's `case` pattern matches a grouped case as it matched the case's own item."""
+    if "cases" not in k:
+        return [("", k.get("dtype"), item.nodeid)]
+    base = item.nodeid.partition("[")[0]
+    return [(case_id, dtype, f"{base}[{case_id}]") for case_id, dtype in k["cases"]]
 
 
 def _check(table: directives.Directives, path: Path, group, config) -> None:
@@ -72,7 +91,9 @@ def _check(table: directives.Directives, path: Path, group, config) -> None:
         if d.scope[0] is not None and d.scope[0] not in collected_ops:
             continue  # that op's tests were not collected in this run
         if not any(
-            d.matches(k.get("op"), k.get("test"), k.get("family"), k.get("dtype"), item.nodeid) for item, k in group
+            d.matches(k.get("op"), k.get("test"), k.get("family"), dtype, node_id)
+            for item, k in group
+            for _, dtype, node_id in _cases(item, k)
         ):
             case = f", case {list(d.case)}" if d.case else ""
             raise directives.DirectiveError(

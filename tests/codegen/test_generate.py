@@ -122,6 +122,7 @@ ALLOWED_CALLS = {
     "enum_decl",
     "enum_value",
     "functions_by_library",
+    "grouped_parametrize",
 }
 ALLOWED_FILTERS = {
     "pyrepr",

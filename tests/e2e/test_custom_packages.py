@@ -100,7 +100,9 @@ def _outcome(result) -> tuple[int, int]:
 def test_generated_reference_and_validator_tests_pass(package):
     result = _pytest(package)
     passed, failed = _outcome(result)
-    assert result.returncode == 0 and failed == 0 and passed > 300, result.stdout[-3000:]
+    # > 100 items: the three ops' tests ran (a group of validator or binding cases is one item:
+    # codegen/testplan.py `groups`)
+    assert result.returncode == 0 and failed == 0 and passed > 100, result.stdout[-3000:]
     collected = _pytest(package, "", "--collect-only").stdout  # once, not once per kind
     for kind in (
         "test_reference_matches_oracle",
@@ -166,7 +168,7 @@ def test_directives_mark_expected_failures_and_report_those_that_start_passing(p
         encoding="utf-8",
     )
     env_extra = {"ACLNNGEN_DIRECTIVES": str(directives)}
-    result = _pytest_env(package, env_extra, "-rfX", "-k", "sloped and validator_dtype and A2-float16")
+    result = _pytest_env(package, env_extra, "-rfX", "-k", "sloped and validator_dtype and A2")
     # The case passes, so the strict expected failure is reported as a failure that names the reason.
     assert (
         result.returncode == 1 and "XPASS(strict)" in result.stdout and "pretend float16 is broken" in result.stdout
@@ -240,7 +242,7 @@ def test_a_custom_package_reads_the_directives_in_its_own_folder(package):
                 "addopts=",
                 "-rfX",
                 "-k",
-                "sloped and validator_dtype and A2-float16",
+                "sloped and validator_dtype and A2",
             ],
             env=dict(env, PYTHONPATH=str(package.parent)),
             cwd=package.parent,

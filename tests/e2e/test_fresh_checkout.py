@@ -27,6 +27,9 @@ NOT_RUN_IN_THE_COPY = (
     "tests/e2e/test_custom_packages.py",
 )
 CUSTOM_OPS = CUSTOM_SPECS / "ops"
+# The external material's nested runs check how a test behaves without it, the same for every op:
+# of the tests parametrized by op they run the first op's (tests/one_op_selection.py).
+ONE_OP = ("-p", "one_op_selection")
 
 
 def _clone(dest: Path) -> tuple[Path, Path]:
@@ -69,7 +72,9 @@ def test_external_material_absent_skips_naming_its_variable(clone):
     repo, python = clone
     tests = _external_tests(repo)
     result = run(
-        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *tests], cwd=repo, env=venv_env(python)
+        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *ONE_OP, *tests],
+        cwd=repo,
+        env=venv_env(python, PYTHONPATH=str(repo / "tests")),
     )
     assert result.returncode == 0, result.stdout[-3000:]
     assert re.search(r"\d+ skipped", result.stdout) and "failed" not in result.stdout
@@ -79,8 +84,8 @@ def test_external_material_absent_skips_naming_its_variable(clone):
 def test_external_material_absent_fails_when_required(clone):
     repo, python = clone
     tests = _external_tests(repo)
-    env = venv_env(python, ACLNNGEN_REQUIRE_EXTERNAL="1")
-    result = run([python, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", *tests], cwd=repo, env=env)
+    env = venv_env(python, ACLNNGEN_REQUIRE_EXTERNAL="1", PYTHONPATH=str(repo / "tests"))
+    result = run([python, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", *ONE_OP, *tests], cwd=repo, env=env)
     # tests of material CI never has (a vendor repository's mirror) may still skip; none of the
     # material ACLNNGEN_REQUIRE_EXTERNAL covers does
     assert result.returncode == 1 and not re.search(r"SKIPPED.*external material absent", result.stdout), result.stdout[
