@@ -877,14 +877,20 @@ def _binding_matches_reference(
         )
         if tolerance is not None:  # the override replaces bit-exactness for this scope
             rtol, atol = tolerance.rtol or 0.0, tolerance.atol or 0.0
-            a, b = got.astype(np.float64), want.astype(np.float64)
-            with np.errstate(invalid="ignore"):
-                bad = ~((a == b) | (np.isnan(a) & np.isnan(b)) | (np.abs(a - b) <= atol + rtol * np.abs(b)))
+            bad = outside_tolerance(got, want, rtol, atol)
             assert not bad.any(), (
                 f"{p.py}: outside rtol={rtol:g}, atol={atol:g} (directive): {describe_mismatch(got, want, bad)}"
             )
             continue
         renderings_agree(op, values, p.py, got, want)
+
+
+def outside_tolerance(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Where |got - want| > atol + rtol * |want| (NaN equal to NaN, complex compared as complex):
+    the one rtol/atol comparison a directive's tolerance and a TTK precision pair both mean."""
+    a, b = got.astype(np.complex128), want.astype(np.complex128)
+    with np.errstate(invalid="ignore"):
+        return ~((a == b) | (np.isnan(a) & np.isnan(b)) | (np.abs(a - b) <= atol + rtol * np.abs(b)))
 
 
 def renderings_agree(op: OpUnderTest, values: Mapping, py: str, got: np.ndarray, want: np.ndarray) -> None:
