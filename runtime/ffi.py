@@ -65,7 +65,7 @@ def runtime_cdef() -> str:
 
 RUNTIME_MODULE = "aclnngen.generated.ffi._acl_runtime"
 _RUNTIME: Any = None
-_OPS: dict[tuple[str, str], Any] = {}
+_OPS: dict[tuple[str | None, str, str], Any] = {}
 
 
 def runtime_ffi():
@@ -96,9 +96,10 @@ def generated_ffi(name: str, cdef: str, source: Path | str):
 
 
 def op_ffi(meta: Mapping[str, Any], package: str | None = None):
-    """An FFI holding the op's two prototypes, on top of the runtime FFI (cached per op)."""
+    """An FFI holding the op's two prototypes, on top of the runtime FFI (cached per package and op:
+    an FFI parsed for a META without a package never stands in for a package's own module)."""
     op = op_meta(meta)
-    key = (op.symbol, op.cdef)
+    key = (package, op.symbol, op.cdef)
     ffi = _OPS.get(key)
     if ffi is not None:
         return ffi

@@ -45,7 +45,7 @@ def test_a_meta_without_a_generated_module_is_parsed_with_the_same_types():
     assert ffi is not importlib.import_module(f"aclnngen.generated.ffi.{OPS[0]}").ffi
     for handle in HANDLES:
         assert ffi.typeof(handle) is ffimod.runtime_ffi().typeof(handle)
-    assert ffimod.op_ffi(meta) is ffi, "cached per op"
+    assert ffimod.op_ffi(meta, "aclnngen.generated") is ffi, "cached per package and op"
 
 
 def test_a_cdef_that_does_not_parse_is_a_backend_error():
@@ -59,3 +59,13 @@ def test_a_stale_generated_module_is_named(monkeypatch):
     monkeypatch.setattr(ffimod, "runtime_cdef", lambda: "int edited(void);")
     with pytest.raises(BackendError, match="_acl_runtime do not match"):
         ffimod.generated_ffi(ffimod.RUNTIME_MODULE, ffimod.runtime_cdef(), "acl_runtime.h")
+
+
+def test_an_op_parsed_without_a_package_does_not_replace_the_packages_module(monkeypatch):
+    # whichever asks first (a test building a META by hand, say), the package gets its own module
+    monkeypatch.setattr(ffimod, "_OPS", {})
+    snake = OPS[-1]
+    meta = _meta(snake)
+    parsed = ffimod.op_ffi(meta)
+    assert ffimod.op_ffi(meta, "aclnngen.generated") is importlib.import_module(f"aclnngen.generated.ffi.{snake}").ffi
+    assert parsed.typeof("aclTensor *") is ffimod.runtime_ffi().typeof("aclTensor *")
