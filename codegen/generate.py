@@ -605,6 +605,7 @@ def _sim_kernels(view: OpView) -> dict:
         ]
         kernel = formula_c.kernel_for(symbol, spec.snake_name, view.program, params)
     return {
+        "snake": spec.snake_name,
         "block": render.render("sim_kernel_op.c.j2", kernel=kernel),
         "rows": [(symbol, v.storage, v.compute, v.function) for v in kernel.variants],
         "fallback": None if kernel.reason is None else (symbol, kernel.reason),
@@ -616,8 +617,7 @@ def _render_sim_kernels(kernels: list[dict]) -> str:
     return render.render(
         "sim_kernels.c.j2",
         header=_header("simulator kernels", "specs/ops/", "sim_kernels.c.j2"),
-        blocks=[k["block"] for k in kernels],
-        rows=[row for k in kernels for row in k["rows"]],
+        kernels=[k for k in kernels if k["rows"] or k["block"].strip()],
         fallbacks=[k["fallback"] for k in kernels if k["fallback"] is not None],
     )
 

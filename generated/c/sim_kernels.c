@@ -234,7 +234,11 @@ static inline float aclk_max_f(float a, float b) { return isnan(a) ? a : isnan(b
 static inline double aclk_max_d(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
 
 /* --- the kernels ---------------------------------------------------------------------------- */
+/* A build for one op (runtime/sim/compiled.py builds each op's kernels on its first call) defines
+ * ACLK_ONE_OP and ACLK_OP_<op>: the other ops' kernels are left out, so its cost does not grow with
+ * the package. ACLK_ONE_OP alone builds the tables only; without it every op is built. */
 
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_elu_backward)
 ACLK_CLONES static void aclk_elu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_strings;
@@ -387,6 +391,9 @@ ACLK_CLONES static void aclk_elu_backward__f64__f64(void *const *aclk_tensors, i
     }
 }
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_gelu_backward)
 ACLK_CLONES static void aclk_gelu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
@@ -507,6 +514,9 @@ ACLK_CLONES static void aclk_gelu_backward__f64__f64(void *const *aclk_tensors, 
     }
 }
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_gelu_backward_v2)
 ACLK_CLONES static void aclk_gelu_backward_v2__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
@@ -667,6 +677,9 @@ ACLK_CLONES static void aclk_gelu_backward_v2__f64__f64(void *const *aclk_tensor
     }
 }
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_hardtanh_backward)
 ACLK_CLONES static void aclk_hardtanh_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
@@ -795,6 +808,9 @@ ACLK_CLONES static void aclk_hardtanh_backward__f64__f64(void *const *aclk_tenso
     }
 }
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_leaky_relu_backward)
 ACLK_CLONES static void aclk_leaky_relu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
@@ -915,8 +931,14 @@ ACLK_CLONES static void aclk_leaky_relu_backward__f64__f64(void *const *aclk_ten
     }
 }
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_prelu_backward)
 /* aclnnPreluBackward: no compiled kernel (the formula calls per_channel(), which the compiled path does not render) */
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_sigmoid_backward)
 ACLK_CLONES static void aclk_sigmoid_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_doubles;
@@ -1037,8 +1059,14 @@ ACLK_CLONES static void aclk_sigmoid_backward__f64__f64(void *const *aclk_tensor
     }
 }
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softmax_backward)
 /* aclnnSoftmaxBackward: no compiled kernel (the formula calls sum_keepdim(), which the compiled path does not render) */
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softshrink_backward)
 ACLK_CLONES static void aclk_softshrink_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
@@ -1167,6 +1195,9 @@ ACLK_CLONES static void aclk_softshrink_backward__f64__f64(void *const *aclk_ten
     }
 }
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_swish_backward)
 ACLK_CLONES static void aclk_swish_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
@@ -1295,6 +1326,9 @@ ACLK_CLONES static void aclk_swish_backward__f64__f64(void *const *aclk_tensors,
     }
 }
 
+#endif
+
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_threshold_backward)
 ACLK_CLONES static void aclk_threshold_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
 {
     (void)aclk_ints;
@@ -1415,7 +1449,10 @@ ACLK_CLONES static void aclk_threshold_backward__f64__f64(void *const *aclk_tens
     }
 }
 
+#endif
+
 static const struct aclk_entry aclk_table[] = {
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_elu_backward)
     {"aclnnEluBackward", "float16", "float32", aclk_elu_backward__f16__f32},
     {"aclnnEluBackward", "float16", "float64", aclk_elu_backward__f16__f64},
     {"aclnnEluBackward", "bfloat16", "float32", aclk_elu_backward__bf16__f32},
@@ -1424,6 +1461,8 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnEluBackward", "float32", "float64", aclk_elu_backward__f32__f64},
     {"aclnnEluBackward", "float64", "float32", aclk_elu_backward__f64__f32},
     {"aclnnEluBackward", "float64", "float64", aclk_elu_backward__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_gelu_backward)
     {"aclnnGeluBackward", "float16", "float32", aclk_gelu_backward__f16__f32},
     {"aclnnGeluBackward", "float16", "float64", aclk_gelu_backward__f16__f64},
     {"aclnnGeluBackward", "bfloat16", "float32", aclk_gelu_backward__bf16__f32},
@@ -1432,6 +1471,8 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnGeluBackward", "float32", "float64", aclk_gelu_backward__f32__f64},
     {"aclnnGeluBackward", "float64", "float32", aclk_gelu_backward__f64__f32},
     {"aclnnGeluBackward", "float64", "float64", aclk_gelu_backward__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_gelu_backward_v2)
     {"aclnnGeluBackwardV2", "float16", "float32", aclk_gelu_backward_v2__f16__f32},
     {"aclnnGeluBackwardV2", "float16", "float64", aclk_gelu_backward_v2__f16__f64},
     {"aclnnGeluBackwardV2", "bfloat16", "float32", aclk_gelu_backward_v2__bf16__f32},
@@ -1440,6 +1481,8 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnGeluBackwardV2", "float32", "float64", aclk_gelu_backward_v2__f32__f64},
     {"aclnnGeluBackwardV2", "float64", "float32", aclk_gelu_backward_v2__f64__f32},
     {"aclnnGeluBackwardV2", "float64", "float64", aclk_gelu_backward_v2__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_hardtanh_backward)
     {"aclnnHardtanhBackward", "float16", "float32", aclk_hardtanh_backward__f16__f32},
     {"aclnnHardtanhBackward", "float16", "float64", aclk_hardtanh_backward__f16__f64},
     {"aclnnHardtanhBackward", "bfloat16", "float32", aclk_hardtanh_backward__bf16__f32},
@@ -1448,6 +1491,8 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnHardtanhBackward", "float32", "float64", aclk_hardtanh_backward__f32__f64},
     {"aclnnHardtanhBackward", "float64", "float32", aclk_hardtanh_backward__f64__f32},
     {"aclnnHardtanhBackward", "float64", "float64", aclk_hardtanh_backward__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_leaky_relu_backward)
     {"aclnnLeakyReluBackward", "float16", "float32", aclk_leaky_relu_backward__f16__f32},
     {"aclnnLeakyReluBackward", "float16", "float64", aclk_leaky_relu_backward__f16__f64},
     {"aclnnLeakyReluBackward", "bfloat16", "float32", aclk_leaky_relu_backward__bf16__f32},
@@ -1456,6 +1501,8 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnLeakyReluBackward", "float32", "float64", aclk_leaky_relu_backward__f32__f64},
     {"aclnnLeakyReluBackward", "float64", "float32", aclk_leaky_relu_backward__f64__f32},
     {"aclnnLeakyReluBackward", "float64", "float64", aclk_leaky_relu_backward__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_sigmoid_backward)
     {"aclnnSigmoidBackward", "float16", "float32", aclk_sigmoid_backward__f16__f32},
     {"aclnnSigmoidBackward", "float16", "float64", aclk_sigmoid_backward__f16__f64},
     {"aclnnSigmoidBackward", "bfloat16", "float32", aclk_sigmoid_backward__bf16__f32},
@@ -1464,6 +1511,8 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnSigmoidBackward", "float32", "float64", aclk_sigmoid_backward__f32__f64},
     {"aclnnSigmoidBackward", "float64", "float32", aclk_sigmoid_backward__f64__f32},
     {"aclnnSigmoidBackward", "float64", "float64", aclk_sigmoid_backward__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softshrink_backward)
     {"aclnnSoftshrinkBackward", "float16", "float32", aclk_softshrink_backward__f16__f32},
     {"aclnnSoftshrinkBackward", "float16", "float64", aclk_softshrink_backward__f16__f64},
     {"aclnnSoftshrinkBackward", "bfloat16", "float32", aclk_softshrink_backward__bf16__f32},
@@ -1472,6 +1521,8 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnSoftshrinkBackward", "float32", "float64", aclk_softshrink_backward__f32__f64},
     {"aclnnSoftshrinkBackward", "float64", "float32", aclk_softshrink_backward__f64__f32},
     {"aclnnSoftshrinkBackward", "float64", "float64", aclk_softshrink_backward__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_swish_backward)
     {"aclnnSwishBackward", "float16", "float32", aclk_swish_backward__f16__f32},
     {"aclnnSwishBackward", "float16", "float64", aclk_swish_backward__f16__f64},
     {"aclnnSwishBackward", "bfloat16", "float32", aclk_swish_backward__bf16__f32},
@@ -1480,6 +1531,8 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnSwishBackward", "float32", "float64", aclk_swish_backward__f32__f64},
     {"aclnnSwishBackward", "float64", "float32", aclk_swish_backward__f64__f32},
     {"aclnnSwishBackward", "float64", "float64", aclk_swish_backward__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_threshold_backward)
     {"aclnnThresholdBackward", "float16", "float32", aclk_threshold_backward__f16__f32},
     {"aclnnThresholdBackward", "float16", "float64", aclk_threshold_backward__f16__f64},
     {"aclnnThresholdBackward", "bfloat16", "float32", aclk_threshold_backward__bf16__f32},
@@ -1488,6 +1541,7 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnThresholdBackward", "float32", "float64", aclk_threshold_backward__f32__f64},
     {"aclnnThresholdBackward", "float64", "float32", aclk_threshold_backward__f64__f32},
     {"aclnnThresholdBackward", "float64", "float64", aclk_threshold_backward__f64__f64},
+#endif
     {NULL, NULL, NULL, NULL},
 };
 

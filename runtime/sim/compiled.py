@@ -49,11 +49,12 @@ __all__ = ["MODE_ENV", "MODES", "mode", "run", "fallbacks", "status", "stats", "
 MODE_ENV = "ACLNNGEN_SIM_KERNELS"
 MODES = ("auto", "compiled", "reference")
 KERNELS_LIB_NAME = "libaclsim_kernels.so"
+FALLBACKS_ONLY = ""  # `library`'s op for a build of the tables alone (no kernel compiled)
 MIN_PARALLEL = 1 << 17  # elements from which a call is split across threads
 _PIECE_ALIGN = 64  # elements: pieces start on cache-line multiples
 
 _lock = threading.Lock()
-_LIBRARIES: dict[tuple[str, str], "_Library"] = {}  # (package, core library) -> its kernels
+_LIBRARIES: dict[tuple[str, str, str | None], "_Library"] = {}  # (package, core, op or None) -> kernels
 _POOL: ThreadPoolExecutor | None = None
 _STATS = {"compiled": 0, "reference": 0}
 
@@ -116,9 +117,12 @@ def use_source(package: str, path: str | os.PathLike | None) -> None:
             del _LIBRARIES[key]
 
 
-def library(package: str, core: str) -> _Library:
-    """The kernels of `package`, built (once per process) against the simulator core `core`."""
-    key = (package, core)
+def library(package: str, core: str, op: str | None = None) -> _Library:
+    """The kernels of `package`, built (once per process) against the simulator core `core`: the op
+    `op`'s alone (its snake name; the generated file's ACLK_ONE_OP build, so a call pays for its
+    own op's kernels, not for every op of the package), none (FALLBACKS_ONLY: the tables, for the
+    fallbacks' reasons) or, with None, every op's."""
+    key = (package, core, op)
     with _lock:
         found = _LIBRARIES.get(key)
         source = _SOURCES.get(package)
@@ -130,7 +134,8 @@ def library(package: str, core: str) -> _Library:
         if source is None:
             lib.error = f"{package} has no c/sim_kernels.c (generated before compiled kernels existed)"
         else:
-            path = build_simulator([source], lib_names=(KERNELS_LIB_NAME,), link_core=core)
+            one_op = {} if op is None else {"ACLK_ONE_OP": None, **({f"ACLK_OP_{op}": None} if op else {})}
+            path = build_simulator([source], defines=one_op, lib_names=(KERNELS_LIB_NAME,), link_core=core)
             ffi = _cffi()
             lib.handle = ffi.dlopen(str(path))
             entries = lib.handle.aclk_entries()
@@ -220,7 +225,7 @@ def _compute(backend, entry, args, family) -> str | None:
     reference = entry.reference()
     if not isinstance(reference, Reference):
         return "the op's reference is a hand-written function"
-    lib = library(entry.package, backend.libraries["nnopbase"])
+    lib = library(entry.package, backend.libraries["nnopbase"], op.snake)
     if lib.error is not None:
         return lib.error
     if op.symbol in lib.fallbacks:
@@ -316,7 +321,7 @@ def _pieces(n: int) -> list[tuple[int, int]]:
 def fallbacks(package: str, core: str) -> dict[str, str]:
     """Op symbol -> why it has no compiled kernel, for `package`; every op when the library cannot
     be built ("*" -> the reason)."""
-    lib = library(package, core)
+    lib = library(package, core, FALLBACKS_ONLY)
     return {"*": lib.error} if lib.error is not None else dict(lib.fallbacks)
 
 

@@ -270,3 +270,20 @@ def test_the_kernel_loops_have_no_branches():
     assert len(loops) > 10
     assert [loop for loop in loops if " ? " in loop] == []
     assert "pick_0 != 0" in "".join(loops), "an attribute's where selects on a hoisted number"
+
+
+def test_a_call_builds_its_own_ops_kernels_only():
+    """The first call of an op builds that op's kernels (ACLK_ONE_OP), so a cold cache costs one op's
+    compile, not the package's; the package-wide build (for `aclnngen info`) still has every op."""
+    core = session.backend().libraries["nnopbase"]
+    every = {symbol for symbol, _, _ in compiled.library(BUILTIN_PACKAGE, core).kernels}
+    assert len(every) > 1, "needs a package with two compiled ops"
+    compiled_ops = [s for s in _snakes() if catalog.meta(s)["symbol"] in every]
+    for snake in compiled_ops[:2]:  # two suffice to tell one op's build from the package's
+        symbol = catalog.meta(snake)["symbol"]
+        own = {s for s, _, _ in compiled.library(BUILTIN_PACKAGE, core, snake).kernels}
+        assert own == {symbol}, f"{snake}'s build holds {sorted(own)}"
+    binding, x = catalog.binding(catalog.PLAIN), np.linspace(-3, 3, 12, dtype=np.float32)
+    before = compiled.stats()["compiled"]
+    binding(np.ones_like(x), x)
+    assert compiled.stats()["compiled"] == before + 1, "the call ran its op's own build"
