@@ -8,7 +8,7 @@ or lost, rules, return codes), each classed breaking or compatible (codegen/spec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import yaml
 
@@ -46,6 +46,27 @@ class CatalogChanges:
     compared: int = 0  # APIs imported at both tags
 
 
+# What a draft reads as a hint for a person (merge.py notes them, never merges them): a change
+# between two drafts' rules says how the page is written as much as what the op checks.
+HINTS = ("rule",)
+
+
+def comparable(old_data: dict, new_data: dict) -> list[specdiff.Change]:
+    """The changes between two drafts of one API that are facts of the pages, not of their format:
+    a return-code table either page's reader could not read (TODO) is not compared, and a rule
+    change is a hint, never breaking."""
+    unread = any(not isinstance(d.get("return_codes"), list) for d in (old_data, new_data))
+    out = []
+    for c in specdiff.diff(specdiff.view(old_data), specdiff.view(new_data)):
+        if c.what == "doc" or (c.what == "return_code" and unread):
+            continue
+        out.append(replace(c, kind=HINT) if c.what in HINTS else c)
+    return out
+
+
+HINT = "hint"
+
+
 def _by_api(report: CatalogReport) -> dict[str, object]:
     return {r.api: r for r in report.results if r.api}
 
@@ -63,9 +84,7 @@ def compare(old: CatalogReport, new: CatalogReport) -> CatalogChanges:
         if a.spec_text and b.spec_text:
             out.compared += 1
             old_data, new_data = yaml.safe_load(a.spec_text), yaml.safe_load(b.spec_text)
-            change.changes = [
-                c for c in specdiff.diff(specdiff.view(old_data), specdiff.view(new_data)) if c.what != "doc"
-            ]
+            change.changes = comparable(old_data, new_data)
         if change.prototype or change.changes:
             out.changed.append(change)
     return out

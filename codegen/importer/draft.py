@@ -483,6 +483,8 @@ def _tensor_dtypes(facts: PageFacts, page: PageParam | None, at: str, todo: list
                 dtypes = own
             elif note.mode == "except":
                 dtypes = [d for d in dtypes if d not in own]
+            elif note.mode == "extra":
+                dtypes = dtypes + [d for d in own if d not in dtypes]
             else:
                 todo.append(
                     (f"{at}.dtypes", f"{family}: a per-product condition the draft cannot express: {note.text!r}")

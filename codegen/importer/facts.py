@@ -111,7 +111,9 @@ class DtypeNote:
 
     families: list[str]
     dtypes: list[str]
-    mode: str  # "only" (positive list), "except" (exclusion), "text" (a condition without dtypes)
+    # "only" (positive list), "except" (exclusion), "extra" (the table's dtypes and these), "text"
+    # (a condition without dtypes)
+    mode: str
     text: str
     # Parameter -> its own dtypes, when the note lists them per parameter ("a and b take X. c takes
     # Y."); empty when the note speaks of every parameter alike.

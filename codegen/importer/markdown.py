@@ -257,10 +257,12 @@ def _read_get_workspace_size(facts: PageFacts, body: list[str], products: Produc
     if param_grid is not None:
         _read_param_table(facts, param_grid)
     else:  # older pages list the parameters as bullets, `name (type, direction)：...`, as saved pages do
-        read_param_bullets(facts, [line.replace("\\*", "*") for line in body], products)
+        lines = [line.replace("\\*", "*") for line in body]
+        own = read_param_bullets(facts, lines, products)
         _dtypes_by_reference(facts, {})
         if not facts.params:
             facts.unparsed.append("no parameter table in the first-phase section")
+        text = "\n".join(line for line in lines if line not in own)  # a parameter's notes are its own
     _read_notes(facts, text, products)
     if codes is None:
         _read_return_code_text(facts, body)
@@ -363,12 +365,32 @@ def _dtypes_by_reference(facts: PageFacts, cells: dict[str, str]) -> None:
 
 
 _NOTE = re.compile(r"^\s*[-*]\s+(.+?)[：:](.+)$")
+_BULLET = re.compile(r"^(\s*)[-*]\s+(.*)$")
+
+
+def _nested_notes(lines: list[str]) -> list[str]:
+    """A product bullet with nothing after its colon and its sentences as sub-bullets below (newer
+    pages) becomes one line `- NAMES：first；second`, as older pages write it."""
+    out: list[str] = []
+    at = 0
+    while at < len(lines):
+        line, at = lines[at], at + 1
+        head = _BULLET.match(line)
+        if head and not _NOTE.match(line) and head.group(2).rstrip().endswith(("：", ":")):
+            parts = []
+            while at < len(lines) and (sub := _BULLET.match(lines[at])) and len(sub.group(1)) > len(head.group(1)):
+                parts.append(sub.group(2).strip().rstrip("；;。"))
+                at += 1
+            if parts:
+                line = line.rstrip() + "；".join(parts)
+        out.append(line)
+    return out
 
 
 def _read_notes(facts: PageFacts, text: str, products: ProductTable) -> None:
     """Per-product bullets outside the tables, plain or inside npu markers."""
     npu = None
-    for line in outside(text, "<table", "</table>").splitlines():
+    for line in _nested_notes(outside(text, "<table", "</table>").splitlines()):
         marker = _MARKER.search(line)
         if marker:
             npu = marker.group(1)
