@@ -152,7 +152,7 @@ def read_param_bullets(facts: PageFacts, block: list[str], products: ProductTabl
             facts.params.append(current)
             continue
         note = _NOTE.match(line)
-        if note and current is not None and note.group(1).strip() and "数据类型" in note.group(2):
+        if note and current is not None and note.group(1).strip() and _lists_dtypes(note.group(2)):
             parsed = dtype_note(products, note.group(1).strip(), note.group(2).strip())
             own_notes.add(line)
             if parsed is not None and parsed.mode == "only":
@@ -163,6 +163,11 @@ def read_param_bullets(facts: PageFacts, block: list[str], products: ProductTabl
                     f"parameters.{current.name}.dtypes", f"a per-product note that is not a dtype list: {parsed.text!r}"
                 )
     return own_notes
+
+
+def _lists_dtypes(body: str) -> bool:
+    """A note under a parameter about its dtypes: it says so, or (older pages) only lists them."""
+    return "数据类型" in body or bool(page_dtypes(body))
 
 
 def _dtype_sentence(text: str) -> str:

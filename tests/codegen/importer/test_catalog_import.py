@@ -317,7 +317,7 @@ def test_the_catalog_between_two_tags_names_added_apis_changed_prototypes_and_lo
     data = json.loads(done.stdout)["changes"]
     assert data["added"] == ["OtherBackward"] and data["changed"][0]["breaking"] is True
     text = out.read_text(encoding="utf-8")
-    assert "## Prototypes changed" in text and "`aclnnOtherBackward`" in text and "bfloat16 removed" in text
+    assert "prototype: alpha renamed scale" in text and "`aclnnOtherBackward`" in text and "bfloat16 removed" in text
 
 
 def test_a_null_pointer_row_naming_no_parameter_names_every_required_pointer():
