@@ -479,6 +479,8 @@ def _tensor_dtypes(facts: PageFacts, page: PageParam | None, at: str, todo: list
             own = note.dtypes_for(page.name) if page else note.dtypes
             if family not in note.families or own is None:
                 continue  # the note is about other products, or lists other parameters' dtypes
+            if note.fallback and page and (page.dtypes or family in page.family_dtypes):
+                continue  # another parameter's note: this one states its own dtypes
             if note.mode == "only":
                 dtypes = own
             elif note.mode == "except":

@@ -103,6 +103,13 @@ def test_a_products_extra_dtypes_under_its_name_add_to_the_tables():
     assert dtypes["out"][0] == {"families": ["a3"], "dtypes": ["float32", "float16", "bfloat16"]}
 
 
+def test_conditions_under_a_product_are_not_read_as_its_dtypes():
+    page = NEWER_PAGE.replace("self数据类型额外支持BFLOAT16、INT8", "不支持BFLOAT16数据类型").replace(
+        "out数据类型额外支持BFLOAT16", "当输入数据类型为FLOAT32时不支持cubeMathType=0"
+    )
+    assert _dtypes(page)["self"] == [{"families": ["a3", "a2"], "dtypes": ["float32", "float16"]}]
+
+
 def test_an_older_pages_per_parameter_dtypes_stay_that_parameters():
     dtypes = _dtypes(OLDER_PAGE)
     assert dtypes["self"] == [{"families": ["a2"], "dtypes": ["float32", "float16", "bfloat16"]}]
