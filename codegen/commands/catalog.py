@@ -42,15 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    from .. import catalog
-
-    mirrors = list(args.mirror) or [Path(p) for p in os.environ.get(MIRRORS_VARIABLE, "").split(os.pathsep) if p]
+def vendor_mirrors(given: list[Path]) -> list[Path]:
+    """The git directories given (--mirror), else ACLNNGEN_VENDOR_MIRRORS's; each must be a folder."""
+    mirrors = list(given) or [Path(p) for p in os.environ.get(MIRRORS_VARIABLE, "").split(os.pathsep) if p]
     if not mirrors:
         raise GenerateError(f"no vendor mirror: pass --mirror GIT_DIR or set {MIRRORS_VARIABLE}")
     for mirror in mirrors:
         if not mirror.is_dir():
             raise GenerateError(f"--mirror {mirror}: not a folder (a git directory of a vendor repository)")
+    return mirrors
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import catalog, catalog_changes
+
+    mirrors = vendor_mirrors(args.mirror)
     if args.write_changes is not None and not args.since:
         raise GenerateError("--write-changes needs --since OLD_TAG")
     report = catalog.survey(mirrors, args.tag, load_products(args.specs), args.specs_out, args.release)
@@ -59,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
         write_atomic(args.write, catalog.markdown(report), what="catalog report")
     changes = None
     if args.since:
-        from .. import catalog_changes
-
         changes = catalog_changes.compare(catalog.survey(mirrors, args.since, load_products(args.specs)), report)
         if args.write_changes is not None:
             write_atomic(args.write_changes, catalog_changes.markdown(changes), what="catalog changes")
@@ -77,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
                 **counts,
                 "headers": dict(sorted(report.headers().items())),
                 "reasons": dict(report.reasons().most_common()),
-                **({"changes": _changes_json(changes)} if changes is not None else {}),
+                **({"changes": changes_json(changes)} if changes is not None else {}),
             }
         )
         return 0
@@ -91,16 +95,12 @@ def run(args: argparse.Namespace) -> int:
     for reason, n in report.reasons().most_common():
         print(f"  {n:4d}  {reason}")
     if changes is not None:
-        breaking = sum(1 for c in changes.changed if c.breaking)
-        print(
-            f"from {args.since} to {args.tag}: {len(changes.added)} APIs added, {len(changes.removed)} removed, "
-            f"{sum(1 for c in changes.changed if c.prototype)} prototypes changed, {breaking} APIs with a breaking "
-            f"change, {len(changes.changed) - breaking} with compatible changes only ({changes.compared} compared)"
-        )
+        print(catalog_changes.summary(changes))
     return 0
 
 
-def _changes_json(changes) -> dict:
+def changes_json(changes) -> dict:
+    """The catalog's changes between two tags for tools (`catalog --since`, `diff --since`)."""
     return {
         "since": changes.old,
         "added": [api for _, api in changes.added],
@@ -110,6 +110,7 @@ def _changes_json(changes) -> dict:
                 "api": c.api,
                 "breaking": c.breaking,
                 "prototype": list(c.prototype) if c.prototype else None,
+                "prototype_change": c.prototype_note or None,
                 "changes": [{"kind": d.kind, "what": d.what, "message": d.message} for d in c.changes],
             }
             for c in changes.changed

@@ -1,6 +1,10 @@
 """`aclnngen diff OLD NEW` or `aclnngen diff SPEC --at A --at B`: the changes a binding user feels,
 each breaking or compatible; `--json` for tools; exit 1 when anything breaking is not allowed.
 
+`aclnngen diff --since OLD_TAG --tag NEW_TAG [--mirror GIT_DIR...] [--write docs/catalog-changes.md]`: the
+same over every aclnn API of the vendor's repositories between two tags (codegen/catalog_changes.py),
+a report: APIs removed, prototypes changed, products, dtypes and formats lost first, then the gains.
+
 The allow-list (`--allow FILE`, YAML: a list of {op, match, reason, expires}) silences accepted
 breaking changes whose message contains `match`, until the expiry date (then they count again)."""
 
@@ -16,9 +20,18 @@ from ..yamlio import read_yaml
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("specs", nargs="+", type=Path, help="OLD NEW (specs or drafts), or one spec with --at twice")
+    parser.add_argument("specs", nargs="*", type=Path, help="OLD NEW (specs or drafts), or one spec with --at twice")
     parser.add_argument("--at", action="append", default=[], metavar="RELEASE", help="compare one spec at two releases")
     parser.add_argument("--allow", type=Path, help="allow-list of accepted breaking changes (YAML)")
+    catalog = parser.add_argument_group("the vendor catalog between two tags (instead of OLD NEW)")
+    catalog.add_argument("--since", metavar="OLD_TAG", help="compare every aclnn API from this tag")
+    catalog.add_argument("--tag", metavar="NEW_TAG", help="to this tag (a release tag)")
+    catalog.add_argument(
+        "--mirror", action="append", type=Path, default=[], help="a vendor git directory (ACLNNGEN_VENDOR_MIRRORS)"
+    )
+    catalog.add_argument(
+        "--write", type=Path, metavar="FILE", help="write the changes as Markdown (docs/catalog-changes.md)"
+    )
 
 
 def _load(path: Path) -> dict:
@@ -52,7 +65,34 @@ def _allowed(path: Path | None, today: datetime.date) -> list[dict]:
     return entries
 
 
+def run_catalog(args: argparse.Namespace) -> int:
+    """The release view of the catalog: a report (exit 0), written where --write says."""
+    from aclnngen.files import write_atomic
+
+    from .. import catalog, catalog_changes
+    from ..loader import DEFAULT_SPECS_DIR, load_products
+    from .catalog import changes_json, vendor_mirrors
+
+    if args.specs or args.at or args.allow or not (args.since and args.tag):
+        raise GenerateError("--since OLD_TAG --tag NEW_TAG compares the vendor catalog: no specs, --at or --allow")
+    mirrors, products = vendor_mirrors(args.mirror), load_products(DEFAULT_SPECS_DIR)
+    changes = catalog_changes.compare(
+        catalog.survey(mirrors, args.since, products), catalog.survey(mirrors, args.tag, products)
+    )
+    if args.write is not None:
+        write_atomic(args.write, catalog_changes.markdown(changes), what="catalog changes")
+    if args.json:
+        from .jsonout import emit
+
+        emit({"command": "diff", "ok": True, "catalog": changes_json(changes)})
+    else:
+        print(catalog_changes.summary(changes))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.since or args.tag or args.mirror or args.write:
+        return run_catalog(args)
     from ..releases import check_release
     from ..specdiff import BREAKING, Change, as_dicts, diff, diff_files, view
 

@@ -479,10 +479,14 @@ def _tensor_dtypes(facts: PageFacts, page: PageParam | None, at: str, todo: list
             own = note.dtypes_for(page.name) if page else note.dtypes
             if family not in note.families or own is None:
                 continue  # the note is about other products, or lists other parameters' dtypes
+            if note.fallback and page and (page.dtypes or family in page.family_dtypes):
+                continue  # another parameter's note: this one states its own dtypes
             if note.mode == "only":
                 dtypes = own
             elif note.mode == "except":
                 dtypes = [d for d in dtypes if d not in own]
+            elif note.mode == "extra":
+                dtypes = dtypes + [d for d in own if d not in dtypes]
             else:
                 todo.append(
                     (f"{at}.dtypes", f"{family}: a per-product condition the draft cannot express: {note.text!r}")

@@ -111,11 +111,15 @@ class DtypeNote:
 
     families: list[str]
     dtypes: list[str]
-    mode: str  # "only" (positive list), "except" (exclusion), "text" (a condition without dtypes)
+    # "only" (positive list), "except" (exclusion), "extra" (the table's dtypes and these), "text"
+    # (a condition without dtypes)
+    mode: str
     text: str
     # Parameter -> its own dtypes, when the note lists them per parameter ("a and b take X. c takes
     # Y."); empty when the note speaks of every parameter alike.
     per_param: dict[str, list[str]] = field(default_factory=dict)
+    # Read under one parameter's bullet (older pages): for the others only where they state no dtypes
+    fallback: bool = False
 
     def dtypes_for(self, name: str) -> list[str] | None:
         """The note's dtypes for parameter `name`, or None when the note names others only."""

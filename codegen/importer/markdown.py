@@ -257,10 +257,13 @@ def _read_get_workspace_size(facts: PageFacts, body: list[str], products: Produc
     if param_grid is not None:
         _read_param_table(facts, param_grid)
     else:  # older pages list the parameters as bullets, `name (type, direction)：...`, as saved pages do
-        read_param_bullets(facts, [line.replace("\\*", "*") for line in body], products)
+        lines = [line.replace("\\*", "*") for line in body]
+        own = read_param_bullets(facts, lines, products)
         _dtypes_by_reference(facts, {})
         if not facts.params:
             facts.unparsed.append("no parameter table in the first-phase section")
+        text = "\n".join(line for line in lines if line not in own)  # a parameter's notes are its own
+        _read_notes(facts, "\n".join(line for line in lines if line in own), products, fallback=True)
     _read_notes(facts, text, products)
     if codes is None:
         _read_return_code_text(facts, body)
@@ -363,12 +366,34 @@ def _dtypes_by_reference(facts: PageFacts, cells: dict[str, str]) -> None:
 
 
 _NOTE = re.compile(r"^\s*[-*]\s+(.+?)[：:](.+)$")
+_BULLET = re.compile(r"^(\s*)[-*]\s+(.*)$")
+_EXTRA = re.compile(r"额外支持|additionally support", re.I)
 
 
-def _read_notes(facts: PageFacts, text: str, products: ProductTable) -> None:
+def _nested_notes(lines: list[str]) -> list[str]:
+    """A product bullet with nothing after its colon and its sentences as sub-bullets below (newer
+    pages) becomes one line `- NAMES：first；second`, as older pages write it."""
+    out: list[str] = []
+    at = 0
+    while at < len(lines):
+        line, at = lines[at], at + 1
+        head = _BULLET.match(line)
+        if head and not _NOTE.match(line) and head.group(2).rstrip().endswith(("：", ":")):
+            parts, end = [], at
+            while end < len(lines) and (sub := _BULLET.match(lines[end])) and len(sub.group(1)) > len(head.group(1)):
+                parts.append(sub.group(2).strip().rstrip("；;。"))
+                end += 1
+            # only lists of extra dtypes: other sub-bullets are conditions the draft cannot express
+            if parts and all(_EXTRA.search(part) for part in parts):
+                line, at = line.rstrip() + "；".join(parts), end
+        out.append(line)
+    return out
+
+
+def _read_notes(facts: PageFacts, text: str, products: ProductTable, fallback: bool = False) -> None:
     """Per-product bullets outside the tables, plain or inside npu markers."""
     npu = None
-    for line in outside(text, "<table", "</table>").splitlines():
+    for line in _nested_notes(outside(text, "<table", "</table>").splitlines()):
         marker = _MARKER.search(line)
         if marker:
             npu = marker.group(1)
@@ -381,6 +406,7 @@ def _read_notes(facts: PageFacts, text: str, products: ProductTable) -> None:
             continue
         note = dtype_note(products, match.group(1), match.group(2), npu)
         if note is not None:
+            note.fallback = fallback
             facts.dtype_notes.append(note)
 
 

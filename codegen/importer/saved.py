@@ -112,9 +112,11 @@ def _products(facts: PageFacts, block: list[str], products: ProductTable) -> Non
         facts.todo("products", "no product list on the page")
 
 
-def read_param_bullets(facts: PageFacts, block: list[str], products: ProductTable) -> None:
+def read_param_bullets(facts: PageFacts, block: list[str], products: ProductTable) -> set[str]:
     """The parameters listed as bullets, `name (C type, direction)：description`, with per-product
-    dtype notes below each; a saved page's form, and older Markdown pages'."""
+    dtype notes below each; a saved page's form, and older Markdown pages'. Returns the lines read
+    as one parameter's notes (so no page-wide reader takes them for every parameter)."""
+    own_notes: set[str] = set()
     current: PageParam | None = None
     names_seen: set[str] = set()
     for line in block:
@@ -150,8 +152,9 @@ def read_param_bullets(facts: PageFacts, block: list[str], products: ProductTabl
             facts.params.append(current)
             continue
         note = _NOTE.match(line)
-        if note and current is not None and note.group(1).strip() and "数据类型" in note.group(2):
+        if note and current is not None and note.group(1).strip() and _lists_dtypes(note.group(2)):
             parsed = dtype_note(products, note.group(1).strip(), note.group(2).strip())
+            own_notes.add(line)
             if parsed is not None and parsed.mode == "only":
                 for family in parsed.families:
                     current.family_dtypes[family] = parsed.dtypes
@@ -159,6 +162,12 @@ def read_param_bullets(facts: PageFacts, block: list[str], products: ProductTabl
                 facts.todo(
                     f"parameters.{current.name}.dtypes", f"a per-product note that is not a dtype list: {parsed.text!r}"
                 )
+    return own_notes
+
+
+def _lists_dtypes(body: str) -> bool:
+    """A note under a parameter about its dtypes: it says so, or (older pages) only lists them."""
+    return "数据类型" in body or bool(page_dtypes(body))
 
 
 def _dtype_sentence(text: str) -> str:

@@ -119,6 +119,8 @@ def dtype_note(products: ProductTable, head: str, body: str, npu: str | None = N
     dtypes = page_dtypes(body_text)
     if dtypes and re.search(r"不支持|not support", body_text, re.I):
         mode = "except"
+    elif dtypes and re.search(r"额外支持|additionally support|also support", body_text, re.I):
+        mode = "extra"  # newer pages: the table's dtypes plus these on this product
     elif dtypes:
         mode = "only"
     else:

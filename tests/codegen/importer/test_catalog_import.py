@@ -317,7 +317,16 @@ def test_the_catalog_between_two_tags_names_added_apis_changed_prototypes_and_lo
     data = json.loads(done.stdout)["changes"]
     assert data["added"] == ["OtherBackward"] and data["changed"][0]["breaking"] is True
     text = out.read_text(encoding="utf-8")
-    assert "## Prototypes changed" in text and "`aclnnOtherBackward`" in text and "bfloat16 removed" in text
+    assert "prototype: alpha renamed scale" in text and "`aclnnOtherBackward`" in text and "bfloat16 removed" in text
+    # `aclnngen diff --since` writes the same release view; without --tag it says what it needs
+    again = tmp_path / "again.md"
+    done = aclnngen_cli(
+        "diff", "--mirror", two_release_mirror, "--since", "v8.5.0", "--tag", "v9.2.0-beta.1", "--write", again
+    )
+    assert done.returncode == 0 and "1 APIs added" in done.stdout, done.stderr
+    assert again.read_text(encoding="utf-8") == text
+    done = aclnngen_cli("diff", "--mirror", two_release_mirror, "--since", "v8.5.0")
+    assert done.returncode != 0 and "--tag NEW_TAG" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_null_pointer_row_naming_no_parameter_names_every_required_pointer():
