@@ -49,3 +49,35 @@ def test_the_committed_catalog_is_what_the_importer_writes_from_the_mirrors(tmp_
     committed = {p.relative_to(CATALOG_SPECS): p.read_bytes() for p in SPEC_PATHS}
     stale = sorted(str(p) for p in written.keys() | committed.keys() if written.get(p) != committed.get(p))
     assert not stale, f"run `aclnngen catalog --specs-out specs/catalog`: {len(stale)} differ, e.g. {stale[:5]}"
+
+
+# The newer products' narrow dtypes, as pages spell them -> the spec name, its aclDataType value.
+NARROW = {
+    "INT4": ("int4", 29),
+    "HIFLOAT8": ("hifloat8", 34),
+    "FLOAT8_E5M2": ("float8_e5m2", 35),
+    "FLOAT8_E4M3FN": ("float8_e4m3fn", 36),
+    "FLOAT8_E8M0": ("float8_e8m0fnu", 37),
+    "FLOAT4_E2M1": ("float4_e2m1fn", 40),
+    "FLOAT4_E1M2": ("float4_e1m2", 41),
+}
+
+
+@pytest.mark.parametrize("page_name", sorted(NARROW))
+def test_a_narrow_dtype_is_read_from_a_page_and_passed_as_its_acl_data_type(page_name):
+    import numpy as np
+
+    from aclnngen.codegen.importer.facts import page_dtypes
+    from aclnngen.core import dtypes
+    from aclnngen.runtime.arrays import acl_dtype
+    from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
+    from aclnngen.verify.cases import _data, _junk, _place
+
+    name, value = NARROW[page_name]
+    assert page_dtypes(f"支持FLOAT16、{page_name}") == ["float16", name]
+    assert name in dtypes.ALL_DTYPES and dtypes.promote_names([name, "float32"]) is None
+    storage = NUMPY_DTYPES[name]
+    assert storage.itemsize == 1 and dtype_name_of(storage) == name and storage != np.dtype(np.uint8)
+    assert acl_dtype(storage) == value
+    data = _data(np.random.default_rng(0), (2, 3), storage, weight=False)
+    assert data.dtype == storage and _place(data, "strided", 0, _junk(storage)).shape == (2, 3)
