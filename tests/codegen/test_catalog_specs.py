@@ -81,3 +81,30 @@ def test_a_narrow_dtype_is_read_from_a_page_and_passed_as_its_acl_data_type(page
     assert acl_dtype(storage) == value
     data = _data(np.random.default_rng(0), (2, 3), storage, weight=False)
     assert data.dtype == storage and _place(data, "strided", 0, _junk(storage)).shape == (2, 3)
+
+
+INTEGER_SCALAR_OPS = sorted(
+    path
+    for path in SPEC_PATHS
+    if any(
+        p.scalar_dtype in ("int8", "int16", "int32", "int64", "uint8")
+        for p in load_spec(path, PRODUCTS).spec.parameters
+    )
+)
+
+
+@pytest.mark.skipif(not INTEGER_SCALAR_OPS, reason="no catalog spec with an integer scalar")
+def test_an_integer_scalar_gets_whole_planned_values_and_its_importer_draft_an_integer_dtype():
+    from aclnngen.codegen import metadata
+    from aclnngen.core import planning
+
+    wrong = []
+    for path in INTEGER_SCALAR_OPS:
+        spec = load_spec(path, PRODUCTS).spec
+        values = planning.scalar_values(metadata.build(spec))
+        for p in spec.parameters:
+            if p.scalar_dtype and p.scalar_dtype.startswith(("int", "uint")):
+                value = values[p.name]
+                if any(not float(v).is_integer() for v in (value if isinstance(value, list) else [value])):
+                    wrong.append(f"{spec.name}.{p.name} ({p.scalar_dtype}): {value!r}")
+    assert not wrong, "\n".join(wrong)
