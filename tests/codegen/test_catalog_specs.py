@@ -108,3 +108,43 @@ def test_an_integer_scalar_gets_whole_planned_values_and_its_importer_draft_an_i
                 if any(not float(v).is_integer() for v in (value if isinstance(value, list) else [value])):
                     wrong.append(f"{spec.name}.{p.name} ({p.scalar_dtype}): {value!r}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_an_api_without_a_header_is_told_apart_when_the_build_writes_it():
+    listed = [
+        "math/abs/op_host/abs_def.cpp",  # defined, header written by the build
+        "math/add/op_host/add_def.cpp",
+        "math/add/op_host/op_api/aclnn_add.h",  # defined and with its own header
+        "math/gone/docs/aclnnGone.md",  # neither
+    ]
+    assert catalog.built_header_folders(listed) == {"math/abs"}
+    report = catalog.CatalogReport("HEAD")
+    proto = (
+        "aclnnStatus aclnn{}GetWorkspaceSize(const aclTensor* self, uint64_t* workspaceSize, aclOpExecutor** executor)"
+    )
+    for api, folder in (("Abs", "abs"), ("Add", "add"), ("Gone", "gone")):
+        report.results.append(
+            catalog.ApiResult(
+                "ops-math", f"math/{folder}/docs/aclnn{api}.md", api, "math", "valid", prototype=proto.format(api)
+            )
+        )
+    headers = {"ops-math": {"aclnnAddGetWorkspaceSize": catalog.normalize_prototype(proto.format("Add"))}}
+    catalog.compare_headers(report, headers, {"ops-math": catalog.built_header_folders(listed)})
+    assert [r.header for r in report.results] == [catalog.BUILT, "equal", "absent"]
+
+
+def test_each_op_verdict_is_read_from_the_junit_report_of_its_generated_tests():
+    from aclnngen.codegen import catalog_tests
+
+    report = """<testsuites><testsuite>
+      <testcase classname="tests.test_abs" name="test_binding[a]" file="tests/test_abs.py"/>
+      <testcase classname="tests.test_abs" name="test_binding[b]" file="tests/test_abs.py"><skipped/></testcase>
+      <testcase classname="tests.test_add" name="test_binding[a]" file="tests/test_add.py"/>
+      <testcase classname="tests.test_add" name="test_binding[b]" file="tests/test_add.py">
+        <failure message="AssertionError: status 161002">trace</failure></testcase>
+      <testcase classname="tests.test_add" name="test_null" file="tests/test_add.py"><error message="boom"/></testcase>
+    </testsuite></testsuites>"""
+    found = catalog_tests.verdicts(report, ["abs", "add", "mul"])
+    assert found["abs"] == catalog_tests.OpVerdict(1, 0, None)
+    assert found["add"] == catalog_tests.OpVerdict(1, 2, "test_binding[b]: AssertionError: status 161002")
+    assert found["mul"] == catalog_tests.OpVerdict(0, 0, None)
