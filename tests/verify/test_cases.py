@@ -379,3 +379,18 @@ def test_cases_follow_rules_that_forbid_non_contiguous_and_high_ranks():
         except AclnnValidationError as err:
             got = err.status
         assert got == expected, case
+
+
+def test_a_param_taking_every_wide_dtype_is_violated_by_a_narrow_one(monkeypatch):
+    from types import SimpleNamespace
+
+    from aclnngen.core.dtypes import NARROW
+    from aclnngen.verify import opcheck
+
+    wide = [d for d in ALL_DTYPES if d not in NARROW]
+    monkeypatch.setattr(opcheck, "supported_dtypes", lambda meta, param, family, version: wide)
+    op = SimpleNamespace(meta={}, version="8.5.0")
+    assert opcheck._unsupported_dtype(op, "self", "a2") in NARROW
+    monkeypatch.setattr(opcheck, "supported_dtypes", lambda meta, param, family, version: list(ALL_DTYPES))
+    with pytest.raises(AssertionError, match="supports every dtype"):
+        opcheck._unsupported_dtype(op, "self", "a2")
