@@ -170,10 +170,8 @@ class DTypeInfo:
             import ml_dtypes
 
             return numpy.dtype(getattr(ml_dtypes, self.numpy))
-        if self.module == "bits":
-            from aclnngen.runtime.shapes import storage_dtype
-
-            return storage_dtype(self.numpy)
+        if self.module == "bits":  # a record of raw bytes named after the dtype (runtime.shapes.storage_dtype)
+            return numpy.dtype([(self.numpy, f"u{self.itemsize}")])
         return numpy.dtype(self.numpy)
 
 

@@ -79,6 +79,9 @@ def test_a_narrow_dtype_is_read_from_a_page_and_passed_as_its_acl_data_type(page
     storage = NUMPY_DTYPES[name]
     assert storage.itemsize == 1 and dtype_name_of(storage) == name and storage != np.dtype(np.uint8)
     assert acl_dtype(storage) == value
+    from aclnngen.codegen.abi import load_abi
+
+    assert load_abi().dtype_for_acl(value).numpy_dtype() == storage  # the ABI table builds the same dtype
     data = _data(np.random.default_rng(0), (2, 3), storage, weight=False)
     assert data.dtype == storage and _place(data, "strided", 0, _junk(storage)).shape == (2, 3)
 
