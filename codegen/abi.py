@@ -149,7 +149,7 @@ class Function(_Model):
 class DType(_Model):
     numpy: CIdent
     itemsize: StrictInt = Field(gt=0)
-    module: Literal["numpy", "ml_dtypes"] = "numpy"
+    module: Literal["numpy", "ml_dtypes", "bits"] = "numpy"
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,8 @@ class DTypeInfo:
             import ml_dtypes
 
             return numpy.dtype(getattr(ml_dtypes, self.numpy))
+        if self.module == "bits":  # a record of raw bytes named after the dtype (runtime.shapes.storage_dtype)
+            return numpy.dtype([(self.numpy, f"u{self.itemsize}")])
         return numpy.dtype(self.numpy)
 
 
@@ -427,7 +429,8 @@ class Abi(_Model):
         if not isinstance(name, str):
             import numpy
 
-            name = numpy.dtype(name).name
+            dt = numpy.dtype(name)
+            name = dt.names[0] if dt.names else dt.name  # a `bits` dtype is a record named after it
         try:
             return self._dtype_by_numpy[name]
         except KeyError:

@@ -30,7 +30,7 @@ from .loader import load_spec
 from .products import ProductTable
 
 _PAGE = re.compile(r"^[^/]+/[^/]+/docs/aclnn[^/]*\.md$")
-STAGES = ("imported", "valid", "generated")
+STAGES = ("imported", "valid", "generated", "tested")  # tested: passes its generated tests (--run-tests)
 
 
 @dataclass
@@ -43,7 +43,7 @@ class ApiResult:
     reason: str | None = None  # why it stopped there
     spec_text: str | None = None
     prototype: str | None = None  # the spec's first-phase prototype, when imported
-    header: str | None = None  # against the vendor header: "equal", "differs", "absent"
+    header: str | None = None  # against the vendor header: "equal", "differs", BUILT, "absent"
 
 
 @dataclass
@@ -51,6 +51,11 @@ class CatalogReport:
     tag: str
     pages: dict[str, int] = field(default_factory=dict)  # repo -> pages found
     results: list[ApiResult] = field(default_factory=list)
+    tested: bool = False  # whether the generated tests ran (then `tested` is the last stage)
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        return STAGES if self.tested else STAGES[:-1]
 
     def count(self, stage: str) -> int:
         reached = STAGES[STAGES.index(stage) :]
@@ -70,7 +75,7 @@ class CatalogReport:
         return Counter(r.header for r in self.results if r.header is not None)
 
     def reasons(self) -> Counter:
-        return Counter(reason_group(r.reason) for r in self.results if r.stage != "generated")
+        return Counter(reason_group(r.reason) for r in self.results if r.stage != self.stages[-1])
 
 
 def reason_group(reason: str | None) -> str:
@@ -122,6 +127,19 @@ def repo_name(git_dir: Path) -> str:
 
 
 _HEADER = re.compile(r"(?:^|/)op_api/aclnn_[^/]*\.h$")
+_OP_DEFINITION = re.compile(r"^([^/]+/[^/]+)/op_host/(?:[^/]+/)*[^/]*_def\.cpp$")
+# An API whose op folder has an op definition (`op_host/<op>_def.cpp`) but no `op_api/aclnn_*.h`:
+# the vendor's build writes its header from that definition, so the repository holds none to compare.
+BUILT = "header written by the build"
+
+
+def built_header_folders(listed: list[str]) -> set[str]:
+    """`<category>/<op>` folders whose aclnn header the build generates (see BUILT)."""
+    defined = {m.group(1) for p in listed if (m := _OP_DEFINITION.match(p))}
+    with_header = {p.split("/op_host/")[0] for p in listed if _HEADER.search(p) and "/op_host/" in p}
+    return defined - with_header
+
+
 _DECLARATION = re.compile(r"aclnnStatus\s+(aclnn[A-Za-z0-9_]*)\s*\(([^;{]*)\)\s*;")
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
@@ -144,25 +162,37 @@ def header_prototypes(git_dir: Path, tag: str) -> dict[str, str]:
     return found
 
 
-def compare_headers(report: "CatalogReport", headers: dict[str, dict[str, str]]) -> None:
-    """Marks each imported API whose first-phase prototype equals its header's (per repository)."""
+def compare_headers(
+    report: "CatalogReport", headers: dict[str, dict[str, str]], built: dict[str, set[str]] | None = None
+) -> None:
+    """Marks each imported API whose first-phase prototype equals its header's (per repository);
+    one without a header whose op folder is in `built` (repository -> folders) as BUILT."""
     for r in report.results:
         if r.stage is None or not r.prototype or r.prototype == TODO:
             continue
         declared = headers.get(r.repo, {}).get(f"aclnn{r.api}GetWorkspaceSize")
-        r.header = (
-            "absent" if declared is None else "equal" if declared == normalize_prototype(r.prototype) else "differs"
-        )
+        if declared is None:
+            folder = "/".join(r.page.split("/")[:2])
+            r.header = BUILT if folder in (built or {}).get(r.repo, ()) else "absent"
+            continue
+        r.header = "equal" if declared == normalize_prototype(r.prototype) else "differs"
 
 
 def survey(
-    mirrors: list[Path], tag: str, products: ProductTable, spec_out: Path | None = None, release: str | None = None
+    mirrors: list[Path],
+    tag: str,
+    products: ProductTable,
+    spec_out: Path | None = None,
+    release: str | None = None,
+    run_tests: bool = False,
 ) -> CatalogReport:
     """The catalog at `tag` (a tag or HEAD); `release`: the CANN release its pages describe (default:
-    `tag`, which must then be a release tag)."""
+    `tag`, which must then be a release tag). With `run_tests`, every generated op's generated tests
+    run on the simulator (codegen/catalog_tests.py) and those passing every case reach `tested`."""
     release = release or tag
     report = CatalogReport(tag)
     headers: dict[str, dict[str, str]] = {}
+    built: dict[str, set[str]] = {}
     with tempfile.TemporaryDirectory(prefix="aclnngen-catalog-") as scratch:
         for git_dir in mirrors:
             repo = repo_name(git_dir)
@@ -170,6 +200,7 @@ def survey(
             report.pages[repo] = len(paths)
             texts = read_blobs(git_dir, tag, paths)
             headers[repo] = header_prototypes(git_dir, tag)
+            built[repo] = built_header_folders(_git(git_dir, "ls-tree", "-r", "--name-only", tag).splitlines())
             for path in paths:
                 for result in _page_results(repo, path, texts.get(path, ""), release, products, Path(scratch)):
                     report.results.append(result)
@@ -177,10 +208,32 @@ def survey(
                         target = spec_out / repo / (result.category or "other") / f"{spec_stem(result.api)}.yaml"
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(result.spec_text, encoding="utf-8")
-    compare_headers(report, headers)
+    compare_headers(report, headers, built)
+    if run_tests:
+        mark_tested(report)
     if spec_out is not None:
         _remove_stale(spec_out, report)
     return report
+
+
+def mark_tested(report: CatalogReport) -> None:
+    """Runs the generated tests of every generated API; one passing every case reaches `tested`,
+    one failing keeps `generated` with its first failing case as the reason."""
+    from . import catalog_tests
+
+    generated = {spec_stem(r.api): r for r in report.results if r.stage == "generated"}
+    found = catalog_tests.run({snake: r.spec_text for snake, r in generated.items()})
+    report.tested = True
+    for snake, r in generated.items():
+        verdict = found[snake]
+        if verdict.failed:
+            r.reason = (
+                f"{verdict.failed} of {verdict.passed + verdict.failed} generated tests fail, first {verdict.reason}"
+            )
+        elif verdict.passed:
+            r.stage = "tested"
+        else:
+            r.reason = "no generated test ran"
 
 
 def _remove_stale(spec_out: Path, report: CatalogReport) -> None:
@@ -302,6 +355,9 @@ def _render(loaded, products: ProductTable, scratch: Path) -> None:
     generate._render_op(scratch, layout, loaded, products)
 
 
+_COLUMNS = {"imported": "imported", "valid": "valid", "generated": "generated", "tested": "pass their tests"}
+
+
 def markdown(report: CatalogReport) -> str:
     """docs/catalog.md: the counts per stage and every API left out with its reason (deterministic)."""
     lines = [
@@ -311,26 +367,32 @@ def markdown(report: CatalogReport) -> str:
         "",
         f"Every aclnn page of the vendor's repositories at `{report.tag}`, imported as binding-tier specs.",
         "",
-        "| repository | pages | APIs | imported | valid | generated |",
-        "|---|---|---|---|---|---|",
+        "| repository | pages | APIs | " + " | ".join(_COLUMNS[s] for s in report.stages) + " |",
+        "|---" * (3 + len(report.stages)) + "|",
     ]
     for repo, pages in sorted(report.pages.items()):
         mine = [r for r in report.results if r.repo == repo]
-        counts = [sum(1 for r in mine if r.stage in STAGES[i:]) for i in range(len(STAGES))]
+        counts = [sum(1 for r in mine if r.stage in STAGES[i:]) for i in range(len(report.stages))]
         lines.append(f"| {repo} | {pages} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
     compared = report.headers()
     lines += [
         "",
         "First-phase prototypes of the imported APIs against the vendor's headers (`op_api/aclnn_*.h` at the same tag): "
         + ", ".join(f"{n} {what}" for what, n in sorted(compared.items()))
-        + ".",
+        + f". A {BUILT!r} API has an op definition (`op_host/<op>_def.cpp`) and no header in its"
+        " folder: the vendor's build writes that header, so the repository has none to compare with;"
+        " 'absent' has neither.",
     ]
+    unequal = [r for r in report.results if r.header in ("differs", "absent")]
+    if unequal:
+        lines += ["", "| repository | API | against the header |", "|---|---|---|"]
+        lines += [f"| {r.repo} | {r.api} | {r.header} |" for r in sorted(unequal, key=lambda r: (r.repo, r.api))]
     lines += ["", "## Why APIs stop short", "", "| APIs | reason |", "|---|---|"]
     for reason, n in sorted(report.reasons().items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"| {n} | {reason.replace('|', '/')} |")
     lines += ["", "## Every API left out", "", "| repository | page | API | stage | reason |", "|---|---|---|---|---|"]
     for r in sorted(report.results, key=lambda r: (r.repo, r.page, r.api or "")):
-        if r.stage != "generated":
+        if r.stage != report.stages[-1]:
             reason = " ".join((r.reason or "").split()).replace("|", "/")[:200]
             lines.append(f"| {r.repo} | {r.page} | {r.api or '-'} | {r.stage or 'not imported'} | {reason} |")
     return "\n".join(lines) + "\n"

@@ -218,4 +218,11 @@ DTYPES = {
     'complex64': ('ACL_COMPLEX64', 16, 8, 'numpy'),
     'complex128': ('ACL_COMPLEX128', 17, 16, 'numpy'),
     'bfloat16': ('ACL_BF16', 27, 2, 'ml_dtypes'),
+    'int4': ('ACL_INT4', 29, 1, 'ml_dtypes'),
+    'hifloat8': ('ACL_HIFLOAT8', 34, 1, 'bits'),
+    'float8_e5m2': ('ACL_FLOAT8_E5M2', 35, 1, 'ml_dtypes'),
+    'float8_e4m3fn': ('ACL_FLOAT8_E4M3FN', 36, 1, 'ml_dtypes'),
+    'float8_e8m0fnu': ('ACL_FLOAT8_E8M0', 37, 1, 'ml_dtypes'),
+    'float4_e2m1fn': ('ACL_FLOAT4_E2M1', 40, 1, 'ml_dtypes'),
+    'float4_e1m2': ('ACL_FLOAT4_E1M2', 41, 1, 'bits'),
 }

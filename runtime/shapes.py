@@ -18,17 +18,27 @@ from typing import Any, Mapping
 import ml_dtypes
 import numpy as np
 
-from aclnngen.core.dtypes import ALL_DTYPES, PromotionError, promote_names
+from aclnngen.core.dtypes import ALL_DTYPES, BITS_ONLY, PromotionError, promote_names
 from aclnngen.core.releases import CannVersion
 from aclnngen.core.rules import infer_output_names, output_inputs
 
 #: The dtype of an aclScalar whose spec names none (as the binding creates it).
 DEFAULT_SCALAR_DTYPE = "float32"
 
-# The NumPy dtype of every dtype name a spec may use (core.dtypes.ALL_DTYPES; bfloat16 via ml_dtypes).
-NUMPY_DTYPES: dict[str, np.dtype] = {
-    name: np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name) for name in ALL_DTYPES
-}
+
+def storage_dtype(name: str) -> np.dtype:
+    """The NumPy dtype that holds a spec dtype: NumPy's own, else ml_dtypes' (bfloat16, float8_*,
+    float4_e2m1fn, int4: one byte per element), else (`BITS_ONLY`) a one-field record of raw bytes
+    named after the dtype, distinct from uint8 so the binding still passes the right aclDataType."""
+    if name in BITS_ONLY:
+        return np.dtype([(name, "u1")])
+    if hasattr(ml_dtypes, name):
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+# The NumPy dtype of every dtype name a spec may use (core.dtypes.ALL_DTYPES).
+NUMPY_DTYPES: dict[str, np.dtype] = {name: storage_dtype(name) for name in ALL_DTYPES}
 
 
 # native-byte-order dtype objects -> their name (np.dtype.name is slow to compute)

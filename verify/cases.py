@@ -31,6 +31,10 @@ LIST_LENGTH = 2  # tensors in each tensor list (aclTensorList*) of a case
 def _junk(dtype: np.dtype):
     """A value to fill the parts of a buffer a view does not cover (a binding that ignores strides
     or the offset reads it)."""
+    if dtype.names:  # raw bytes of a dtype NumPy has no type for
+        return np.full((), 0x5A, dtype=np.uint8).view(dtype)[()]
+    if dtype.kind == "V" and dtype.itemsize == 1:  # ml_dtypes' narrow types: 1 is in every range
+        return 1
     if dtype.kind == "b":
         return True
     if dtype.kind in "iu":
@@ -40,6 +44,8 @@ def _junk(dtype: np.dtype):
 
 def _data(rng: np.random.Generator, shape, dtype: np.dtype, weight: bool) -> np.ndarray:
     kind = dtype.kind
+    if dtype.names:  # raw bytes of a dtype NumPy has no type for: any bit pattern
+        return rng.integers(0, 256, size=shape, dtype=np.uint8).view(dtype)
     if kind == "b":
         return rng.random(shape) < 0.5
     if kind == "i":

@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from aclnngen.runtime import session
-from aclnngen.core.dtypes import category, promote_names
+from aclnngen.core.dtypes import ALL_DTYPES, category, promote_names
 from aclnngen.runtime.errors import AclnnValidationError
 from aclnngen.runtime.poison import is_poisoned
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
@@ -265,7 +265,8 @@ def check_scalar(op: OpUnderTest, family: str, param: str, value: float, status:
 
 def _unsupported_dtype(op: OpUnderTest, param: str, family: str | None) -> str:
     supported = set(supported_dtypes(op.meta, param, family, op.version)) if family else set()
-    for name in ("float64", "complex128", "int64", "int32", "bool", "uint8", "uint16", "uint32", "uint64", "int16"):
+    preferred = ("float64", "complex128", "int64", "int32", "bool", "uint8", "uint16", "uint32", "uint64", "int16")
+    for name in preferred + ALL_DTYPES:  # then any other, e.g. a narrow one of an op taking every wide dtype
         if name not in supported:
             return name
     raise AssertionError(f"{param} supports every dtype on {family}: no dtype violates it")

@@ -4,6 +4,11 @@ test cases list them in, casting, and PyTorch-style promotion (`PROMOTION`, `pro
 One table, so the spec model, the test planner, the numerics, the case builders and the data
 generators agree on what a dtype is (a spec's integer or complex tensor is not a float with
 another name). Names only: the NumPy dtype of each name is `runtime.shapes.NUMPY_DTYPES`.
+
+The narrow formats of the newer products (float8, float4, hifloat8, int4) are names too, so a
+binding-tier spec can list them and its binding can pass them; they promote with nothing but
+themselves (PyTorch has no promotion for them either) and NumPy holds them through ml_dtypes, or,
+where ml_dtypes has no such type (`BITS_ONLY`), as raw bytes of their width.
 """
 
 from __future__ import annotations
@@ -27,6 +32,15 @@ ALL_DTYPES: tuple[str, ...] = (
     "bool",
     "complex64",
     "complex128",
+    *("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "hifloat8", "float4_e2m1fn", "float4_e1m2", "int4"),
+)
+
+# Narrow dtypes NumPy (and ml_dtypes) has no type for: held as raw bytes, never computed with.
+BITS_ONLY: frozenset[str] = frozenset({"hifloat8", "float4_e1m2"})
+
+# The narrow dtypes (below 16 bits, not int8/uint8/bool): storage and transport only.
+NARROW: frozenset[str] = frozenset(
+    {"float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "hifloat8", "float4_e2m1fn", "float4_e1m2", "int4"}
 )
 
 CATEGORIES = ("float", "integer", "bool", "complex")
@@ -34,6 +48,7 @@ CATEGORIES = ("float", "integer", "bool", "complex")
 CATEGORY: dict[str, str] = {
     **{name: "float" for name in ("float16", "bfloat16", "float32", "float64")},
     **{name: "integer" for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")},
+    **{name: "integer" if name == "int4" else "float" for name in NARROW},
     "bool": "bool",
     **{name: "complex" for name in ("complex64", "complex128")},
 }
@@ -55,6 +70,7 @@ _ORDER = (
     "bool",
     "complex64",
     "complex128",
+    *("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "hifloat8", "float4_e2m1fn", "float4_e1m2", "int4"),
 )
 
 assert set(CATEGORY) == set(ALL_DTYPES) == set(_ORDER), "every spec dtype needs a category and a place in the order"
@@ -104,6 +120,8 @@ for _n, _b in (("complex64", 64), ("complex128", 128)):
 def _promote_pair(a: str, b: str) -> str | None:
     if a == b:
         return a
+    if a in NARROW or b in NARROW:
+        return None  # a narrow dtype has no common dtype with another
     ka, kb = _KIND[a], _KIND[b]
     if ka != kb:
         hi, lo = (a, b) if ka > kb else (b, a)
@@ -134,7 +152,7 @@ def promote_names(names: Iterable[str]) -> str | None:
     """The promoted dtype name of `names`, or None if they have none (or a name is unknown)."""
     result = None
     for name in names:
-        if name not in _KIND:
+        if name not in _KIND and name not in NARROW:
             return None
         result = name if result is None else PROMOTION[(result, name)]
         if result is None:

@@ -9,6 +9,7 @@ import copy
 from typing import Any, Mapping
 
 from .attribute_types import ATTRIBUTE_TYPES
+from .dtypes import CATEGORY
 from .meta import op_meta
 from .rules import version_key
 
@@ -23,6 +24,19 @@ def _spaced(start: float, stop: float, count: int) -> list[float]:
 
 # the values a scalar list (aclScalarList*) takes in planned cases
 LIST_SCALARS = (0.5, -0.25, 2.0)
+# ... and those of an integer (or bool) scalar list: values its dtype holds
+INTEGER_LIST_SCALARS = (1, -2, 3)
+
+
+def _whole(p) -> bool:
+    """Whether a scalar's dtype holds whole numbers only (integer or bool, `scalar_dtype`): its
+    planned values are integers then, so the binding can create the scalar it names."""
+    return CATEGORY.get(p.scalar_dtype or "") in ("integer", "bool")
+
+
+def _whole_picks(count: int) -> list[int]:
+    """`count` distinct ascending integers around 1 (1 alone; -1, 1; -1, 0, 1, ...)."""
+    return [1] if count == 1 else [-1 + i if count > 2 else (-1, 1)[i] for i in range(count)]
 
 
 def scalar_values(meta: Mapping) -> dict[str, Any]:
@@ -35,10 +49,12 @@ def scalar_values(meta: Mapping) -> dict[str, Any]:
     free = [p for p in params if p.is_scalar and p.default is None and not p.is_list]
     picks = [0.5] if len(free) == 1 else _spaced(-1.0, 1.0, len(free)) if free else []
     chosen = {p.name: float(v) for p, v in zip(free, picks)}
+    whole = [p for p in free if _whole(p)]
+    chosen.update({p.name: v for p, v in zip(whole, _whole_picks(len(whole)))})
     values: dict[str, Any] = {}
     for p in params:  # attributes first: a scalar's conditional bounds depend on them
         if p.is_scalar and p.is_list:
-            values[p.name] = list(LIST_SCALARS)
+            values[p.name] = list(INTEGER_LIST_SCALARS if _whole(p) else LIST_SCALARS)
         elif p.is_scalar:
             values[p.name] = p.default if p.default is not None else chosen[p.name]
         elif p.role == "attribute":
@@ -70,21 +86,22 @@ def satisfy_constraints(meta: Mapping, values: Mapping[str, Any], version: str |
                 for c in p.constraints
                 if condition_holds(c, fixed) and (version is None or c.holds_at(version_key(version)))
             ]
-            fixed[p.name] = _inside(fixed[p.name], holding)
+            fixed[p.name] = _inside(fixed[p.name], holding, step=1 if _whole(p) else 0.5)
     return fixed
 
 
-def _inside(value, constraints):
+def _inside(value, constraints, step=0.5):
+    """`value` moved inside each bound; a strict bound is passed by `step` (1 for an integer scalar)."""
     for c in constraints:
         op, bound = c.op, c.value
         if op == ">=" and not value >= bound:
             value = bound
         elif op == ">" and not value > bound:
-            value = bound + 0.5
+            value = bound + step
         elif op == "<=" and not value <= bound:
             value = bound
         elif op == "<" and not value < bound:
-            value = bound - 0.5
+            value = bound - step
         elif op == "!=" and value == bound:
-            value = bound + 0.5
+            value = bound + step
     return value

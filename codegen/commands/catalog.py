@@ -1,6 +1,7 @@
-"""`aclnngen catalog --mirror GIT_DIR... [--tag TAG] [--release VERSION] [--write FILE] [--specs-out DIR]`:
-every aclnn page of the vendor's repositories, imported as binding-tier specs, with the count of
-pages found, APIs imported, valid and generated, and the reasons for every API left out
+"""`aclnngen catalog --mirror GIT_DIR... [--tag TAG] [--release VERSION] [--write FILE] [--specs-out DIR]
+[--run-tests]`: every aclnn page of the vendor's repositories, imported as binding-tier specs, with the
+count of pages found, APIs imported, valid, generated and (--run-tests) passing their generated
+tests on the simulator, and the reasons for every API left out
 (codegen/catalog.py). The mirrors default to ACLNNGEN_VENDOR_MIRRORS (paths joined by os.pathsep)."""
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--specs-out", type=Path, help="write each valid spec to DIR/<repo>/<category>/<api>.yaml")
     parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS_DIR, help="specs directory (for products.yaml)")
     parser.add_argument(
+        "--run-tests",
+        action="store_true",
+        help="also run every generated op's generated tests on the simulator (minutes) and count those passing",
+    )
+    parser.add_argument(
         "--since",
         metavar="OLD_TAG",
         help="also survey OLD_TAG and report every API's changes from it to --tag (codegen/catalog_changes.py)",
@@ -59,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
     mirrors = vendor_mirrors(args.mirror)
     if args.write_changes is not None and not args.since:
         raise GenerateError("--write-changes needs --since OLD_TAG")
-    report = catalog.survey(mirrors, args.tag, load_products(args.specs), args.specs_out, args.release)
-    counts = {stage: report.count(stage) for stage in catalog.STAGES}
+    report = catalog.survey(
+        mirrors, args.tag, load_products(args.specs), args.specs_out, args.release, run_tests=args.run_tests
+    )
+    counts = {stage: report.count(stage) for stage in report.stages}
     if args.write is not None:
         write_atomic(args.write, catalog.markdown(report), what="catalog report")
     changes = None

@@ -10,6 +10,7 @@ import re
 from typing import Any, Mapping
 
 from aclnngen.core.attribute_types import POINTER_C_TYPES
+from aclnngen.core.dtypes import CATEGORY
 from aclnngen.core.kinds import KINDS, kind_of
 from aclnngen.core.kinds.broadcast import KIND as BROADCAST
 from aclnngen.core.kinds.castable import KIND as CASTABLE
@@ -259,10 +260,17 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
                 entry["formats"] = formats
         elif role in ("scalar", "optional_scalar"):
             dtypes = page.dtypes if page else []
-            # binding tier: a float dtype the page lists (the tests set scalars to fractions)
+            # binding tier: a float dtype the page lists, else (an integer-only scalar) int64 or
+            # the first integer it lists (the planner gives such a scalar whole values)
             floats = [d for d in ("float32", "float16", "bfloat16", "float64") if d in dtypes]
+            whole = [d for d in dtypes if CATEGORY.get(d) == "integer"]
+            whole = ["int64"] if "int64" in whole else whole
             entry["scalar_dtype"] = (
-                "float32" if "float32" in dtypes or not dtypes else (floats[0] if floats and binding else TODO)
+                "float32"
+                if "float32" in dtypes or not dtypes
+                else (floats or whole)[0]
+                if (floats or whole) and binding
+                else TODO
             )
             if entry["scalar_dtype"] == TODO:
                 todo.append((f"{at}.scalar_dtype", "the aclDataType the binding creates for this scalar"))

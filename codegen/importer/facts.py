@@ -24,9 +24,19 @@ PAGE_DTYPES = {
     "INT32": "int32",
     "INT64": "int64",
     "UINT8": "uint8",
+    "UINT16": "uint16",
+    "UINT32": "uint32",
+    "UINT64": "uint64",
     "BOOL": "bool",
     "COMPLEX64": "complex64",
     "COMPLEX128": "complex128",
+    "INT4": "int4",
+    "HIFLOAT8": "hifloat8",
+    "FLOAT8_E5M2": "float8_e5m2",
+    "FLOAT8_E4M3FN": "float8_e4m3fn",
+    "FLOAT8_E8M0": "float8_e8m0fnu",
+    "FLOAT4_E2M1": "float4_e2m1fn",
+    "FLOAT4_E1M2": "float4_e1m2",
 }
 _DTYPE_WORD = re.compile(
     r"(?<![A-Za-z0-9_])(" + "|".join(sorted(PAGE_DTYPES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])"

@@ -538,10 +538,13 @@ class ViewArg:
         end = self.offset + sum((d - 1) * s for d, s in zip(self.shape, self.strides)) + 1
         ffi = self._ffi
         raw = np.frombuffer(ffi.buffer(ffi.cast("char *", self.data), end * isz), dtype=np.uint8)
-        base = raw.view(self.dtype)
-        return np.lib.stride_tricks.as_strided(
-            base[self.offset :], shape=self.shape, strides=[s * isz for s in self.strides], writeable=True
+        # strided over plain bytes-sized words, then seen as the dtype: as_strided cannot rebuild
+        # every dtype from its array interface (ml_dtypes' float8_e5m2 reads as an unknown '<f1')
+        words = raw.view(np.dtype(f"V{isz}") if self.dtype.kind == "f" and isz == 1 else self.dtype)
+        view = np.lib.stride_tricks.as_strided(
+            words[self.offset :], shape=self.shape, strides=[s * isz for s in self.strides], writeable=True
         )
+        return view if view.dtype == self.dtype else view.view(self.dtype)
 
     def describe(self) -> dict:
         return {

@@ -291,6 +291,13 @@ def test_dtype_table(abi: Abi) -> None:
         "ACL_COMPLEX64": "complex64",
         "ACL_COMPLEX128": "complex128",
         "ACL_BF16": "bfloat16",
+        "ACL_INT4": "int4",
+        "ACL_HIFLOAT8": "hifloat8",
+        "ACL_FLOAT8_E5M2": "float8_e5m2",
+        "ACL_FLOAT8_E4M3FN": "float8_e4m3fn",
+        "ACL_FLOAT8_E8M0": "float8_e8m0fnu",
+        "ACL_FLOAT4_E2M1": "float4_e2m1fn",
+        "ACL_FLOAT4_E1M2": "float4_e1m2",
     }
     assert {name: d.numpy for name, d in abi.dtypes.items()} == expected
     for acl_name, numpy_name in expected.items():
@@ -298,14 +305,14 @@ def test_dtype_table(abi: Abi) -> None:
         assert info.acl_name == acl_name
         assert info.acl_value == abi.enum_value(acl_name)
         dtype = info.numpy_dtype()
-        assert dtype.name == numpy_name and dtype.itemsize == info.itemsize
+        assert (dtype.names or (dtype.name,))[0] == numpy_name and dtype.itemsize == info.itemsize
         assert abi.dtype_for_numpy(dtype) is info
         assert abi.dtype_for_acl(acl_name) is info
         assert abi.dtype_for_acl(info.acl_value) is info
     assert abi.dtype_for_numpy(np.float16).acl_name == "ACL_FLOAT16"
     assert abi.dtype_for_numpy(ml_dtypes.bfloat16).acl_value == 27
     with pytest.raises(KeyError):
-        abi.dtype_for_numpy("float8_e4m3fn")
+        abi.dtype_for_numpy("float8_e4m3b11fnuz")
     with pytest.raises(KeyError):
         abi.dtype_for_acl("ACL_STRING")
 

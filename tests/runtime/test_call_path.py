@@ -28,6 +28,7 @@ from aclnngen.verify import cases
 from aclnngen.verify.opcheck import binding_args
 from aclnngen.runtime.sim import controls as simcontrols, kernels as simkernels
 from aclnngen.runtime.arrays import DeviceArray, DeviceBuffer
+from aclnngen.runtime.shapes import storage_dtype
 from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
 from aclnngen.runtime.shapes import NUMPY_DTYPES
@@ -497,7 +498,7 @@ def test_products_exact_then_prefix_then_unknown():
 
 def test_dtype_table_maps_exactly():
     for name, (member, value, itemsize, module) in DTYPES.items():
-        dt = np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+        dt = storage_dtype(name)
         assert arrays.acl_dtype(dt) == value and dt.itemsize == itemsize
         assert arrays.numpy_dtype(value) == dt
     with pytest.raises(arrays.UnsupportedDtypeError):

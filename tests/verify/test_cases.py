@@ -24,7 +24,7 @@ from aclnngen.core.planning import (
 )
 from aclnngen.verify.cases import make_values
 from aclnngen.runtime.errors import AclnnValidationError
-from aclnngen.runtime.shapes import infer_outputs
+from aclnngen.runtime.shapes import dtype_name_of, infer_outputs
 from aclnngen.core.rules import supported_dtypes, supported_families
 from aclnngen.runtime.validation import validate
 
@@ -258,7 +258,7 @@ def test_every_numpy_dtype_can_be_built(dtype):
     meta = catalog.meta(catalog.PLAIN)
     values = make_values(meta, "contiguous", dtype, version="8.5.0")
     for tensor in catalog.names(meta, "input", "output"):
-        assert values[tensor].dtype.name == dtype, tensor
+        assert dtype_name_of(values[tensor].dtype) == dtype, tensor
 
 
 def test_unknown_or_inapplicable_cases_are_errors():
@@ -268,7 +268,7 @@ def test_unknown_or_inapplicable_cases_are_errors():
     with pytest.raises(ValueError, match="does not apply"):
         make_values(meta, "per-channel-single", "float32", version="8.5.0")
     with pytest.raises(ValueError, match="dtype"):
-        make_values(meta, "contiguous", "float8_e4m3fn", version="8.5.0")
+        make_values(meta, "contiguous", "float8_e4m3b11fnuz", version="8.5.0")
 
 
 def test_recorded_fact_scalar_values_are_sensible():
@@ -379,3 +379,18 @@ def test_cases_follow_rules_that_forbid_non_contiguous_and_high_ranks():
         except AclnnValidationError as err:
             got = err.status
         assert got == expected, case
+
+
+def test_a_param_taking_every_wide_dtype_is_violated_by_a_narrow_one(monkeypatch):
+    from types import SimpleNamespace
+
+    from aclnngen.core.dtypes import NARROW
+    from aclnngen.verify import opcheck
+
+    wide = [d for d in ALL_DTYPES if d not in NARROW]
+    monkeypatch.setattr(opcheck, "supported_dtypes", lambda meta, param, family, version: wide)
+    op = SimpleNamespace(meta={}, version="8.5.0")
+    assert opcheck._unsupported_dtype(op, "self", "a2") in NARROW
+    monkeypatch.setattr(opcheck, "supported_dtypes", lambda meta, param, family, version: list(ALL_DTYPES))
+    with pytest.raises(AssertionError, match="supports every dtype"):
+        opcheck._unsupported_dtype(op, "self", "a2")
