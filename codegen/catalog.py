@@ -358,12 +358,17 @@ def _render(loaded, products: ProductTable, scratch: Path) -> None:
 _COLUMNS = {"imported": "imported", "valid": "valid", "generated": "generated", "tested": "pass their tests"}
 
 
+def _flags(report: CatalogReport) -> str:
+    """The command line's options that decide the report's stages, so the page says how to redo it."""
+    return " --run-tests" if "tested" in report.stages else ""
+
+
 def markdown(report: CatalogReport) -> str:
     """docs/catalog.md: the counts per stage and every API left out with its reason (deterministic)."""
     lines = [
         "# The vendor catalog",
         "",
-        "<!-- Written by `aclnngen catalog --write docs/catalog.md`; do not edit by hand. -->",
+        f"<!-- Written by `aclnngen catalog{_flags(report)} --write docs/catalog.md`; do not edit by hand. -->",
         "",
         f"Every aclnn page of the vendor's repositories at `{report.tag}`, imported as binding-tier specs.",
         "",

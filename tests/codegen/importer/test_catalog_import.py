@@ -5,6 +5,8 @@ repositories (with the mirrors; the test skips naming ACLNNGEN_VENDOR_MIRRORS wi
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import re
@@ -213,6 +215,9 @@ def test_catalog_of_a_made_up_mirror_counts_apis_and_compares_headers(made_up_mi
     text = catalog.markdown(report)
     assert text == catalog.markdown(catalog.survey([made_up_mirror], "v9.2.0-beta.1", PRODUCTS))  # deterministic
     assert "1 differs, 1 equal" in text
+    assert "Written by `aclnngen catalog --write docs/catalog.md`" in text  # no tests ran: no --run-tests
+    tested = catalog.markdown(dataclasses.replace(report, tested=True))
+    assert "Written by `aclnngen catalog --run-tests --write docs/catalog.md`" in tested
 
 
 # An older page's form, in our own words: prototypes as inline code in bullets, parameters as
