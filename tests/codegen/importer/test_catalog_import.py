@@ -6,7 +6,6 @@ repositories (with the mirrors; the test skips naming ACLNNGEN_VENDOR_MIRRORS wi
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import os
 import re
