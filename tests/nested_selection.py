@@ -27,13 +27,19 @@ def pytest_addoption(parser):
     parser.addoption("--selection-record", required=True, help="the JSON file the selection is written to")
 
 
-def pytest_collection_modifyitems(config, items):
-    new = config.getoption("--new-op")
-    keep = [i for i in items if selected(i.nodeid, new)]
-    dropped = [i for i in items if not selected(i.nodeid, new)]
-    Path(config.getoption("--selection-record")).write_text(
-        json.dumps({"collected": len(items), "selected": [i.nodeid for i in keep]}), encoding="utf-8"
-    )
+def keep_only(config, items, keep) -> None:
+    """Deselects (as pytest reports it) every item `keep(nodeid)` refuses; for the nested runs'
+    plugins (this one and tests/one_op_selection.py)."""
+    dropped = [i for i in items if not keep(i.nodeid)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-    items[:] = keep
+        items[:] = [i for i in items if keep(i.nodeid)]
+
+
+def pytest_collection_modifyitems(config, items):
+    new = config.getoption("--new-op")
+    collected = len(items)
+    keep_only(config, items, lambda nodeid: selected(nodeid, new))
+    Path(config.getoption("--selection-record")).write_text(
+        json.dumps({"collected": collected, "selected": [i.nodeid for i in items]}), encoding="utf-8"
+    )

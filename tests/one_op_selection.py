@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import re
 
+from nested_selection import keep_only
+
 
 def _others() -> re.Pattern | None:
     """Any op of the catalog but the first, as a whole word."""
     from aclnngen.generated import OPS  # deferred: the plugin loads before the catalog is needed
 
-    others = [op for op in OPS[1:] if op != OPS[0]]
+    others = list(OPS[1:])
     return (
         re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, others)) + r")(?![A-Za-z0-9_])") if others else None
     )
@@ -22,8 +24,4 @@ def pytest_collection_modifyitems(config, items):
     others = _others()
     if others is None:
         return
-    dropped = [i for i in items if "[" in i.nodeid and others.search(i.nodeid.partition("[")[2])]
-    if dropped:
-        gone = set(map(id, dropped))
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [i for i in items if id(i) not in gone]
+    keep_only(config, items, lambda nodeid: "[" not in nodeid or not others.search(nodeid.partition("[")[2]))
