@@ -180,7 +180,7 @@ def _run_compiler(argv: list[str], what: str) -> subprocess.CompletedProcess:
     """Runs the compiler in its own process group, killed whole (drivers fork cc1, ld, ...) when
     it outlives compile_timeout()."""
     timeout = compile_timeout()
-    _starting.depth += 1  # a SIGTERM now waits until the compiler can be killed (_terminate_cleanly)
+    _starting.depth += 1  # a SIGTERM or Ctrl-C now waits until the compiler can be killed (_terminate_cleanly)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     except OSError as exc:
@@ -188,9 +188,9 @@ def _run_compiler(argv: list[str], what: str) -> subprocess.CompletedProcess:
     finally:
         _starting.depth -= 1
     try:
-        if _starting.pending:
-            _starting.pending = False
-            raise SystemExit(128 + signal.SIGTERM)
+        pending, _starting.pending = _starting.pending, 0
+        if pending:
+            _raise_for(pending)
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
@@ -220,8 +220,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 class _Starting(threading.local):
-    depth = 0  # inside Popen: a SIGTERM is held until the compiler's process is known
-    pending = False
+    depth = 0  # inside Popen: a SIGTERM or SIGINT is held until the compiler's process is known
+    pending = 0  # the signal held, 0 for none
 
 
 _starting = _Starting()
@@ -231,27 +231,37 @@ _starting = _Starting()
 def _terminate_cleanly() -> Iterator[None]:
     """While building: SIGTERM raises SystemExit(143) in the main thread (when nobody else handles
     it), so the compiler's group is killed and the temporaries removed (finally blocks run)
-    before the process ends, as it would have."""
-    installed = False
+    before the process ends, as it would have. Ctrl-C (at Python's default handler) still raises
+    KeyboardInterrupt; both are held while Popen starts the compiler, which a signal raised inside
+    Popen would orphan (the child exists, its Popen object does not yet)."""
+    installed: dict[int, object] = {}
     if threading.current_thread() is threading.main_thread():
-        try:
-            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
 
-                def _raise(signum, frame):
-                    if _starting.depth:
-                        _starting.pending = True  # raised once Popen has returned the compiler
-                        return
-                    raise SystemExit(128 + signum)
+        def _held(signum, frame):
+            if _starting.depth:
+                _starting.pending = signum  # raised once Popen has returned the compiler
+                return
+            _raise_for(signum)
 
-                signal.signal(signal.SIGTERM, _raise)
-                installed = True
-        except (ValueError, OSError):
-            installed = False
+        for signum, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+            try:
+                if signal.getsignal(signum) == default:
+                    signal.signal(signum, _held)
+                    installed[signum] = default
+            except (ValueError, OSError):
+                pass
     try:
         yield
     finally:
-        if installed:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum, default in installed.items():
+            signal.signal(signum, default)
+
+
+def _raise_for(signum: int) -> None:
+    """What the signal does at its default disposition, as an exception (finally blocks run)."""
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
 
 
 def _compiler_identity(cc: list[str]) -> str:
