@@ -15,7 +15,7 @@ import re
 import jinja2
 
 
-_ATOMS = (str, int, float, bool, type(None))
+_WIDTH = 100  # of a rendered literal's lines
 
 
 def _finite(value) -> None:
@@ -34,9 +34,10 @@ def _finite(value) -> None:
 def pyrepr(value) -> str:
     """A Python literal for plain data (dicts keep their order; output is deterministic)."""
     _finite(value)
-    if isinstance(value, _ATOMS) and not (isinstance(value, str) and len(value) > 80):
-        return repr(value)  # what pprint gives for a short atom, without its machinery
-    return pprint.pformat(value, width=100, sort_dicts=False)
+    text = repr(value)
+    if len(text) <= _WIDTH:
+        return text  # what pprint gives for anything that fits one line, without its machinery
+    return pprint.pformat(value, width=_WIDTH, sort_dicts=False)
 
 
 # Characters that are invisible or reorder text (C0/C1 controls but newline and tab, bidi controls,

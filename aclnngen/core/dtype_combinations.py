@@ -21,7 +21,7 @@ from typing import Mapping
 from .dtypes import CATEGORY, promote_names
 from .kinds import kind_of
 from .meta import op_meta
-from .rules import infer_output_names, status_of, supported_dtypes, supported_families, version_key
+from .rules import MetaCache, infer_output_names, status_of, supported_dtypes, supported_families, version_key
 from .scalar_values import condition_holds, scalar_values
 
 __all__ = ["Combination", "combination", "combination_status", "mixed_combinations", "resolved", "tensor_lists"]
@@ -54,7 +54,10 @@ class Combination:
 
 def tensor_lists(meta: Mapping, version: str, family: str | None) -> dict[str, tuple[str, ...]]:
     """Each tensor's dtypes on `family` (None: on any family the op supports, in family order)."""
-    version = version_key(version)
+    return dict(_TENSOR_LISTS.get(meta, version_key(version), family))
+
+
+def _tensor_lists(meta: Mapping, version: str, family: str | None) -> dict[str, tuple[str, ...]]:
     families = [family] if family is not None else list(supported_families(meta, version))
     lists: dict[str, tuple[str, ...]] = {}
     for p in op_meta(meta).tensors:
@@ -65,15 +68,26 @@ def tensor_lists(meta: Mapping, version: str, family: str | None) -> dict[str, t
     return lists
 
 
-def _dtype_rules(meta: Mapping, version: str, family: str) -> list[Mapping]:
+# planning asks for the same lists and rules once per candidate combination: derived once each
+_TENSOR_LISTS = MetaCache(_tensor_lists)
+
+
+def _dtype_rules(meta: Mapping, version: str, family: str) -> tuple[Mapping, ...]:
     """The dtype rules that hold on `family` at `version`, a conditional one when its `when` holds
     for the scalar and attribute values the planned cases set."""
+    return _DTYPE_RULES.get(meta, version, family)
+
+
+def _holding_dtype_rules(meta: Mapping, version: str, family: str) -> tuple[Mapping, ...]:
     values = scalar_values(meta)
-    return [
+    return tuple(
         r.data
         for r in op_meta(meta).rules_at(version, family)
         if r.kind.relation == "dtype" and (not r.when or condition_holds(r, values))
-    ]
+    )
+
+
+_DTYPE_RULES = MetaCache(_holding_dtype_rules)
 
 
 def resolved(meta: Mapping, combo: Combination, version: str, family: str) -> dict[str, str]:

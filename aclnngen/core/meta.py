@@ -10,7 +10,8 @@ generated data's, so the dict stays the one serialised form (codegen/metadata.py
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .checks import check_order
 from .formats import DEFAULT_FORMATS

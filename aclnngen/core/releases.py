@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 from typing import Any
 
 _PATTERN = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?:RC(?P<rc>\d+)|(?P<patch>\d+))(?:\.alpha(?P<alpha>\d+))?$")
@@ -166,12 +166,19 @@ class CannVersion:
         return f"CannVersion({self.text!r})"
 
 
+@lru_cache(maxsize=1024)
+def parsed(text: str) -> CannVersion:
+    """CannVersion(text), parsed once: test planning asks `holds_at` about the same few releases
+    hundreds of thousands of times."""
+    return CannVersion(text)
+
+
 def holds_at(since: str | None, until: str | None, version: str | CannVersion) -> bool:
     """Whether a fact documented from `since` (inclusive) until `until` (exclusive) holds."""
-    v = version if isinstance(version, CannVersion) else CannVersion(version)
-    if since is not None and v < CannVersion(since):
+    v = version if isinstance(version, CannVersion) else parsed(version)
+    if since is not None and v < parsed(since):
         return False
-    if until is not None and not v < CannVersion(until):
+    if until is not None and not v < parsed(until):
         return False
     return True
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 # re-exported: the call path, the planner and the verdict read them from here too
 from .broadcasting import BroadcastError, broadcast_shapes, broadcasts_to, channels, numel  # noqa: F401
@@ -128,7 +129,10 @@ def param_of(meta: Mapping | OpMeta, name: str) -> Param:
 
 def supported_families(meta: Mapping | OpMeta, version: str | CannVersion) -> tuple[str, ...]:
     """The product families the op is supported on at `version`, in the spec's order."""
-    return families_at(meta, version_key(version))
+    return _FAMILIES.get(meta, version_key(version))
+
+
+_FAMILIES = MetaCache(families_at)  # asked for every planned case and every tensor's dtypes
 
 
 def supported_dtypes(meta: Mapping | OpMeta, param: str, family: str, version: str | CannVersion) -> tuple[str, ...]:
@@ -137,7 +141,7 @@ def supported_dtypes(meta: Mapping | OpMeta, param: str, family: str, version: s
     the binding creates)."""
     version = version_key(version)
     p = param_of(meta, param)
-    if family not in families_at(meta, version):
+    if family not in _FAMILIES.get(meta, version):
         return ()
     if p.is_scalar:
         listed = p.scalar_dtypes
@@ -172,24 +176,26 @@ def _output_plan(meta: Mapping, version: str, family: str | None):
         # the broadcast shape is the answer (it equals the shared shape whenever the inputs agree).
         rules = tuple(sorted(rules, key=lambda r: not kind_of(r).shapes_across_families))
     op = op_meta(meta)
+    # each rule with its kind, looked up once: inference runs for every planned case
+    ruled = tuple((rule, kind_of(rule)) for rule in rules)
     # a tensor list has no one shape or dtype to infer from
-    return rules, tuple(p.name for p in op.by_role("input") if not p.is_list), op.outputs
+    return ruled, tuple(p.name for p in op.by_role("input") if not p.is_list), op.outputs
 
 
 _OUTPUT_PLANS = MetaCache(_output_plan)
 
 
-def _shape_from_rules(name, rules, known, strict):
-    for rule in rules:
-        shape = kind_of(rule).output_shape(rule, name, known, strict)
+def _shape_from_rules(name, ruled, known, strict):
+    for rule, kind in ruled:
+        shape = kind.output_shape(rule, name, known, strict)
         if shape is not None:
             return shape
     return None
 
 
-def _dtype_from_rules(name, rules, known, first_input, strict):
-    for rule in rules:
-        dtype = kind_of(rule).output_dtype(rule, name, known, strict)
+def _dtype_from_rules(name, ruled, known, first_input, strict):
+    for rule, kind in ruled:
+        dtype = kind.output_dtype(rule, name, known, strict)
         if dtype is not None:
             return dtype
     return first_input
@@ -208,7 +214,7 @@ def infer_output_names(
     present (`shapes`, `dtypes`: C name -> value, inputs in META order), by the rules that hold at
     `version` (on `family`, when given). The rules are those of `runtime.shapes.infer_outputs`,
     which documents them; an output nothing can be derived for is left out."""
-    rules, _, outputs = _OUTPUT_PLANS.get(meta, version_key(version), family)
+    ruled, _, outputs = _OUTPUT_PLANS.get(meta, version_key(version), family)
     shapes = dict(shapes)
     dtypes = dict(dtypes)
     first_shape = next(iter(shapes.values()), None)
@@ -218,7 +224,7 @@ def infer_output_names(
     while pending:  # outputs may follow other outputs (same_shape [out1, out2])
         progressed = False
         for name in list(pending):
-            shape = _shape_from_rules(name, rules, shapes, strict)
+            shape = _shape_from_rules(name, ruled, shapes, strict)
             if shape is not None:
                 shapes[name] = shape
                 pending.remove(name)
@@ -230,7 +236,7 @@ def infer_output_names(
             shapes[name] = first_shape
 
     for name in outputs:
-        dtype = _dtype_from_rules(name, rules, dtypes, first_dtype, strict)
+        dtype = _dtype_from_rules(name, ruled, dtypes, first_dtype, strict)
         if dtype is not None:
             dtypes[name] = dtype
 

@@ -6,7 +6,8 @@ condition holds for these values.
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .attribute_types import ATTRIBUTE_TYPES
 from .dtypes import CATEGORY

@@ -9,7 +9,8 @@ facets it takes part in (see docs/architecture.md, "Adding a rule kind").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, ClassVar
 
 Shape = tuple[int, ...]
 # name -> (shape, dtype name, the value as given): the tensors present in one call

@@ -9,7 +9,8 @@ keeps its own; `dtype` fixes the output's dtype whatever the inputs are.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..dtypes import category
 from .base import Field, Provocation, RuleKind, Violation, first_violation, value
