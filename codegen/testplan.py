@@ -63,6 +63,23 @@ def _case(id_: str, **values) -> dict:
     return {"id": id_, **values}
 
 
+def _home(families: list[str]) -> str:
+    """The family the shape, scalar and null-pointer cases run on."""
+    return "a2" if "a2" in families else families[0]
+
+
+def _null_cases(meta: dict, home: str, label: dict[str, str]) -> list[dict]:
+    return [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in planning.null_cases(meta)]
+
+
+def null_plan(spec: OpSpec, products: ProductTable, meta: dict) -> dict:
+    """The version and null-pointer cases `build` plans, without planning the rest (a check of
+    every catalog op's null pointers needs only these)."""
+    op = resolve(spec, newest_version(spec))
+    home = _home([f.id for f in products.families if f.id in op.families])
+    return {"version": op.version, "nulls": _null_cases(meta, home, {f.id: f.label for f in products.families})}
+
+
 def build(
     spec: OpSpec, products: ProductTable, *, meta: dict | None = None, resolved: ResolvedOp | None = None
 ) -> dict:
@@ -73,7 +90,7 @@ def build(
     version = op.version
     label = {f.id: f.label for f in products.families}
     families = [f.id for f in products.families if f.id in op.families]
-    home = "a2" if "a2" in families else families[0]  # the family shape and scalar cases run on
+    home = _home(families)
     home_dtype = "float32"
 
     # a dtype every input takes on some family: the cases where all inputs have one dtype; the
@@ -106,7 +123,7 @@ def build(
         for family in _rule_families(meta, version, families, home)
         for kind, status in planning.applicable_cases(meta, version, family=family)
     ]
-    null_cases = [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in planning.null_cases(meta)]
+    null_cases = _null_cases(meta, home, label)
     scalar_cases = [
         _case(
             f"{label[home]}-{param}-{_value_id(value)}",
