@@ -319,11 +319,11 @@ def run_key(specs_dir: Path, arguments: dict) -> str:
     every spec, table and profile it would load (type, size, times, inode: any write changes the
     change time, so an edited file never keeps its key; reading them all would cost more than
     the rendering it saves)."""
-    from .tables import TABLES, table_path
+    from .tables import TABLES, spec_paths, table_path
 
     digest = hashlib.sha256(generator_fingerprint().encode() + b"\0")
     digest.update(repr(sorted(arguments.items())).encode() + b"\0")
-    files = sorted((specs_dir / "ops").glob("*.yaml")) + [table_path(specs_dir, t) for t in TABLES]
+    files = spec_paths(specs_dir) + [table_path(specs_dir, t) for t in TABLES]
     files += sorted((specs_dir / "profiles").glob("*/*/*.yaml"))
     for path in files:
         # a spec may be a link: the file it names is what is read

@@ -773,6 +773,7 @@ def _profiled_specs(specs_dir: Path, records: list[dict], products: ProductTable
     """The specs the behaviour profiles name (checked against them), loaded: only those ops'."""
     from .loader import load_spec
     from .profiles import profile_paths
+    from .tables import spec_path
 
     texts = [path.read_text(encoding="utf-8", errors="replace") for path in profile_paths(specs_dir)]
     wanted = {path.stem for path in profile_paths(specs_dir)}
@@ -780,7 +781,7 @@ def _profiled_specs(specs_dir: Path, records: list[dict], products: ProductTable
     by_snake = {r["snake"]: r["name"] for r in records}
     found = {}
     for snake in sorted(wanted & set(by_snake)):
-        spec = load_spec(Path(specs_dir) / "ops" / f"{snake}.yaml", products).spec
+        spec = load_spec(spec_path(specs_dir, snake), products).spec
         found[spec.name] = spec
     return found
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from .errors import FieldProblem, Problem, SpecError
 from .model import OpSpec
 from .products import ProductTable
+from . import tables
 from .tables import BUILTIN_SPECS_DIR, table_path
 from .yamlio import LineMap, read_yaml
 
@@ -142,7 +143,7 @@ def _load_spec(path: Path, products: ProductTable) -> LoadedSpec:
 
 
 def spec_paths(specs_dir: Path = DEFAULT_SPECS_DIR) -> list[Path]:
-    return sorted((Path(specs_dir) / "ops").glob("*.yaml"))
+    return tables.spec_paths(specs_dir)
 
 
 def load_all(specs_dir: Path = DEFAULT_SPECS_DIR, products: ProductTable | None = None) -> list[LoadedSpec]:

@@ -312,6 +312,7 @@ def _write_owned(
     refused: list[str] = []
     to_write: list[str] = []
     existing: set[str] = set()
+    reread: set[str] = set()  # read and found right, though not as the memo recorded it
     known = getattr(outputs, "digest", None)  # a mapping that knows its digests spares the hashing
     digests = (
         {rel: known(rel) for rel in outputs} if known else {rel: digest(content) for rel, content in outputs.items()}
@@ -323,6 +324,7 @@ def _write_owned(
                 continue  # as this writer left it, and that is the new content
         current = folder.read(rel)
         if current is not None and digest(current) == digests[rel]:
+            reread.add(rel)
             continue
         if current is not None:
             existing.add(rel)
@@ -379,7 +381,9 @@ def _write_owned(
         for rel in [r for r in memo if r in to_remove or (not partial and r not in outputs)]:
             del memo[rel]
         for rel in outputs:
-            if rel in to_write or memo.get(rel, [None])[-1] != digests[rel]:
+            # a file restored or touched since (right content, new status) is remembered anew, so
+            # the next run need not read it again
+            if rel in to_write or rel in reread or memo.get(rel, [None])[-1] != digests[rel]:
                 st = folder.lstat(rel)
                 if st is not None:
                     memo[rel] = file_status(st) + (digests[rel],)

@@ -7,19 +7,25 @@ import sys
 from pathlib import Path
 
 from ..errors import GenerateError
-from ..tables import BUILTIN_SPECS_DIR
+from ..tables import BUILTIN_SPECS_DIR, CATALOG_SPECS_DIR, is_catalog
 
 # (the generator itself is imported only when something is to be rendered: an unchanged run is
 # answered from the last run's record, codegen/gencache.py, without loading the spec model)
 DEFAULT_SPECS_DIR = BUILTIN_SPECS_DIR
 REPO_ROOT = BUILTIN_SPECS_DIR.parent
+CATALOG_OUT = Path("build") / "aclnn_catalog"  # a package name: no hyphen
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "ops", nargs="*", metavar="OP", help="only these ops (snake_case or aclnn name), plus the shared index files"
     )
-    parser.add_argument("--specs", type=Path, help="a specs directory kept outside this repository (with ops/*.yaml)")
+    parser.add_argument(
+        "--specs",
+        type=Path,
+        help="a specs directory kept outside this repository (with ops/*.yaml, or the catalog's <repository>/<category>/*.yaml)",
+    )
+    add_catalog_argument(parser, "as a stand-alone package")
     parser.add_argument("--out", type=Path, help="with --specs: the folder of the stand-alone package to write")
     parser.add_argument(
         "--cann",
@@ -41,16 +47,39 @@ def target(args: argparse.Namespace):
         return DEFAULT_SPECS_DIR, REPO_ROOT, REPO_LAYOUT
     if args.specs is None or args.out is None:
         raise GenerateError("--specs and --out go together: a stand-alone package needs both")
-    if not (args.specs / "ops").is_dir():
-        raise GenerateError(f"--specs {args.specs}: expected a folder with an ops/ subfolder of *.yaml specs")
+    if not (args.specs / "ops").is_dir() and not is_catalog(args.specs):
+        raise GenerateError(
+            f"--specs {args.specs}: expected a folder with an ops/ subfolder of *.yaml specs,"
+            " or the catalog's <repository>/<category>/*.yaml"
+        )
     if args.out.exists() and not args.out.is_dir():
         raise GenerateError(f"--out {args.out}: is a file, not a folder; name the folder of the package to write")
     out = args.out.resolve()
     return args.specs, out, package_layout(out)
 
 
+def add_catalog_argument(parser: argparse.ArgumentParser, doing: str) -> None:
+    parser.add_argument(
+        "--catalog",
+        action="store_true",
+        help=f"the vendor catalog's specs ({CATALOG_SPECS_DIR.parent.name}/{CATALOG_SPECS_DIR.name}), {doing} (--out, default {CATALOG_OUT})",
+    )
+
+
+def catalog_target(args: argparse.Namespace) -> None:
+    """--catalog: the committed catalog's specs, into build/aclnn_catalog unless --out says where."""
+    if not args.catalog:
+        return
+    if args.specs is not None:
+        raise GenerateError("--catalog names the specs: give --specs or --catalog, not both")
+    if not is_catalog(CATALOG_SPECS_DIR):
+        raise GenerateError(f"no catalog specs under {CATALOG_SPECS_DIR} (aclnngen catalog --specs-out writes them)")
+    args.specs, args.out = CATALOG_SPECS_DIR, args.out or CATALOG_OUT
+
+
 def run(args: argparse.Namespace) -> int:
     release, omitted = None, []
+    catalog_target(args)
     if args.cann is not None:
         from ..loader import load_all, load_products
         from ..releases import check_release, left_out
@@ -71,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if gencache.enabled() and not args.force and not args.ops:
         run_key, root_guess = _run_key(args, release)
         rendered = gencache.unchanged_since(root_guess, run_key)
-        if rendered is not None:  # the same inputs, generator and arguments, and no output touched since
+        if rendered is not None:
             return _report(args, rendered, [], [], omitted)
     from ..generate import plan, write
 
@@ -79,6 +108,18 @@ def run(args: argparse.Namespace) -> int:
     outputs = plan(specs_dir, layout, tuple(args.ops), release)
     written, removed = write(outputs, root, layout, partial=bool(args.ops), force=args.force, run_key=run_key)
     return _report(args, len(outputs), written, removed, omitted)
+
+
+def unchanged_outputs(args: argparse.Namespace, release: str | None = None) -> int | None:
+    """The number of files the last full `generate` with these arguments rendered, when the
+    inputs, the generator and every file it wrote are unchanged since (so rendering again would
+    give what is on disk); else None. Read without loading the spec model."""
+    from .. import gencache
+
+    if not gencache.enabled():
+        return None
+    run_key, root = _run_key(args, release)
+    return gencache.unchanged_since(root, run_key)
 
 
 def _run_key(args: argparse.Namespace, release: str | None) -> tuple[str, Path]:

@@ -10,12 +10,11 @@ suite yet (docs/catalog-storage.md says which fail)."""
 from __future__ import annotations
 
 import importlib
-import shutil
 
 import pytest
 
 from packages import generated_package
-from repo_paths import CATALOG_SPECS, REPO
+from repo_paths import CATALOG_SPECS
 from aclnngen.codegen import testplan
 from aclnngen.codegen.loader import load_products, load_spec
 from aclnngen.runtime import session
@@ -36,15 +35,9 @@ pytestmark = [
 def catalog(tmp_path_factory):
     """(OpUnderTest, test plan) per catalog op, from one package generated from every catalog spec."""
     root = tmp_path_factory.mktemp("catalog")
-    specs = root / "specs"
-    (specs / "ops").mkdir(parents=True)
-    for table in ("products.yaml", "abi.yaml"):
-        shutil.copy(REPO / "specs" / table, specs / table)
-    shutil.copytree(REPO / "specs" / "profiles", specs / "profiles")
     loaded = [load_spec(path, PRODUCTS).spec for path in SPEC_PATHS]
-    for path in SPEC_PATHS:
-        shutil.copy(path, specs / "ops" / path.name)
-    with generated_package(root, specs, PACKAGE):
+    # the catalog's folder as it is (<repository>/<category>/*.yaml), its tables the built-in ones
+    with generated_package(root, CATALOG_SPECS, PACKAGE):
         ops = []
         for spec in loaded:
             meta = importlib.import_module(f"{PACKAGE}.meta.{spec.snake_name}").META
