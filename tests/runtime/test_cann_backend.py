@@ -98,7 +98,10 @@ def test_an_op_library_needing_what_the_core_lacks_fails_at_build_time(tmp_path)
 
 # --- discovery -------------------------------------------------------------------------------------
 
-_RUN_ALL = """
+
+def _run(ops: list[str]) -> str:
+    """A scenario that finds the install, calls each of `ops` and says which library served it."""
+    return """
 b = session.backend()
 install_kernels(b)
 emit({
@@ -109,7 +112,12 @@ emit({
     "op_library": {s: library_of(b, s) for s in %r},
     "version": b.version_info(),
 })
-""" % (ALL_OPS, ALL_OPS)
+""" % (ops, ops)
+
+
+# Where the install is found does not change what is in it: the other ways of finding it (and
+# the other layouts' library names) are shown by one op, every op by the first way.
+_RUN_ONE = _run(ALL_OPS[:1])
 
 
 @pytest.mark.parametrize("how", ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH"])
@@ -119,14 +127,15 @@ def test_discovery_and_every_op_bit_for_bit(fake_cann_homes, how):
         env = fakecann.scenario_env(LD_LIBRARY_PATH=str(_lib64(home)), ACLNNGEN_BACKEND="cann")
     else:
         env = fakecann.scenario_env(**{how: str(home)}, ACLNNGEN_BACKEND="cann")
-    got = fakecann.run_scenario(_RUN_ALL, env)
+    ops = ALL_OPS if how == "ASCEND_HOME_PATH" else ALL_OPS[:1]
+    got = fakecann.run_scenario(_run(ops), env)
     assert got["kind"] == "cann"
     assert got["libraries"] == {
         "ascendcl": str(_lib64(home) / "libascendcl.so"),
         "nnopbase": str(_lib64(home) / "libnnopbase.so"),
     }
     assert got["home"] == (None if how == "LD_LIBRARY_PATH" else str(home))
-    assert got["ops"] == {s: True for s in ALL_OPS}, "every op equals its reference bit for bit"
+    assert got["ops"] == {s: True for s in ops}, "every op equals its reference bit for bit"
     assert set(got["op_library"].values()) == {str(_lib64(home) / "libopapi.so")}
     assert got["version"] == [fakecann.LIBRARY_VERSION, "aclsysGetVersionStr"]
 
@@ -141,9 +150,9 @@ def test_discovery_and_every_op_bit_for_bit(fake_cann_homes, how):
 )
 def test_library_fallbacks(fake_cann_homes, layout, key, name):
     home = fake_cann_homes[layout]
-    got = fakecann.run_scenario(_RUN_ALL, fakecann.scenario_env(ASCEND_HOME_PATH=str(home)))
+    got = fakecann.run_scenario(_RUN_ONE, fakecann.scenario_env(ASCEND_HOME_PATH=str(home)))
     assert got["kind"] == "cann"
-    assert got["ops"] == {s: True for s in ALL_OPS}
+    assert got["ops"] == {ALL_OPS[0]: True}
     if key == "runtime":
         assert got["libraries"]["ascendcl"] == str(_lib64(home) / name)
         assert set(got["op_library"].values()) == {str(_lib64(home) / "libopapi.so")}
@@ -161,11 +170,11 @@ def test_op_library_loaded_before_the_runtime_shares_its_core(fake_cann_homes):
         first = ffimod.dlopen(ffimod.runtime_ffi(), {str(_lib64(home) / "libopapi.so")!r})
         b = session.backend()
         install_kernels(b)
-        emit({{"kind": b.kind, "ok": [check_op(s) for s in {ALL_OPS!r}]}})
+        emit({{"kind": b.kind, "ok": [check_op(s) for s in {ALL_OPS[:1]!r}]}})
         """,
         fakecann.scenario_env(ASCEND_HOME_PATH=str(home)),
     )
-    assert got == {"kind": "cann", "ok": [True] * len(ALL_OPS)}
+    assert got == {"kind": "cann", "ok": [True]}
 
 
 # --- an op the install lacks -------------------------------------------------------------------------
