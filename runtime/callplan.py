@@ -246,7 +246,17 @@ class Plan:
                 keep[item] = from_buffer(out)
             stage = self.call(self.plan, ffi.new(self.pointers, keep), ffi.NULL)
         else:
-            data = ffi.new(self.u64, [args[i].buffer.address if i >= 0 else 0 for i in self.data])
+            b = self.backend
+            addresses = []
+            for i in self.data:
+                if i < 0:
+                    addresses.append(0)
+                    continue
+                buffer = args[i].buffer
+                if buffer.backend is not b:
+                    return STALE  # another backend's memory: the Python path says so
+                addresses.append(buffer.address)
+            data = ffi.new(self.u64, addresses)
             stage = self.call(self.plan, ffi.NULL, data)
         if stage:
             if stage == STALE:
@@ -335,6 +345,8 @@ def make_plan(op, backend, values: dict, args, host: bool, validated: bool, outp
             if spec is not None:
                 shape, dtype = spec
                 strides, size = contiguous_strides(shape), int(np.prod(shape, dtype=np.int64))
+                if not size:
+                    return None  # an empty output is never allocated: the Python path's alone
                 items.append((p, OUTPUT, dtype, shape, strides, 0, size, size * dtype.itemsize, None))
                 plan.outputs.append((len(items) - 1, shape, dtype, strides, size))
                 plan.data.append(-1)
@@ -404,17 +416,21 @@ def _text(ffi, keep: list, raw: bytes):
 
 
 def _stamp_version(ffi, keep: list, backend, c) -> bool:
-    """Records which package's version the Python path reads and what it answered (the helper
-    asks again before every call); False when no package answers (the plan is not made)."""
+    """Records the packages the Python path asks for the version, in its order, and what the first
+    that answered said (the helper asks again before every call); False when none answers (no
+    plan is made)."""
     fn = getattr(backend.api, "aclsysGetVersionStr", None)
     if fn is None:
-        c.version_package = ffi.NULL
+        c.npackages = 0
         return True
     b_ffi = backend.ffi
     buf = b_ffi.new("char[]", VERSION_BUFFER)
     for package in VERSION_PACKAGES:
         if fn(package, buf) == 0 and b_ffi.string(buf).decode("utf-8", "replace").strip():
-            c.version_package = _text(ffi, keep, package)
+            names = [_text(ffi, keep, name) for name in VERSION_PACKAGES]
+            packages = ffi.new("char *[]", names)
+            keep.append(packages)
+            c.npackages, c.version_packages = len(names), packages
             c.version = _text(ffi, keep, b_ffi.string(buf))
             return True
     backend.recent_error()

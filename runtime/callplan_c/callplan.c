@@ -49,14 +49,19 @@ static void fail(const struct aclnngen_plan *plan, struct aclnngen_result *r, in
 static int current(const struct aclnngen_plan *plan) {
     const char *soc = FN(plan, text_fn, ACLNNGEN_FN_SOC_NAME)();
     if (soc == NULL || strcmp(soc, plan->soc) != 0) return 0;
-    if (plan->version_package != NULL) {
+    if (plan->npackages == 0) return 1;
+    version_fn ask = FN(plan, version_fn, ACLNNGEN_FN_VERSION);
+    for (int32_t k = 0; k < plan->npackages; k++) {
         char version[VERSION_CAP];
         version[0] = '\0';
-        if (FN(plan, version_fn, ACLNNGEN_FN_VERSION)(plan->version_package, version) != 0) return 0;
+        if (ask(plan->version_packages[k], version) != 0) continue;
         version[VERSION_CAP - 1] = '\0';
-        if (strcmp(version, plan->version) != 0) return 0;
+        const char *c = version;
+        while (*c == ' ' || *c == '\t' || *c == '\n' || *c == '\r') c++;
+        if (*c == '\0') continue;  /* an empty answer: the next package is asked, as in Python */
+        return strcmp(version, plan->version) == 0;
     }
-    return 1;
+    return 0;
 }
 
 /* descriptors in reverse order of creation, as the Python path destroys them */

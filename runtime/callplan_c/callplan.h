@@ -51,8 +51,9 @@ struct aclnngen_plan {
     int32_t memcpy_to_device;
     int32_t memcpy_to_host;
     const char *soc;      /* the SoC name the plan was made for */
-    char *version_package;  /* NULL: no version call; else asked as on the Python path */
-    const char *version;
+    int32_t npackages;    /* 0: no version call; else the packages asked, in order, as the Python path */
+    char *const *version_packages;  /* asks them: the first that answers gives the version */
+    const char *version;  /* what it answered when the plan was made */
 };
 
 struct aclnngen_result {

@@ -210,3 +210,21 @@ def test_without_a_compiler_every_call_goes_the_python_way(monkeypatch):
     # what `aclnngen info` prints on its "call path" row
     row = info._call_path()
     assert row.startswith("Python: the C helper is unavailable") and "no C compiler" in row
+
+
+def test_info_names_the_c_helper_when_it_builds():
+    with _mode("auto"):
+        assert info._call_path().startswith("C helper"), info._call_path()
+    with _mode("python"):
+        assert info._call_path() == f"Python ({callplan.MODE_ENV}=python)"
+
+
+def test_a_bad_call_path_setting_is_a_clear_error(monkeypatch):
+    meta, binding, _ = _op(PLAIN)
+    family, dtypes = _signatures(meta)
+    positional, keywords = _args(meta, dtypes[0], family, device=False)
+    monkeypatch.setattr(callplan, "_mode", "fast")
+    with pytest.raises(ValueError, match=r"ACLNNGEN_CALL_PATH=.fast. is not one of auto, python"):
+        binding(*positional, **keywords)
+    with pytest.raises(ValueError, match="is not one of auto, python"):
+        callplan.set_mode("fast")
