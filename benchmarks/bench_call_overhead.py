@@ -118,7 +118,7 @@ def one_element(meta) -> tuple[list, dict, dict]:
         if p.role == "output":
             values.pop(p.name, None)
         elif isinstance(value, np.ndarray):
-            values[p.name] = np.ascontiguousarray(value.reshape(-1)[:1].reshape((1,) * max(1, value.ndim)))
+            values[p.name] = value.reshape(-1)[:1].reshape((1,) * max(1, value.ndim)).copy()
     positional, keywords = binding_args(meta, values)
     by_py = {p.py: values.get(p.name) for p in typed.params if p.role != "output"}
     return positional, keywords, by_py

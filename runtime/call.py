@@ -58,6 +58,7 @@ from .arrays import (
     DeviceBuffer,
     acl_dtype,
     device_like,
+    host_layout,
     upload,
 )
 from .errors import (
@@ -326,7 +327,8 @@ class BoundOp:
             key = self.plan_key(args)
             plan = self.plans.get(key) if key is not None else None
             if plan is not None and plan is not NO_PLAN and (plan.validated or not validate):
-                if plan.live(session_mod.backend()):
+                # the backend it was made with, alive (a reset or shut down one is replaced)
+                if plan.backend is session_mod.backend():
                     result = plan(args, key[1])
                     if result is not _CALLPLAN.STALE:
                         return result
@@ -344,7 +346,7 @@ class BoundOp:
 
     def plan_key(self, args) -> tuple | None:
         """(signature, host) of a call a plan can make (runtime/callplan.py): tensors all NumPy
-        arrays (whole, C-contiguous, not empty) or all device arrays, outputs left to the binding,
+        arrays (C-contiguous, not empty, a view only when it starts its storage) or all device arrays, outputs left to the binding,
         scalars and attributes plain values; None for any other call."""
         if not self.plannable:
             return None
@@ -358,7 +360,11 @@ class BoundOp:
                 elif p.output:
                     return None
                 elif t is np.ndarray:
-                    if value.base is not None or not value.size or not value.flags.c_contiguous:
+                    if not value.size or not value.flags.c_contiguous:
+                        return None
+                    # a view goes to the device from its own first element (upload keeps no
+                    # prefix of its base): then its descriptor is a whole array's
+                    if value.base is not None and host_layout(value)[4]:
                         return None
                     host = True
                     key.append((value.shape, value.dtype))

@@ -224,15 +224,11 @@ class Plan:
     def __init__(self, op, backend, lib, validated: bool):
         self.op = op
         self.backend = backend
-        self.generation = backend.generation
         self.lib = lib
         self.validated = validated
         self.keep: list = []  # cffi memory the plan points into
         self.outputs: list[tuple[int, tuple, np.dtype, tuple, int]] = []  # item, shape, dtype, strides, size
         self.data: list[int] = []  # per item, the argument holding its data (-1: none, an output or a scalar)
-
-    def live(self, b) -> bool:
-        return b is self.backend and b.alive and b.generation == self.generation
 
     def __call__(self, args, host: bool):
         ffi = self.ffi
