@@ -201,7 +201,10 @@ def main(argv=None) -> int:
 
 
 def _call_path(b) -> str:
-    from aclnngen.runtime import callplan
+    try:
+        from aclnngen.runtime import callplan
+    except ImportError:  # an aclnngen before call plans (a before/after comparison)
+        return "Python (no call plans in this aclnngen)"
 
     why = callplan.probe() if callplan.mode() == "auto" else f"{callplan.MODE_ENV}=python"
     return "C helper (call plans)" if why is None else f"Python ({why})"
