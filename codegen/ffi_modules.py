@@ -8,6 +8,7 @@ rendered modules:
 - `generated/ffi/_acl_runtime.py`: the runtime and tensor API (generated/c/acl_runtime.h);
 - `generated/ffi/_sim_controls.py`: the simulator's controls (runtime/sim/aclsim_controls.h);
 - `generated/ffi/_sim_kernels.py`: the table of the compiled simulator kernels (`KERNEL_TABLE_CDEF`);
+- `generated/ffi/_callplan.py`: the call plans' C helper (runtime/callplan_c/callplan.h);
 - `<package>/ffi/<op>.py`: one op's two prototypes (its META's "cdef").
 
 The simulator's and the ops' modules `include` the runtime's, so a handle such as `aclTensor *`
@@ -24,6 +25,7 @@ from pathlib import Path
 RUNTIME_MODULE = "aclnngen.generated.ffi._acl_runtime"
 SIM_CONTROLS_MODULE = "aclnngen.generated.ffi._sim_controls"
 SIM_KERNELS_MODULE = "aclnngen.generated.ffi._sim_kernels"
+CALLPLAN_MODULE = "aclnngen.generated.ffi._callplan"
 
 # The ABI of generated/c/sim_kernels.c's table of kernels, as runtime/sim/compiled.py reads it
 # (the C side is the template sim_kernels.c.j2).
@@ -42,6 +44,13 @@ def sim_controls_header() -> str:
     """runtime/sim/aclsim_controls.h: the simulator's controls, plain cdef text (read, not imported:
     the generator stands beside the call path)."""
     return (Path(__file__).resolve().parent.parent / "runtime" / "sim" / "aclsim_controls.h").read_text(
+        encoding="utf-8"
+    )
+
+
+def callplan_header() -> str:
+    """runtime/callplan_c/callplan.h: the call plans' C helper (read, like the controls' header)."""
+    return (Path(__file__).resolve().parent.parent / "runtime" / "callplan_c" / "callplan.h").read_text(
         encoding="utf-8"
     )
 

@@ -697,8 +697,8 @@ def _sim_op(view: OpView) -> dict:
 
 
 def _add_shared_ffi_modules(p: Plan, runtime_h: str) -> None:
-    """generated/ffi/_*.py: the runtime's, the simulator controls' and the kernel table's
-    declarations (codegen/ffi_modules.py)."""
+    """generated/ffi/_*.py: the runtime's, the simulator controls', the kernel table's and the call
+    plans' helper's declarations (codegen/ffi_modules.py)."""
     controls_h = ffi_modules.sim_controls_header()
     shared = (
         ("_acl_runtime", "specs/abi.yaml", "The CANN runtime and tensor API (c/acl_runtime.h).", runtime_h, None),
@@ -714,6 +714,13 @@ def _add_shared_ffi_modules(p: Plan, runtime_h: str) -> None:
             "codegen/ffi_modules.py",
             "The table of the simulator's compiled kernels (c/sim_kernels.c).",
             ffi_modules.KERNEL_TABLE_CDEF,
+            None,
+        ),
+        (
+            "_callplan",
+            "runtime/callplan_c/callplan.h",
+            "The call plans' C helper (runtime/callplan_c/callplan.h).",
+            ffi_modules.callplan_header(),
             None,
         ),
     )

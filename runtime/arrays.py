@@ -12,8 +12,8 @@ never silently densified. Negative strides (and strides that are not a multiple 
 are copied to a C-contiguous layout first; they never reach C.
 
 Memory. A `DeviceBuffer` is freed deterministically: `free()`, `with`, or the call that owns a
-temporary; `weakref.finalize` is only the last resort (never at interpreter exit, when the runtime
-may be finalised). Size 0 is never passed to aclrtMalloc: an empty tensor gets a NULL data pointer.
+temporary; `__del__` is only the last resort (it frees nothing after the backend's shutdown at
+interpreter exit, when the runtime may be finalised). Size 0 is never passed to aclrtMalloc: an empty tensor gets a NULL data pointer.
 Allocation policy: ACL_MEM_MALLOC_HUGE_FIRST. A buffer that a launch queued on a stream still uses
 refuses to be freed until the stream is synchronised.
 """
@@ -21,7 +21,6 @@ refuses to be freed until the stream is synchronised.
 from __future__ import annotations
 
 import functools
-import weakref
 from typing import Any, Iterable
 
 import numpy as np
@@ -141,7 +140,13 @@ def _release(backend, generation: int, address: int) -> int:
         backend.ensure_thread()
     except Exception:  # noqa: BLE001 - best effort from a finaliser
         pass
-    return backend.api.aclrtFree(backend.ffi.cast("void *", address))
+    return backend.api.aclrtFree(backend.ffi.cast(_void_p(backend.ffi), address))
+
+
+@functools.lru_cache(maxsize=None)
+def _void_p(ffi):
+    """The `void *` type of an FFI, looked up once (a type string is parsed on every cast)."""
+    return ffi.typeof("void *")
 
 
 def _finalize_release(backend, generation, address):
@@ -157,14 +162,14 @@ class DeviceBuffer:
     """One block of device memory from aclrtMalloc (ACL_MEM_MALLOC_HUGE_FIRST), or an empty one
     (NULL, never allocated)."""
 
-    __slots__ = ("backend", "nbytes", "address", "generation", "_finalizer", "_busy", "__weakref__")
+    __slots__ = ("backend", "nbytes", "address", "generation", "_owns", "_busy", "__weakref__")
 
     def __init__(self, backend, nbytes: int):
+        self._owns = False  # whether the block is still this buffer's to free (free() or __del__)
         self.backend = backend
         self.nbytes = int(nbytes)
         self.generation = backend.generation
         self.address = 0
-        self._finalizer = None
         self._busy = 0
         if self.nbytes < 0:
             raise ValueError(f"a device buffer cannot have {nbytes} bytes")
@@ -179,8 +184,33 @@ class DeviceBuffer:
         out = ffi.new("void **")
         backend.check("aclrtMalloc", backend.api.aclrtMalloc(out, self.nbytes, ACL_MEM_MALLOC_HUGE_FIRST))
         self.address = int(ffi.cast("uintptr_t", out[0]))
-        self._finalizer = weakref.finalize(self, _finalize_release, backend, self.generation, self.address)
-        self._finalizer.atexit = False  # at exit the runtime may already be finalised
+        self._owns = True
+
+    @classmethod
+    def adopt(cls, backend, nbytes: int, address: int) -> "DeviceBuffer":
+        """A block that was allocated outside this class (aclrtMalloc with the same policy, by the
+        call plans' C helper), owned from now on exactly as one allocated here."""
+        self = cls.__new__(cls)
+        self.backend, self.nbytes, self.generation, self.address, self._busy = (
+            backend,
+            nbytes,
+            backend.generation,
+            address,
+            0,
+        )
+        self._owns = True
+        return self
+
+    def __del__(self):
+        # A buffer dropped without free() gives its block back here: a finaliser as final as
+        # weakref.finalize's (cycles included), at a fraction of its cost per buffer. After a reset
+        # or at exit the backend is gone or not alive, and nothing is freed (_release).
+        if getattr(self, "_owns", False):
+            self._owns = False
+            try:
+                _finalize_release(self.backend, self.generation, self.address)
+            except Exception:  # noqa: BLE001 - module globals torn down at exit
+                pass
 
     @property
     def ptr(self):
@@ -203,7 +233,7 @@ class DeviceBuffer:
 
     def free(self) -> None:
         """Frees the block now (idempotent). Refused while a queued launch still uses it."""
-        if self._finalizer is None or not self._finalizer.alive:
+        if not self._owns:
             self.address = 0 if self.nbytes else self.address
             return
         if self._busy:
@@ -214,7 +244,7 @@ class DeviceBuffer:
         rc = _release(self.backend, self.generation, self.address)
         if rc != 0:  # still allocated: keep the address and the finalizer, so nothing leaks
             raise AclRuntimeError(status=rc, function="aclrtFree", detail=self.backend.recent_error() or None)
-        self._finalizer.detach()
+        self._owns = False
         self.address = 0
 
     def __enter__(self):

@@ -58,6 +58,7 @@ from .arrays import (
     DeviceBuffer,
     acl_dtype,
     device_like,
+    host_layout,
     upload,
 )
 from .errors import (
@@ -235,6 +236,10 @@ class BoundOp:
         self.newest_version = _newest_version(meta)
         self._versions: dict[str | None, str] = {}
         self.signatures: dict[tuple, tuple] = {}  # call signature -> (outputs to allocate, validated)
+        self.plans: dict[tuple, Any] = {}  # plan key -> its callplan.Plan, or NO_PLAN
+        # lists and tensors written in place are the Python path's alone
+        self.plannable = not any(p.is_list or p.inplace for p in self.params)
+        self.no_outputs = (None,) * len(self.outputs)
         # the op is (package, symbol); listeners such as the simulator's kernels learn of it
         self.package = package_of(meta)
         _announce(meta)
@@ -264,6 +269,12 @@ class BoundOp:
         """The output arguments in prototype order, from `out` (one array for a single output, or a
         tuple with one entry per output, as NumPy's ufuncs and torch take it) and the outputs' own
         Python names (aliases); None where the binding allocates the output."""
+        if out is None:
+            for alias in by_name.values():
+                if alias is not None:
+                    break
+            else:
+                return self.no_outputs  # the common call: every output allocated by the binding
         names = [p.py for p in self.outputs]
         if out is None:
             given = [None] * len(names)
@@ -311,6 +322,16 @@ class BoundOp:
 
     # -- the call ----------------------------------------------------------------------------------
     def __call__(self, *args, stream=None, validate: bool = True, formats: Mapping[str, str] | None = None):
+        key = None
+        if stream is None and not formats and len(args) == self.nparams and _plans_on():
+            key = self.plan_key(args)
+            plan = self.plans.get(key) if key is not None else None
+            if plan is not None and plan is not NO_PLAN and (plan.validated or not validate):
+                # the backend it was made with, alive (a reset or shut down one is replaced)
+                if plan.backend is session_mod.backend():
+                    result = plan(args, key[1])
+                    if result is not _CALLPLAN.STALE:
+                        return result
         # launched and closed right here (try/finally), so it needs no finaliser
         prepared = self.prepare(*args, stream=stream, validate=validate, formats=formats, _guarded=False)
         try:
@@ -318,7 +339,58 @@ class BoundOp:
         except BaseException:
             prepared.close()
             raise
-        return prepared.finish(stream)
+        result = prepared.finish(stream)
+        if key is not None:
+            self._learn(key, prepared, args)
+        return result
+
+    def plan_key(self, args) -> tuple | None:
+        """(signature, host) of a call a plan can make (runtime/callplan.py): tensors all NumPy
+        arrays (C-contiguous, not empty, a view only when it starts its storage) or all device arrays, outputs left to the binding,
+        scalars and attributes plain values; None for any other call."""
+        if not self.plannable:
+            return None
+        key: list = []
+        host = device = False
+        for p, value in zip(self.params, args):
+            t = type(value)
+            if p.kind == "tensor":
+                if value is None:
+                    key.append(None)
+                elif p.output:
+                    return None
+                elif t is np.ndarray:
+                    if not value.size or not value.flags.c_contiguous:
+                        return None
+                    # a view goes to the device from its own first element (upload keeps no
+                    # prefix of its base): then its descriptor is a whole array's
+                    if value.base is not None and host_layout(value)[4]:
+                        return None
+                    host = True
+                    key.append((value.shape, value.dtype))
+                elif t is DeviceArray:
+                    buffer = value.buffer
+                    if buffer is None or not buffer.address:
+                        return None
+                    device = True
+                    key.append((value.shape, value.dtype, value.strides, value.offset, value.storage_size))
+                else:
+                    return None
+            elif value is None or isinstance(value, _PLAIN_VALUES):
+                key.append((t, value))
+            else:
+                return None
+        if host == device:
+            return None  # no tensor, or NumPy and device arrays mixed
+        return (tuple(key), host)
+
+    def _learn(self, key: tuple, prepared: "Prepared", args) -> None:
+        """After a successful call: the plan of its signature, for the next calls."""
+        if len(self.plans) >= SIGNATURE_CACHE_SIZE:
+            self.plans.clear()  # many shapes: start over rather than grow without bound
+        specs = {name: (v.shape, v.dtype) for name, v in prepared.values.items() if isinstance(v, _OutputSpec)}
+        plan = _callplan().make_plan(self, prepared.backend, prepared.values, args, key[1], prepared.validated, specs)
+        self.plans[key] = NO_PLAN if plan is None else plan
 
     def prepare(
         self,
@@ -340,6 +412,25 @@ class BoundOp:
 
 
 SIGNATURE_CACHE_SIZE = 512  # signatures remembered per op
+NO_PLAN = object()  # a signature no plan can make (no helper, an argument type it does not carry)
+_CALLPLAN: Any = None
+
+
+def _callplan():
+    """runtime.callplan, imported at the first call that plans."""
+    global _CALLPLAN
+    if _CALLPLAN is None:
+        # deferred: the plans (and their build) load at the first call, not at a binding's import
+        from . import callplan
+
+        _CALLPLAN = callplan
+    return _CALLPLAN
+
+
+def _plans_on() -> bool:
+    return (_CALLPLAN or _callplan()).enabled()
+
+
 # an attribute's element kind (aclnngen.core.attribute_types) -> the Python value cffi passes
 _ELEMENT = {"bool": bool, "int": int, "float": float}
 # Scalar and attribute values whose type and value alone decide validation (immutable, hashable).
@@ -578,6 +669,7 @@ class Prepared:
             validated = True
         if key is not None and (known is None or validated != known[1]):
             op.remember(key, (allocate, validated))
+        self.validated = validated
         self.values = values
         gws, self._launch_fn, self.library = op.functions(b)
 

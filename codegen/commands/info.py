@@ -54,9 +54,23 @@ def rows(args) -> tuple[list[tuple[str, str]], int]:
         status = 1
     version, source = b.version_info()
     out.append(("CANN version", f"{version or 'unknown'} (from {source})"))
+    out.append(("call path", _call_path()))
     if b.kind == "sim":
         out.extend(_compiled_kernels(b))
     return out, status
+
+
+def _call_path() -> str:
+    """How a binding call of a known signature is made: by the call plans' C helper
+    (runtime/callplan.py), or the Python way, with why."""
+    from aclnngen.runtime import callplan
+
+    if callplan.mode() == "python":
+        return f"Python ({callplan.MODE_ENV}=python)"
+    why = callplan.probe()
+    if why is not None:
+        return f"Python: the C helper is unavailable ({why})"
+    return "C helper (a plan per call signature, made after its first call)"
 
 
 def _compiled_kernels(b) -> list[tuple[str, str]]:

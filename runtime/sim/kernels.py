@@ -205,6 +205,18 @@ def split_op_id(op_id: str) -> tuple[str | None, str]:
     return (package or None), symbol
 
 
+_OP_IDS: dict[bytes, tuple[str | None, str]] = {}  # an entry point's op id, as C passes it -> split
+
+
+def _op_id(ffi, op) -> tuple[str | None, str]:
+    """split_op_id of the op id a hook receives, decoded and split once per op id."""
+    raw = ffi.string(op)
+    found = _OP_IDS.get(raw)
+    if found is None:
+        found = _OP_IDS[raw] = split_op_id(raw.decode())
+    return found
+
+
 def _package_source(package: str) -> Path | None:
     module = sys.modules.get(package) or importlib.import_module(package)
     files = getattr(module, "__file__", None)
@@ -610,17 +622,24 @@ def read_view(sim_ffi, controls, view) -> list[ViewArg]:
 def _view_arg(sim_ffi, a, fallback: str) -> ViewArg:
     """One argument (or list element) of the view, read into a ViewArg."""
     name = sim_ffi.string(a.name).decode() if a.name != sim_ffi.NULL else fallback
-    arg = ViewArg(kind=a.kind, name=name, is_null=bool(a.is_null), i=a.i, f=a.f, _ffi=sim_ffi)
-    if a.kind in TENSOR_KINDS and not a.is_null:
-        arg.shape = tuple(a.dims[k] for k in range(a.ndim))
-        arg.strides = tuple(a.strides[k] for k in range(a.ndim))
-        arg.storage = tuple(a.storage_dims[k] for k in range(a.storage_ndim))
+    # built field by field: the dataclass's keyword constructor costs more than the reading
+    # (fields left unset keep their class defaults)
+    arg = _new_view_arg(ViewArg)
+    kind, is_null = a.kind, bool(a.is_null)
+    arg.kind, arg.name, arg.is_null, arg.i, arg.f, arg._ffi = kind, name, is_null, a.i, a.f, sim_ffi
+    if is_null:
+        return arg
+    if kind in TENSOR_KINDS:
+        unpack, ndim = sim_ffi.unpack, a.ndim
+        arg.shape = tuple(unpack(a.dims, ndim)) if ndim else ()
+        arg.strides = tuple(unpack(a.strides, ndim)) if ndim else ()
+        arg.storage = tuple(unpack(a.storage_dims, a.storage_ndim)) if a.storage_ndim else ()
         arg.offset = a.offset
-        arg.acl_dtype = a.dtype
+        arg.acl_dtype = dtype = a.dtype
         arg.format = a.format
-        arg.data = int(sim_ffi.cast("uintptr_t", a.data))
-        arg.dtype = numpy_dtype(a.dtype) or _dtype_text(a.dtype)
-    elif a.kind in SCALAR_KINDS and not a.is_null:
+        arg.data = int(sim_ffi.cast(_uintptr(sim_ffi), a.data))
+        arg.dtype = numpy_dtype(dtype) or _dtype_text(dtype)
+    elif kind in SCALAR_KINDS:
         arg.acl_dtype = a.dtype
         dt = numpy_dtype(a.dtype)
         if dt is None or a.nbytes != dt.itemsize:
@@ -629,19 +648,28 @@ def _view_arg(sim_ffi, a, fallback: str) -> ViewArg:
             raw = bytes(sim_ffi.buffer(sim_ffi.cast("char *", a.value), a.nbytes))
             scalar = np.frombuffer(raw, dtype=dt)[0]
             arg.value = bool(scalar) if dt.kind == "b" else int(scalar) if dt.kind in "iu" else float(scalar)
-    elif a.kind in (9, 10) and not a.is_null:
+    elif kind in (9, 10):
         arg.value = sim_ffi.string(sim_ffi.cast("char *", a.value)).decode("utf-8", "replace")
-    elif a.kind in (11, 12, 13, 14) and not a.is_null:
-        ctype = {11: "int64_t", 12: "int64_t", 13: "float", 14: "bool"}[a.kind]
+    elif kind in (11, 12, 13, 14):
+        ctype = {11: "int64_t", 12: "int64_t", 13: "float", 14: "bool"}[kind]
         ptr = sim_ffi.cast(f"{ctype} *", a.value)
         arg.value = [ptr[k] for k in range(a.count)]
-    elif a.kind == 6:
+    elif kind == 6:
         arg.value = bool(a.i)
-    elif a.kind == 7:
+    elif kind == 7:
         arg.value = int(a.i)
-    elif a.kind == 8:
+    elif kind == 8:
         arg.value = float(a.f)
     return arg
+
+
+_new_view_arg = object.__new__
+
+
+@functools.lru_cache(maxsize=None)
+def _uintptr(ffi):
+    """The `uintptr_t` type of an FFI, looked up once (a type string is parsed on every cast)."""
+    return ffi.typeof("uintptr_t")
 
 
 def _validation_key(profile: "Profile", family: str, version: str, args: list[ViewArg]) -> tuple | None:
@@ -796,7 +824,7 @@ class Kernels:
 
     def _prepare(self, op, view, workspace_size, message, cap) -> int:
         ffi = self.ffi
-        package, symbol = split_op_id(ffi.string(op).decode())
+        package, symbol = _op_id(ffi, op)
         try:
             entry = entry_for(symbol, package)
         except LookupError as exc:
@@ -814,7 +842,6 @@ class Kernels:
                 return status
         early = None
         if profile.checks:
-            values = {a.name: (None if a.is_null else (a if a.is_tensor else a.value)) for a in args}
             try:
                 family = self._family()
             except UnknownSocError as exc:
@@ -823,6 +850,7 @@ class Kernels:
             version = self._version()
             key = _validation_key(profile, family, version, args)
             if key is None or key not in entry.validated:
+                values = {a.name: (None if a.is_null else (a if a.is_tensor else a.value)) for a in args}
                 try:
                     early = profile.validate(entry.meta, values, family=family, version=version, formats=_formats(args))
                 except AclnnValidationError as exc:
@@ -832,7 +860,7 @@ class Kernels:
                     entry.remember(key, early)
             else:
                 early = entry.validated[key]
-            if early is None:
+            if early is None and any(a.is_null for a in args):  # (only a NULL can be one never checked)
                 unchecked = _null_unchecked(profile.checked_meta(entry.meta, version), by_name)
                 if unchecked is not None:
                     # the implementation reads it without a null check: a real library
@@ -862,7 +890,7 @@ class Kernels:
 
     def _run(self, op, view, workspace, workspace_size, message, cap) -> int:
         ffi = self.ffi
-        package, symbol = split_op_id(ffi.string(op).decode())
+        package, symbol = _op_id(ffi, op)
         entry = entry_for(symbol, package)
         args, work = self._snapshot(view)
         if not work:
