@@ -233,6 +233,46 @@ static inline double aclk_min_d(double a, double b) { return isnan(a) ? a : isna
 static inline float aclk_max_f(float a, float b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
 static inline double aclk_max_d(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
 
+/* --- loop shapes of per-channel and along-a-dim kernels (codegen/formula_c.py) ----------------- */
+
+/* The element counts before, along and after dim `axis` of a C-ordered shape (along: 1 when the
+ * shape has no dim `axis`, as a channel count of a rank below 2 is 1). */
+static inline void aclk_geometry(int64_t ndim, const int64_t *shape, int64_t axis, int64_t *outer, int64_t *mid, int64_t *inner)
+{
+    *outer = 1;
+    *mid = 1;
+    *inner = 1;
+    for (int64_t d = 0; d < ndim; ++d) {
+        int64_t *const part = d < axis ? outer : d == axis ? mid : inner;
+        *part *= shape[d];
+    }
+}
+
+/* The units [*u0, *u1) of `units` equal units of `n` elements whose first element lies in
+ * [start, start + count): pieces that split the elements split the units, each unit once. */
+static inline void aclk_unit_range(int64_t start, int64_t count, int64_t n, int64_t units, int64_t *u0, int64_t *u1)
+{
+    if (units == 0 || n == 0) { /* no elements: one piece (0, 0) takes every unit (sums of nothing) */
+        *u0 = 0;
+        *u1 = start == 0 ? units : 0;
+        return;
+    }
+    const int64_t per = n / units;
+    *u0 = (start + per - 1) / per;
+    *u1 = (start + count + per - 1) / per;
+}
+
+/* A dim as torch takes it (negative from the end; a 0-d tensor has dim 0 or -1): 0 when out of range. */
+static inline int aclk_dim_axis(int64_t dim, int64_t ndim, int64_t *axis)
+{
+    const int64_t span = ndim > 0 ? ndim : 1;
+    if (dim < -span || dim >= span) {
+        return 0;
+    }
+    *axis = dim < 0 ? dim + span : dim;
+    return 1;
+}
+
 /* --- the kernels ---------------------------------------------------------------------------- */
 /* A build for one op (runtime/sim/compiled.py builds each op's kernels on its first call) defines
  * ACLK_ONE_OP and ACLK_OP_<op>: the other ops' kernels are left out, so its cost does not grow with
@@ -934,7 +974,317 @@ ACLK_CLONES static void aclk_leaky_relu_backward__f64__f64(void *const *aclk_ten
 #endif
 
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_prelu_backward)
-/* aclnnPreluBackward: no compiled kernel (the formula calls per_channel(), which the compiled path does not render) */
+ACLK_CLONES static void aclk_prelu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
+    const uint16_t *const t_weight = (const uint16_t *)aclk_tensors[2];
+    uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[3];
+    uint16_t *const t_grad_weight = (uint16_t *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        float acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const float pc_weight = (float)aclk_f16_to_float(t_weight[aclk_numel[2] == 1 ? 0 : aclk_c]);
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                    const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
+                    t_grad_input[aclk_i] = aclk_to_f16_f(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_f((in_self > ((float)0.0)), ((float)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = aclk_to_f16_f(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
+    const uint16_t *const t_weight = (const uint16_t *)aclk_tensors[2];
+    uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[3];
+    uint16_t *const t_grad_weight = (uint16_t *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        double acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const double pc_weight = (double)aclk_f16_to_float(t_weight[aclk_numel[2] == 1 ? 0 : aclk_c]);
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                    const double in_self = (double)aclk_f16_to_float(t_self[aclk_i]);
+                    t_grad_input[aclk_i] = aclk_to_f16_d(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_d((in_self > ((double)0.0)), ((double)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = aclk_to_f16_d(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
+    const uint16_t *const t_weight = (const uint16_t *)aclk_tensors[2];
+    uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[3];
+    uint16_t *const t_grad_weight = (uint16_t *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        float acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const float pc_weight = (float)aclk_bf16_to_float(t_weight[aclk_numel[2] == 1 ? 0 : aclk_c]);
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                    const float in_self = (float)aclk_bf16_to_float(t_self[aclk_i]);
+                    t_grad_input[aclk_i] = aclk_to_bf16_f(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_f((in_self > ((float)0.0)), ((float)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = aclk_to_bf16_f(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
+    const uint16_t *const t_weight = (const uint16_t *)aclk_tensors[2];
+    uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[3];
+    uint16_t *const t_grad_weight = (uint16_t *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        double acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const double pc_weight = (double)aclk_bf16_to_float(t_weight[aclk_numel[2] == 1 ? 0 : aclk_c]);
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                    const double in_self = (double)aclk_bf16_to_float(t_self[aclk_i]);
+                    t_grad_input[aclk_i] = aclk_to_bf16_d(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_d((in_self > ((double)0.0)), ((double)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = aclk_to_bf16_d(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const float *const t_grad_output = (const float *)aclk_tensors[0];
+    const float *const t_self = (const float *)aclk_tensors[1];
+    const float *const t_weight = (const float *)aclk_tensors[2];
+    float *const t_grad_input = (float *)aclk_tensors[3];
+    float *const t_grad_weight = (float *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        float acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const float pc_weight = (float)t_weight[aclk_numel[2] == 1 ? 0 : aclk_c];
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const float in_grad_output = (float)t_grad_output[aclk_i];
+                    const float in_self = (float)t_self[aclk_i];
+                    t_grad_input[aclk_i] = (float)(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_f((in_self > ((float)0.0)), ((float)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = (float)(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const float *const t_grad_output = (const float *)aclk_tensors[0];
+    const float *const t_self = (const float *)aclk_tensors[1];
+    const float *const t_weight = (const float *)aclk_tensors[2];
+    float *const t_grad_input = (float *)aclk_tensors[3];
+    float *const t_grad_weight = (float *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        double acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const double pc_weight = (double)t_weight[aclk_numel[2] == 1 ? 0 : aclk_c];
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const double in_grad_output = (double)t_grad_output[aclk_i];
+                    const double in_self = (double)t_self[aclk_i];
+                    t_grad_input[aclk_i] = (float)(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_d((in_self > ((double)0.0)), ((double)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = (float)(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const double *const t_grad_output = (const double *)aclk_tensors[0];
+    const double *const t_self = (const double *)aclk_tensors[1];
+    const double *const t_weight = (const double *)aclk_tensors[2];
+    double *const t_grad_input = (double *)aclk_tensors[3];
+    double *const t_grad_weight = (double *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        float acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const float pc_weight = (float)t_weight[aclk_numel[2] == 1 ? 0 : aclk_c];
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const float in_grad_output = (float)t_grad_output[aclk_i];
+                    const float in_self = (float)t_self[aclk_i];
+                    t_grad_input[aclk_i] = (double)(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_f((in_self > ((float)0.0)), ((float)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = (double)(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const double *const t_grad_output = (const double *)aclk_tensors[0];
+    const double *const t_self = (const double *)aclk_tensors[1];
+    const double *const t_weight = (const double *)aclk_tensors[2];
+    double *const t_grad_input = (double *)aclk_tensors[3];
+    double *const t_grad_weight = (double *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        double acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const double pc_weight = (double)t_weight[aclk_numel[2] == 1 ? 0 : aclk_c];
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const double in_grad_output = (double)t_grad_output[aclk_i];
+                    const double in_self = (double)t_self[aclk_i];
+                    t_grad_input[aclk_i] = (double)(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_d((in_self > ((double)0.0)), ((double)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = (double)(acc_0);
+    }
+}
 
 #endif
 
@@ -1062,7 +1412,341 @@ ACLK_CLONES static void aclk_sigmoid_backward__f64__f64(void *const *aclk_tensor
 #endif
 
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softmax_backward)
-/* aclnnSoftmaxBackward: no compiled kernel (the formula calls sum_keepdim(), which the compiled path does not render) */
+ACLK_CLONES static void aclk_softmax_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_output = (const uint16_t *)aclk_tensors[1];
+    uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = aclk_to_f16_f(((float)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        float red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+            const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+            const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+            t_out[aclk_i] = aclk_to_f16_f((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_output = (const uint16_t *)aclk_tensors[1];
+    uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = aclk_to_f16_d(((double)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        double red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+            const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+            const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+            t_out[aclk_i] = aclk_to_f16_d((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_output = (const uint16_t *)aclk_tensors[1];
+    uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = aclk_to_bf16_f(((float)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        float red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+            const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+            const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+            t_out[aclk_i] = aclk_to_bf16_f((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_output = (const uint16_t *)aclk_tensors[1];
+    uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = aclk_to_bf16_d(((double)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        double red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+            const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+            const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+            t_out[aclk_i] = aclk_to_bf16_d((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const float *const t_grad_output = (const float *)aclk_tensors[0];
+    const float *const t_output = (const float *)aclk_tensors[1];
+    float *const t_out = (float *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = (float)(((float)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        float red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)t_grad_output[aclk_i];
+            const float in_output = (float)t_output[aclk_i];
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)t_grad_output[aclk_i];
+            const float in_output = (float)t_output[aclk_i];
+            t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const float *const t_grad_output = (const float *)aclk_tensors[0];
+    const float *const t_output = (const float *)aclk_tensors[1];
+    float *const t_out = (float *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = (float)(((double)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        double red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)t_grad_output[aclk_i];
+            const double in_output = (double)t_output[aclk_i];
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)t_grad_output[aclk_i];
+            const double in_output = (double)t_output[aclk_i];
+            t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const double *const t_grad_output = (const double *)aclk_tensors[0];
+    const double *const t_output = (const double *)aclk_tensors[1];
+    double *const t_out = (double *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = (double)(((float)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        float red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)t_grad_output[aclk_i];
+            const float in_output = (float)t_output[aclk_i];
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)t_grad_output[aclk_i];
+            const float in_output = (float)t_output[aclk_i];
+            t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const double *const t_grad_output = (const double *)aclk_tensors[0];
+    const double *const t_output = (const double *)aclk_tensors[1];
+    double *const t_out = (double *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = (double)(((double)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        double red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)t_grad_output[aclk_i];
+            const double in_output = (double)t_output[aclk_i];
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)t_grad_output[aclk_i];
+            const double in_output = (double)t_output[aclk_i];
+            t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
 
 #endif
 
@@ -1502,6 +2186,16 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnLeakyReluBackward", "float64", "float32", aclk_leaky_relu_backward__f64__f32},
     {"aclnnLeakyReluBackward", "float64", "float64", aclk_leaky_relu_backward__f64__f64},
 #endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_prelu_backward)
+    {"aclnnPreluBackward", "float16", "float32", aclk_prelu_backward__f16__f32},
+    {"aclnnPreluBackward", "float16", "float64", aclk_prelu_backward__f16__f64},
+    {"aclnnPreluBackward", "bfloat16", "float32", aclk_prelu_backward__bf16__f32},
+    {"aclnnPreluBackward", "bfloat16", "float64", aclk_prelu_backward__bf16__f64},
+    {"aclnnPreluBackward", "float32", "float32", aclk_prelu_backward__f32__f32},
+    {"aclnnPreluBackward", "float32", "float64", aclk_prelu_backward__f32__f64},
+    {"aclnnPreluBackward", "float64", "float32", aclk_prelu_backward__f64__f32},
+    {"aclnnPreluBackward", "float64", "float64", aclk_prelu_backward__f64__f64},
+#endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_sigmoid_backward)
     {"aclnnSigmoidBackward", "float16", "float32", aclk_sigmoid_backward__f16__f32},
     {"aclnnSigmoidBackward", "float16", "float64", aclk_sigmoid_backward__f16__f64},
@@ -1511,6 +2205,16 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnSigmoidBackward", "float32", "float64", aclk_sigmoid_backward__f32__f64},
     {"aclnnSigmoidBackward", "float64", "float32", aclk_sigmoid_backward__f64__f32},
     {"aclnnSigmoidBackward", "float64", "float64", aclk_sigmoid_backward__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softmax_backward)
+    {"aclnnSoftmaxBackward", "float16", "float32", aclk_softmax_backward__f16__f32},
+    {"aclnnSoftmaxBackward", "float16", "float64", aclk_softmax_backward__f16__f64},
+    {"aclnnSoftmaxBackward", "bfloat16", "float32", aclk_softmax_backward__bf16__f32},
+    {"aclnnSoftmaxBackward", "bfloat16", "float64", aclk_softmax_backward__bf16__f64},
+    {"aclnnSoftmaxBackward", "float32", "float32", aclk_softmax_backward__f32__f32},
+    {"aclnnSoftmaxBackward", "float32", "float64", aclk_softmax_backward__f32__f64},
+    {"aclnnSoftmaxBackward", "float64", "float32", aclk_softmax_backward__f64__f32},
+    {"aclnnSoftmaxBackward", "float64", "float64", aclk_softmax_backward__f64__f64},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softshrink_backward)
     {"aclnnSoftshrinkBackward", "float16", "float32", aclk_softshrink_backward__f16__f32},
@@ -1546,8 +2250,6 @@ static const struct aclk_entry aclk_table[] = {
 };
 
 static const struct aclk_fallback aclk_fallback_table[] = {
-    {"aclnnPreluBackward", "the formula calls per_channel(), which the compiled path does not render"},
-    {"aclnnSoftmaxBackward", "the formula calls sum_keepdim(), which the compiled path does not render"},
     {NULL, NULL},
 };
 
