@@ -128,10 +128,16 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
 
     from aclnngen.runtime.arrays import DeviceArray
 
-    on_device = [DeviceArray.from_host(a) if isinstance(a, np.ndarray) else a for a in positional]
+    def device(a):
+        return DeviceArray.from_host(a) if isinstance(a, np.ndarray) else a
+
+    # every tensor uploaded once, the keyword ones too (an input passed by name, such as
+    # EluBackward's self_or_result, was uploaded on every call before)
+    on_device = [device(a) for a in positional]
+    keywords_on_device = {k: device(a) for k, a in keywords.items()}
 
     def binding_device():  # inputs already on the device, the output left there
-        result = op.binding(*on_device, **keywords)
+        result = op.binding(*on_device, **keywords_on_device)
         for r in result if isinstance(result, tuple) else (result,):
             r.free()
 
