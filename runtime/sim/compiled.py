@@ -37,7 +37,6 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from aclnngen.core.kinds.per_channel import weight_layout
 from aclnngen.core.meta import op_meta
 from aclnngen.evaluate import chunking
 from aclnngen.evaluate.reference import Reference
@@ -183,6 +182,8 @@ def _why_not(tensors, storage, channel=frozenset()) -> str | None:
     one present, contiguous, of `storage`, of the full tensors' shape, or (`channel`) one element
     per channel of it or one."""
     full = next((a.shape for a in tensors if a.name not in channel), None)
+    if channel:
+        from aclnngen.core.kinds.per_channel import weight_layout  # deferred: only ops with per-channel tensors
     for a in tensors:
         if a.is_null:
             return f"tensor {a.name} is absent"
