@@ -1,8 +1,9 @@
-"""Target 2: each op's opmath reference against PyTorch's CPU kernel, and a binding call on the
+"""Target 3 of issue 24 (target 2 before it): each op's opmath reference against PyTorch's CPU kernel, and a binding call on the
 simulator against the reference, on 16M float32 elements.
 
     python benchmarks/bench_throughput.py                      # every op, 16M elements
     python benchmarks/bench_throughput.py --ops gelu_backward --elements 4000000
+    python benchmarks/bench_throughput.py --dtype bfloat16              # float16, bfloat16 too
 
 Per op, side by side in one run (interleaved rounds, best round each):
 
@@ -19,7 +20,7 @@ Per op, side by side in one run (interleaved rounds, best round each):
   binding, device 1t   the same on one thread (ACLNNGEN_REFERENCE_THREADS=1)
   binding, device, ref the simulator computing with the reference (ACLNNGEN_SIM_KERNELS=reference)
 
-and the ratios reference / torch 1t and reference all / torch all (targets <= 1.5x), binding /
+and the ratios reference / torch 1t (target <= 2x) and reference all / torch all, binding /
 reference all (target <= 1.2x), the simulated binding (device arrays) / torch on one thread and on
 every core (targets <= 1.5x), with
 the reference's error against the float64 golden on the same data (its accuracy: the largest
@@ -36,6 +37,7 @@ import sys
 import time
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,9 +59,12 @@ def _op(snake: str) -> OpUnderTest:
     return OpUnderTest(meta, reference=reference, binding=binding, version=str(known_releases(meta)[-1]))
 
 
-def _values(op: OpUnderTest, elements: int, rng: np.random.Generator) -> dict:
+DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+
+
+def _values(op: OpUnderTest, elements: int, rng: np.random.Generator, dtype: str = "float32") -> dict:
     """The op's base case with every tensor grown to about `elements` elements (rank 3; a
-    per-channel weight keeps one value per channel)."""
+    per-channel weight keeps one value per channel), stored as `dtype`."""
     side = round(elements ** (1 / 3))
     values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
     typed = op_meta(op.meta)
@@ -74,7 +79,7 @@ def _values(op: OpUnderTest, elements: int, rng: np.random.Generator) -> dict:
             data = rng.uniform(0.05, 0.5, size=shape)
         else:
             data = rng.standard_normal(size=shape) * 2.0
-        values[p.name] = data.astype(np.float32)
+        values[p.name] = data.astype(DTYPES[dtype])
     for p in typed.by_role("output"):
         values.pop(p.name, None)
     return values
@@ -95,10 +100,10 @@ def _errors(ours: np.ndarray, golden: np.ndarray) -> tuple[float, float]:
     return float(np.max(diff)), float(np.mean(diff[away] / np.abs(golden[away]))) if away.any() else 0.0
 
 
-def bench(snake: str, elements: int, rounds: int, torch) -> None:
+def bench(snake: str, elements: int, rounds: int, torch, dtype: str = "float32") -> None:
     op = _op(snake)
     rng = np.random.default_rng(0)
-    values = _values(op, elements, rng)
+    values = _values(op, elements, rng, dtype)
     by_py = {p.py: values.get(p.name) for p in op_meta(op.meta).params if p.role != "output"}
     positional, keywords, _ = op.split(values)
     cores = os.cpu_count() or 1
@@ -128,10 +133,16 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
 
     from aclnngen.runtime.arrays import DeviceArray
 
-    on_device = [DeviceArray.from_host(a) if isinstance(a, np.ndarray) else a for a in positional]
+    def device(a):
+        return DeviceArray.from_host(a) if isinstance(a, np.ndarray) else a
+
+    # every tensor uploaded once, the keyword ones too (an input passed by name, such as
+    # EluBackward's self_or_result, was uploaded on every call before)
+    on_device = [device(a) for a in positional]
+    keywords_on_device = {k: device(a) for k, a in keywords.items()}
 
     def binding_device():  # inputs already on the device, the output left there
-        result = op.binding(*on_device, **keywords)
+        result = op.binding(*on_device, **keywords_on_device)
         for r in result if isinstance(result, tuple) else (result,):
             r.free()
 
@@ -175,26 +186,21 @@ def bench(snake: str, elements: int, rounds: int, torch) -> None:
     errors = [_errors(a, g) for a, g in zip(reference(), golden)]
     worst_abs, mean_rel = max(e[0] for e in errors), max(e[1] for e in errors)
     n = int(np.prod(next(v.shape for v in values.values() if isinstance(v, np.ndarray) and v.ndim == 3)))
-    print(f"\n{op.name}: {n / 1e6:.1f}M float32 elements, best of {rounds} interleaved rounds")
+    itemsize = np.dtype(DTYPES[dtype]).itemsize
+    print(f"\n{op.name}: {n / 1e6:.1f}M {dtype} elements, best of {rounds} interleaved rounds")
     print(f"  torch = {anchor_name} on torch.from_numpy tensors (no copies), as a PyTorch user calls it")
     for name, seconds in times.items():
         print(
             row(
                 name,
                 f"{seconds * 1e3:9.1f} ms",
-                f"cpu {cpu[name] * 1e3:8.1f} ms; {n * 4 / seconds / 1e9:.2f} GB/s of one input",
+                f"cpu {cpu[name] * 1e3:8.1f} ms; {n * itemsize / seconds / 1e9:.2f} GB/s of one input",
             )
         )
-    one = times["reference"] / times["torch 1t"]
-    print(row("reference / torch 1 thread", f"{one:.2f}x", "target <= 1.5x: " + ("ok" if one <= 1.5 else "MISSED")))
+    one = times["reference"] / times["torch 1t"]  # issue 24, target 3: the NumPy reference <= 2x
+    print(row("reference / torch 1 thread", f"{one:.2f}x", "target <= 2x: " + ("ok" if one <= 2.0 else "MISSED")))
     allr = times["reference all"] / times["torch all"]
-    print(
-        row(
-            f"reference / torch, {cores} threads each",
-            f"{allr:.2f}x",
-            "target <= 1.5x: " + ("ok" if allr <= 1.5 else "MISSED"),
-        )
-    )
+    print(row(f"reference / torch, {cores} threads each", f"{allr:.2f}x", "(no target)"))
     bind = times["binding"] / times["reference all"]
     print(row("binding (NumPy in and out) / reference", f"{bind:.2f}x", "(+ an upload per input, a download)"))
     dev = times["binding, device"] / times["reference all"]
@@ -234,14 +240,15 @@ def main() -> None:
     parser.add_argument("--ops", nargs="+", default=list(OPS), help="ops (snake_case), default every op")
     parser.add_argument("--elements", type=int, default=16_000_000, help="elements per tensor (default 16M)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument("--dtype", choices=list(DTYPES), default="float32", help="storage dtype (default float32)")
     args = parser.parse_args()
     try:
         import torch
     except ImportError:
         sys.exit("bench_throughput needs PyTorch: pip install 'aclnngen[test]'")
-    print(header("target 2: throughput of the references and the simulated binding"))
+    print(header(f"issue 24, target 3: throughput of the references and the simulated binding ({args.dtype})"))
     for snake in args.ops:
-        bench(snake, args.elements, args.rounds, torch)
+        bench(snake, args.elements, args.rounds, torch, args.dtype)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,20 @@ The kernel ABI (runtime/sim/compiled.py calls it) is derived from the parameter 
            then the compute dtype, so the C conversion to the compute type is exact);
   ints:    every bool and int64_t attribute, in parameter order;
   strings: every char* attribute, in parameter order.
-What C cannot express here (reductions, per-channel weights, extern kernels, an attribute of
-another C type, `**` other than by a literal) is reported as the op's fallback reason instead.
+  shape:   appended to `ints`: the rank, the dims of the op's full-size tensors, then each tensor's
+           element count (in `tensors` order).
+Three loop shapes (`Variant.geometry`); in each, [start, start + count) is a range of the
+full-size tensors' elements and a kernel computes the units of work whose first element lies in it,
+so the caller splits every kernel the same way:
+  elementwise: one unit per element;
+  channels:    a per-channel operand (per_channel(w, x): w's element per channel of dim 1) and a
+               per-channel sum (an output that is sum_per_channel(e, w)): one unit per channel
+               (one for all when w has one element), which sums over every other dim;
+  lines:       sums along one dim kept as size 1 (sum_keepdim(e, dim)): one unit per line along
+               that dim, read twice (the sums, then the outputs).
+Sums accumulate in the compute type, in memory order. What C cannot express here (sums over
+several dims, softmax(), extern kernels, an attribute of another C type, `**` other than by a
+literal) is reported as the op's fallback reason instead.
 """
 
 from __future__ import annotations
@@ -61,6 +73,11 @@ _LIBM = {
 }
 # the functions the C path renders; the rest of FUNCTIONS makes the op fall back
 C_FUNCTIONS = frozenset(_LIBM) | {"where", "conj", "isnan", "round_to"}
+# the functions that give a kernel its loop shape (module docstring)
+CHANNEL_FUNCTIONS = ("per_channel", "sum_per_channel")
+LINE_FUNCTIONS = ("sum_keepdim",)
+_PER_CHANNEL, _SUM_PER_CHANNEL = CHANNEL_FUNCTIONS  # the formula functions (not the rule kind)
+ELEMENTWISE, CHANNELS, LINES = "elementwise", "channels", "lines"
 _SCALAR_ROLES = ("scalar", "optional_scalar")
 _INT_ATTRIBUTES = ("bool", "int64_t")
 
@@ -75,6 +92,7 @@ class KernelParam:
     c_type: str  # the prototype's C type (attributes: bool, int64_t, double, char*, ...)
     is_list: bool = False  # a tensor or scalar list
     inplace: bool = False  # an input the op also writes
+    channel: bool = False  # a per_channel rule's weight or gradient: one element per channel, or one
 
 
 @dataclass(frozen=True)
@@ -92,6 +110,8 @@ class Variant:
     lets: tuple[str, ...]  # per element: one declaration per let
     stores: tuple[str, ...]  # per element: one store per output
     unused: tuple[str, ...]  # ABI arguments this variant never reads
+    geometry: str = ELEMENTWISE
+    body: tuple[str, ...] = ()  # channels and lines: the function's statements after the prologue
 
 
 @dataclass(frozen=True)
@@ -122,9 +142,10 @@ def unsupported(prog: FormulaProgram, params: Sequence[KernelParam]) -> str | No
             return f"{p.name} is a list, which the compiled path does not take"
         if p.inplace:
             return f"{p.name} is written in place, which the compiled path does not write"
-    for _, expr in prog.lets + prog.outputs:
+    outputs = {name for name, _ in prog.outputs}
+    for owner, expr in prog.lets + prog.outputs:
         for node in walk(expr.tree):
-            if isinstance(node, Call) and node.function not in C_FUNCTIONS:
+            if isinstance(node, Call) and node.function not in (*C_FUNCTIONS, *CHANNEL_FUNCTIONS, *LINE_FUNCTIONS):
                 return f"the formula calls {node.function}(), which the compiled path does not render"
             if isinstance(node, Binary) and node.op == "**" and _power_literal(node.right) is None:
                 return "the formula raises to a power that is not a number literal"
@@ -134,7 +155,104 @@ def unsupported(prog: FormulaProgram, params: Sequence[KernelParam]) -> str | No
                     return f"the formula reads attribute {node.id} of C type {c_type}"
             if isinstance(node, Literal) and node.type == "str" and not _c_string_ok(node.value):
                 return "the formula compares with a string the compiled path does not print"
+            if isinstance(node, Call) and node.function in (*CHANNEL_FUNCTIONS, *LINE_FUNCTIONS):
+                reason = _shaped_call_problem(node, node is expr.tree and owner in outputs, by_py, prog)
+                if reason is not None:
+                    return reason
+    return _geometry_problem(prog, by_py)
+
+
+def _shaped_call_problem(node: Call, whole_output: bool, by_py, prog: FormulaProgram) -> str | None:
+    """Why one per_channel, sum_per_channel or sum_keepdim call is beyond the C path, or None."""
+    f = node.function
+    does_not = "which the compiled path does not render"
+    if f == "sum_per_channel" and not whole_output:
+        return (
+            f"the formula calls sum_per_channel() inside an expression, {does_not} (only as an output's whole formula)"
+        )
+    if f in CHANNEL_FUNCTIONS:
+        w = node.args[0 if f == _PER_CHANNEL else 1]
+        if not (isinstance(w, Name) and w.kind == "input" and by_py[w.id].channel):
+            return f"the formula calls {f}() on what no per_channel rule names its weight, {does_not}"
+    if f == "sum_keepdim":
+        dims = node.args[1]
+        if not (isinstance(dims, Dims) and len(dims.values) == 1) and not (
+            isinstance(dims, Name) and by_py[dims.id].c_type in _INT_ATTRIBUTES
+        ):
+            return f"the formula calls sum_keepdim() over several dims, {does_not} (one dim only)"
+    if f != _PER_CHANNEL and _reads_sum(node.args[0], {n: e.tree for n, e in prog.lets}):
+        return f"the formula calls {f}() of a sum, {does_not}"
     return None
+
+
+def _geometry_problem(prog: FormulaProgram, by_py) -> str | None:
+    """Why the formula's loop shapes do not fit one kernel (module docstring), or None."""
+    calls = [n for _, e in prog.lets + prog.outputs for n in walk(e.tree) if isinstance(n, Call)]
+    dims = {n.args[1] for n in calls if n.function in LINE_FUNCTIONS}
+    channel = any(n.function in CHANNEL_FUNCTIONS for n in calls)
+    if channel and dims:
+        return "the formula has per-channel operands and a sum along a dim, which the compiled path does not render together"
+    if len(dims) > 1:
+        return "the formula sums along different dims, which the compiled path does not render"
+    weights = {n.args[1].id for n in calls if n.function == "sum_per_channel"}
+    if len(weights) > 1:
+        return "the formula sums per channel of different weights, which the compiled path does not render"
+    lets = dict(prog.lets)
+    for owner, expr in prog.lets + prog.outputs:
+        for node in _direct(expr.tree):
+            if isinstance(node, Name) and node.kind == "input" and by_py[node.id].channel:
+                return f"the formula reads the per-channel {node.id} element by element, which the compiled path does not render"
+        if owner not in lets and by_py[owner].channel != _is_call(expr.tree, "sum_per_channel"):
+            return f"output {owner} is per-channel without being a sum_per_channel(), which the compiled path does not render"
+    return None
+
+
+def _is_call(node, function: str) -> bool:
+    return isinstance(node, Call) and node.function == function
+
+
+def _children(node) -> tuple:
+    if isinstance(node, Unary):
+        return (node.operand,)
+    if isinstance(node, (Binary, Compare)):
+        return (node.left, node.right)
+    if isinstance(node, Call):
+        return node.args
+    return ()
+
+
+def _direct(node):
+    """The nodes computed per element where `node` is: not inside a sum_keepdim (a line's value)
+    nor a per_channel (a channel's value); a sum_per_channel's summand is per element."""
+    yield node
+    if isinstance(node, Call) and node.function in (*LINE_FUNCTIONS, _PER_CHANNEL):
+        return
+    children = node.args[:1] if _is_call(node, "sum_per_channel") else _children(node)
+    for child in children:
+        yield from _direct(child)
+
+
+def _reads_sum(node, lets: Mapping) -> bool:
+    """Whether `node` needs a sum along a dim or per channel (through its lets too)."""
+    for n in walk(node):
+        if isinstance(n, Call) and n.function in ("sum_keepdim", "sum_per_channel"):
+            return True
+        if isinstance(n, Name) and n.kind == "let" and _reads_sum(lets[n.id], lets):
+            return True
+    return False
+
+
+def _needs(trees, lets: Mapping) -> tuple[set[str], set[str]]:
+    """(the lets, the inputs) computed per element to evaluate `trees`, through their lets."""
+    want_lets, inputs, todo = set(), set(), list(trees)
+    while todo:
+        for n in _direct(todo.pop()):
+            if isinstance(n, Name) and n.kind == "input":
+                inputs.add(n.id)
+            elif isinstance(n, Name) and n.kind == "let" and n.id not in want_lets:
+                want_lets.add(n.id)
+                todo.append(lets[n.id])
+    return want_lets, inputs
 
 
 def function_name(snake: str, storage: str, compute: str) -> str:
@@ -158,15 +276,12 @@ def _variant(snake, prog: FormulaProgram, params, storage: str, compute: str) ->
     ctype = COMPUTES[compute]
     order = abi_order(params)
     read = {n.id for _, e in prog.lets + prog.outputs for n in walk(e.tree) if isinstance(n, Name)}
-    r = _Renderer(ctype, storage, {p.py: p for p in params}, {name: e.tree for name, e in prog.lets})
-    tensors, loads, prologue = [], [], []
-    for index, p in enumerate(order["tensors"]):
-        output = p.role == "output"
-        if output or p.py in read:
-            tensors.append((f"t_{p.py}", STORAGE_CTYPE[storage], index, output))
-        if not output and p.py in read:
-            loads.append(f"const {ctype} in_{p.py} = {_load(storage, ctype, f't_{p.py}[aclk_i]')};")
-    used_arrays = set()
+    let_trees = {name: e.tree for name, e in prog.lets}
+    r = _Renderer(ctype, storage, {p.py: p for p in params}, let_trees)
+    calls = {n.function for _, e in prog.lets + prog.outputs for n in walk(e.tree) if isinstance(n, Call)}
+    geometry = CHANNELS if calls & set(CHANNEL_FUNCTIONS) else LINES if calls & set(LINE_FUNCTIONS) else ELEMENTWISE
+    prologue = []
+    used_arrays = {"ints"} if geometry != ELEMENTWISE else set()
     for array, prefix, decl in (
         ("doubles", "sc", lambda i: f"({ctype})aclk_doubles[{i}]"),
         ("ints", "at", lambda i: f"aclk_ints[{i}]"),
@@ -177,11 +292,26 @@ def _variant(snake, prog: FormulaProgram, params, storage: str, compute: str) ->
                 c_decl = {"doubles": f"const {ctype}", "ints": "const int64_t", "strings": "const char *const"}[array]
                 prologue.append(f"{c_decl} {prefix}_{p.py} = {decl(index)};")
                 used_arrays.add(array)
-    lets = tuple(f"const {ctype} let_{name} = {r.num(expr.tree)};" for name, expr in prog.lets)
     outputs = {p.py: p for p in order["tensors"] if p.role == "output"}
-    stores = tuple(
-        f"t_{py}[aclk_i] = {_store(storage, ctype, r.num(expr.tree))};" for py, expr in prog.outputs if py in outputs
-    )
+    written = [(py, expr.tree) for py, expr in prog.outputs if py in outputs]
+    elementwise = [(py, tree) for py, tree in written if not _is_call(tree, "sum_per_channel")]
+    # per element: what the elementwise outputs and the per-channel sums' summands need
+    summands = [tree.args[0] for _, tree in written if _is_call(tree, "sum_per_channel")]
+    stores = tuple(f"t_{py}[aclk_i] = {_store(storage, ctype, r.num(tree))};" for py, tree in elementwise)
+    sums = [r.num(tree) for tree in summands]
+    lets, loads = _per_element(r, prog, [tree for _, tree in elementwise] + summands, order, ctype, storage)
+    body: tuple[str, ...] = ()
+    if geometry == CHANNELS:
+        body = _channels_body(r, order, written, sums, loads, lets, stores, ctype, storage)
+    elif geometry == LINES:
+        body = _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage)
+    # the tensors the loops read (a sum_per_channel's weight and a per_channel's x give shapes only)
+    _, reads = _needs([tree for _, tree in elementwise] + summands + [arg for _, arg in r.sums], r.lets)
+    tensors = [
+        (f"t_{p.py}", STORAGE_CTYPE[storage], index, p.role == "output")
+        for index, p in enumerate(order["tensors"])
+        if p.role == "output" or p.py in reads | r.channels
+    ]
     return Variant(
         function=function_name(snake, storage, compute),
         storage=storage,
@@ -190,11 +320,114 @@ def _variant(snake, prog: FormulaProgram, params, storage: str, compute: str) ->
         storage_ctype=STORAGE_CTYPE[storage],
         tensors=tuple(tensors),
         prologue=tuple(prologue + r.hoisted),
-        loads=tuple(loads),
+        loads=loads,
         lets=lets,
         stores=stores,
         unused=tuple(f"aclk_{a}" for a in ("doubles", "ints", "strings") if a not in used_arrays),
+        geometry=geometry,
+        body=body,
     )
+
+
+def _per_element(r: "_Renderer", prog: FormulaProgram, trees, order, ctype: str, storage: str):
+    """(the lets, the input loads) one element of `trees` needs, in formula and parameter order."""
+    want_lets, inputs = _needs(trees, r.lets)
+    lets = tuple(f"const {ctype} let_{name} = {r.num(expr.tree)};" for name, expr in prog.lets if name in want_lets)
+    loads = tuple(
+        f"const {ctype} in_{p.py} = {_load(storage, ctype, f't_{p.py}[aclk_i]')};"
+        for p in order["tensors"]
+        if p.role != "output" and p.py in inputs
+    )
+    return lets, loads
+
+
+def _shape_prologue(order, axis: str) -> list[str]:
+    """The shape the caller appends to `ints` (module docstring) and the loop's units: outer,
+    mid (the dim `axis`) and inner element counts."""
+    first = len(order["ints"])
+    return [
+        f"const int64_t aclk_ndim = aclk_ints[{first}];",
+        f"const int64_t *const aclk_shape = aclk_ints + {first + 1};",
+        "const int64_t *const aclk_numel = aclk_shape + aclk_ndim;",
+        "(void)aclk_numel;",
+        "int64_t aclk_outer, aclk_mid, aclk_inner;",
+        f"aclk_geometry(aclk_ndim, aclk_shape, {axis}, &aclk_outer, &aclk_mid, &aclk_inner);",
+    ]
+
+
+def _tensor_index(order, py: str) -> int:
+    return next(i for i, p in enumerate(order["tensors"]) if p.py == py)
+
+
+def _channels_body(r, order, written, sums, loads, lets, stores, ctype, storage) -> tuple[str, ...]:
+    """One unit per channel (or one for all when the summed weight has one element): each channel's
+    per_channel values, then every element of the channel, then its sums stored."""
+    weights = [tree.args[1].id for _, tree in written if _is_call(tree, "sum_per_channel")]
+    unit_of = f"aclk_numel[{_tensor_index(order, weights[0])}] == 1 ? 1 : aclk_mid" if weights else "aclk_mid"
+    lines = _shape_prologue(order, "1")
+    lines += [
+        f"const int64_t aclk_units = {unit_of};",
+        "int64_t aclk_u0, aclk_u1;",
+        "aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);",
+        "for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {",
+        "    const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;",
+        "    const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;",
+    ]
+    lines += [f"    {ctype} acc_{k} = 0;" for k in range(len(sums))]
+    lines += ["    for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {"]
+    for w in sorted(r.channels):
+        index = f"aclk_numel[{_tensor_index(order, w)}] == 1 ? 0 : aclk_c"
+        lines.append(f"        const {ctype} pc_{w} = {_load(storage, ctype, f't_{w}[{index}]')};")
+    lines += [
+        "        for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {",
+        "            const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;",
+        "            for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {",
+        "                const int64_t aclk_i = aclk_row + aclk_e;",
+    ]
+    lines += [f"                {line}" for line in (*loads, *lets, *stores)]
+    lines += [f"                acc_{k} += {text};" for k, text in enumerate(sums)]
+    lines += ["            }", "        }", "    }"]
+    summed = [py for py, tree in written if _is_call(tree, "sum_per_channel")]
+    lines += [f"    t_{py}[aclk_u] = {_store(storage, ctype, f'acc_{k}')};" for k, py in enumerate(summed)]
+    return tuple(lines + ["}"])
+
+
+def _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage) -> tuple[str, ...]:
+    """One unit per line along the summed dim: its sums (first pass), then its elements."""
+    dims = r.sums[0][0] if r.sums else None
+    dim = f"at_{dims.id}" if isinstance(dims, Name) else f"(int64_t){dims.values[0]}"
+    # the sums' summands are rendered now: their own lets and loads make the first pass
+    summands = [r.num(arg) for _, arg in r.sums]
+    first_lets, first_loads = _per_element(r, prog, [arg for _, arg in r.sums], order, ctype, storage)
+    lines = [
+        "int64_t aclk_axis;",
+        f"if (!aclk_dim_axis({dim}, aclk_ints[{len(order['ints'])}], &aclk_axis)) {{",
+        "    /* a dim out of range (the checks were off): no value, as the reference gives none */",
+        "    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {",
+    ]
+    lines += [f"        t_{py}[aclk_i] = {_store(storage, ctype, r.lit(math.nan))};" for py, _ in elementwise]
+    lines += ["    }", "    return;", "}"]
+    lines += _shape_prologue(order, "aclk_axis")
+    lines += [
+        "int64_t aclk_u0, aclk_u1;",
+        "aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);",
+        "for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {",
+        "    const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;",
+    ]
+    lines += [f"    {ctype} red_{k} = 0;" for k in range(len(summands))]
+    lines += [
+        "    for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
+        "        const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;",
+    ]
+    lines += [f"        {line}" for line in (*first_loads, *first_lets)]
+    lines += [f"        red_{k} += {text};" for k, text in enumerate(summands)]
+    lines += [
+        "    }",
+        "    for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
+        "        const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;",
+    ]
+    lines += [f"        {line}" for line in (*loads, *lets, *stores)]
+    return tuple(lines + ["    }", "}"])
 
 
 def _load(storage: str, ctype: str, element: str) -> str:
@@ -219,6 +452,8 @@ class _Renderer:
         self.ctype, self.storage, self.params, self.lets = ctype, storage, params, lets
         self.double = ctype == "double"
         self.hoisted: list[str] = []  # declarations before the loop (string comparisons)
+        self.channels: set[str] = set()  # weights read through per_channel (one value per channel)
+        self.sums: list[tuple] = []  # (dims, summand) of each sum_keepdim: red_<index> in a line
 
     def lit(self, value: float | int) -> str:
         if isinstance(value, float):
@@ -343,6 +578,14 @@ class _Renderer:
             return f"aclk_select_{suffix}({condition}, {self.num(args[1])}, {self.num(args[2])})"
         if f == "conj":
             return self.num(args[0])  # real data: the value itself
+        if f == _PER_CHANNEL:
+            self.channels.add(args[0].id)
+            return f"pc_{args[0].id}"
+        if f == "sum_keepdim":
+            key = (args[1], args[0])
+            if key not in self.sums:
+                self.sums.append(key)
+            return f"red_{self.sums.index(key)}"
         if f == "isnan":
             return f"(({self.ctype})(isnan({self.num(args[0])}) != 0))"
         if f == "round_to":

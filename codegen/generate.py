@@ -32,6 +32,7 @@ from .writer import Folder, Manifest, digest, is_temporary, read_manifest, write
 from .tables import table_path
 from .view import OpView
 from aclnngen.core.attribute_types import ATTRIBUTE_TYPES
+from aclnngen.core.kinds import kind_of
 from aclnngen.core.tiers import upgrade_hint
 
 GENERATOR = "aclnngen generate"
@@ -599,8 +600,10 @@ def _sim_kernels(view: OpView) -> dict:
     if getattr(spec, "formula", None) is None:
         kernel = formula_c.Kernel(symbol, spec.snake_name, reason="the spec has no formula")
     else:
+        # a per_channel rule's weight and gradient hold one element per channel (or one)
+        channel = {name for r in spec.rules for name in kind_of(r).per_channel_tensors(r)}
         params = [
-            formula_c.KernelParam(p.name, p.py_name, p.role, p.c_type or "", p.is_list, p.inplace)
+            formula_c.KernelParam(p.name, p.py_name, p.role, p.c_type or "", p.is_list, p.inplace, p.name in channel)
             for p in spec.parameters
         ]
         kernel = formula_c.kernel_for(symbol, spec.snake_name, view.program, params)

@@ -40,24 +40,42 @@ struct aclk_fallback {
 
 /* --- storage conversions: exact widening, rounding to nearest even --------------------------- */
 
+/* float16 <-> float by bit arithmetic, branch-free (both sides computed, one selected), so the
+ * loops that inline them vectorise: ldexpf and frexp were scalar libm calls per element (a float16
+ * kernel ran 10-25x slower than its float32 form). Exact both ways; round to nearest even. */
+typedef union { float f; uint32_t u; } aclk_f16_bits;
+
 static inline float aclk_f16_to_float(uint16_t h)
 {
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    const uint32_t exponent = (h >> 10) & 0x1fu;
-    const uint32_t mantissa = h & 0x3ffu;
-    float magnitude;
-    if (exponent == 0x1fu) {
-        magnitude = mantissa ? NAN : INFINITY;
-    } else if (exponent == 0) {
-        magnitude = ldexpf((float)mantissa, -24);
-    } else {
-        magnitude = ldexpf((float)(mantissa | 0x400u), (int)exponent - 25);
-    }
-    uint32_t bits;
-    memcpy(&bits, &magnitude, sizeof bits);
-    bits |= sign;
-    memcpy(&magnitude, &bits, sizeof bits);
-    return magnitude;
+    const uint32_t body = (uint32_t)(h & 0x7fffu) << 13; /* exponent and mantissa in float's place */
+    const uint32_t exponent = body & 0x0f800000u;
+    aclk_f16_bits normal = {.u = body + ((uint32_t)(127 - 15) << 23)};
+    aclk_f16_bits special = {.u = body + ((uint32_t)(255 - 31) << 23)}; /* inf and NaN keep their payload */
+    /* subnormal: the mantissa as a normal number of exponent -14, less the implicit 2^-14 */
+    aclk_f16_bits sub = {.u = body + ((uint32_t)(127 - 15 + 1) << 23)};
+    sub.f -= 0x1p-14f;
+    aclk_f16_bits out = {.u = exponent == 0x0f800000u ? special.u : exponent == 0 ? sub.u : normal.u};
+    out.u |= (uint32_t)(h & 0x8000u) << 16;
+    return out.f;
+}
+
+static inline uint16_t aclk_to_f16_f(float x)
+{
+    aclk_f16_bits a = {.f = x};
+    const uint32_t sign = (a.u >> 16) & 0x8000u;
+    a.u &= 0x7fffffffu;
+    /* at or above 65536 (and inf): inf; NaN: a quiet NaN */
+    const uint32_t big = a.u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    /* below 2^-14, subnormal: adding 0.5 rounds the mantissa to nearest even in the float's own
+     * rounding, leaving the half's bits at the bottom */
+    aclk_f16_bits sub = {.f = a.f + 0.5f};
+    const uint32_t small = sub.u - 0x3f000000u;
+    /* normal: rebias, round to nearest even at bit 13 (a carry may reach the exponent: 65520 and
+     * above become inf, as they should) */
+    const uint32_t odd = (a.u >> 13) & 1u;
+    const uint32_t normal = (a.u + ((uint32_t)(15 - 127) << 23) + 0xfffu + odd) >> 13;
+    const uint32_t bits = a.u >= 0x47800000u ? big : a.u < 0x38800000u ? small : normal;
+    return (uint16_t)(sign | bits);
 }
 
 static inline uint16_t aclk_to_f16_d(double x)
@@ -77,11 +95,6 @@ static inline uint16_t aclk_to_f16_d(double x)
     (void)frexp(a, &e); /* a = m * 2^e, m in [0.5, 1): the half's exponent is e - 1 */
     const double q = nearbyint(ldexp(a, 11 - e)); /* 1024..2048 units of the exponent's ulp */
     return sign | (uint16_t)(((uint32_t)(e - 1 + 15) << 10) + (uint32_t)q - 1024u);
-}
-
-static inline uint16_t aclk_to_f16_f(float x)
-{
-    return aclk_to_f16_d((double)x); /* exact widening: one rounding */
 }
 
 static inline float aclk_bf16_to_float(uint16_t b)
@@ -193,7 +206,8 @@ static inline float aclk_tanh_f(float x)
     return a < 0.625f ? small : large;
 }
 
-/* For the accuracy tests: `name` ("exp", "erf" or "tanh") over n floats; -1 for an unknown name. */
+/* For the accuracy tests: `name` ("exp", "erf", "tanh" or "round_f16") over n floats; -1 for an
+ * unknown name. */
 int aclk_math_f(const char *name, const float *x, float *y, int64_t n)
 {
     if (strcmp(name, "exp") == 0) {
@@ -202,6 +216,8 @@ int aclk_math_f(const char *name, const float *x, float *y, int64_t n)
         for (int64_t i = 0; i < n; i++) y[i] = aclk_erf_f(x[i]);
     } else if (strcmp(name, "tanh") == 0) {
         for (int64_t i = 0; i < n; i++) y[i] = aclk_tanh_f(x[i]);
+    } else if (strcmp(name, "round_f16") == 0) { /* through float16 and back: both conversions */
+        for (int64_t i = 0; i < n; i++) y[i] = aclk_round_f16_f(x[i]);
     } else {
         return -1;
     }
@@ -232,6 +248,46 @@ static inline float aclk_min_f(float a, float b) { return isnan(a) ? a : isnan(b
 static inline double aclk_min_d(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a < b ? a : b; }
 static inline float aclk_max_f(float a, float b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
 static inline double aclk_max_d(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
+
+/* --- loop shapes of per-channel and along-a-dim kernels (codegen/formula_c.py) ----------------- */
+
+/* The element counts before, along and after dim `axis` of a C-ordered shape (along: 1 when the
+ * shape has no dim `axis`, as a channel count of a rank below 2 is 1). */
+static inline void aclk_geometry(int64_t ndim, const int64_t *shape, int64_t axis, int64_t *outer, int64_t *mid, int64_t *inner)
+{
+    *outer = 1;
+    *mid = 1;
+    *inner = 1;
+    for (int64_t d = 0; d < ndim; ++d) {
+        int64_t *const part = d < axis ? outer : d == axis ? mid : inner;
+        *part *= shape[d];
+    }
+}
+
+/* The units [*u0, *u1) of `units` equal units of `n` elements whose first element lies in
+ * [start, start + count): pieces that split the elements split the units, each unit once. */
+static inline void aclk_unit_range(int64_t start, int64_t count, int64_t n, int64_t units, int64_t *u0, int64_t *u1)
+{
+    if (units == 0 || n == 0) { /* no elements: one piece (0, 0) takes every unit (sums of nothing) */
+        *u0 = 0;
+        *u1 = start == 0 ? units : 0;
+        return;
+    }
+    const int64_t per = n / units;
+    *u0 = (start + per - 1) / per;
+    *u1 = (start + count + per - 1) / per;
+}
+
+/* A dim as torch takes it (negative from the end; a 0-d tensor has dim 0 or -1): 0 when out of range. */
+static inline int aclk_dim_axis(int64_t dim, int64_t ndim, int64_t *axis)
+{
+    const int64_t span = ndim > 0 ? ndim : 1;
+    if (dim < -span || dim >= span) {
+        return 0;
+    }
+    *axis = dim < 0 ? dim + span : dim;
+    return 1;
+}
 
 /* --- the kernels ---------------------------------------------------------------------------- */
 /* A build for one op (runtime/sim/compiled.py builds each op's kernels on its first call) defines
@@ -934,7 +990,317 @@ ACLK_CLONES static void aclk_leaky_relu_backward__f64__f64(void *const *aclk_ten
 #endif
 
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_prelu_backward)
-/* aclnnPreluBackward: no compiled kernel (the formula calls per_channel(), which the compiled path does not render) */
+ACLK_CLONES static void aclk_prelu_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
+    const uint16_t *const t_weight = (const uint16_t *)aclk_tensors[2];
+    uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[3];
+    uint16_t *const t_grad_weight = (uint16_t *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        float acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const float pc_weight = (float)aclk_f16_to_float(t_weight[aclk_numel[2] == 1 ? 0 : aclk_c]);
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                    const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
+                    t_grad_input[aclk_i] = aclk_to_f16_f(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_f((in_self > ((float)0.0)), ((float)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = aclk_to_f16_f(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
+    const uint16_t *const t_weight = (const uint16_t *)aclk_tensors[2];
+    uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[3];
+    uint16_t *const t_grad_weight = (uint16_t *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        double acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const double pc_weight = (double)aclk_f16_to_float(t_weight[aclk_numel[2] == 1 ? 0 : aclk_c]);
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                    const double in_self = (double)aclk_f16_to_float(t_self[aclk_i]);
+                    t_grad_input[aclk_i] = aclk_to_f16_d(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_d((in_self > ((double)0.0)), ((double)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = aclk_to_f16_d(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
+    const uint16_t *const t_weight = (const uint16_t *)aclk_tensors[2];
+    uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[3];
+    uint16_t *const t_grad_weight = (uint16_t *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        float acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const float pc_weight = (float)aclk_bf16_to_float(t_weight[aclk_numel[2] == 1 ? 0 : aclk_c]);
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                    const float in_self = (float)aclk_bf16_to_float(t_self[aclk_i]);
+                    t_grad_input[aclk_i] = aclk_to_bf16_f(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_f((in_self > ((float)0.0)), ((float)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = aclk_to_bf16_f(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
+    const uint16_t *const t_weight = (const uint16_t *)aclk_tensors[2];
+    uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[3];
+    uint16_t *const t_grad_weight = (uint16_t *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        double acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const double pc_weight = (double)aclk_bf16_to_float(t_weight[aclk_numel[2] == 1 ? 0 : aclk_c]);
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                    const double in_self = (double)aclk_bf16_to_float(t_self[aclk_i]);
+                    t_grad_input[aclk_i] = aclk_to_bf16_d(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_d((in_self > ((double)0.0)), ((double)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = aclk_to_bf16_d(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const float *const t_grad_output = (const float *)aclk_tensors[0];
+    const float *const t_self = (const float *)aclk_tensors[1];
+    const float *const t_weight = (const float *)aclk_tensors[2];
+    float *const t_grad_input = (float *)aclk_tensors[3];
+    float *const t_grad_weight = (float *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        float acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const float pc_weight = (float)t_weight[aclk_numel[2] == 1 ? 0 : aclk_c];
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const float in_grad_output = (float)t_grad_output[aclk_i];
+                    const float in_self = (float)t_self[aclk_i];
+                    t_grad_input[aclk_i] = (float)(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_f((in_self > ((float)0.0)), ((float)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = (float)(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const float *const t_grad_output = (const float *)aclk_tensors[0];
+    const float *const t_self = (const float *)aclk_tensors[1];
+    const float *const t_weight = (const float *)aclk_tensors[2];
+    float *const t_grad_input = (float *)aclk_tensors[3];
+    float *const t_grad_weight = (float *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        double acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const double pc_weight = (double)t_weight[aclk_numel[2] == 1 ? 0 : aclk_c];
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const double in_grad_output = (double)t_grad_output[aclk_i];
+                    const double in_self = (double)t_self[aclk_i];
+                    t_grad_input[aclk_i] = (float)(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_d((in_self > ((double)0.0)), ((double)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = (float)(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const double *const t_grad_output = (const double *)aclk_tensors[0];
+    const double *const t_self = (const double *)aclk_tensors[1];
+    const double *const t_weight = (const double *)aclk_tensors[2];
+    double *const t_grad_input = (double *)aclk_tensors[3];
+    double *const t_grad_weight = (double *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        float acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const float pc_weight = (float)t_weight[aclk_numel[2] == 1 ? 0 : aclk_c];
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const float in_grad_output = (float)t_grad_output[aclk_i];
+                    const float in_self = (float)t_self[aclk_i];
+                    t_grad_input[aclk_i] = (double)(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_f((in_self > ((float)0.0)), ((float)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = (double)(acc_0);
+    }
+}
+
+ACLK_CLONES static void aclk_prelu_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const double *const t_grad_output = (const double *)aclk_tensors[0];
+    const double *const t_self = (const double *)aclk_tensors[1];
+    const double *const t_weight = (const double *)aclk_tensors[2];
+    double *const t_grad_input = (double *)aclk_tensors[3];
+    double *const t_grad_weight = (double *)aclk_tensors[4];
+    const int64_t aclk_ndim = aclk_ints[0];
+    const int64_t *const aclk_shape = aclk_ints + 1;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, 1, &aclk_outer, &aclk_mid, &aclk_inner);
+    const int64_t aclk_units = aclk_numel[2] == 1 ? 1 : aclk_mid;
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_units, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_c0 = aclk_units == aclk_mid ? aclk_u : 0;
+        const int64_t aclk_c1 = aclk_units == aclk_mid ? aclk_u + 1 : aclk_mid;
+        double acc_0 = 0;
+        for (int64_t aclk_c = aclk_c0; aclk_c < aclk_c1; ++aclk_c) {
+            const double pc_weight = (double)t_weight[aclk_numel[2] == 1 ? 0 : aclk_c];
+            for (int64_t aclk_o = 0; aclk_o < aclk_outer; ++aclk_o) {
+                const int64_t aclk_row = (aclk_o * aclk_mid + aclk_c) * aclk_inner;
+                for (int64_t aclk_e = 0; aclk_e < aclk_inner; ++aclk_e) {
+                    const int64_t aclk_i = aclk_row + aclk_e;
+                    const double in_grad_output = (double)t_grad_output[aclk_i];
+                    const double in_self = (double)t_self[aclk_i];
+                    t_grad_input[aclk_i] = (double)(aclk_select_d((in_self > ((double)0.0)), in_grad_output, (in_grad_output * pc_weight)));
+                    acc_0 += aclk_select_d((in_self > ((double)0.0)), ((double)0.0), (in_self * in_grad_output));
+                }
+            }
+        }
+        t_grad_weight[aclk_u] = (double)(acc_0);
+    }
+}
 
 #endif
 
@@ -1062,7 +1428,341 @@ ACLK_CLONES static void aclk_sigmoid_backward__f64__f64(void *const *aclk_tensor
 #endif
 
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softmax_backward)
-/* aclnnSoftmaxBackward: no compiled kernel (the formula calls sum_keepdim(), which the compiled path does not render) */
+ACLK_CLONES static void aclk_softmax_backward__f16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_output = (const uint16_t *)aclk_tensors[1];
+    uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = aclk_to_f16_f(((float)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        float red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+            const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+            const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+            t_out[aclk_i] = aclk_to_f16_f((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_output = (const uint16_t *)aclk_tensors[1];
+    uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = aclk_to_f16_d(((double)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        double red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+            const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+            const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+            t_out[aclk_i] = aclk_to_f16_d((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__bf16__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_output = (const uint16_t *)aclk_tensors[1];
+    uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = aclk_to_bf16_f(((float)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        float red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+            const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+            const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+            t_out[aclk_i] = aclk_to_bf16_f((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__bf16__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
+    const uint16_t *const t_output = (const uint16_t *)aclk_tensors[1];
+    uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = aclk_to_bf16_d(((double)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        double red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+            const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+            const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+            t_out[aclk_i] = aclk_to_bf16_d((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f32__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const float *const t_grad_output = (const float *)aclk_tensors[0];
+    const float *const t_output = (const float *)aclk_tensors[1];
+    float *const t_out = (float *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = (float)(((float)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        float red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)t_grad_output[aclk_i];
+            const float in_output = (float)t_output[aclk_i];
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)t_grad_output[aclk_i];
+            const float in_output = (float)t_output[aclk_i];
+            t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f32__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const float *const t_grad_output = (const float *)aclk_tensors[0];
+    const float *const t_output = (const float *)aclk_tensors[1];
+    float *const t_out = (float *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = (float)(((double)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        double red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)t_grad_output[aclk_i];
+            const double in_output = (double)t_output[aclk_i];
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)t_grad_output[aclk_i];
+            const double in_output = (double)t_output[aclk_i];
+            t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f64__f32(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const double *const t_grad_output = (const double *)aclk_tensors[0];
+    const double *const t_output = (const double *)aclk_tensors[1];
+    double *const t_out = (double *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = (double)(((float)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        float red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)t_grad_output[aclk_i];
+            const float in_output = (float)t_output[aclk_i];
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const float in_grad_output = (float)t_grad_output[aclk_i];
+            const float in_output = (float)t_output[aclk_i];
+            t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
+
+ACLK_CLONES static void aclk_softmax_backward__f64__f64(void *const *aclk_tensors, int64_t aclk_start, int64_t aclk_count, const double *aclk_doubles, const int64_t *aclk_ints, const char *const *aclk_strings)
+{
+    (void)aclk_doubles;
+    (void)aclk_strings;
+    const double *const t_grad_output = (const double *)aclk_tensors[0];
+    const double *const t_output = (const double *)aclk_tensors[1];
+    double *const t_out = (double *)aclk_tensors[2];
+    const int64_t at_dim = aclk_ints[0];
+    int64_t aclk_axis;
+    if (!aclk_dim_axis(at_dim, aclk_ints[1], &aclk_axis)) {
+        /* a dim out of range (the checks were off): no value, as the reference gives none */
+        for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
+            t_out[aclk_i] = (double)(((double)NAN));
+        }
+        return;
+    }
+    const int64_t aclk_ndim = aclk_ints[1];
+    const int64_t *const aclk_shape = aclk_ints + 2;
+    const int64_t *const aclk_numel = aclk_shape + aclk_ndim;
+    (void)aclk_numel;
+    int64_t aclk_outer, aclk_mid, aclk_inner;
+    aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
+    int64_t aclk_u0, aclk_u1;
+    aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
+        double red_0 = 0;
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)t_grad_output[aclk_i];
+            const double in_output = (double)t_output[aclk_i];
+            red_0 += (in_grad_output * in_output);
+        }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
+            const double in_grad_output = (double)t_grad_output[aclk_i];
+            const double in_output = (double)t_output[aclk_i];
+            t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0)));
+        }
+    }
+}
 
 #endif
 
@@ -1502,6 +2202,16 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnLeakyReluBackward", "float64", "float32", aclk_leaky_relu_backward__f64__f32},
     {"aclnnLeakyReluBackward", "float64", "float64", aclk_leaky_relu_backward__f64__f64},
 #endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_prelu_backward)
+    {"aclnnPreluBackward", "float16", "float32", aclk_prelu_backward__f16__f32},
+    {"aclnnPreluBackward", "float16", "float64", aclk_prelu_backward__f16__f64},
+    {"aclnnPreluBackward", "bfloat16", "float32", aclk_prelu_backward__bf16__f32},
+    {"aclnnPreluBackward", "bfloat16", "float64", aclk_prelu_backward__bf16__f64},
+    {"aclnnPreluBackward", "float32", "float32", aclk_prelu_backward__f32__f32},
+    {"aclnnPreluBackward", "float32", "float64", aclk_prelu_backward__f32__f64},
+    {"aclnnPreluBackward", "float64", "float32", aclk_prelu_backward__f64__f32},
+    {"aclnnPreluBackward", "float64", "float64", aclk_prelu_backward__f64__f64},
+#endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_sigmoid_backward)
     {"aclnnSigmoidBackward", "float16", "float32", aclk_sigmoid_backward__f16__f32},
     {"aclnnSigmoidBackward", "float16", "float64", aclk_sigmoid_backward__f16__f64},
@@ -1511,6 +2221,16 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnSigmoidBackward", "float32", "float64", aclk_sigmoid_backward__f32__f64},
     {"aclnnSigmoidBackward", "float64", "float32", aclk_sigmoid_backward__f64__f32},
     {"aclnnSigmoidBackward", "float64", "float64", aclk_sigmoid_backward__f64__f64},
+#endif
+#if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softmax_backward)
+    {"aclnnSoftmaxBackward", "float16", "float32", aclk_softmax_backward__f16__f32},
+    {"aclnnSoftmaxBackward", "float16", "float64", aclk_softmax_backward__f16__f64},
+    {"aclnnSoftmaxBackward", "bfloat16", "float32", aclk_softmax_backward__bf16__f32},
+    {"aclnnSoftmaxBackward", "bfloat16", "float64", aclk_softmax_backward__bf16__f64},
+    {"aclnnSoftmaxBackward", "float32", "float32", aclk_softmax_backward__f32__f32},
+    {"aclnnSoftmaxBackward", "float32", "float64", aclk_softmax_backward__f32__f64},
+    {"aclnnSoftmaxBackward", "float64", "float32", aclk_softmax_backward__f64__f32},
+    {"aclnnSoftmaxBackward", "float64", "float64", aclk_softmax_backward__f64__f64},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softshrink_backward)
     {"aclnnSoftshrinkBackward", "float16", "float32", aclk_softshrink_backward__f16__f32},
@@ -1546,8 +2266,6 @@ static const struct aclk_entry aclk_table[] = {
 };
 
 static const struct aclk_fallback aclk_fallback_table[] = {
-    {"aclnnPreluBackward", "the formula calls per_channel(), which the compiled path does not render"},
-    {"aclnnSoftmaxBackward", "the formula calls sum_keepdim(), which the compiled path does not render"},
     {NULL, NULL},
 };
 

@@ -5,7 +5,8 @@ The run hook (kernels.py) asks `run(...)` first; it computes the launch straight
 device memory when the call qualifies and returns True, else False and the hook evaluates the
 reference as before. A call qualifies when the op has a compiled kernel (the generated file lists
 the ops that have none, and why: `fallbacks()`), every tensor of the op is present, C-contiguous,
-of one shape and one float storage dtype (float16, bfloat16, float32, float64), the outputs either
+of one float storage dtype (float16, bfloat16, float32, float64) and of one shape (a tensor a
+per_channel rule names: one element per channel of dim 1, or one), the outputs either
 are the inputs' very memory or overlap none of it, the compute dtype the spec's arithmetic gives
 is float32 or float64, and the scalars and attributes are plain values. Everything else (a
 broadcast, a strided view, mixed or integer dtypes, complex data) runs the reference.
@@ -170,15 +171,29 @@ def _pool(size: int) -> ThreadPoolExecutor:
         return _POOL
 
 
-def _why_not(tensors, storage) -> str | None:
-    """Why these tensors (ViewArgs of every input and output) cannot go to a compiled kernel."""
+def _channel_tensors(op) -> frozenset[str]:
+    """The tensors a per_channel rule names (its weight and the weight's gradient): one element per
+    channel of dim 1, or one; codegen/formula_c.py renders exactly these as per-channel operands."""
+    return frozenset(name for rule in op.rules for name in rule.kind.per_channel_tensors(rule.data))
+
+
+def _why_not(tensors, storage, channel=frozenset()) -> str | None:
+    """Why these tensors (ViewArgs of every input and output) cannot go to a compiled kernel: every
+    one present, contiguous, of `storage`, of the full tensors' shape, or (`channel`) one element
+    per channel of it or one."""
+    full = next((a.shape for a in tensors if a.name not in channel), None)
+    if channel:
+        from aclnngen.core.kinds.per_channel import weight_layout  # deferred: only ops with per-channel tensors
     for a in tensors:
         if a.is_null:
             return f"tensor {a.name} is absent"
         if not isinstance(a.dtype, np.dtype) or a.dtype != storage:
             return f"tensor {a.name} is {a.dtype}, not {storage} like the first"
-        if a.shape != tensors[0].shape:
-            return f"tensor {a.name} has shape {a.shape}, not {tensors[0].shape} (a broadcast)"
+        if a.name in channel:
+            if weight_layout(a.shape, full) is None:
+                return f"tensor {a.name} has shape {a.shape}: not one element per channel of {full} nor one"
+        elif a.shape != full:
+            return f"tensor {a.name} has shape {a.shape}, not {full} (a broadcast)"
         if not a.contiguous:
             return f"tensor {a.name} is not contiguous"
     return None
@@ -186,13 +201,17 @@ def _why_not(tensors, storage) -> str | None:
 
 def _overlap(tensors, outputs) -> str | None:
     """A partial overlap of an output with another tensor (an exact alias is elementwise-safe)."""
-    spans = [(a.data + a.offset * a.dtype.itemsize, a) for a in tensors]
-    size = math.prod(tensors[0].shape) * tensors[0].dtype.itemsize
-    for start, out in spans:
+    spans = [(a.data + a.offset * a.dtype.itemsize, math.prod(a.shape) * a.dtype.itemsize, a) for a in tensors]
+    for start, size, out in spans:
         if out.name not in outputs:
             continue
-        for other_start, other in spans:
-            if other is not out and other_start != start and start < other_start + size and other_start < start + size:
+        for other_start, other_size, other in spans:
+            if (
+                other is not out
+                and (other_start != start or other_size != size)
+                and start < other_start + other_size
+                and other_start < start + size
+            ):
                 return f"output {out.name} partly overlaps {other.name}"
     return None
 
@@ -238,7 +257,8 @@ def _compute(backend, entry, args, family) -> str | None:
     storage = tensors[0].dtype
     if not isinstance(storage, np.dtype) or storage.kind != "f" and dtype_name_of(storage) != "bfloat16":
         return f"tensor {tensors[0].name} is {storage}: compiled kernels take float data"
-    problem = _why_not(tensors, storage)
+    channel = _channel_tensors(op)
+    problem = _why_not(tensors, storage, channel)
     if problem is not None:
         return problem
     outputs = {p.name for p in tensor_params if p.role == "output"}
@@ -275,10 +295,14 @@ def _compute(backend, entry, args, family) -> str | None:
                 keep.append(text)
                 strings.append(text)
     pointers = ffi.new("void *[]", [ffi.cast("void *", a.data + a.offset * storage.itemsize) for a in tensors])
+    # the shape after the attributes (formula_c's ABI): the rank, the full tensors' dims, each
+    # tensor's element count
+    full = next(a.shape for a in tensors if a.name not in channel)
+    ints += [len(full), *full, *(math.prod(a.shape) for a in tensors)]
     c_doubles = ffi.new("double[]", doubles or [0.0])
-    c_ints = ffi.new("int64_t[]", ints or [0])
+    c_ints = ffi.new("int64_t[]", ints)
     c_strings = ffi.new("const char *[]", strings or [ffi.NULL])
-    n = math.prod(tensors[0].shape)
+    n = math.prod(full)
     pieces = _pieces(n)
     if len(pieces) == 1:
         fn(pointers, 0, n, c_doubles, c_ints, c_strings)

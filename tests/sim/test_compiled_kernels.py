@@ -50,17 +50,18 @@ def _fallbacks() -> dict[str, str]:
     return compiled.fallbacks(BUILTIN_PACKAGE, session.backend().libraries["nnopbase"])
 
 
-def _data(dtype, seed: int, specials: bool) -> np.ndarray:
+def _data(dtype, seed: int, specials: bool, shape=(N,)) -> np.ndarray:
     """Random values around the formulas' interesting range, then (`specials`) NaN, ±inf, ±0,
     subnormals of the storage dtype and its extremes."""
     rng = np.random.default_rng(seed)
-    x = rng.normal(0.0, 3.0, N)
+    x = rng.normal(0.0, 3.0, int(np.prod(shape)))
     info = ml_dtypes.finfo(dtype)
     special = [-0.0, 0.0, float(info.smallest_subnormal), -float(info.smallest_subnormal), float(info.tiny)]
     if specials:
         special += [np.nan, np.inf, -np.inf, float(info.max), -float(info.max), 20.0, -20.0, 1e-3]
+    special = special[: x.size]  # a small tensor (a per-channel weight) takes the first few
     x[: len(special)] = special
-    return rng.permutation(x).astype(dtype)
+    return rng.permutation(x).astype(dtype).reshape(shape)
 
 
 def _values(op: opcheck.OpUnderTest, storage: str, seed: int) -> dict:
@@ -72,8 +73,13 @@ def _values(op: opcheck.OpUnderTest, storage: str, seed: int) -> dict:
         op.meta, "contiguous", supported_dtypes(op.meta, first, family, op.version)[0], version=op.version
     )
     values = dict(made)
+    # the made case's shape grown along dim 0 to about N elements; a tensor of another shape (a
+    # per-channel weight) keeps its own
+    full = np.shape(made[first])
+    grown = (-(-N // max(int(np.prod(full[1:])), 1)),) + tuple(full[1:]) if full else (N,)
     for i, p in enumerate(op.of_roles("input")):
-        values[p.name] = _data(STORAGES[storage], seed + i, specials=i > 0)
+        shape = grown if np.shape(made[p.name]) == full else np.shape(made[p.name])
+        values[p.name] = _data(STORAGES[storage], seed + i, specials=i > 0, shape=shape)
     for p in op.of_roles("output"):
         values.pop(p.name, None)
     return values
@@ -170,9 +176,17 @@ def test_info_lists_the_ops_that_fall_back_with_why():
 
 
 def test_a_made_up_op_the_c_path_cannot_express_falls_back(tmp_path, monkeypatch):
-    """A stand-alone package's own kernels: its reduction op (sum_keepdim) is listed with the
-    reason and runs the reference; its elementwise op runs compiled."""
-    with generated_package(tmp_path, CUSTOM_SPECS, "compiledpkg"):
+    """A stand-alone package's own kernels: its op that sums over two dims (the C path sums along
+    one) is listed with the reason and runs the reference; its elementwise op runs compiled."""
+    import shutil
+
+    specs = tmp_path / "specs"
+    shutil.copytree(CUSTOM_SPECS, specs)
+    spec = specs / "ops" / "log_normalise_backward.yaml"
+    text = spec.read_text(encoding="utf-8")
+    assert "sum_keepdim(grad_output, dim)" in text
+    spec.write_text(text.replace("sum_keepdim(grad_output, dim)", "sum_keepdim(grad_output, (0, 1))"), encoding="utf-8")
+    with generated_package(tmp_path, specs, "compiledpkg"):
         lognorm = importlib.import_module("compiledpkg.ops.log_normalise_backward").log_normalise_backward
         sloped = importlib.import_module("compiledpkg.ops.sloped_step_backward").sloped_step_backward
         session.reset()  # the simulator builds the package's entry points in
@@ -185,7 +199,7 @@ def test_a_made_up_op_the_c_path_cannot_express_falls_back(tmp_path, monkeypatch
         assert compiled.stats()["compiled"] == before["compiled"] + 1
         status = compiled.status("compiledpkg", session.backend().libraries["nnopbase"])
         assert status["error"] is None
-        assert "sum_keepdim" in status["fallbacks"]["aclnnLogNormaliseBackward"]
+        assert "sum_keepdim() over several dims" in status["fallbacks"]["aclnnLogNormaliseBackward"]
         assert "aclnnSlopedStepBackward" in status["ops"]
 
 

@@ -166,6 +166,11 @@ class RuleKind:
         planner's "broadcast" case picks one)."""
         return ()
 
+    def per_channel_tensors(self, rule: Any) -> tuple[str, ...]:
+        """The tensors the rule holds to one element per channel of dim 1, or one (the compiled
+        kernels read these per channel: codegen/formula_c.py, runtime/sim/compiled.py)."""
+        return ()
+
     def shape_fixed(self, rule: Mapping) -> tuple[str, ...]:
         """The tensors whose shape the rule fixes from the others' (the planner's
         "shape-mismatch" case gives an output of these a wrong one)."""

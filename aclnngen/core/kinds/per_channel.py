@@ -4,7 +4,7 @@ gradient shaped like it."""
 from __future__ import annotations
 
 from ..broadcasting import channels, numel
-from .base import Field, Provocation, RuleKind, Violation, first_violation, fmt
+from .base import Field, Provocation, RuleKind, Violation, first_violation, fmt, value
 
 
 def weight_layout(weight: tuple[int, ...], source: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -38,6 +38,9 @@ class PerChannel(RuleKind):
     )
     example = {"weight": "w", "input": "a"}
     cases = ("per-channel-single", "per-channel-rejected", "grad-shape-rejected")
+
+    def per_channel_tensors(self, rule):
+        return tuple(n for n in (value(rule, "weight"), value(rule, "grad")) if n)
 
     def sentence(self, rule):
         grad = f"; {rule.grad} has weight's shape (1 element) or (C,)" if rule.grad else ""
