@@ -172,8 +172,15 @@ def _output_plan(meta: Mapping, version: str, family: str | None):
         # the broadcast shape is the answer (it equals the shared shape whenever the inputs agree).
         rules = tuple(sorted(rules, key=lambda r: not kind_of(r).shapes_across_families))
     op = op_meta(meta)
+    # each output's own dtypes (on `family`, else on any family): where no rule gives an output
+    # its dtype, the first input's is only a guess, and one its own list lacks is no answer
+    families = [family] if family is not None else list(families_at(meta, version))
+    own = {
+        name: tuple(dict.fromkeys(d for f in families for d in supported_dtypes(meta, name, f, version)))
+        for name in op.outputs
+    }
     # a tensor list has no one shape or dtype to infer from
-    return rules, tuple(p.name for p in op.by_role("input") if not p.is_list), op.outputs
+    return rules, tuple(p.name for p in op.by_role("input") if not p.is_list), op.outputs, own
 
 
 _OUTPUT_PLANS = MetaCache(_output_plan)
@@ -187,11 +194,15 @@ def _shape_from_rules(name, rules, known, strict):
     return None
 
 
-def _dtype_from_rules(name, rules, known, first_input, strict):
+def _dtype_from_rules(name, rules, known, first_input, strict, own):
+    """The dtype a rule gives output `name`; else the first input's where the output's own list
+    (`own`) has it or is empty, else the first of that list (a quantizing op's int8 output)."""
     for rule in rules:
         dtype = kind_of(rule).output_dtype(rule, name, known, strict)
         if dtype is not None:
             return dtype
+    if own and first_input is not None and first_input not in own:
+        return own[0]
     return first_input
 
 
@@ -208,7 +219,7 @@ def infer_output_names(
     present (`shapes`, `dtypes`: C name -> value, inputs in META order), by the rules that hold at
     `version` (on `family`, when given). The rules are those of `runtime.shapes.infer_outputs`,
     which documents them; an output nothing can be derived for is left out."""
-    rules, _, outputs = _OUTPUT_PLANS.get(meta, version_key(version), family)
+    rules, _, outputs, own = _OUTPUT_PLANS.get(meta, version_key(version), family)
     shapes = dict(shapes)
     dtypes = dict(dtypes)
     first_shape = next(iter(shapes.values()), None)
@@ -230,7 +241,7 @@ def infer_output_names(
             shapes[name] = first_shape
 
     for name in outputs:
-        dtype = _dtype_from_rules(name, rules, dtypes, first_dtype, strict)
+        dtype = _dtype_from_rules(name, rules, dtypes, first_dtype, strict, own[name])
         if dtype is not None:
             dtypes[name] = dtype
 
