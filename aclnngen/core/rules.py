@@ -172,12 +172,12 @@ def _output_plan(meta: Mapping, version: str, family: str | None):
         # the broadcast shape is the answer (it equals the shared shape whenever the inputs agree).
         rules = tuple(sorted(rules, key=lambda r: not kind_of(r).shapes_across_families))
     op = op_meta(meta)
-    # each output's own dtypes (on `family`, else on any family): where no rule gives an output
-    # its dtype, the first input's is only a guess, and one its own list lacks is no answer
-    families = [family] if family is not None else list(families_at(meta, version))
+    # a binding-tier op's outputs on `family`: where no rule gives an output its dtype, the first
+    # input's is only a guess, and one its list there lacks is no answer. A full-tier op keeps
+    # the guess: its reference is asked for dtypes beyond the tables, at other releases, and
+    # computes the output's dtype itself
     own = {
-        name: tuple(dict.fromkeys(d for f in families for d in supported_dtypes(meta, name, f, version)))
-        for name in op.outputs
+        name: supported_dtypes(meta, name, family, version) if family and not op.computes else () for name in op.outputs
     }
     # a tensor list has no one shape or dtype to infer from
     return rules, tuple(p.name for p in op.by_role("input") if not p.is_list), op.outputs, own

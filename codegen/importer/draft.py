@@ -310,6 +310,18 @@ def _inplace_by_name(op: str, params: list[dict[str, Any]]) -> None:
     otherwise writes the input its out-of-place twin reads as `self`, `x` or `input` (else its first)."""
     if not (op.startswith("Inplace") or op.endswith("Inplace")):
         return
+    tensors = [p for p in params if p.get("role") in ("input", "output")]
+    if len(tensors) == 1 and tensors[0]["role"] == "output" and tensors[0]["name"] in _WRITTEN_NAMES:
+        # `aclTensor* self` its one tensor, read and written: the in-place input, not an output
+        entry = dict(tensors[0])
+        tensors[0].clear()
+        for key, value in entry.items():
+            tensors[0][key] = "input" if key == "role" else value
+            if key == "role":
+                tensors[0]["inplace"] = True
+        if entry.get("summary") == _generated_param_summary(entry["name"], "output"):
+            tensors[0]["summary"] = _generated_param_summary(entry["name"], "input")
+        return
     if any(p.get("role") == "output" or p.get("inplace") for p in params):
         return
     inputs = [p for p in params if p.get("role") == "input" and not p.get("optional")]

@@ -94,11 +94,12 @@ def _validates(meta: dict, case: str) -> int:
 def test_an_output_no_rule_types_takes_a_dtype_of_its_own_list(tmp_path):
     meta = _meta(tmp_path)
     shapes = dict.fromkeys(("x", "index", "scale"), (2, 3))
-    inferred = infer_output_names(meta, shapes, {"x": "float16", "index": "int64", "scale": "float16"}, RELEASE)
-    assert inferred["out"] == ((2, 3), "int8")
-    assert infer_output_names(meta, shapes, {"x": "int32", "index": "int64", "scale": "int32"}, RELEASE)["out"][1] == (
-        "int32"
-    )
+    halves = {"x": "float16", "index": "int64", "scale": "float16"}
+    assert infer_output_names(meta, shapes, halves, RELEASE, family="a2")["out"] == ((2, 3), "int8")
+    ints = {"x": "int32", "index": "int64", "scale": "int32"}
+    assert infer_output_names(meta, shapes, ints, RELEASE, family="a2")["out"][1] == "int32"
+    # without a family (the reference, asked for any dtype) the first input's stands
+    assert infer_output_names(meta, shapes, halves, RELEASE)["out"][1] == "float16"
 
 
 @pytest.mark.parametrize("case", ["contiguous", "empty", "non-contiguous"])
