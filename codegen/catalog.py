@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .catalog_definitions import OpDefinition, against, read_definition
 from .cdecl import PrototypeError, normalize_prototype
 from .errors import GenerateError, SpecError
 from aclnngen.core.kinds import kind_of
@@ -44,6 +45,11 @@ class ApiResult:
     spec_text: str | None = None
     prototype: str | None = None  # the spec's first-phase prototype, when imported
     header: str | None = None  # against the vendor header: "equal", "differs", BUILT, "absent"
+    parted: str | None = None  # where a differing prototype parts from the header's
+    inputs: tuple[str, ...] = ()  # the input tensors the page lists, in order (when imported)
+    outputs: tuple[str, ...] = ()  # the tensors it writes: outputs and in-place inputs
+    definition: str | None = None  # a BUILT API against its op definition: "agrees" / "differs"
+    definition_parted: str | None = None
 
 
 @dataclass
@@ -73,6 +79,10 @@ class CatalogReport:
     def headers(self) -> Counter:
         """Imported APIs by how their first-phase prototype compares with the vendor header's."""
         return Counter(r.header for r in self.results if r.header is not None)
+
+    def definitions(self) -> Counter:
+        """BUILT APIs by how their tensors compare with their op definition's."""
+        return Counter(r.definition for r in self.results if r.definition is not None)
 
     def reasons(self) -> Counter:
         return Counter(reason_group(r.reason) for r in self.results if r.stage != self.stages[-1])
@@ -162,6 +172,29 @@ def header_prototypes(git_dir: Path, tag: str) -> dict[str, str]:
     return found
 
 
+def op_definitions(git_dir: Path, tag: str, listed: list[str], folders: set[str]) -> dict[str, OpDefinition]:
+    """`<category>/<op>` folder -> its op definition, for the `folders` given (those whose header
+    the build writes)."""
+    paths: dict[str, list[str]] = {}
+    for path in listed:
+        match = _OP_DEFINITION.match(path)
+        if match and match.group(1) in folders:
+            paths.setdefault(match.group(1), []).append(path)
+    texts = read_blobs(git_dir, tag, [p for found in paths.values() for p in found])
+    return {folder: read_definition("\n".join(texts.get(p, "") for p in found)) for folder, found in paths.items()}
+
+
+def compare_definitions(report: "CatalogReport", definitions: dict[str, dict[str, OpDefinition]]) -> None:
+    """Marks each BUILT API whose input tensors and output count agree with its op definition's
+    (codegen/catalog_definitions.py), else where they part."""
+    for r in report.results:
+        definition = definitions.get(r.repo, {}).get("/".join(r.page.split("/")[:2]))
+        if r.header != BUILT or definition is None:
+            continue
+        r.definition_parted = against(list(r.inputs), list(r.outputs), definition)
+        r.definition = "differs" if r.definition_parted else "agrees"
+
+
 def compare_headers(
     report: "CatalogReport", headers: dict[str, dict[str, str]], built: dict[str, set[str]] | None = None
 ) -> None:
@@ -175,7 +208,22 @@ def compare_headers(
             folder = "/".join(r.page.split("/")[:2])
             r.header = BUILT if folder in (built or {}).get(r.repo, ()) else "absent"
             continue
-        r.header = "equal" if declared == normalize_prototype(r.prototype) else "differs"
+        mine = normalize_prototype(r.prototype)
+        r.header = "equal" if declared == mine else "differs"
+        if r.header == "differs":
+            r.parted = where_they_part(mine, declared)
+
+
+def where_they_part(page: str, header: str) -> str:
+    """The first parameter where two normalised prototypes differ, as `page X, header Y` (or the
+    parameters one has beyond the other): enough to tell a misreading from the page's own text."""
+    ours, theirs = (text[text.index("(") + 1 : text.rindex(")")].split(", ") for text in (page, header))
+    for mine, declared in zip(ours, theirs):
+        if mine != declared:
+            return f"page `{mine}`, header `{declared}`"
+    extra = ours[len(theirs) :] or theirs[len(ours) :]
+    side = "page" if len(ours) > len(theirs) else "header"
+    return f"only the {side} has `{', '.join(extra)}`"
 
 
 def survey(
@@ -193,6 +241,7 @@ def survey(
     report = CatalogReport(tag)
     headers: dict[str, dict[str, str]] = {}
     built: dict[str, set[str]] = {}
+    definitions: dict[str, dict[str, OpDefinition]] = {}
     with tempfile.TemporaryDirectory(prefix="aclnngen-catalog-") as scratch:
         for git_dir in mirrors:
             repo = repo_name(git_dir)
@@ -200,7 +249,9 @@ def survey(
             report.pages[repo] = len(paths)
             texts = read_blobs(git_dir, tag, paths)
             headers[repo] = header_prototypes(git_dir, tag)
-            built[repo] = built_header_folders(_git(git_dir, "ls-tree", "-r", "--name-only", tag).splitlines())
+            listed = _git(git_dir, "ls-tree", "-r", "--name-only", tag).splitlines()
+            built[repo] = built_header_folders(listed)
+            definitions[repo] = op_definitions(git_dir, tag, listed, built[repo])
             for path in paths:
                 for result in _page_results(repo, path, texts.get(path, ""), release, products, Path(scratch)):
                     report.results.append(result)
@@ -209,6 +260,7 @@ def survey(
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(result.spec_text, encoding="utf-8")
     compare_headers(report, headers, built)
+    compare_definitions(report, definitions)
     if run_tests:
         mark_tested(report)
     if spec_out is not None:
@@ -279,6 +331,9 @@ def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, 
     draft.pop("todo", None)
     keep_readable_rows(draft)
     result.stage, result.prototype = "imported", draft["prototypes"].get("get_workspace_size")
+    tensors = [p for p in draft.get("parameters") or [] if isinstance(p, dict) and "dtypes" in p]
+    result.inputs = tuple(p["name"] for p in tensors if p.get("role") == "input")
+    result.outputs = tuple(p["name"] for p in tensors if p.get("role") == "output" or p.get("inplace"))
     result.spec_text = block_yaml(draft)
     spec_path = scratch / f"{spec_stem(facts.op)}.yaml"
     spec_path.write_text(result.spec_text, encoding="utf-8")
@@ -390,8 +445,36 @@ def markdown(report: CatalogReport) -> str:
     ]
     unequal = [r for r in report.results if r.header in ("differs", "absent")]
     if unequal:
-        lines += ["", "| repository | API | against the header |", "|---|---|---|"]
-        lines += [f"| {r.repo} | {r.api} | {r.header} |" for r in sorted(unequal, key=lambda r: (r.repo, r.api))]
+        lines += [
+            "",
+            "Where a prototype differs, the first parameter where the page's and the header's part;"
+            " the spec takes the page's, so one the page prints so is a disagreement between the page"
+            " and the header, not a misreading.",
+            "",
+            "| repository | API | against the header | where they part |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.repo} | {r.api} | {r.header} | {(r.parted or '-').replace('|', '/')} |"
+            for r in sorted(unequal, key=lambda r: (r.repo, r.api))
+        ]
+    against_definitions = report.definitions()
+    if against_definitions:
+        lines += [
+            "",
+            f"The {BUILT!r} APIs against their op definition (`op_host/<op>_def.cpp`, from which the"
+            " build writes the header): the page's input tensors, in order, against the definition's"
+            " inputs (names compared case, underscores and an Optional/Ref/Out suffix aside) and as"
+            " many outputs: " + ", ".join(f"{n} {what}" for what, n in sorted(against_definitions.items())) + ".",
+            "",
+            "| repository | API | against the op definition | where they part |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.repo} | {r.api} | {r.definition} | {(r.definition_parted or '-').replace('|', '/')} |"
+            for r in sorted(report.results, key=lambda r: (r.repo, r.api or ""))
+            if r.definition == "differs"
+        ]
     lines += ["", "## Why APIs stop short", "", "| APIs | reason |", "|---|---|"]
     for reason, n in sorted(report.reasons().items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"| {n} | {reason.replace('|', '/')} |")

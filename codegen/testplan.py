@@ -192,6 +192,7 @@ def build(
         _case(f"{label[family]}-{dtype}-{layout}", family=family, dtype=dtype, layout=layout)
         for family in families
         for dtype in op.dtypes_of(_first_input(spec), family)
+        if _accepted_together(meta, dtype, version, family)
         for layout in layouts.of(family)
     ]
     if not spec.computes:  # binding tier: nothing to compare with an oracle (aclnngen/core/tiers.py)
@@ -224,6 +225,15 @@ def build(
             ),
         },
     }
+
+
+def _accepted_together(meta: dict, dtype: str, version: str, family: str) -> bool:
+    """Whether a case asking for `dtype` (each input of its own list, the outputs as inferred,
+    core/dtype_combinations.py) is accepted on `family`: a binding call is only planned for one
+    that is (a page listing a dtype for an input that its output's list lacks on the family has
+    no accepted call in it; the dtype tests check the lists themselves)."""
+    combo = dtype_combinations.Combination(dtype_combinations.combination(meta, dtype, version, family))
+    return dtype_combinations.combination_status(meta, combo, family, version) == 0
 
 
 def _grouped(cases: list[dict], name: Callable[[dict], str], keys: tuple, fields: tuple) -> list[dict]:

@@ -184,7 +184,8 @@ def infer_outputs(
     element, else `(C,)` with C = the input's dim 1 (1 for rank <= 1); a `broadcast_to` param or
     target gets the other's shape; otherwise the shape of the first input tensor.
     Dtype: an output a `promote` rule names gets the promoted dtype of its inputs; one in a
-    `same_dtype` rule gets another member's dtype; otherwise the first input tensor's dtype.
+    `same_dtype` rule gets another member's dtype; otherwise the first input tensor's dtype (for a
+    binding-tier op with `family`: where the output's dtype list there has it, else the first of it).
 
     `values` maps C names to array-likes (`.shape`, `.dtype`); inputs that are None, absent or
     not array-likes are left out. An output nothing can be derived for (no input present) is left out of the result.

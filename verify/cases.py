@@ -140,8 +140,13 @@ def make_values(
             variant += 1
         values[tensor] = arrays if tensor in lists else arrays[0]
     inferred = infer_outputs(meta, values, op.version, family=op.family)
+    planned = planning.case_shapes(meta, case, op.version, op.family)
     for tensor in op.outputs:
-        shape, dt = inferred.get(tensor, (BASE_SHAPE, NUMPY_DTYPES[name]))
+        # nothing to infer from (no input, or tensor lists only): the planner's shape (it reads a
+        # list's too), and with `own_dtypes` a dtype of the output's list
+        own = op.own_list(tensor) if own_dtypes else ()
+        fallback = NUMPY_DTYPES[name if name in own or not own else own[0]]
+        shape, dt = inferred.get(tensor, (planned.get(tensor, BASE_SHAPE), fallback))
         dt = NUMPY_DTYPES[chosen[tensor]] if tensor in chosen else dt
         dt = NUMPY_DTYPES[plan.output_dtypes[tensor]] if tensor in plan.output_dtypes else dt
         shape = plan.outputs.get(tensor, shape)

@@ -195,12 +195,19 @@ def check_group(op: OpUnderTest, node, check: Callable, family: str, cases: list
 # --- validator ----------------------------------------------------------------------------------
 
 
+def _formats(op: OpUnderTest, values: Mapping, family: str) -> dict[str, str]:
+    """The formats of a case's tensors that cannot be ND on `family` (C name -> format name)."""
+    shapes = {n: np.shape(v) for n, v in values.items() if isinstance(v, np.ndarray)}
+    return planning.case_formats(op.meta, op.version, family, shapes)
+
+
 def _expect(op: OpUnderTest, values: Mapping, family: str, status: int, param: str | None = None) -> None:
+    formats = _formats(op, values, family)
     if status == 0:
-        validate(op.meta, values, family=family, version=op.version)
+        validate(op.meta, values, family=family, version=op.version, formats=formats)
         return
     try:
-        validate(op.meta, values, family=family, version=op.version)
+        validate(op.meta, values, family=family, version=op.version, formats=formats)
     except AclnnValidationError as exc:
         assert exc.status == status, f"expected status {status}, got {exc.status}: {exc}"
         assert exc.param or "not supported on product family" in str(exc), f"the error names no parameter: {exc}"
@@ -226,8 +233,9 @@ def check_shape_case(op: OpUnderTest, family: str, dtype: str, kind: str, status
 
 
 def _home_dtype(op: OpUnderTest, family: str) -> str:
-    """float32 where the first input takes it on `family`, else its first supported dtype."""
-    name = op.of_roles("input")[0].name
+    """float32 where the first input (an op without inputs: its first output) takes it on
+    `family`, else its first supported dtype."""
+    name = (op.of_roles("input") or op.of_roles("output"))[0].name
     supported = supported_dtypes(op.meta, name, family, op.version)
     return "float32" if "float32" in supported or not supported else supported[0]
 
@@ -263,13 +271,28 @@ def check_scalar(op: OpUnderTest, family: str, param: str, value: float, status:
     _expect(op, values, family, status, param)
 
 
-def _unsupported_dtype(op: OpUnderTest, param: str, family: str | None) -> str:
+def _unsupported_dtype(op: OpUnderTest, param: str, family: str | None, values: Mapping | None = None) -> str:
+    """A dtype `param`'s list lacks on `family`; for an input whose dtype a rule promotes with
+    others' (`values` their arrays), one whose promotion with theirs is unsupported or none, so
+    the promoted dtype does not land back in the lists (uint16 beside float32 is float32)."""
     supported = set(supported_dtypes(op.meta, param, family, op.version)) if family else set()
     preferred = ("float64", "complex128", "int64", "int32", "bool", "uint8", "uint16", "uint32", "uint64", "int16")
-    for name in preferred + ALL_DTYPES:  # then any other, e.g. a narrow one of an op taking every wide dtype
-        if name not in supported:
-            return name
-    raise AssertionError(f"{param} supports every dtype on {family}: no dtype violates it")
+    candidates = [n for n in dict.fromkeys(preferred + ALL_DTYPES) if n not in supported]
+    if not candidates:
+        raise AssertionError(f"{param} supports every dtype on {family}: no dtype violates it")
+    promoting = op.typed.rules if values is not None else ()
+    for rule in (r for r in promoting if r.kind.promotes_inputs and param in r.data["inputs"]):
+        others = [
+            dtype_name_of(values[n].dtype)
+            for n in rule.data["inputs"]
+            if n != param and isinstance(values.get(n), np.ndarray)
+        ]
+        lists = [set(supported_dtypes(op.meta, n, family, op.version)) for n in rule.data["inputs"]] if family else []
+        for name in candidates:
+            promoted = promote_names([name, *others])
+            if promoted is None or any(promoted not in allowed for allowed in lists):
+                return name
+    return candidates[0]
 
 
 def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str | None = None) -> dict:
@@ -293,7 +316,7 @@ def _violate(op: OpUnderTest, values: dict, check: str, param: str, family: str 
         values.update(when)  # a conditional bound applies only with its condition set
         values[param] = bad
     elif check == "dtype":
-        bad = NUMPY_DTYPES[_unsupported_dtype(op, param, family)]
+        bad = NUMPY_DTYPES[_unsupported_dtype(op, param, family, values)]
         if isinstance(value, list):  # a tensor list: its last element alone breaks it
             values[param] = [*value[:-1], value[-1].astype(bad)]
         else:
@@ -856,8 +879,11 @@ def _binding_matches_reference(
         fixed = list(op.of_roles("output"))
     # the binding writes its in-place inputs: the reference reads them as they were
     before = {name: np.array(values[name], copy=True) for name in op.typed.inplace}
+    formats = {op.typed.param(n).py: f for n, f in _formats(op, values, family).items()}
     with session.simulated(family=family, version=op.version):
         positional, keywords, _ = op.split(values)
+        if formats:
+            keywords["formats"] = formats
         if fixed:
             outs = [values[p.name] for p in op.of_roles("output")]
             keywords["out"] = outs[0] if len(outs) == 1 else tuple(outs)

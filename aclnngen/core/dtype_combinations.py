@@ -167,7 +167,8 @@ def _complete(meta: Mapping, fixed: Mapping[str, str], version: str, family: str
 def combination(meta: Mapping, dtype: str, version: str, family: str | None = None) -> dict[str, str]:
     """The dtype of every input for a case that asks for `dtype`: `dtype` for each input whose
     list (on `family`, None: on any family) has it, else a dtype of the input's own list
-    (float32 first, then one the others already take, then its list's order)."""
+    (float32 first, then one the others already take, then its list's order; on a `family`, the
+    first such choice its rules accept)."""
     version = version_key(version)
     lists = tensor_lists(meta, version, family)
     inputs = [p.name for p in op_meta(meta).by_role("input")]
@@ -175,11 +176,22 @@ def combination(meta: Mapping, dtype: str, version: str, family: str | None = No
     for name in inputs:
         if dtype in lists.get(name, ()) or not lists.get(name):
             chosen[name] = dtype
+    fixed = dict(chosen)
     for name in inputs:
         if name not in chosen:
             options = _candidates(name, list(dict.fromkeys(chosen.values())), lists)
             chosen[name] = options[0] if options else dtype
-    return {n: chosen[n] for n in inputs}
+    combo = {n: chosen[n] for n in inputs}
+    if family is not None and len(fixed) < len(inputs) and inputs:
+        # the first choices may break a dtype rule (a float32 gamma beside a float16 x where the
+        # two share a dtype): the others then take dtypes of their lists the family accepts,
+        # beside the inputs that take `dtype`, else beside the first input's choice
+        if combination_status(meta, Combination(combo), family, version) != 0:
+            for keep in (fixed, {inputs[0]: combo[inputs[0]]}):
+                accepted = _complete(meta, keep, version, family)
+                if accepted is not None:
+                    return dict(accepted.inputs)
+    return combo
 
 
 def _interest(meta: Mapping, pair: tuple[str, str]) -> int:

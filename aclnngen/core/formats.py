@@ -30,6 +30,9 @@ ACL_MEMBERS: dict[str, str] = {
     "FRACTAL_NZ_C0_8": "ACL_FORMAT_FRACTAL_NZ_C0_8",
 }
 FORMATS: tuple[str, ...] = tuple(ACL_MEMBERS)
+#: the dims a tensor of a layout format has, for the formats whose name spells them (the planner
+#: gives a tensor that accepts only such formats as many dims; the others have no one rank)
+RANKS: dict[str, int] = {"NC": 2, "NCL": 3, "NCHW": 4, "NHWC": 4, "HWCN": 4, "NCDHW": 5, "NDHWC": 5}
 ND = "ND"
 DEFAULT_FORMATS: tuple[str, ...] = (ND,)
 _BY_MEMBER = {member: name for name, member in ACL_MEMBERS.items()}

@@ -4,8 +4,9 @@ as plain data. `verify.cases.make_values` builds the NumPy arrays of a plan.
 Case kinds (`SHAPE_CASES`); `applicable_cases(meta, version)` lists those that apply to an op with
 the status the op's rules at `version` give them (0 = accepted):
 
-- "contiguous": every input of the base shape (2, 3, 4) (a per-channel weight: (C,), C = 3).
-  Always applies.
+- "contiguous": every input of the base shape (2, 3, 4) (a per-channel weight: (C,), C = 3),
+  with the dims the rank rules want where they want others (`_fitted_inputs`: leading 2s added
+  for a min_rank, leading dims dropped for a max_rank below 3). Always applies.
 - "broadcast": one input has shape (3, 1), broadcasting to the base shape. Applies when a
   `broadcast` or `broadcast_to` rule lets some input differ in shape (an input in no `same_shape`
   rule, not a `broadcast_to` target, not in a `per_channel` rule).
@@ -19,7 +20,8 @@ the status the op's rules at `version` give them (0 = accepted):
 - "rank0", "rank8", "rank9": every non-weight tensor 0-d, 8-d, 9-d (small sizes, C = 3; rank0
   makes the per-channel weight 0-d too). Always apply; rejected by a `max_rank` rule below, or a
   `min_rank` rule above.
-- "empty": the base shape with dim 0 of size 0, (0, 3, 4). Always applies; rejected by an
+- "empty": the base shape with dim 0 of size 0, (0, 3, 4), fitted to the rank rules like the
+  base shape. Always applies; rejected by an
   `empty` rule with `allowed: false`.
 - "non-contiguous": every tensor a strided view (every other element of a larger buffer whose
   gaps hold junk, or a transposed buffer). Always applies; rejected by a `non_contiguous` rule
@@ -30,9 +32,10 @@ the status the op's rules at `version` give them (0 = accepted):
   a weight of 1 element; a weight of C + 1 elements; a weight gradient of shape (1, C) instead of
   (C,) (only when the rule names a `grad`).
 - "mixed-dtype": two inputs of different dtypes (the requested dtype and float32, or float16 when
-  the requested dtype is float32). Applies with two or more input tensors; accepted with a
-  `promote` rule over them (the output takes the promoted dtype) and without any dtype rule,
-  rejected by a `same_dtype` rule. Where the mixed input's own list lacks the second dtype, it
+  the requested dtype is float32). Applies with two or more input tensors; the mixed one is one
+  with a second dtype in its own list where there is one (`_mixed_input`); accepted with a `promote` rule over them (the
+  output takes the promoted dtype) and without any dtype rule, rejected by a `same_dtype` rule
+  (even beside a `promote` rule). Where the mixed input's own list lacks the second dtype, it
   takes the first of its list that differs (`OpAt.second_dtype`).
 - "output-dtype": an output of another dtype of its own list than the one inferred, for an output
   a rule fixes the dtype of (`RuleKind.dtype_fixed`: `output_dtype`); rejected by the rules that
@@ -55,13 +58,16 @@ from typing import Mapping
 
 from .attribute_types import POINTER_C_TYPES
 from .dtypes import ALL_DTYPES, promote_names
+from .formats import ND, RANKS as FORMAT_RANKS
 from .kinds import KINDS, RuleKind, kind_of
 from .meta import op_meta
 from .kinds.broadcast import KIND as BROADCAST
 from .kinds.broadcast_to import KIND as BROADCAST_TO
+from .kinds.max_rank import KIND as MAX_RANK
+from .kinds.min_rank import KIND as MIN_RANK
 from .kinds.per_channel import KIND as PER_CHANNEL
 from .kinds.same_shape import KIND as SAME_SHAPE
-from .dtype_combinations import combination, tensor_lists
+from .dtype_combinations import Combination, combination, combination_status, tensor_lists
 from .scalar_values import condition_holds, satisfy_constraints, scalar_values
 from .releases import CannVersion
 from .rules import (
@@ -76,6 +82,7 @@ from .rules import (
 __all__ = [
     "SHAPE_CASES",
     "applicable_cases",
+    "case_formats",
     "case_plan",
     "case_shapes",
     "op_at",
@@ -213,6 +220,81 @@ def _inputs_for(op: OpAt, data_shape: tuple[int, ...], weight_shape: tuple[int, 
     return {n: (weight if n in op.weights else data_shape) for n in op.inputs}
 
 
+def _format_ranks(op: OpAt) -> dict[str, tuple[int, int]]:
+    """(fewest, most) dims of each tensor that accepts no ND on the op's family, only layout
+    formats with a rank (NCHW-only: 4 dims)."""
+    if op.family is None:
+        return {}
+    found = {}
+    for p in op_meta(op.meta).tensors:
+        accepted = p.formats_at(op.family, op.version)
+        if ND in accepted or not all(f in FORMAT_RANKS for f in accepted):
+            continue
+        ranks = [FORMAT_RANKS[f] for f in accepted]
+        found[p.name] = (min(ranks), max(ranks))
+    return found
+
+
+def case_formats(meta: Mapping, version: str | CannVersion, family: str, shapes: Mapping) -> dict[str, str]:
+    """The format of each tensor of a case on `family` that cannot be ND (C name -> format name):
+    the first it accepts with as many dims as its planned shape (`shapes`), else its first."""
+    op = op_meta(meta)
+    version = version_key(version)
+    chosen = {}
+    for p in op.tensors:
+        accepted = p.formats_at(family, version)
+        if ND in accepted:
+            continue
+        rank = len(shapes[p.name]) if p.name in shapes else None
+        chosen[p.name] = next((f for f in accepted if FORMAT_RANKS.get(f) == rank), accepted[0])
+    return chosen
+
+
+def _rank_bounds(op: OpAt) -> dict[str, tuple[int, int | None]]:
+    """Each tensor's (fewest, most) dims by the min_rank and max_rank rules that hold, and by
+    the layout formats it alone accepts (`_format_ranks`)."""
+    bounds: dict[str, tuple[int, int | None]] = dict(_format_ranks(op))
+    for _, rule in op.of_kind(MIN_RANK, MAX_RANK):
+        for name in rule["params"]:
+            lo, hi = bounds.get(name, (0, None))
+            if kind_of(rule) is MIN_RANK:
+                lo = max(lo, rule["rank"])
+            else:
+                hi = rule["rank"] if hi is None else min(hi, rule["rank"])
+            bounds[name] = (lo, hi)
+    return bounds
+
+
+def _of_rank(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """`shape` (BASE_SHAPE or EMPTY_SHAPE) with `rank` dims: leading 2s added, or leading dims
+    dropped (an empty shape keeps a 0 first)."""
+    if rank >= len(shape):
+        return (2,) * (rank - len(shape)) + shape
+    kept = shape[len(shape) - rank :]
+    return ((0,) + kept[1:]) if 0 in shape and rank else kept
+
+
+def _fitted_inputs(op: OpAt, data_shape: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+    """The inputs of `data_shape`, each given as many dims as the rank rules want: every tensor the
+    rank the most demanding min_rank asks (outputs follow their inputs), an input a max_rank holds
+    lower as many as it allows (a 3d pooling op's 4-d input, a 1-d index beside 3-d data)."""
+    bounds = _rank_bounds(op)
+    if not bounds:
+        return _inputs_for(op, data_shape)
+    target = max([len(data_shape)] + [lo for name, (lo, _) in bounds.items() if name not in op.weights])
+    ranks = {}
+    for name in op.tensors:
+        lo, hi = bounds.get(name, (0, None))
+        ranks[name] = max(target, lo) if hi is None else min(max(target, lo), hi)
+    for _, rule in op.of_kind(SAME_SHAPE):  # one shape: the rank its most limited member allows
+        members = [n for n in rule["params"] if n in ranks and n not in op.weights]
+        lowest = min((ranks[n] for n in members), default=0)
+        if all(lowest >= bounds.get(n, (0, None))[0] for n in members):
+            ranks.update(dict.fromkeys(members, lowest))
+    shapes = _inputs_for(op, data_shape)
+    return {n: (s if n in op.weights else _of_rank(data_shape, ranks[n])) for n, s in shapes.items()}
+
+
 def _infer(op: OpAt, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, str], family: str | None):
     """Output shapes and dtype names for inputs of these shapes and dtype names."""
     return infer_output_names(op.meta, shapes, {n: dtypes[n] for n in shapes}, op.version, family=family)
@@ -252,7 +334,7 @@ def _rules_naming(op: OpAt, name: str, kinds) -> list[tuple[int, int]]:
 def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
     """The plan of one case kind for the op, or None when the kind does not apply to it; `dtype`
     is the requested dtype name (a "mixed-dtype" case pairs it with `other_dtype(dtype)`)."""
-    base = _inputs_for(op, BASE_SHAPE)
+    base = _fitted_inputs(op, BASE_SHAPE)
     targeted: list[tuple[int, int]] = []
     if case in ("contiguous", "offset", "non-contiguous"):
         layout = {"contiguous": "contiguous", "offset": "offset", "non-contiguous": "strided"}[case]
@@ -264,7 +346,7 @@ def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
     elif case == "rank9":
         plan = CasePlan(0, _inputs_for(op, RANK9_SHAPE))
     elif case == "empty":
-        plan = CasePlan(0, _inputs_for(op, EMPTY_SHAPE))
+        plan = CasePlan(0, _fitted_inputs(op, EMPTY_SHAPE))
     elif case == "broadcast":
         free = op.free_to_broadcast()
         if not free:
@@ -301,19 +383,59 @@ def case_plan(op: OpAt, case: str, dtype: str = "float32") -> CasePlan | None:
     elif case == "mixed-dtype":
         if len(op.inputs) < 2:
             return None
-        promotes = op.of_kind(*PROMOTING)
-        mixed = promotes[0][1]["inputs"][1] if promotes else op.inputs[1]
+        mixed = _mixed_input(op, dtype)
         plan = CasePlan(0, base, mixed=mixed)
-        if not any(mixed in r["inputs"] for _, r in promotes):
-            # dtypes of every tensor: `mixed` differs from the others, outputs follow infer_outputs
-            dtypes = mixed_case_dtypes(op, plan, dtype)
-            for name, (_, dt) in _infer(op, base, dtypes, op.family).items():
-                dtypes[name] = dt
-            targeted += _dtype_breaks(op, dtypes, mixed)
+        # dtypes of every tensor: `mixed` differs from the others, outputs follow infer_outputs;
+        # a promoting rule accepts the pair, a same_dtype rule over the same inputs still refuses it
+        dtypes = mixed_case_dtypes(op, plan, dtype)
+        for name, (_, dt) in _infer(op, base, dtypes, op.family).items():
+            dtypes[name] = dt
+        broken = _dtype_breaks(op, dtypes, mixed)
+        if not broken and op.family is not None:
+            # a rule the mixed input is not named in can still refuse the dtypes it gives others
+            # (same_dtype [a, out] and [b, out]: out follows a, then differs from b); the dtype
+            # checks run before the rules
+            inputs = {n: dtypes[n] for n in op.inputs}
+            status = combination_status(op.meta, Combination(inputs), op.family, op.version)
+            broken = [(-1, status)] if status else []
+        targeted += broken
     else:
         raise ValueError(f"unknown case {case!r}; the case kinds are {', '.join(SHAPE_CASES)}")
+    if case not in ("rank0", "rank8", "rank9"):
+        _fit_outputs(op, plan, EMPTY_SHAPE if case == "empty" else BASE_SHAPE)
     plan.expected = _first(targeted + _collateral(op, plan))
     return plan
+
+
+def _fit_outputs(op: OpAt, plan: CasePlan, data_shape: tuple[int, ...]) -> None:
+    """An output no shape rule ties to the inputs takes the first input's shape; where its rank
+    rules want other dims (a 1-d offsets output beside 3-d data), it gets them instead."""
+    bounds = _rank_bounds(op)
+    tied = {n for _, rule in op.rules for n in kind_of(rule).shape_fixed(rule)}
+    inferred = _infer(op, plan.shapes, dict.fromkeys(plan.shapes, "float32"), op.family)
+    for name in op.outputs:
+        if name in plan.outputs or name in tied or name not in inferred or name not in bounds:
+            continue
+        lo, hi = bounds[name]
+        rank = len(inferred[name][0])
+        if rank < lo or (hi is not None and rank > hi):
+            plan.outputs[name] = _of_rank(data_shape, lo if rank < lo else hi)
+
+
+def _mixed_input(op: OpAt, dtype: str) -> str:
+    """The input a "mixed-dtype" case gives a second dtype: the second input of a promoting rule,
+    else the second input, unless its own list holds no dtype beside the one the case gives it
+    (an int64 index beside float data); then the next input that has one (none has: the first
+    choice, whose second dtype the dtype table refuses)."""
+    promotes = op.of_kind(*PROMOTING)
+    preferred = promotes[0][1]["inputs"][1] if promotes else op.inputs[1]
+    given = op.dtypes_for(dtype)
+    order = [preferred] + [n for n in op.inputs[1:] + op.inputs[:1] if n != preferred]
+    for name in order:
+        own = op.own_list(name)
+        if not own or any(d != given[name] for d in own):
+            return name
+    return preferred  # none has one: the case is refused by the dtype table (planned so)
 
 
 def _output_dtype(op: OpAt, base, dtype: str) -> tuple[CasePlan, list] | None:

@@ -178,8 +178,15 @@ def _output_plan(meta: Mapping, version: str, family: str | None):
     op = op_meta(meta)
     # each rule with its kind, looked up once: inference runs for every planned case
     ruled = tuple((rule, kind_of(rule)) for rule in rules)
+    # a binding-tier op's outputs on `family`: where no rule gives an output its dtype, the first
+    # input's is only a guess, and one its list there lacks is no answer. A full-tier op keeps
+    # the guess: its reference is asked for dtypes beyond the tables, at other releases, and
+    # computes the output's dtype itself
+    own = {
+        name: supported_dtypes(meta, name, family, version) if family and not op.computes else () for name in op.outputs
+    }
     # a tensor list has no one shape or dtype to infer from
-    return ruled, tuple(p.name for p in op.by_role("input") if not p.is_list), op.outputs
+    return ruled, tuple(p.name for p in op.by_role("input") if not p.is_list), op.outputs, own
 
 
 _OUTPUT_PLANS = MetaCache(_output_plan)
@@ -193,11 +200,15 @@ def _shape_from_rules(name, ruled, known, strict):
     return None
 
 
-def _dtype_from_rules(name, ruled, known, first_input, strict):
+def _dtype_from_rules(name, ruled, known, first_input, strict, own):
+    """The dtype a rule gives output `name`; else the first input's where the output's own list
+    (`own`) has it or is empty, else the first of that list (a quantizing op's int8 output)."""
     for rule, kind in ruled:
         dtype = kind.output_dtype(rule, name, known, strict)
         if dtype is not None:
             return dtype
+    if own and first_input is not None and first_input not in own:
+        return own[0]
     return first_input
 
 
@@ -214,7 +225,7 @@ def infer_output_names(
     present (`shapes`, `dtypes`: C name -> value, inputs in META order), by the rules that hold at
     `version` (on `family`, when given). The rules are those of `runtime.shapes.infer_outputs`,
     which documents them; an output nothing can be derived for is left out."""
-    ruled, _, outputs = _OUTPUT_PLANS.get(meta, version_key(version), family)
+    ruled, _, outputs, own = _OUTPUT_PLANS.get(meta, version_key(version), family)
     shapes = dict(shapes)
     dtypes = dict(dtypes)
     first_shape = next(iter(shapes.values()), None)
@@ -236,7 +247,7 @@ def infer_output_names(
             shapes[name] = first_shape
 
     for name in outputs:
-        dtype = _dtype_from_rules(name, ruled, dtypes, first_dtype, strict)
+        dtype = _dtype_from_rules(name, ruled, dtypes, first_dtype, strict, own[name])
         if dtype is not None:
             dtypes[name] = dtype
 

@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
                 "apis": len(report.results),
                 **counts,
                 "headers": dict(sorted(report.headers().items())),
+                "definitions": dict(sorted(report.definitions().items())),
                 "reasons": dict(report.reasons().most_common()),
                 **({"changes": changes_json(changes)} if changes is not None else {}),
             }
@@ -98,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
     print(
         "first-phase prototypes against the vendor headers: "
         + ", ".join(f"{k} {n}" for k, n in sorted(report.headers().items()))
+    )
+    print(
+        f"'{catalog.BUILT}' APIs against their op definitions: "
+        + ", ".join(f"{k} {n}" for k, n in sorted(report.definitions().items()))
     )
     print("left out, by reason:")
     for reason, n in report.reasons().most_common():

@@ -310,6 +310,18 @@ def _inplace_by_name(op: str, params: list[dict[str, Any]]) -> None:
     otherwise writes the input its out-of-place twin reads as `self`, `x` or `input` (else its first)."""
     if not (op.startswith("Inplace") or op.endswith("Inplace")):
         return
+    tensors = [p for p in params if p.get("role") in ("input", "output")]
+    if len(tensors) == 1 and tensors[0]["role"] == "output" and tensors[0]["name"] in _WRITTEN_NAMES:
+        # `aclTensor* self` its one tensor, read and written: the in-place input, not an output
+        entry = dict(tensors[0])
+        tensors[0].clear()
+        for key, value in entry.items():
+            tensors[0][key] = "input" if key == "role" else value
+            if key == "role":
+                tensors[0]["inplace"] = True
+        if entry.get("summary") == _generated_param_summary(entry["name"], "output"):
+            tensors[0]["summary"] = _generated_param_summary(entry["name"], "input")
+        return
     if any(p.get("role") == "output" or p.get("inplace") for p in params):
         return
     inputs = [p for p in params if p.get("role") == "input" and not p.get("optional")]
@@ -561,7 +573,7 @@ def _rules(facts: PageFacts, params: list[dict[str, Any]]) -> list[dict[str, Any
     for names, allowed in ((empty_no, False), (empty_yes, True)):
         if names:
             rules.append({"kind": EMPTY.name, "params": names, "allowed": allowed})
-    rules += _sameness_hints(tensors, page)
+    rules += _sameness_hints(tensors, page, {p["name"]: _listed_dtypes(p) for p in params})
     non_contiguous = [n for n in tensors if n in page and page[n].non_contiguous.strip() == "√"]
     if non_contiguous:
         rules.append({"kind": NON_CONTIGUOUS.name, "params": non_contiguous, "allowed": True})
@@ -600,10 +612,43 @@ def _relation_hints(params: list[dict[str, Any]], page: dict[str, PageParam]) ->
     if len(broadcasting) >= 2:
         found.append({"kind": BROADCAST.name, "inputs": broadcasting, "output": out})
     promoting = _with_named([n for n in inputs if _PROMOTE.search(text[n])], inputs, text)
+    lists = {p["name"]: _listed_dtypes(p) for p in params}
+    shared = set.intersection(*(lists[n] for n in promoting)) if promoting else set()
+    if lists[out] and _categories(shared) - _categories(lists[out]):
+        # an index output (int32/int64 beside float inputs) cannot hold the promoted dtype
+        promoting = []
     if len(promoting) >= 2:
         kind = (CASTABLE if _CASTABLE.search(text[out]) else PROMOTE).name
         found.append({"kind": kind, "inputs": promoting, "output": out})
     return found
+
+
+def _categories(dtypes: set[str]) -> set[str]:
+    """The dtype categories (float, integer, bool, complex) among `dtypes`."""
+    return {CATEGORY[d] for d in dtypes if d in CATEGORY}
+
+
+def _same_dtype_members(named: list[str], lead: str, lists: Mapping[str, set[str]]) -> list[str]:
+    """The tensors a same_dtype note names that can share a dtype: those whose dtype lists hold the
+    same categories as most of them (the lead's, on a tie); a tensor without a list stays. An int64
+    index a note names beside float data for their shapes is no member."""
+    groups: dict[frozenset, list[str]] = {}
+    for name in named:
+        if lists.get(name):
+            groups.setdefault(frozenset(_categories(lists[name])), []).append(name)
+    if len(groups) <= 1:
+        return named
+    lead_key = frozenset(_categories(lists[lead])) if lists.get(lead) else None
+    best = max(groups, key=lambda k: (len(groups[k]), k == lead_key))
+    return [n for n in named if not lists.get(n) or n in groups[best]]
+
+
+def _listed_dtypes(param: Mapping[str, Any]) -> set[str]:
+    """Every dtype a drafted parameter's rows list (empty when it has none, or a TODO)."""
+    rows = param.get("dtypes")
+    if not isinstance(rows, list):
+        return set()
+    return {d for row in rows if isinstance(row, Mapping) for d in row.get("dtypes", ()) if isinstance(d, str)}
 
 
 def _with_named(noted: list[str], inputs: list[str], text: Mapping[str, str]) -> list[str]:
@@ -620,8 +665,13 @@ def _names(tensor: str, text: str) -> bool:
 _SAMENESS = tuple((k.name, re.compile(k.note_pattern, re.I)) for k in (SAME_SHAPE, SAME_DTYPE))
 
 
-def _sameness_hints(tensors: list[str], page: dict[str, PageParam]) -> list[dict[str, Any]]:
-    """`X、Y和Z的shape一致` in a usage note -> same_shape(X, Y, Z) (the row's own tensor included)."""
+def _sameness_hints(
+    tensors: list[str], page: dict[str, PageParam], lists: Mapping[str, set[str]] | None = None
+) -> list[dict[str, Any]]:
+    """`X、Y和Z的shape一致` in a usage note -> same_shape(X, Y, Z) (the row's own tensor included).
+    A same_dtype keeps the tensors whose dtype lists (`lists`) can share a dtype
+    (`_same_dtype_members`)."""
+    lists = lists or {}
     found: list[dict[str, Any]] = []
     for name in tensors:
         for line in page[name].text.splitlines() if name in page else []:
@@ -632,7 +682,10 @@ def _sameness_hints(tensors: list[str], page: dict[str, PageParam]) -> list[dict
                 named = {name} | {
                     t for t in tensors if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", line)
                 }
-                rule = {"kind": kind, "params": [t for t in tensors if t in named]}
+                params = [t for t in tensors if t in named]
+                if kind == SAME_DTYPE.name:
+                    params = _same_dtype_members(params, name, lists)
+                rule = {"kind": kind, "params": params}
                 if len(rule["params"]) >= 2 and rule not in found:
                     found.append(rule)
     return found

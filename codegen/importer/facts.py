@@ -38,8 +38,12 @@ PAGE_DTYPES = {
     "FLOAT4_E2M1": "float4_e2m1fn",
     "FLOAT4_E1M2": "float4_e1m2",
 }
+# a footnote mark flattened into the word ("FLOAT32¹" read as "FLOAT321"): one digit after a name
+# that ends in one, so "INT8" is never "INT" and a mark
 _DTYPE_WORD = re.compile(
-    r"(?<![A-Za-z0-9_])(" + "|".join(sorted(PAGE_DTYPES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])"
+    r"(?<![A-Za-z0-9_])("
+    + "|".join(sorted(PAGE_DTYPES, key=len, reverse=True))
+    + r")(?:(?<=[0-9])[0-9])?(?![A-Za-z0-9_])"
 )
 
 # The vendor's format spellings on doc pages that are not the spec's (aclFormat's member names

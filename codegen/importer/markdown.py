@@ -27,6 +27,9 @@ _SECTION_WORDS = {
 # `#`s, blanks, the text; closing `#`s and blanks are stripped in Python (`(.*?)\s*#*\s*$` was cubic)
 _HEADING = re.compile(r"(#{1,6})\s+(.*)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+# a fence with an info string ("```cpp") only opens a block: met inside one, the page left the
+# block before it unclosed, and a new block starts (a closing fence has no info string)
+_OPENING_FENCE = re.compile(r"^\s*(```|~~~)\s*[A-Za-z]")
 _MARKER = re.compile(r"<!--\s*npu=\"([^\"<>]*)\"\s*(\w+)\s*-->")
 _MARKER_END = re.compile(r"<!--\s*end\s+\w+\s*-->")
 _YES = ("√", "支持", "supported", "yes", "✓")
@@ -52,7 +55,7 @@ def sections(text: str) -> list[tuple[str, list[str]]]:
     fenced = False
     for line in text.splitlines():
         if _FENCE.match(line):
-            fenced = not fenced
+            fenced = True if _OPENING_FENCE.match(line) else not fenced
         match = None if fenced else _HEADING.match(line)
         if match:
             out.append((match.group(2).rstrip().rstrip("#").strip(), []))
@@ -205,7 +208,7 @@ def _read_prototypes(facts: PageFacts, body: list[str], products: ProductTable) 
                 current = []
             else:
                 blocks.append("\n".join(current))
-                current = None
+                current = [] if _OPENING_FENCE.match(line) else None
         elif current is not None:
             current.append(line)
     if not any("aclnnStatus" in block for block in blocks):
@@ -339,8 +342,11 @@ def _dtype_cell(row: list[str]) -> int:
 
 
 # a dtype cell that names another parameter instead of listing dtypes: "与self一致", "same as self"
+# ("和selfRef一致", "与输入x保持一致", "与“varRef”参数一致", "数据类型与weight相同")
 _SAME_AS = re.compile(
-    r"与\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:的数据类型)?\s*(?:保持)?\s*一致|same as ([A-Za-z_][A-Za-z0-9_]*)", re.I
+    r"(?:与|和)\s*(?:输入)?\s*[“\"']?([A-Za-z_][A-Za-z0-9_]*)[”\"']?\s*(?:参数)?\s*(?:的)?\s*(?:数据)?\s*(?:类型)?"
+    r"\s*(?:保持)?\s*(?:一致|相同)|same as ([A-Za-z_][A-Za-z0-9_]*)",
+    re.I,
 )
 
 
@@ -354,15 +360,20 @@ _SAME_DTYPE_TEXT = re.compile(
 
 def _dtypes_by_reference(facts: PageFacts, cells: dict[str, str]) -> None:
     """A parameter whose dtype cell says "the same as X", or with no dtype cell whose description says
-    its dtype is X's, takes X's dtypes (one level: X lists its own)."""
+    its dtype is X's, takes X's dtypes (X listing its own, or taking them the same way)."""
     by_name = {p.name: p for p in facts.params}
-    for param in facts.params:
-        if param.dtypes:
-            continue
-        match = _SAME_AS.search(plain(cells.get(param.name, ""))) or _SAME_DTYPE_TEXT.search(plain(param.text or ""))
-        other = by_name.get(next((g for g in match.groups() if g), "")) if match else None
-        if other is not None and other.dtypes:
-            param.dtypes = list(other.dtypes)
+    progressed = True
+    while progressed:  # a chain (totalWeight as weight, weight as self) resolves link by link
+        progressed = False
+        for param in facts.params:
+            if param.dtypes:
+                continue
+            cell, text = plain(cells.get(param.name, "")), plain(param.text or "")
+            match = _SAME_AS.search(cell) or _SAME_DTYPE_TEXT.search(text)
+            other = by_name.get(next((g for g in match.groups() if g), "")) if match else None
+            if other is not None and other.dtypes:
+                param.dtypes = list(other.dtypes)
+                progressed = True
 
 
 _NOTE = re.compile(r"^\s*[-*]\s+(.+?)[：:](.+)$")

@@ -1,0 +1,58 @@
+"""Dtype cells the importer reads: footnote marks flattened into a dtype word ("FLOAT32¹" read as
+"FLOAT321"), and cells that give another parameter's dtypes in the page's several phrasings,
+resolved along a chain."""
+
+from __future__ import annotations
+
+import pytest
+
+from aclnngen.codegen.importer.facts import PageParam, PageFacts, page_dtypes
+from aclnngen.codegen.importer.markdown import _dtypes_by_reference
+
+
+@pytest.mark.parametrize(
+    "cell, dtypes",
+    [
+        ("FLOAT321、FLOAT8_E8M01、2", ["float32", "float8_e8m0fnu"]),
+        ("UINT642、INT642", ["uint64", "int64"]),
+        ("INT8、FLOAT16、BFLOAT16", ["int8", "float16", "bfloat16"]),
+        ("INT81", ["int8"]),
+        ("FLOAT8", []),  # no footnote after a name that ends in a letter: not FLOAT and a mark
+        ("INT", []),
+    ],
+)
+def test_dtype_words_with_flattened_footnote_marks(cell, dtypes):
+    assert page_dtypes(cell) == dtypes
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "与self一致",
+        "和self一致",
+        "与输入self保持一致",
+        "与“self”参数一致。",
+        "数据类型与self相同。",
+        "与self类型相同",
+        "same as self",
+    ],
+)
+def test_a_cell_giving_another_parameters_dtypes(cell):
+    facts = PageFacts("made/up.md", "markdown")
+    facts.params = [PageParam("self", dtypes=["float32", "float16"]), PageParam("out")]
+    _dtypes_by_reference(facts, {"self": "FLOAT32、FLOAT16", "out": cell})
+    assert facts.params[1].dtypes == ["float32", "float16"]
+
+
+def test_a_chain_of_references_resolves_whatever_the_row_order():
+    facts = PageFacts("made/up.md", "markdown")
+    facts.params = [PageParam("total"), PageParam("weight"), PageParam("self", dtypes=["float32"])]
+    _dtypes_by_reference(facts, {"total": "数据类型与weight相同。", "weight": "数据类型和self保持一致。"})
+    assert [p.dtypes for p in facts.params] == [["float32"], ["float32"], ["float32"]]
+
+
+def test_a_shape_sentence_gives_no_dtypes():
+    facts = PageFacts("made/up.md", "markdown")
+    facts.params = [PageParam("grad"), PageParam("output", dtypes=["float32"])]
+    _dtypes_by_reference(facts, {"grad": "shape需要与circular_pad2d正向传播的output一致。"})
+    assert facts.params[0].dtypes == []
