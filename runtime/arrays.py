@@ -29,7 +29,7 @@ from aclnngen.generated import abi
 
 from . import acl, session
 from .errors import AclnnError, AclRuntimeError
-from .shapes import NUMPY_DTYPES, c_contiguous
+from .shapes import NUMPY_DTYPES, c_contiguous, strided_elements
 
 __all__ = [
     "ACL_MEM_MALLOC_HUGE_FIRST",
@@ -430,9 +430,7 @@ class DeviceArray:
             return self
         raw = np.empty(span * self.itemsize, np.uint8)
         _memcpy(backend, raw.ctypes.data, start, raw.nbytes, D2H)
-        view = np.lib.stride_tricks.as_strided(
-            raw.view(self.dtype), shape=self.shape, strides=[s * self.itemsize for s in self.strides]
-        )
+        view = strided_elements(raw, self.dtype, self.shape, self.strides)
         view[...] = array
         _memcpy(backend, start, raw.ctypes.data, raw.nbytes, H2D)
         return self
@@ -455,9 +453,7 @@ class DeviceArray:
         span = _span(self.shape, self.strides)
         raw = np.empty(span * self.itemsize, np.uint8)
         _memcpy(backend, raw.ctypes.data, start, raw.nbytes, D2H)
-        view = np.lib.stride_tricks.as_strided(
-            raw.view(self.dtype), shape=self.shape, strides=[s * self.itemsize for s in self.strides]
-        )
+        view = strided_elements(raw, self.dtype, self.shape, self.strides, writeable=False)
         return view.copy(order="C")
 
     def copy_to(self, out: np.ndarray) -> np.ndarray:

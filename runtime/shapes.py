@@ -45,6 +45,18 @@ NUMPY_DTYPES: dict[str, np.dtype] = {name: storage_dtype(name) for name in ALL_D
 _DTYPE_NAMES: dict[Any, str] = {dt: name for name, dt in NUMPY_DTYPES.items()}
 
 
+def strided_elements(raw: np.ndarray, dtype: np.dtype, shape, strides, *, writeable: bool = True) -> np.ndarray:
+    """A view of `raw` (bytes, as uint8) as elements of `dtype` with `shape` and element `strides`.
+    Strided over plain words of the element's size, then seen as the dtype: `as_strided` rebuilds
+    an array from its interface, which cannot name every dtype (ml_dtypes' float8_e5m2 reads as an
+    unknown '<f1')."""
+    words = raw.view(np.dtype(f"V{dtype.itemsize}"))
+    view = np.lib.stride_tricks.as_strided(
+        words, shape=shape, strides=[s * dtype.itemsize for s in strides], writeable=writeable
+    )
+    return view.view(dtype)
+
+
 def promote_dtypes(*dtypes: Any) -> np.dtype:
     """The dtype `dtypes` (NumPy dtypes, dtype names or arrays' `.dtype`) promote to, like
     torch.result_type: float16 + bfloat16 -> float32, int + float -> the float, bool + x -> x.
