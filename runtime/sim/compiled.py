@@ -11,6 +11,11 @@ are the inputs' very memory or overlap none of it, the compute dtype the spec's 
 is float32 or float64, and the scalars and attributes are plain values. Everything else (a
 broadcast, a strided view, mixed or integer dtypes, complex data) runs the reference.
 
+What qualifies and how to launch is decided once per call signature (`_signature`: the op's
+registration, the core, the kernels' source, the family, each argument's kind, layout, dtype and
+value) and remembered as a `_Plan`; a call of a known signature only reads its tensors' addresses,
+checks them for partial overlap and launches.
+
 The kernels run through cffi, which releases the GIL, in pieces across threads
 (ACLNNGEN_REFERENCE_THREADS, default every core) on calls of MIN_PARALLEL elements or more.
 
