@@ -27,6 +27,11 @@ def names() -> tuple[str, ...]:
     return (SPEC,) + tuple(sorted(_table()))
 
 
+def is_name(name: str) -> bool:
+    """Whether `name` is one of `names()`, without listing them (asked on every simulated call)."""
+    return name == SPEC or name in _table()
+
+
 def active() -> str:
     return os.environ.get("ACLNNGEN_SIM_PROFILE", SPEC)
 

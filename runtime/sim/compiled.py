@@ -11,6 +11,11 @@ are the inputs' very memory or overlap none of it, the compute dtype the spec's 
 is float32 or float64, and the scalars and attributes are plain values. Everything else (a
 broadcast, a strided view, mixed or integer dtypes, complex data) runs the reference.
 
+What qualifies and how to launch is decided once per call signature (`_signature`: the op's
+registration, the core, the kernels' source, the family, each argument's kind, layout, dtype and
+value) and remembered as a `_Plan`; a call of a known signature only reads its tensors' addresses,
+checks them for partial overlap and launches.
+
 The kernels run through cffi, which releases the GIL, in pieces across threads
 (ACLNNGEN_REFERENCE_THREADS, default every core) on calls of MIN_PARALLEL elements or more.
 
@@ -116,6 +121,7 @@ def use_source(package: str, path: str | os.PathLike | None) -> None:
             _SOURCES[package] = Path(path).resolve()
         for key in [k for k in _LIBRARIES if k[0] == package]:
             del _LIBRARIES[key]
+        _PLANS.clear()  # (their keys hold the source too; this frees the old libraries)
 
 
 def library(package: str, core: str, op: str | None = None) -> _Library:
@@ -199,13 +205,12 @@ def _why_not(tensors, storage, channel=frozenset()) -> str | None:
     return None
 
 
-def _overlap(tensors, outputs) -> str | None:
+def _overlap(tensors, addresses, sizes, outputs) -> str | None:
     """A partial overlap of an output with another tensor (an exact alias is elementwise-safe)."""
-    spans = [(a.data + a.offset * a.dtype.itemsize, math.prod(a.shape) * a.dtype.itemsize, a) for a in tensors]
-    for start, size, out in spans:
+    for out, start, size in zip(tensors, addresses, sizes):
         if out.name not in outputs:
             continue
-        for other_start, other_size, other in spans:
+        for other, other_start, other_size in zip(tensors, addresses, sizes):
             if (
                 other is not out
                 and (other_start != start or other_size != size)
@@ -237,32 +242,122 @@ def _counted(compiled: bool) -> bool:
 
 
 def _compute(backend, entry, args, family) -> str | None:
-    """Runs the kernel; None when it ran, else why it could not."""
+    """Runs the kernel; None when it ran, else why it could not. What a call's signature decides
+    (the kernel, its scalars, attributes and shape, or why none runs) is planned once per
+    signature (_plan); a call then only checks its addresses for overlap and launches."""
+    core = backend.libraries["nnopbase"]
+    key = _signature(entry, args, family, core)
+    plan = None if key is None else _PLANS.get(key)
+    if plan is None or plan[0] is not entry:
+        plan = (entry, _plan(core, entry, args, family))
+        if key is not None:
+            with _lock:
+                if len(_PLANS) >= _PLANS_SIZE:
+                    _PLANS.clear()
+                _PLANS[key] = plan
+    plan = plan[1]
+    if isinstance(plan, str):
+        return plan
+    return plan.launch(args)
+
+
+_PLANS_SIZE = 512  # call signatures remembered per process
+_PLANS: dict = {}  # _signature -> (entry, _Plan or why no kernel runs)
+
+
+def _signature(entry, args, family, core) -> tuple | None:
+    """Everything of a call `_plan` reads except the tensors' addresses: the op (its entry's
+    identity, checked on use), the library it is built from, the family, and each argument's
+    kind, presence, shape, strides, dtype and value; None when a value cannot be a key."""
+    try:
+        key = (
+            id(entry),
+            entry.package,
+            core,
+            _SOURCES.get(entry.package),
+            family,
+            tuple(
+                (
+                    a.name,
+                    a.kind,
+                    a.is_null,
+                    a.shape,
+                    a.strides,
+                    a.dtype,
+                    type(a.value),
+                    tuple(a.value) if isinstance(a.value, list) else a.value,
+                )
+                for a in args
+            ),
+        )
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+@dataclass
+class _Plan:
+    """One call signature's launch: the kernel, its argument arrays (built once) and, per call,
+    the tensors' addresses."""
+
+    fn: Any
+    tensors: tuple[int, ...]  # positions in the executor's args, in the kernel's order
+    outputs: frozenset[str]
+    itemsize: int
+    sizes: tuple[int, ...]  # bytes of each tensor, in the kernel's order
+    n: int
+    c_doubles: Any
+    c_ints: Any
+    c_strings: Any
+    keep: list
+
+    def launch(self, args) -> str | None:
+        tensors = [args[i] for i in self.tensors]
+        itemsize = self.itemsize
+        addresses = [a.data + a.offset * itemsize for a in tensors]
+        problem = _overlap(tensors, addresses, self.sizes, self.outputs)
+        if problem is not None:
+            return problem
+        ffi = _cffi()
+        pointers = ffi.cast("void *const *", ffi.new("uintptr_t[]", addresses))
+        n = self.n
+        pieces = _pieces(n)
+        if len(pieces) == 1:  # no thread pool for a small call
+            self.fn(pointers, 0, n, self.c_doubles, self.c_ints, self.c_strings)
+        else:
+            done = [
+                _pool(len(pieces)).submit(self.fn, pointers, s, c, self.c_doubles, self.c_ints, self.c_strings)
+                for s, c in pieces
+            ]
+            for future in done:
+                future.result()
+        return None
+
+
+def _plan(core, entry, args, family) -> "_Plan | str":
+    """The launch of a call signature, or why no compiled kernel can run it."""
     op = op_meta(entry.meta)
     if entry.package is None:
         return "the op belongs to no package"
     reference = entry.reference()
     if not isinstance(reference, Reference):
         return "the op's reference is a hand-written function"
-    lib = library(entry.package, backend.libraries["nnopbase"], op.snake)
+    lib = library(entry.package, core, op.snake)
     if lib.error is not None:
         return lib.error
     if op.symbol in lib.fallbacks:
         return lib.fallbacks[op.symbol]
-    by_name = {a.name: a for a in args}
+    position = {a.name: i for i, a in enumerate(args)}
     tensor_params = [p for p in op.params if p.role in ("input", "output")]
-    if any(p.name not in by_name for p in tensor_params):
+    if any(p.name not in position for p in tensor_params):
         return "a tensor parameter is missing from the executor"
-    tensors = [by_name[p.name] for p in tensor_params]
+    tensors = [args[position[p.name]] for p in tensor_params]
     storage = tensors[0].dtype
     if not isinstance(storage, np.dtype) or storage.kind != "f" and dtype_name_of(storage) != "bfloat16":
         return f"tensor {tensors[0].name} is {storage}: compiled kernels take float data"
     channel = _channel_tensors(op)
     problem = _why_not(tensors, storage, channel)
-    if problem is not None:
-        return problem
-    outputs = {p.name for p in tensor_params if p.role == "output"}
-    problem = _overlap(tensors, outputs)
     if problem is not None:
         return problem
     values = {a.name: (None if a.is_null else a.value) for a in args if not a.is_tensor}
@@ -274,7 +369,7 @@ def _compute(backend, entry, args, family) -> str | None:
     if fn is None:
         return f"no compiled kernel for {dtype_name_of(storage)} data computed in {compute}"
     ffi = _cffi()
-    doubles, ints, strings, keep = [], [], [], []
+    doubles, ints, strings, keep = [], [], [], [lib]  # the library stays loaded with its plans
     for p in op.params:
         if p.role in ("scalar", "optional_scalar"):
             doubles.append(float(scalars[p.py]))
@@ -294,23 +389,22 @@ def _compute(backend, entry, args, family) -> str | None:
                 text = ffi.new("char[]", value.encode("utf-8"))
                 keep.append(text)
                 strings.append(text)
-    pointers = ffi.new("void *[]", [ffi.cast("void *", a.data + a.offset * storage.itemsize) for a in tensors])
     # the shape after the attributes (formula_c's ABI): the rank, the full tensors' dims, each
     # tensor's element count
     full = next(a.shape for a in tensors if a.name not in channel)
     ints += [len(full), *full, *(math.prod(a.shape) for a in tensors)]
-    c_doubles = ffi.new("double[]", doubles or [0.0])
-    c_ints = ffi.new("int64_t[]", ints)
-    c_strings = ffi.new("const char *[]", strings or [ffi.NULL])
-    n = math.prod(full)
-    pieces = _pieces(n)
-    if len(pieces) == 1:
-        fn(pointers, 0, n, c_doubles, c_ints, c_strings)
-    else:
-        done = [_pool(len(pieces)).submit(fn, pointers, s, c, c_doubles, c_ints, c_strings) for s, c in pieces]
-        for future in done:
-            future.result()
-    return None
+    return _Plan(
+        fn=fn,
+        tensors=tuple(position[p.name] for p in tensor_params),
+        outputs=frozenset(p.name for p in tensor_params if p.role == "output"),
+        itemsize=storage.itemsize,
+        sizes=tuple(math.prod(a.shape) * storage.itemsize for a in tensors),
+        n=math.prod(full),
+        c_doubles=ffi.new("double[]", doubles or [0.0]),
+        c_ints=ffi.new("int64_t[]", ints),
+        c_strings=ffi.new("const char *[]", strings or [ffi.NULL]),
+        keep=keep,
+    )
 
 
 _INPUTS_CACHE_SIZE = 256  # scalar settings remembered per process (a call's cost is mostly Python)

@@ -430,7 +430,7 @@ def _resolve(profile: str | Profile) -> Profile:
     if isinstance(profile, Profile):
         return profile
     if isinstance(profile, str):
-        if profile in profiles.names():
+        if profiles.is_name(profile):
             return _data_profile(profile)
         if profile in _BUILTIN:
             return _BUILTIN[profile]
@@ -645,9 +645,7 @@ def _view_arg(sim_ffi, a, fallback: str) -> ViewArg:
         if dt is None or a.nbytes != dt.itemsize:
             arg.value = _NotANumber(f"<scalar of {_dtype_text(a.dtype)}>")
         else:
-            raw = bytes(sim_ffi.buffer(sim_ffi.cast("char *", a.value), a.nbytes))
-            scalar = np.frombuffer(raw, dtype=dt)[0]
-            arg.value = bool(scalar) if dt.kind == "b" else int(scalar) if dt.kind in "iu" else float(scalar)
+            arg.value = _scalar_value(sim_ffi, a.value, dt)
     elif kind in (9, 10):
         arg.value = sim_ffi.string(sim_ffi.cast("char *", a.value)).decode("utf-8", "replace")
     elif kind in (11, 12, 13, 14):
@@ -664,6 +662,37 @@ def _view_arg(sim_ffi, a, fallback: str) -> ViewArg:
 
 
 _new_view_arg = object.__new__
+
+_C_SCALARS = {  # NumPy dtype name -> the C type a scalar of it is read as (without NumPy)
+    "float32": "float",
+    "float64": "double",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "uint8": "uint8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _scalar_pointer(ffi, dtype: np.dtype):
+    """The C pointer type a scalar of `dtype` is read through; None: read with NumPy (float16,
+    bfloat16, bool and other types C has no plain type for here)."""
+    ctype = _C_SCALARS.get(dtype.name)
+    return None if ctype is None else ffi.typeof(f"{ctype} *")
+
+
+def _scalar_value(sim_ffi, address, dt: np.dtype):
+    """A scalar's value as a Python bool, int or float, read from its bytes at `address`."""
+    pointer = _scalar_pointer(sim_ffi, dt)
+    if pointer is not None:
+        value = sim_ffi.cast(pointer, address)[0]
+        return int(value) if dt.kind in "iu" else float(value)
+    scalar = np.frombuffer(bytes(sim_ffi.buffer(sim_ffi.cast("char *", address), dt.itemsize)), dtype=dt)[0]
+    return bool(scalar) if dt.kind == "b" else int(scalar) if dt.kind in "iu" else float(scalar)
 
 
 @functools.lru_cache(maxsize=None)
