@@ -83,7 +83,7 @@ from aclnngen.runtime import acl, profiles
 from aclnngen.runtime.arrays import numpy_dtype
 from aclnngen.runtime.call import package_of as _package_of
 from aclnngen.runtime.errors import AclnnValidationError, UnknownSocError
-from aclnngen.runtime.shapes import c_contiguous
+from aclnngen.runtime.shapes import c_contiguous, strided_elements
 from aclnngen.runtime.validation import validate
 from aclnngen.core.formats import name_of_member
 from aclnngen.core.meta import EarlyReturn, OpMeta, op_meta
@@ -550,13 +550,7 @@ class ViewArg:
         end = self.offset + sum((d - 1) * s for d, s in zip(self.shape, self.strides)) + 1
         ffi = self._ffi
         raw = np.frombuffer(ffi.buffer(ffi.cast("char *", self.data), end * isz), dtype=np.uint8)
-        # strided over plain bytes-sized words, then seen as the dtype: as_strided cannot rebuild
-        # every dtype from its array interface (ml_dtypes' float8_e5m2 reads as an unknown '<f1')
-        words = raw.view(np.dtype(f"V{isz}") if self.dtype.kind == "f" and isz == 1 else self.dtype)
-        view = np.lib.stride_tricks.as_strided(
-            words[self.offset :], shape=self.shape, strides=[s * isz for s in self.strides], writeable=True
-        )
-        return view if view.dtype == self.dtype else view.view(self.dtype)
+        return strided_elements(raw[self.offset * isz :], self.dtype, self.shape, self.strides)
 
     def describe(self) -> dict:
         return {
