@@ -203,6 +203,10 @@ def emit(obj):
 
 def scenario_env(**env: str | None) -> dict[str, str]:
     full = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    # The scenarios test finding and loading CANN, not the kernels' numerics (the simulated tests
+    # compare the compiled kernels with the reference): the fake install's core is a library of
+    # its own, for which each op's kernels would compile again, cold, in every scenario's process.
+    full["ACLNNGEN_SIM_KERNELS"] = "reference"
     full.update({k: v for k, v in env.items() if v is not None})
     return full
 
