@@ -276,19 +276,7 @@ def _signature(entry, args, family, core) -> tuple | None:
             core,
             _SOURCES.get(entry.package),
             family,
-            tuple(
-                (
-                    a.name,
-                    a.kind,
-                    a.is_null,
-                    a.shape,
-                    a.strides,
-                    a.dtype,
-                    type(a.value),
-                    tuple(a.value) if isinstance(a.value, list) else a.value,
-                )
-                for a in args
-            ),
+            tuple(a.signature() for a in args),
         )
         hash(key)
     except TypeError:

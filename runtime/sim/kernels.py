@@ -540,6 +540,22 @@ class ViewArg:
     def contiguous(self) -> bool:
         return c_contiguous(self.shape, self.strides)
 
+    def signature(self) -> tuple:
+        """All a decision about this argument may read but its data's address (the keys of the
+        prepare hook's and the compiled launch's remembered decisions)."""
+        value = tuple(self.value) if isinstance(self.value, list) else self.value
+        return (
+            self.name,
+            self.kind,
+            self.is_null,
+            self.shape,
+            self.strides,
+            self.dtype,
+            self.format,
+            type(self.value),
+            value,
+        )
+
     def array(self) -> np.ndarray:
         """A NumPy view of the tensor's elements in (simulated) device memory."""
         if not isinstance(self.dtype, np.dtype):
@@ -706,20 +722,7 @@ def _validation_key(profile: "Profile", family: str, version: str, args: list[Vi
             profile.data,
             family,
             version,
-            tuple(
-                (
-                    a.name,
-                    a.kind,
-                    a.is_null,
-                    a.shape,
-                    a.strides,
-                    a.dtype,
-                    a.format,
-                    type(a.value),
-                    tuple(a.value) if isinstance(a.value, list) else a.value,
-                )
-                for a in args
-            ),
+            tuple(a.signature() for a in args),
         )
         hash(key)
     except TypeError:
