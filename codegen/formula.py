@@ -870,6 +870,9 @@ def _children(node: Node) -> tuple:
     return ()
 
 
+children = _children  # a node's operands (codegen/formula_c.py walks trees its own way)
+
+
 def _is_threshold(node: Node, lets: Mapping[str, Node]) -> bool:
     """True when `node` depends on no tensor: scalars, attributes, literals, constants, arithmetic
     and round_to (lets are followed)."""

@@ -46,6 +46,7 @@ from .formula import (
     Name,
     TensorRef,
     Unary,
+    children,
     walk,
 )
 
@@ -211,24 +212,14 @@ def _is_call(node, function: str) -> bool:
     return isinstance(node, Call) and node.function == function
 
 
-def _children(node) -> tuple:
-    if isinstance(node, Unary):
-        return (node.operand,)
-    if isinstance(node, (Binary, Compare)):
-        return (node.left, node.right)
-    if isinstance(node, Call):
-        return node.args
-    return ()
-
-
 def _direct(node):
     """The nodes computed per element where `node` is: not inside a sum_keepdim (a line's value)
     nor a per_channel (a channel's value); a sum_per_channel's summand is per element."""
     yield node
     if isinstance(node, Call) and node.function in (*LINE_FUNCTIONS, _PER_CHANNEL):
         return
-    children = node.args[:1] if _is_call(node, "sum_per_channel") else _children(node)
-    for child in children:
+    operands = node.args[:1] if _is_call(node, "sum_per_channel") else children(node)
+    for child in operands:
         yield from _direct(child)
 
 
