@@ -150,7 +150,10 @@ class OpCache:
 
     def trim(self, keep: int | None = None) -> int:
         """Remove the least recently used files beyond those of `keep` ops (MAX_ENTRIES; an op
-        keeps two files); how many went. Files of an earlier format (pickles) go first, unread."""
+        keeps two files); how many went. Files of an earlier format (pickles) go first, unread.
+        Every generate calls this, so a cache within its bound costs one listing (no file's
+        times read); one beyond it is trimmed to a tenth below, so the next runs do not each
+        read every file's time to remove one."""
         keep = 2 * (MAX_ENTRIES if keep is None else keep)
         if not self.trusted:
             return 0
@@ -162,13 +165,15 @@ class OpCache:
                         if not entry.is_file(follow_symlinks=False):
                             continue
                         if entry.name.endswith(SUFFIX):
-                            entries.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
+                            entries.append(entry)
                         elif entry.name.endswith(OLD_SUFFIXES):
                             old.append(entry.path)
+            over = len(entries) - (keep - keep // 10) if len(entries) > keep else 0
+            oldest = sorted((e.stat(follow_symlinks=False).st_mtime_ns, e.path) for e in entries)[:over] if over else []
         except OSError:
             return 0
         removed = 0
-        for path in old + [path for _, path in sorted(entries)[: max(0, len(entries) - keep)]]:
+        for path in old + [path for _, path in oldest]:
             try:
                 os.unlink(path)
                 removed += 1

@@ -4,6 +4,8 @@ name, repository and category say (its `source.url` is the page's path in the re
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from repo_paths import CATALOG_SPECS
@@ -15,13 +17,20 @@ PRODUCTS = load_products()
 SPEC_PATHS = sorted(CATALOG_SPECS.rglob("*.yaml"))
 
 
+@functools.cache
+def _loaded(path):
+    """One load per spec per worker, at run time: loading the ~800 specs costs seconds, and at
+    collection every worker would pay it."""
+    return load_spec(path, PRODUCTS)
+
+
 @pytest.mark.skipif(not SPEC_PATHS, reason="no catalog specs under specs/catalog")
 def test_every_catalog_spec_validates_as_binding_tier_where_its_name_says():
     problems = []
     for path in SPEC_PATHS:
         where = path.relative_to(CATALOG_SPECS)
         try:
-            spec = load_spec(path, PRODUCTS).spec
+            spec = _loaded(path).spec
         except SpecError as exc:
             problems.append(f"{where}: {exc.problems[0].message}")
             continue
@@ -86,24 +95,24 @@ def test_a_narrow_dtype_is_read_from_a_page_and_passed_as_its_acl_data_type(page
     assert data.dtype == storage and _place(data, "strided", 0, _junk(storage)).shape == (2, 3)
 
 
-INTEGER_SCALAR_OPS = sorted(
-    path
-    for path in SPEC_PATHS
-    if any(
-        p.scalar_dtype in ("int8", "int16", "int32", "int64", "uint8")
-        for p in load_spec(path, PRODUCTS).spec.parameters
-    )
-)
+def _integer_scalar_ops():
+    return [
+        path
+        for path in SPEC_PATHS
+        if any(p.scalar_dtype in ("int8", "int16", "int32", "int64", "uint8") for p in _loaded(path).spec.parameters)
+    ]
 
 
-@pytest.mark.skipif(not INTEGER_SCALAR_OPS, reason="no catalog spec with an integer scalar")
 def test_an_integer_scalar_gets_whole_planned_values_and_its_importer_draft_an_integer_dtype():
     from aclnngen.codegen import metadata
     from aclnngen.core import planning
 
+    integer_scalar_ops = _integer_scalar_ops()
+    if not integer_scalar_ops:
+        pytest.skip("no catalog spec with an integer scalar")
     wrong = []
-    for path in INTEGER_SCALAR_OPS:
-        spec = load_spec(path, PRODUCTS).spec
+    for path in integer_scalar_ops:
+        spec = _loaded(path).spec
         values = planning.scalar_values(metadata.build(spec))
         for p in spec.parameters:
             if p.scalar_dtype and p.scalar_dtype.startswith(("int", "uint")):

@@ -141,7 +141,7 @@ def _workspace() -> Path:
     return folder
 
 
-@settings(max_examples=1500 if CI else 150, deadline=5000, suppress_health_check=list(HealthCheck))
+@settings(max_examples=500 if CI else 150, deadline=5000, suppress_health_check=list(HealthCheck))
 @given(mutated())
 def test_mutated_specs_give_typed_errors_or_code_that_compiles(case):
     seed, text = case

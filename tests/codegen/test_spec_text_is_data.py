@@ -148,11 +148,12 @@ def test_the_fields_under_test_are_free_text():
     assert any(path[0] == "return_codes" and path[-1] == "condition" for path in fields)
 
 
+@pytest.mark.slow(reason="plans a whole package per drawn text: 200 examples in CI, about 15 s")
 def test_arbitrary_text_in_specs_and_paths_stays_inside_literals(tmp_path):
     c_sources: dict[str, str] = {}
     examples = []
 
-    @settings(max_examples=500 if CI else 60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=200 if CI else 60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(seed=st.sampled_from(SEEDS), text=TEXT, specs_name=TEXT, out_name=TEXT)
     @example(
         seed=SEEDS[-1], text='"""\x00\u202e*/{{ 7*7 }}\n#', specs_name="s\n#error injected\n*/ int x;", out_name="o\n"
@@ -178,7 +179,7 @@ def test_arbitrary_text_in_specs_and_paths_stays_inside_literals(tmp_path):
                 assert "\x00" not in out.content and "\u202e" not in out.content, out.path
 
     check()
-    assert len(examples) >= (500 if CI else 60) // 2, "too few examples reached the generator"
+    assert len(examples) >= (200 if CI else 60) // 2, "too few examples reached the generator"
     cc = shutil.which(os.environ.get("CC", "cc"))
     if cc is None:
         pytest.skip("no C compiler (the simulator needs one): the C syntax check cannot run")
