@@ -5,6 +5,7 @@ test to another op that has the property, and fails with a clear message when no
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 
@@ -149,14 +150,19 @@ def structure(m: dict) -> str:
 
 
 def representatives() -> list[str]:
-    """The first op of each distinct structure. A test that plants a mutation to show that a
+    """The first op of each distinct structure (computed once). A test that plants a mutation to show that a
     mechanism finds it takes these: an op that differs from another only by its name adds nothing
     to such a test, so it grows with the catalog's variety, not its size (a test of each op's own
     facts takes every op)."""
+    return list(_representatives())
+
+
+@functools.cache
+def _representatives() -> tuple[str, ...]:
     seen, chosen = set(), []
     for snake in OPS:
         key = structure(meta(snake))
         if key not in seen:
             seen.add(key)
             chosen.append(snake)
-    return chosen
+    return tuple(chosen)

@@ -96,7 +96,7 @@ def lenient_compiled(monkeypatch):
 
 
 @pytest.mark.parametrize("storage", list(STORAGES))
-@pytest.mark.parametrize("snake", _snakes())
+@pytest.mark.parametrize("snake", [s for s in _snakes() if s in catalog.representatives()])
 def test_compiled_kernel_matches_the_reference(snake, storage, lenient_compiled):
     op = _op(snake)
     values = _values(op, storage, seed=len(snake))

@@ -9,8 +9,8 @@ import importlib
 import numpy as np
 import pytest
 
+import catalog
 from aclnngen.core.meta import op_meta
-from aclnngen.generated import OPS
 from aclnngen.runtime import session
 from aclnngen.runtime.errors import AclnnError
 from aclnngen.runtime.sim import compiled, kernels
@@ -28,7 +28,11 @@ def _op(snake: str) -> opcheck.OpUnderTest:
 def _compiled_ops() -> list[str]:
     with session.simulated(profile="lenient"):
         falls = compiled.fallbacks(BUILTIN_PACKAGE, session.backend().libraries["nnopbase"])
-    return [s for s in OPS if op_meta(importlib.import_module(f"aclnngen.generated.meta.{s}").META).symbol not in falls]
+    return [
+        s
+        for s in catalog.representatives()
+        if op_meta(importlib.import_module(f"aclnngen.generated.meta.{s}").META).symbol not in falls
+    ]
 
 
 COMPILED = _compiled_ops()

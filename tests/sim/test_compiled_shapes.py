@@ -19,8 +19,8 @@ from aclnngen.runtime import session
 from aclnngen.runtime.sim import compiled
 from aclnngen.verify import cases, opcheck
 
-CHANNEL_OPS = [s for s in OPS if catalog.has_rule("per_channel")(catalog.meta(s))]
-DIM_OPS = [s for s in OPS if any(p.get("dim_of") for p in catalog.meta(s)["params"])]
+CHANNEL_OPS = [s for s in catalog.representatives() if catalog.has_rule("per_channel")(catalog.meta(s))]
+DIM_OPS = [s for s in catalog.representatives() if any(p.get("dim_of") for p in catalog.meta(s)["params"])]
 DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32, "float64": np.float64}
 
 

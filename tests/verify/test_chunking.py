@@ -9,10 +9,10 @@ import importlib
 import numpy as np
 import pytest
 
-from aclnngen.generated import OPS
 from aclnngen.evaluate import chunking
 from aclnngen.verify import cases
 from aclnngen.verify.opcheck import OpUnderTest
+import catalog
 from catalog import PLAIN
 
 # the call path checked bit for bit: the simulator computes with the reference (conftest.py)
@@ -33,7 +33,7 @@ def _as_tuple(r):
     return r if isinstance(r, tuple) else (r,)
 
 
-@pytest.mark.parametrize("snake", OPS)
+@pytest.mark.parametrize("snake", catalog.representatives())
 @pytest.mark.parametrize("threads", ["1", "2"])
 def test_pieces_give_the_bits_of_one_piece(snake, threads, monkeypatch):
     op = _op(snake)
@@ -66,7 +66,7 @@ def _elementwise(snake) -> bool:
     return "reduction" not in _op(snake).meta["formula"]["outputs"].values()
 
 
-@pytest.mark.parametrize("snake", [s for s in OPS if _elementwise(s)])
+@pytest.mark.parametrize("snake", [s for s in catalog.representatives() if _elementwise(s)])
 def test_a_simulated_kernel_writing_pieces_into_device_memory_matches_the_reference(snake, monkeypatch):
     op = _op(snake)
     values = cases.make_values(op.meta, "contiguous", "float32", version=op.version)
