@@ -15,8 +15,8 @@ from aclnngen.core.dtypes import sort_key
 from aclnngen.core import dtype_combinations
 from aclnngen.core.kinds import BY_NAME, kind_of
 from aclnngen.core.meta import op_meta
-from aclnngen.core.releases import CannVersion
-from aclnngen.core.rules import rules_at
+from aclnngen.core.releases import CannVersion, newest_documented
+from aclnngen.core.rules import rules_at, supported_families
 
 from . import formula, metadata
 from .consistency import oracle_domain_program, versioned_facts
@@ -72,12 +72,13 @@ def _null_cases(meta: dict, home: str, label: dict[str, str]) -> list[dict]:
     return [_case(f"{label[home]}-{name}-null", family=home, param=name) for name in planning.null_cases(meta)]
 
 
-def null_plan(spec: OpSpec, products: ProductTable, meta: dict) -> dict:
-    """The version and null-pointer cases `build` plans, without planning the rest (a check of
-    every catalog op's null pointers needs only these)."""
-    op = resolve(spec, newest_version(spec))
-    home = _home([f.id for f in products.families if f.id in op.families])
-    return {"version": op.version, "nulls": _null_cases(meta, home, {f.id: f.label for f in products.families})}
+def null_plan(meta: dict, products: ProductTable) -> dict:
+    """The version and null-pointer cases `build` plans, from the op's META alone (a check of every
+    catalog op's null pointers needs only these, and no spec loaded)."""
+    version = str(newest_documented(meta))
+    families = supported_families(meta, version)
+    home = _home([f.id for f in products.families if f.id in families])
+    return {"version": version, "nulls": _null_cases(meta, home, {f.id: f.label for f in products.families})}
 
 
 def build(

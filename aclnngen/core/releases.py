@@ -201,3 +201,22 @@ def known_releases(meta: Mapping[str, Any]) -> list[CannVersion]:
 
     visit(meta)
     return sorted({CannVersion(v) for v in found if is_version(v)})
+
+
+def newest_documented(meta: Mapping[str, Any]) -> CannVersion:
+    """The newest release the page documents: its own, or a later one a versioned fact starts at
+    (the release an op's generated tests check)."""
+    found = {meta.get("cann_version")}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, Mapping):
+            if isinstance(node.get("since"), str):
+                found.add(node["since"])
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, (list, tuple)):
+            for value in node:
+                visit(value)
+
+    visit(meta)
+    return max(CannVersion(v) for v in found if is_version(v))

@@ -1,5 +1,5 @@
-"""`testplan.null_plan`, what a check of every catalog op's null pointers plans, is the version
-and null-pointer cases the full plan (`testplan.build`) holds for the same op."""
+"""`testplan.null_plan`, what a check of every catalog op's null pointers plans from its META alone,
+is the version and null-pointer cases the full plan (`testplan.build`) holds for the same op."""
 
 from __future__ import annotations
 
@@ -19,4 +19,4 @@ def test_the_null_plan_is_the_full_plans_version_and_null_cases(path):
     spec = load_spec(path, PRODUCTS).spec
     meta = metadata.build(spec)
     full = testplan.build(spec, PRODUCTS, meta=meta)
-    assert testplan.null_plan(spec, PRODUCTS, meta) == {"version": full["version"], "nulls": full["nulls"]}
+    assert testplan.null_plan(meta, PRODUCTS) == {"version": full["version"], "nulls": full["nulls"]}

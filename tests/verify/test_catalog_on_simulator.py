@@ -16,7 +16,7 @@ import pytest
 from packages import generated_package
 from repo_paths import CATALOG_SPECS
 from aclnngen.codegen import testplan
-from aclnngen.codegen.loader import load_products, load_spec
+from aclnngen.codegen.loader import load_products
 from aclnngen.runtime import session
 from aclnngen.runtime.errors import AclnnStatusError
 from aclnngen.verify import cases, opcheck
@@ -35,14 +35,13 @@ pytestmark = [
 def catalog(tmp_path_factory):
     """(OpUnderTest, test plan) per catalog op, from one package generated from every catalog spec."""
     root = tmp_path_factory.mktemp("catalog")
-    loaded = [load_spec(path, PRODUCTS).spec for path in SPEC_PATHS]
     # the catalog's folder as it is (<repository>/<category>/*.yaml), its tables the built-in ones
     with generated_package(root, CATALOG_SPECS, PACKAGE):
         ops = []
-        for spec in loaded:
-            meta = importlib.import_module(f"{PACKAGE}.meta.{spec.snake_name}").META
-            binding = getattr(importlib.import_module(f"{PACKAGE}.ops.{spec.snake_name}"), spec.snake_name)
-            plan = testplan.null_plan(spec, PRODUCTS, meta)
+        for snake in importlib.import_module(PACKAGE).OPS:  # from META alone: no spec loaded again
+            meta = importlib.import_module(f"{PACKAGE}.meta.{snake}").META
+            binding = getattr(importlib.import_module(f"{PACKAGE}.ops.{snake}"), snake)
+            plan = testplan.null_plan(meta, PRODUCTS)
             ops.append((opcheck.OpUnderTest(meta, None, binding, plan["version"]), plan))
         session.reset()  # the package's entry points, registered by the imports, get built in
         yield ops
