@@ -22,9 +22,16 @@ ONE, OTHER = [n for n in _NAMES if not any(n != m and n in m for m in _NAMES)][:
 OTHER_NAME = re.search(r"^name: (\w+)$", (DEFAULT_SPECS_DIR / "ops" / f"{OTHER}.yaml").read_text(), re.M).group(1)
 
 
+#: the ops the tests generate: enough for the workers and the trim bound, a fixed number however
+#: many specs the repository holds (the mechanism is the subject, not each op)
+SUBSET = ([ONE, OTHER] + [n for n in _NAMES if n not in (ONE, OTHER)])[:6]
+
+
 def _specs(tmp_path):
     specs = tmp_path / "specs"
-    shutil.copytree(DEFAULT_SPECS_DIR / "ops", specs / "ops")
+    (specs / "ops").mkdir(parents=True)
+    for name in SUBSET:
+        shutil.copy2(DEFAULT_SPECS_DIR / "ops" / f"{name}.yaml", specs / "ops")
     return specs
 
 
