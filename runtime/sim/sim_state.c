@@ -318,6 +318,7 @@ void aclsim_set_hooks(aclsim_prepare_hook prepare, aclsim_run_hook run)
     SIM_LOCK();
     sim_g.prepare = prepare;
     sim_g.run = run;
+    sim_g.decisions_changed++; /* other hooks may decide otherwise: forget what these decided */
     SIM_UNLOCK();
 }
 
@@ -325,6 +326,7 @@ void aclsim_set_kernels(int on)
 {
     SIM_LOCK();
     sim_g.kernels_off = !on;
+    sim_g.decisions_changed++;
     SIM_UNLOCK();
 }
 
@@ -342,6 +344,7 @@ int aclsim_set_soc_name(const char *name)
         sim_g.soc[0] = '\0';
         sim_g.soc_set = 0;
     }
+    sim_g.decisions_changed++;
     SIM_UNLOCK();
     return SIM_OK;
 }
@@ -438,10 +441,15 @@ static const char *default_version(void)
     return v && strlen(v) < SIM_VERSION_CAP && sim_version_num(v, &num) == 0 ? v : "8.5.0";
 }
 
+void sim_version_copy_locked(char out[SIM_VERSION_CAP])
+{
+    snprintf(out, SIM_VERSION_CAP, "%s", sim_g.version[0] ? sim_g.version : default_version());
+}
+
 void sim_version_copy(char out[SIM_VERSION_CAP])
 {
     SIM_LOCK();
-    snprintf(out, SIM_VERSION_CAP, "%s", sim_g.version[0] ? sim_g.version : default_version());
+    sim_version_copy_locked(out);
     SIM_UNLOCK();
 }
 
@@ -457,6 +465,7 @@ int aclsim_set_version(const char *version)
     }
     SIM_LOCK();
     snprintf(sim_g.version, sizeof sim_g.version, "%s", v);
+    sim_g.decisions_changed++;
     SIM_UNLOCK();
     return SIM_OK;
 }
