@@ -316,17 +316,18 @@ const char *sim_memcpy_kind_name(int kind)
 void aclsim_set_hooks(aclsim_prepare_hook prepare, aclsim_run_hook run)
 {
     SIM_LOCK();
+    /* other hooks may decide otherwise: forget what these decided */
+    sim_g.decisions_changed += sim_g.prepare != prepare || sim_g.run != run;
     sim_g.prepare = prepare;
     sim_g.run = run;
-    sim_g.decisions_changed++; /* other hooks may decide otherwise: forget what these decided */
     SIM_UNLOCK();
 }
 
 void aclsim_set_kernels(int on)
 {
     SIM_LOCK();
+    sim_g.decisions_changed += sim_g.kernels_off != !on;
     sim_g.kernels_off = !on;
-    sim_g.decisions_changed++;
     SIM_UNLOCK();
 }
 
@@ -337,6 +338,7 @@ int aclsim_set_soc_name(const char *name)
         return SIM_ACL_INVALID_PARAM;
     }
     SIM_LOCK();
+    sim_g.decisions_changed += name ? !sim_g.soc_set || strcmp(sim_g.soc, name) != 0 : sim_g.soc_set;
     if (name) {
         snprintf(sim_g.soc, sizeof sim_g.soc, "%s", name);
         sim_g.soc_set = 1;
@@ -344,7 +346,6 @@ int aclsim_set_soc_name(const char *name)
         sim_g.soc[0] = '\0';
         sim_g.soc_set = 0;
     }
-    sim_g.decisions_changed++;
     SIM_UNLOCK();
     return SIM_OK;
 }
@@ -464,8 +465,8 @@ int aclsim_set_version(const char *version)
         return SIM_ACL_INVALID_PARAM;
     }
     SIM_LOCK();
+    sim_g.decisions_changed += strcmp(sim_g.version, v) != 0;
     snprintf(sim_g.version, sizeof sim_g.version, "%s", v);
-    sim_g.decisions_changed++;
     SIM_UNLOCK();
     return SIM_OK;
 }
