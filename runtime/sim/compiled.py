@@ -16,6 +16,9 @@ registration, the core, the kernels' source, the family, each argument's kind, l
 value) and remembered as a `_Plan`; a call of a known signature only reads its tensors' addresses,
 checks them for partial overlap and launches.
 
+A plan launched in one piece is also handed to the simulator's C core (`run(..., keep=)`, kernels.py),
+which then runs the signature's later launches itself (sim_memo.c); `stats()` counts those too.
+
 The kernels run through cffi, which releases the GIL, in pieces across threads
 (ACLNNGEN_REFERENCE_THREADS, default every core) on calls of MIN_PARALLEL elements or more.
 

@@ -55,6 +55,15 @@ differs from what the kernel computes (the vendor never checks HardtanhBackward'
 written: the launch fails at synchronisation (507015) with a message naming the output and both
 shapes, instead of writing out of bounds.
 
+Remembered decisions. The simulator's C core (sim_memo.c) hashes each executor's signature; a
+hook that offers its answer lets the core answer that signature's later calls itself: the prepare
+hook offers a data or lenient profile's answer (success, an early return, or a validation error,
+whose message is the signature's), the run hook the compiled plan of a launch made in one piece.
+A remembered call enters no Python: its record (`recorded()`) comes from the core. What the core
+cannot see (the profile chosen, the registered ops, the kernels' source) empties its table
+(`forget_decisions`). Only a backend whose family and version are the library's own state offers
+(`remembers_decisions`: SimBackend).
+
 Nothing raised inside a hook reaches C: every exception becomes a status (561000 from prepare,
 561000 from run, which the synchronising call reports as 507015) with the message written into the
 hook's message buffer.
