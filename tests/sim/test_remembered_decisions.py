@@ -221,3 +221,70 @@ def test_the_memory_is_bounded_and_forgets_the_least_recently_used(fresh):
         _asks_again(op, shapes[-1], "signature with the memory off")
     finally:
         controls.aclsim_memo_set_capacity(previous)
+
+
+def test_threads_share_a_remembered_signature_and_keep_their_own_data(fresh):
+    """The core runs a remembered kernel without the GIL, from every thread: each thread's call
+    computes its own tensors."""
+    import threading
+
+    op = _op(SCALAR_OP)
+    values = _values(op)
+    inputs = [p.name for p in op.of_roles("input")]
+    per_thread = [
+        {k: (np.asarray(v) * np.float32(t + 1) if k in inputs else v) for k, v in values.items()} for t in range(4)
+    ]
+    want = [_call(op, v) for v in per_thread]  # also makes the signature remembered
+    before = _stats()
+    errors: list = []
+
+    def work(t: int) -> None:
+        try:
+            for _ in range(25):
+                for got, expected in zip(_call(op, per_thread[t]), want[t]):
+                    assert opcheck.same_bits(got, expected), f"thread {t}"
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    after = _stats()
+    assert after["prepare_hooks"] == before["prepare_hooks"] and after["launch_hits"] >= before["launch_hits"] + 100
+
+
+def _early_return_case():
+    """An op whose vendor profile answers an empty tensor with success before its other checks,
+    and that tensor's name."""
+    from aclnngen.runtime import profiles
+
+    for snake in sorted(OPS):
+        op = _op(snake)
+        for early in op_meta(profiles.apply(op.meta, "vendor", op.version)).early_returns:
+            if not early.families:
+                return op, early.params[0], op.version
+    return None
+
+
+def test_a_remembered_early_return_computes_nothing_again():
+    found = _early_return_case()
+    if found is None:
+        pytest.skip("no op's vendor profile states an early return")
+    op, empty_name, version = found
+    values = _values(op)
+    empty = dict(values)
+    for p in op.of_roles("input"):  # every input empty alike (among them empty_name), shapes agree
+        empty[p.name] = np.zeros((0,) + np.shape(values[p.name])[1:], np.asarray(values[p.name]).dtype)
+    assert empty_name in empty
+    with session.simulated(profile="vendor", version=version) as sim:
+        sim.controls.aclsim_memo_clear()
+        first = _call(op, empty, validate=False)
+        before = _stats()
+        again = _call(op, empty, validate=False)
+        after = _stats()
+    assert after["prepare_hits"] == before["prepare_hits"] + 1 and after["run_hooks"] == before["run_hooks"]
+    assert [a.shape for a in again] == [a.shape for a in first]
+    assert kernels.recorded(op_meta(op.meta).symbol)[-1]["workspace"] == 0
