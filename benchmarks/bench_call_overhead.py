@@ -135,6 +135,7 @@ def target_2(calls: int, rounds: int) -> int:
     torch.set_num_threads(1)
     print(header("target 2: 1-element call, NumPy arrays, simulator kernels on, vs torch.ops.aten (1 thread)"))
     missed = 0
+    hooks = _hook_entries()
     for snake in OPS:
         module = importlib.import_module(f"aclnngen.generated.ops.{snake}")
         meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
@@ -152,7 +153,25 @@ def target_2(calls: int, rounds: int) -> int:
             )
         )
     print(row("ops within 10x (target: every op)", f"{len(OPS) - missed} of {len(OPS)}"))
+    if hooks is not None:
+        entered = _hook_entries() - hooks
+        print(row("Python hooks entered (all timed calls)", f"{entered[0]} prepare, {entered[1]} run"))
     return 0
+
+
+def _hook_entries():
+    """(prepare, run) hook entries the simulator's core counted (runtime/sim/sim_memo.c); None for
+    a simulator that does not count them (an older tree measured as "before")."""
+    from aclnngen.runtime.sim.controls import sim_ffi
+
+    controls = session.backend().controls
+    try:
+        get = controls.aclsim_memo_get_stats
+    except AttributeError:
+        return None
+    out = sim_ffi().new("struct aclsim_memo_stats *")
+    get(out)
+    return np.array([out.prepare_hooks, out.run_hooks])
 
 
 def main(argv=None) -> int:

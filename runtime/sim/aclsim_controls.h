@@ -160,6 +160,53 @@ uint64_t aclsim_view_workspace_size(const void *executor_view);
  * so a snapshot taken at prepare can be matched to the same executor at run; 0 when not live. */
 uint64_t aclsim_view_serial(const void *executor_view);
 
+/* Remembered decisions. The core hashes each executor's signature (the op, every argument but
+ * its data's address, the NULL out-pointers, the SoC name, the version, $ACLNNGEN_SIM_PROFILE and
+ * $ACLNNGEN_SIM_KERNELS). A prepare hook that calls aclsim_memo_keep_prepare before returning
+ * lets the core answer that signature's later GetWorkspaceSize calls itself (status, workspace
+ * size, message; `work` 0: an early return, whose launch computes nothing); a run hook that calls
+ * aclsim_memo_keep_launch lets the core run the signature's later launches itself: `fn` (a
+ * compiled kernel, aclk_fn) over the tensors args[tensor_args[k]] (data + offset * itemsize),
+ * `n` elements in one piece, with copies of the argument arrays, unless an output partly
+ * overlaps another tensor or $ACLNNGEN_SIM_KERNELS changed (then the run hook runs it). The
+ * table holds at most aclsim_memo_set_capacity entries (default 256, least recently used out);
+ * the SoC, version, hooks and kernels controls and aclsim_reset empty it; so does
+ * aclsim_memo_clear (the hooks' own settings changed). keep_* return 0, or 161002 (not live, a
+ * signature with no key, or arrays too long). */
+void aclsim_memo_keep_prepare(const void *executor_view, int work, int64_t token);
+int aclsim_memo_keep_launch(const void *executor_view, void *fn, const int *tensor_args,
+                            const int *outputs, int ntensors, int64_t itemsize, int64_t n,
+                            const double *doubles, int ndoubles, const int64_t *ints, int nints,
+                            const char *const *strings, int nstrings);
+void aclsim_memo_clear(void);
+/* 0 turns remembering off (and empties the table); returns the previous capacity */
+int aclsim_memo_set_capacity(int capacity);
+
+struct aclsim_memo_stats {
+    int64_t prepare_hooks;   /* prepare hook calls */
+    int64_t run_hooks;       /* run hook calls */
+    int64_t prepare_hits;    /* GetWorkspaceSize answered from memory */
+    int64_t launch_hits;     /* launches run from memory */
+    int64_t entries;
+    int64_t capacity;
+};
+void aclsim_memo_get_stats(struct aclsim_memo_stats *out);
+
+/* The GetWorkspaceSize calls answered from memory with status 0 (the hooks record the others),
+ * oldest first: the executor's serial, the token the prepare hook kept, the workspace size and
+ * the device address of each tensor (a list's elements in order). Returns how many were written
+ * (at most cap; the newest 64 are kept); clear_records forgets them. */
+enum { ACLSIM_MEMO_RECORD_TENSORS = 32 };
+struct aclsim_memo_record {
+    uint64_t serial;
+    int64_t token;
+    uint64_t workspace;
+    int ndata;
+    uintptr_t data[32];
+};
+int aclsim_memo_records(struct aclsim_memo_record *out, int cap);
+void aclsim_memo_clear_records(void);
+
 /* Release helpers for memory returned by aclGetViewShape/StorageShape/ViewStrides (which
  * the real library allocates with new[]); equivalent to free(). */
 void aclsim_free(void *ptr);

@@ -45,6 +45,9 @@ def _env_release() -> str | None:
 
 class SimBackend(Backend):
     kind = "sim"
+    # its family and version are the library's own state (the SoC name and version it answers),
+    # which the core's remembered decisions key on (kernels.py, sim_memo.c)
+    remembers_decisions = True
 
     def __init__(self, cache_dir: str | os.PathLike | None = None):
         super().__init__()

@@ -16,6 +16,9 @@ registration, the core, the kernels' source, the family, each argument's kind, l
 value) and remembered as a `_Plan`; a call of a known signature only reads its tensors' addresses,
 checks them for partial overlap and launches.
 
+A plan launched in one piece is also handed to the simulator's C core (`run(..., keep=)`, kernels.py),
+which then runs the signature's later launches itself (sim_memo.c); `stats()` counts those too.
+
 The kernels run through cffi, which releases the GIL, in pieces across threads
 (ACLNNGEN_REFERENCE_THREADS, default every core) on calls of MIN_PARALLEL elements or more.
 
@@ -38,7 +41,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -77,10 +80,23 @@ def mode() -> str:
     return value
 
 
+# counters of launches the simulator's core ran from memory (kernels.py registers its own): the
+# compiled kernel a plan left it, run without this module
+REMEMBERED_COUNTS: list[Callable[[], int]] = []
+
+
 def stats() -> dict[str, int]:
-    """Launches computed by a compiled kernel and by the reference, in this process."""
+    """Launches computed by a compiled kernel (here, or by the core from memory) and by the
+    reference, in this process."""
     with _lock:
-        return dict(_STATS)
+        found = dict(_STATS)
+    found["compiled"] += sum(count() for count in REMEMBERED_COUNTS)
+    return found
+
+
+def kernel_ffi():
+    """The FFI the kernels' table and each plan's argument arrays are made with."""
+    return _sim_kernels.ffi
 
 
 def _cffi():
@@ -109,6 +125,7 @@ def kernels_source(package: str) -> Path | None:
 
 
 _SOURCES: dict[str, Path] = {}  # package -> a kernels source used instead of its own (tests)
+SOURCE_CHANGED: list[Callable[[], None]] = []  # told when use_source changes a package's kernels
 
 
 def use_source(package: str, path: str | os.PathLike | None) -> None:
@@ -122,6 +139,8 @@ def use_source(package: str, path: str | os.PathLike | None) -> None:
         for key in [k for k in _LIBRARIES if k[0] == package]:
             del _LIBRARIES[key]
         _PLANS.clear()  # (their keys hold the source too; this frees the old libraries)
+    for forget in SOURCE_CHANGED:  # the simulator's core remembers launches of the old kernels
+        forget()
 
 
 def library(package: str, core: str, op: str | None = None) -> _Library:
@@ -221,13 +240,15 @@ def _overlap(tensors, addresses, sizes, outputs) -> str | None:
     return None
 
 
-def run(backend, entry, args, family: str | None) -> bool:
+def run(backend, entry, args, family: str | None, keep: Callable[["_Plan"], None] | None = None) -> bool:
     """Computes the launch of `entry` (kernels.OpEntry) over the executor `args` (ViewArgs) with its
-    compiled kernel and returns True; False when the call does not qualify (the reference runs)."""
+    compiled kernel and returns True; False when the call does not qualify (the reference runs).
+    `keep(plan)` is told the plan of a launch made in one piece (the simulator's core may then run
+    the signature's later launches itself)."""
     which = mode()
     if which == "reference":
         return _counted(False)
-    reason = _compute(backend, entry, args, family)
+    reason = _compute(backend, entry, args, family, keep)
     if reason is None:
         return _counted(True)
     if which == "compiled":
@@ -241,7 +262,7 @@ def _counted(compiled: bool) -> bool:
     return compiled
 
 
-def _compute(backend, entry, args, family) -> str | None:
+def _compute(backend, entry, args, family, keep=None) -> str | None:
     """Runs the kernel; None when it ran, else why it could not. What a call's signature decides
     (the kernel, its scalars, attributes and shape, or why none runs) is planned once per
     signature (_plan); a call then only checks its addresses for overlap and launches."""
@@ -258,7 +279,10 @@ def _compute(backend, entry, args, family) -> str | None:
     plan = plan[1]
     if isinstance(plan, str):
         return plan
-    return plan.launch(args)
+    problem = plan.launch(args)
+    if problem is None and keep is not None and len(_pieces(plan.n)) == 1:
+        keep(plan)
+    return problem
 
 
 _PLANS_SIZE = 512  # call signatures remembered per process
@@ -299,6 +323,7 @@ class _Plan:
     c_ints: Any
     c_strings: Any
     keep: list
+    kept: Any = None  # what kernels.py handed the simulator's core of this plan, made once
 
     def launch(self, args) -> str | None:
         tensors = [args[i] for i in self.tensors]

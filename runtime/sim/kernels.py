@@ -55,6 +55,15 @@ differs from what the kernel computes (the vendor never checks HardtanhBackward'
 written: the launch fails at synchronisation (507015) with a message naming the output and both
 shapes, instead of writing out of bounds.
 
+Remembered decisions. The simulator's C core (sim_memo.c) hashes each executor's signature; a
+hook that offers its answer lets the core answer that signature's later calls itself: the prepare
+hook offers a data or lenient profile's answer (success, an early return, or a validation error,
+whose message is the signature's), the run hook the compiled plan of a launch made in one piece.
+A remembered call enters no Python: its record (`recorded()`) comes from the core. What the core
+cannot see (the profile chosen, the registered ops, the kernels' source) empties its table
+(`forget_decisions`). Only a backend whose family and version are the library's own state offers
+(`remembers_decisions`: SimBackend).
+
 Nothing raised inside a hook reaches C: every exception becomes a status (561000 from prepare,
 561000 from run, which the synchronising call reports as 507015) with the message written into the
 hook's message buffer.
@@ -65,6 +74,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import contextlib
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -268,6 +278,7 @@ def register_package(package: str) -> None:
     with _lock:
         if package not in _PACKAGES:
             _PACKAGES.append(package)
+            forget_decisions()  # a symbol without a package may now find another op
         if package != BUILTIN_PACKAGE:
             source = _package_source(package)
             if source is not None:
@@ -282,6 +293,7 @@ def register_op(meta: Mapping[str, Any], *, package: str | None = None) -> OpEnt
             package = _package_of(meta)
         entry = OpEntry(meta, package)
         _OPS[(package, op_meta(meta).symbol)] = entry
+        forget_decisions()  # the op's decisions were its previous META's
         if package is not None and package not in _PACKAGES:
             register_package(package)
         return entry
@@ -472,6 +484,7 @@ def set_profile(profile: str | Profile | None, op: str | None = None) -> None:
     if profile is not None:
         _resolve(profile)
     with _lock:
+        forget_decisions()
         if op is None:
             _default_profile = profile
         elif profile is None:
@@ -752,15 +765,72 @@ def _null_unchecked(meta: Mapping, by_name: Mapping[str, ViewArg]) -> str | None
 _RECORD: collections.deque = collections.deque(maxlen=64)
 
 
+_TEMPLATES: collections.OrderedDict = collections.OrderedDict()  # token -> (op, package, args)
+TEMPLATES_SIZE = 4096  # signatures whose records the core may serve (its table holds 256)
+_tokens = iter(range(1, 1 << 62))
+
+
+def _template(symbol: str, package: str | None, args: list["ViewArg"]) -> int:
+    """A token for what a remembered signature's record holds but its tensors' addresses."""
+    with _lock:
+        token = next(_tokens)
+        _TEMPLATES[token] = (symbol, package, args)
+        if len(_TEMPLATES) > TEMPLATES_SIZE:
+            _TEMPLATES.popitem(last=False)
+        return token
+
+
+def _with_addresses(args: list["ViewArg"], data) -> list["ViewArg"]:
+    """The template's arguments with the tensors' device addresses of one call (in view order, a
+    list's elements in theirs)."""
+    addresses = iter(data)
+    out = []
+    for a in args:
+        if a.is_null:
+            out.append(a)
+        elif a.is_tensor:
+            out.append(dataclasses.replace(a, data=next(addresses, a.data)))
+        elif a.kind in TENSOR_LIST_KINDS:
+            items = [dataclasses.replace(t, data=next(addresses, t.data)) for t in a.value]
+            out.append(dataclasses.replace(a, value=items))
+        else:
+            out.append(a)
+    return out
+
+
+def _core_records() -> list[tuple]:
+    """The prepares each loaded core answered from memory, as _RECORD items."""
+    found = []
+    with _lock:
+        installed = list(_INSTALLED.values())
+    for kernels in installed:
+        controls = kernels.controls
+        if not kernels.remembers:
+            continue
+        buf = kernels.ffi.new("struct aclsim_memo_record[]", _RECORD.maxlen)
+        for k in range(controls.aclsim_memo_records(buf, _RECORD.maxlen)):
+            r = buf[k]
+            template = _TEMPLATES.get(r.token)
+            if template is None:  # a signature remembered longer than TEMPLATES_SIZE others
+                continue
+            symbol, package, args = template
+            data = [r.data[i] for i in range(r.ndata)]
+            found.append((r.serial, symbol, package, _with_addresses(args, data), r.workspace))
+    return found
+
+
 def recorded(symbol: str | None = None) -> list[dict]:
     """The most recent prepared executors (newest last), as {"op", "args": {name: describe()},
-    "workspace"}; only those of `symbol` when given."""
+    "workspace"}; only those of `symbol` when given. A call the simulator's core answered from
+    memory is recorded by the core (its tensors' addresses) and described here from the
+    signature's first call."""
     with _lock:
         items = list(_RECORD)
+    items = sorted(items + _core_records(), key=lambda item: item[0])[-_RECORD.maxlen :]
     # described here, not in the hook: the prepare hook only keeps the snapshot
     return [
         {"op": op, "package": package, "args": {a.name: a.describe() for a in args}, "workspace": size}
-        for op, package, args, size in items
+        for _, op, package, args, size in items
         if symbol is None or op == symbol
     ]
 
@@ -768,6 +838,38 @@ def recorded(symbol: str | None = None) -> list[dict]:
 def clear_recorded() -> None:
     with _lock:
         _RECORD.clear()
+        installed = list(_INSTALLED.values())
+    for kernels in installed:
+        if kernels.remembers:
+            kernels.controls.aclsim_memo_clear_records()
+
+
+def forget_decisions() -> None:
+    """Empties every loaded core's remembered decisions (sim_memo.c): something they depend on
+    that the core cannot see changed (the profile chosen, an op registered, the kernels' source)."""
+    with _lock:
+        installed = list(_INSTALLED.values())
+    for kernels in installed:
+        if kernels.remembers:
+            kernels.controls.aclsim_memo_clear()
+
+
+def remembered_launches() -> int:
+    """Launches the loaded cores ran from memory (a compiled kernel, without the run hook)."""
+    with _lock:
+        installed = list(_INSTALLED.values())
+    total = 0
+    for kernels in installed:
+        if not kernels.remembers:
+            continue
+        stats = kernels.ffi.new("struct aclsim_memo_stats *")
+        kernels.controls.aclsim_memo_get_stats(stats)
+        total += stats.launch_hits
+    return total
+
+
+compiled.REMEMBERED_COUNTS.append(remembered_launches)
+compiled.SOURCE_CHANGED.append(forget_decisions)
 
 
 # --- the hooks ----------------------------------------------------------------------------------------
@@ -788,6 +890,9 @@ class Kernels:
         self.backend = backend
         self.controls = controls if controls is not None else backend.controls
         self.ffi = sim_ffi()
+        # the core may answer a signature's later calls itself (sim_memo.c) only when the family
+        # and version the hooks read are its own state, as a SimBackend's are
+        self.remembers = bool(getattr(backend, "remembers_decisions", False))
         self._snapshots: dict[int, list[ViewArg]] = {}  # executor serial -> what prepare read
         self._snapshots_lock = threading.Lock()
         self.c_prepare = self.ffi.callback(
@@ -798,12 +903,11 @@ class Kernels:
         )
 
     # -- the executor view, read once ------------------------------------------------------------
-    def _keep_snapshot(self, view, args: list[ViewArg], work: bool = True) -> None:
+    def _keep_snapshot(self, serial: int, args: list[ViewArg], work: bool = True) -> None:
         """Keeps what prepare read of an executor for its run: an executor's arguments do not
         change after GetWorkspaceSize, and whether the kernel has work (False after an early
         return: success with nothing computed). Keyed by the executor's serial (never reused),
         so a snapshot can only ever serve the executor it was read from."""
-        serial = self.controls.aclsim_view_serial(view)
         if not serial:
             return
         with self._snapshots_lock:
@@ -881,6 +985,8 @@ class Kernels:
                     early = profile.validate(entry.meta, values, family=family, version=version, formats=_formats(args))
                 except AclnnValidationError as exc:
                     _write_message(ffi, message, cap, f"{exc} (profile {profile.name!r})")
+                    if self._rememberable(profile, key):  # its message is the signature's
+                        self.controls.aclsim_memo_keep_prepare(view, 0, 0)
                     return exc.status
                 if key is not None:
                     entry.remember(key, early)
@@ -901,10 +1007,22 @@ class Kernels:
                     return ACLNN_ERR_INNER_NULLPTR
         size = 0 if early is not None else int(profile.workspace(entry.meta, by_name))
         workspace_size[0] = size
-        self._keep_snapshot(view, args, early is None)
+        serial = self.controls.aclsim_view_serial(view)
+        self._keep_snapshot(serial, args, early is None)
         with _lock:
-            _RECORD.append((symbol, entry.package, args, size))
+            _RECORD.append((serial, symbol, entry.package, args, size))
+        if self._rememberable(profile, key if profile.checks else ()):
+            self.controls.aclsim_memo_keep_prepare(view, early is None, _template(symbol, entry.package, args))
         return 0
+
+    def _rememberable(self, profile: "Profile", key) -> bool:
+        """Whether the core may give this prepare's answer to the signature's later calls: a
+        data profile's checks over a signature that is a key (_validation_key), or the lenient
+        profile's none, each announcing the default workspace. A hand-built profile may depend
+        on anything, and so may a simulator whose family or version is not its own state."""
+        if not self.remembers or key is None or profile.workspace is not default_workspace:
+            return False
+        return profile.data is not None or profile is LENIENT
 
     # -- run -------------------------------------------------------------------------------------
     def _run_guarded(self, op, view, workspace, workspace_size, message, cap):
@@ -926,7 +1044,8 @@ class Kernels:
             ffi.memmove(workspace, b"\x5a" * n, n)  # the kernel owns its workspace
         meta = entry.meta
         op = op_meta(meta)
-        if op.computes and compiled.run(self.backend, entry, args, self._family()):
+        keep = functools.partial(self._keep_launch, view, args) if self.remembers else None
+        if op.computes and compiled.run(self.backend, entry, args, self._family(), keep=keep):
             return 0  # the formula's C rendering computed it (compiled.py); else the reference does
         roles = {p.name: p.role for p in op.params}
         values: dict[str, Any] = {}
@@ -998,6 +1117,35 @@ class Kernels:
             if result is not target:
                 target[...] = result
         return 0
+
+    def _keep_launch(self, view, args: list[ViewArg], plan) -> None:
+        """Lets the core run this signature's later launches with `plan`'s kernel and arrays
+        (compiled._Plan, launched in one piece); the core copies them. It keeps them only for a
+        signature whose prepare it remembers."""
+        kept = plan.kept
+        if kept is None:
+            ffi, kffi = self.ffi, compiled.kernel_ffi()
+
+            def address(cdata, ctype):
+                return ffi.cast(ctype, int(kffi.cast("uintptr_t", cdata)))
+
+            tensors = list(plan.tensors)
+            kept = plan.kept = (
+                address(plan.fn, "void *"),
+                ffi.new("int[]", tensors),
+                ffi.new("int[]", [int(args[i].name in plan.outputs) for i in tensors]),
+                len(tensors),
+                plan.itemsize,
+                plan.n,
+                address(plan.c_doubles, "double *"),
+                len(plan.c_doubles),
+                address(plan.c_ints, "int64_t *"),
+                len(plan.c_ints),
+                address(plan.c_strings, "char **"),
+                len(plan.c_strings),
+                plan,  # keeps the arrays above alive with the tuple
+            )
+        self.controls.aclsim_memo_keep_launch(view, *kept[:-1])
 
     def _version_for_reference(self, meta) -> str:
         version = self.backend.library_version()

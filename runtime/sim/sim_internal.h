@@ -172,6 +172,15 @@ struct aclOpExecutor {
     int destroyed;
     int pending;      /* queue entries referring to it */
     int running;      /* entries currently in the run hook */
+    /* remembered decisions (sim_memo.c): the executor's signature, and what prepare offered or
+     * found remembered */
+    struct sim_memo_key *key;
+    int keep_prepare;               /* the prepare hook offered its answer */
+    int keep_work;                  /* ... and whether the launch has work */
+    int64_t keep_token;             /* ... and the hook's token for its record */
+    int remembered;                 /* prepare was answered from memory */
+    int no_work;                    /* remembered: an early return, the launch computes nothing */
+    struct sim_memo_launch *launch; /* remembered launch (a reference), or NULL */
 };
 
 struct sim_launch {
@@ -212,6 +221,7 @@ struct sim_state {
     struct sim_launch *pending; /* head of the global queued-launch list */
     int hooks_running;          /* hook calls in progress, all threads */
     int kernels_off;            /* aclsim_set_kernels(0): hooks skipped, only the C protocol runs */
+    uint64_t decisions_changed; /* bumped by every control a remembered decision depends on */
 };
 
 /* Bytes of a block of `size` bytes to poison (ACLNNGEN_SIM_POISON, see sim_runtime.c). */
@@ -275,6 +285,8 @@ uint64_t sim_next_serial(void);
 struct sim_context *sim_ctx_current(void);
 void sim_ctx_set_current(struct sim_context *c);
 
+void sim_version_copy_locked(char out[SIM_VERSION_CAP]);
+
 /* CANN version string -> aclsysGetVersionNum value; 0 on success */
 int sim_version_num(const char *s, int32_t *out);
 /* the version aclsysGetVersionStr answers (the one set, else the default) */
@@ -290,6 +302,30 @@ int sim_range_busy_locked(uintptr_t lo, uintptr_t hi, uint64_t block_serial, int
                           const struct sim_launch **who);
 void sim_executor_free_locked(aclOpExecutor *ex);
 void sim_discard_all_launches_locked(void);
+
+/* remembered decisions (sim_memo.c, above sim_state.c, below sim_op.c): an executor's signature
+ * is hashed at prepare; a signature whose prepare hook answer (and, later, compiled launch) the
+ * hooks offered is answered without them */
+struct sim_memo_key;
+struct sim_memo_launch;
+/* the signature of a snapshotted executor (NULL when host memory ran out) */
+struct sim_memo_key *sim_memo_key_locked(const aclOpExecutor *ex);
+void sim_memo_key_free(struct sim_memo_key *k);
+/* a remembered prepare answer for ex->key: 1 (status, workspace, message set; ex->launch and
+ * ex->no_work filled in), or 0 */
+int sim_memo_prepare_locked(aclOpExecutor *ex, int *status, uint64_t *workspace, char *msg,
+                            size_t cap);
+/* after the prepare hook: remembers its answer when it offered it */
+void sim_memo_after_prepare_locked(aclOpExecutor *ex, int status, uint64_t workspace,
+                                   const char *msg);
+/* runs ex's remembered launch (called without the lock, with a reference taken by
+ * sim_memo_launch_acquire_locked); 1 when it ran, 0 when the hook must run it */
+struct sim_memo_launch *sim_memo_launch_acquire_locked(const aclOpExecutor *ex);
+int sim_memo_launch_run(struct sim_memo_launch *l, const aclOpExecutor *ex, void *workspace,
+                        uint64_t workspace_size);
+void sim_memo_launch_release_locked(struct sim_memo_launch *l);
+void sim_memo_count_hook_locked(int run);
+void sim_memo_clear_locked(void);
 
 /* meta object release (sim_meta.c), no registry change */
 void sim_free_handle_locked(void *p, int type);

@@ -148,6 +148,8 @@ void sim_executor_free_locked(aclOpExecutor *ex)
 {
     sim_reg_del(ex);
     sim_g.counters.executors--;
+    sim_memo_key_free(ex->key);
+    sim_memo_launch_release_locked(ex->launch);
     for (int i = 0; i < ex->nargs; i++)
         xarg_free(&ex->args[i]);
     free(ex->args);
@@ -556,6 +558,10 @@ static int run_prepare_hook(const char *opid, const char *opn, aclOpExecutor *ex
     msg[sizeof msg - 1] = '\0';
 
     SIM_LOCK();
+    if (!kernels_off) {
+        sim_memo_count_hook_locked(0);
+        sim_memo_after_prepare_locked(ex, st, ws, msg);
+    }
     st = finish_prepare_locked(opn, ex, st, msg, ws, workspaceSize, executor);
     pthread_cond_broadcast(&sim_cv);
     SIM_UNLOCK();
@@ -603,6 +609,19 @@ aclnnStatus sim_prepare(const char *op, const sim_arg *args, int nargs, uint64_t
         rc = snapshot_executor_locked(opid, opn, args, nargs, ranges, nranges, flags, &ex); /* 4 */
     else
         free(ranges);
+    if (rc == SIM_OK && !kernels_off) {
+        /* 5, for a signature the hook answered before and let the core remember */
+        char msg[ACLSIM_HOOK_MESSAGE_CAP];
+        uint64_t ws = 0;
+        int st = SIM_OK;
+        ex->key = sim_memo_key_locked(ex);
+        if (sim_memo_prepare_locked(ex, &st, &ws, msg, sizeof msg)) {
+            rc = finish_prepare_locked(opn, ex, st, msg, ws, workspaceSize, executor);
+            pthread_cond_broadcast(&sim_cv);
+            SIM_UNLOCK();
+            return rc;
+        }
+    }
     SIM_UNLOCK();
     if (rc != SIM_OK)
         return rc;
@@ -854,10 +873,16 @@ int sim_drain_locked(struct sim_stream *s, const char *who)
         int st;
         ex->running++;
         sim_g.hooks_running++;
-        int kernels_off = sim_g.kernels_off;
+        int kernels_off = sim_g.kernels_off, hooked = 0;
+        int no_work = ex->remembered && ex->no_work;
+        struct sim_memo_launch *remembered = kernels_off ? NULL
+                                                         : sim_memo_launch_acquire_locked(ex);
         SIM_UNLOCK();
-        if (kernels_off) {
-            st = SIM_OK; /* a benchmark of the protocol: nothing is computed */
+        if (kernels_off || no_work) {
+            st = SIM_OK; /* a benchmark of the protocol, or an early return: nothing computed */
+        } else if (remembered &&
+                   sim_memo_launch_run(remembered, ex, e->workspace, e->workspace_size)) {
+            st = SIM_OK; /* the signature's compiled kernel, as the run hook left it */
         } else if (run) {
             const struct sim_launch *saved = sim_tls.running;
             sim_tls.running = e;
@@ -866,11 +891,15 @@ int sim_drain_locked(struct sim_stream *s, const char *who)
             sim_tls.in_hook--;
             sim_tls.running = saved;
             msg[sizeof msg - 1] = '\0';
+            hooked = 1;
         } else {
             st = SIM_NN_INNER_FIND_KERNEL;
             snprintf(msg, sizeof msg, "no kernel is registered in the simulator (no run hook)");
         }
         SIM_LOCK();
+        sim_memo_launch_release_locked(remembered);
+        if (hooked)
+            sim_memo_count_hook_locked(1);
         sim_g.hooks_running--;
         unlink_launch_locked(e);
         ex->running--;

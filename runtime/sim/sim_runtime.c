@@ -874,6 +874,7 @@ int aclsim_reset(void)
     memset(sim_g.dev, 0, sizeof sim_g.dev);
     memset(&sim_g.counters, 0, sizeof sim_g.counters);
     sim_g.pending = NULL;
+    sim_memo_clear_locked();
     SIM_UNLOCK();
     sim_ctx_set_current(NULL);
     sim_err_clear();

@@ -316,6 +316,8 @@ const char *sim_memcpy_kind_name(int kind)
 void aclsim_set_hooks(aclsim_prepare_hook prepare, aclsim_run_hook run)
 {
     SIM_LOCK();
+    /* other hooks may decide otherwise: forget what these decided */
+    sim_g.decisions_changed += sim_g.prepare != prepare || sim_g.run != run;
     sim_g.prepare = prepare;
     sim_g.run = run;
     SIM_UNLOCK();
@@ -324,6 +326,7 @@ void aclsim_set_hooks(aclsim_prepare_hook prepare, aclsim_run_hook run)
 void aclsim_set_kernels(int on)
 {
     SIM_LOCK();
+    sim_g.decisions_changed += sim_g.kernels_off != !on;
     sim_g.kernels_off = !on;
     SIM_UNLOCK();
 }
@@ -335,6 +338,7 @@ int aclsim_set_soc_name(const char *name)
         return SIM_ACL_INVALID_PARAM;
     }
     SIM_LOCK();
+    sim_g.decisions_changed += name ? !sim_g.soc_set || strcmp(sim_g.soc, name) != 0 : sim_g.soc_set;
     if (name) {
         snprintf(sim_g.soc, sizeof sim_g.soc, "%s", name);
         sim_g.soc_set = 1;
@@ -438,10 +442,15 @@ static const char *default_version(void)
     return v && strlen(v) < SIM_VERSION_CAP && sim_version_num(v, &num) == 0 ? v : "8.5.0";
 }
 
+void sim_version_copy_locked(char out[SIM_VERSION_CAP])
+{
+    snprintf(out, SIM_VERSION_CAP, "%s", sim_g.version[0] ? sim_g.version : default_version());
+}
+
 void sim_version_copy(char out[SIM_VERSION_CAP])
 {
     SIM_LOCK();
-    snprintf(out, SIM_VERSION_CAP, "%s", sim_g.version[0] ? sim_g.version : default_version());
+    sim_version_copy_locked(out);
     SIM_UNLOCK();
 }
 
@@ -456,6 +465,7 @@ int aclsim_set_version(const char *version)
         return SIM_ACL_INVALID_PARAM;
     }
     SIM_LOCK();
+    sim_g.decisions_changed += strcmp(sim_g.version, v) != 0;
     snprintf(sim_g.version, sizeof sim_g.version, "%s", v);
     SIM_UNLOCK();
     return SIM_OK;
