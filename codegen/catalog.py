@@ -24,6 +24,7 @@ from aclnngen.core.kinds import kind_of
 
 from .importer.draft import TODO, build_draft, required_pointers, row_condition
 from .importer.facts import PageFacts
+from .importer.header import adopt_header, align_table
 from .importer.markdown import read_markdown_apis
 from .importer.pages import category_of
 from .importer.writer import block_yaml
@@ -46,6 +47,7 @@ class ApiResult:
     prototype: str | None = None  # the spec's first-phase prototype, when imported
     header: str | None = None  # against the vendor header: "equal", "differs", BUILT, "absent"
     parted: str | None = None  # where a differing prototype parts from the header's
+    page_parted: str | None = None  # where the page's own prototype parted from the header's it took
     inputs: tuple[str, ...] = ()  # the input tensors the page lists, in order (when imported)
     outputs: tuple[str, ...] = ()  # the tensors it writes: outputs and in-place inputs
     definition: str | None = None  # a BUILT API against its op definition: "agrees" / "differs"
@@ -253,7 +255,8 @@ def survey(
             built[repo] = built_header_folders(listed)
             definitions[repo] = op_definitions(git_dir, tag, listed, built[repo])
             for path in paths:
-                for result in _page_results(repo, path, texts.get(path, ""), release, products, Path(scratch)):
+                page = texts.get(path, "")
+                for result in _page_results(repo, path, page, release, products, Path(scratch), headers[repo]):
                     report.results.append(result)
                     if spec_out is not None and result.spec_text is not None and result.stage != "imported":
                         target = spec_out / repo / (result.category or "other") / f"{spec_stem(result.api)}.yaml"
@@ -302,7 +305,9 @@ def _remove_stale(spec_out: Path, report: CatalogReport) -> None:
                 path.unlink()
 
 
-def _page_results(repo: str, path: str, text: str, release: str, products: ProductTable, scratch: Path):
+def _page_results(
+    repo: str, path: str, text: str, release: str, products: ProductTable, scratch: Path, declared: dict[str, str]
+):
     category = category_of(Path(path))
     try:
         found = read_markdown_apis(text, path, products)
@@ -311,6 +316,8 @@ def _page_results(repo: str, path: str, text: str, release: str, products: Produ
         return
     for facts in found:
         facts.release, facts.category = release, category
+        adopt_header(facts, declared)
+        align_table(facts)
         yield _api_result(repo, path, facts, products, scratch)
 
 
@@ -331,6 +338,9 @@ def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, 
     draft.pop("todo", None)
     keep_readable_rows(draft)
     result.stage, result.prototype = "imported", draft["prototypes"].get("get_workspace_size")
+    for key, page_prototype in facts.page_prototypes.items():
+        if draft["prototypes"].get(key, TODO) != TODO and result.page_parted is None:
+            result.page_parted = where_they_part(page_prototype, draft["prototypes"][key])
     tensors = [p for p in draft.get("parameters") or [] if isinstance(p, dict) and "dtypes" in p]
     result.inputs = tuple(p["name"] for p in tensors if p.get("role") == "input")
     result.outputs = tuple(p["name"] for p in tensors if p.get("role") == "output" or p.get("inplace"))
@@ -443,13 +453,27 @@ def markdown(report: CatalogReport) -> str:
         " folder: the vendor's build writes that header, so the repository has none to compare with;"
         " 'absent' has neither.",
     ]
+    disagreeing = [r for r in report.results if r.page_parted]
+    if disagreeing:
+        lines += [
+            "",
+            "Where the header declares an API, its spec takes the header's prototypes (the ABI a binding"
+            " must call); the page's own, where they differ, stay in the spec as `page_prototypes` with a"
+            f" `prototype` defect. {len(disagreeing)} pages print a prototype that parts from the header's:",
+            "",
+            "| repository | API | where the page parts from the header |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {r.repo} | {r.api} | {r.page_parted.replace('|', '/')} |"
+            for r in sorted(disagreeing, key=lambda r: (r.repo, r.api))
+        ]
     unequal = [r for r in report.results if r.header in ("differs", "absent")]
     if unequal:
         lines += [
             "",
-            "Where a prototype differs, the first parameter where the page's and the header's part;"
-            " the spec takes the page's, so one the page prints so is a disagreement between the page"
-            " and the header, not a misreading.",
+            "Where a spec's prototype differs from the header's or no header declares it, the first"
+            " parameter where they part.",
             "",
             "| repository | API | against the header | where they part |",
             "|---|---|---|---|",

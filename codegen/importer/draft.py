@@ -113,6 +113,8 @@ def build_draft(facts: PageFacts, products: ProductTable, tier: str = FULL) -> d
             prototypes[key] = TODO
             todo.append((f"prototypes.{key}", f"the page's prototype does not parse: {exc.message}"))
     draft["prototypes"] = prototypes
+    if facts.page_prototypes:
+        draft["page_prototypes"] = dict(facts.page_prototypes)
     draft["parameters"] = _parameters(facts, functions.get("get_workspace_size"), todo, binding)
     draft["rules"] = _rules(facts, draft["parameters"])
     if draft["rules"]:

@@ -58,3 +58,13 @@ def test_a_differing_api_is_listed_with_where_it_parts():
     catalog.compare_headers(report, headers)
     assert report.results[0].header == "differs"
     assert "| ops-math | Demo | differs | page `aclTensor* y`, header `aclTensor* out` |" in catalog.markdown(report)
+
+
+def test_a_page_that_parted_from_the_header_it_gave_way_to_is_listed():
+    report = catalog.CatalogReport("HEAD")
+    result = catalog.ApiResult("ops-math", "math/demo/docs/aclnnDemo.md", "Demo", "math", "valid", header="equal")
+    result.page_parted = "page `aclTensor* y`, header `aclTensor* out`"
+    report.results.append(result)
+    text = catalog.markdown(report)
+    assert "| ops-math | Demo | page `aclTensor* y`, header `aclTensor* out` |" in text
+    assert "1 pages print a prototype that parts from the header's" in text
