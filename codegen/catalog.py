@@ -146,10 +146,10 @@ BUILT = "header written by the build"
 
 
 def built_header_folders(listed: list[str]) -> set[str]:
-    """`<category>/<op>` folders whose aclnn header the build generates (see BUILT)."""
-    defined = {m.group(1) for p in listed if (m := _OP_DEFINITION.match(p))}
-    with_header = {p.split("/op_host/")[0] for p in listed if _HEADER.search(p) and "/op_host/" in p}
-    return defined - with_header
+    """`<category>/<op>` folders with an op definition: an API of such a folder that no header of
+    the repository declares has the header the build writes from it (see BUILT), even where the
+    folder's own header declares its other APIs (a V2 beside the plain one)."""
+    return {m.group(1) for p in listed if (m := _OP_DEFINITION.match(p))}
 
 
 _DECLARATION = re.compile(r"aclnnStatus\s+(aclnn[A-Za-z0-9_]*)\s*\(([^;{]*)\)\s*;")

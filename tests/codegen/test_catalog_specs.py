@@ -117,15 +117,15 @@ def test_an_api_without_a_header_is_told_apart_when_the_build_writes_it():
     listed = [
         "math/abs/op_host/abs_def.cpp",  # defined, header written by the build
         "math/add/op_host/add_def.cpp",
-        "math/add/op_host/op_api/aclnn_add.h",  # defined and with its own header
+        "math/add/op_host/op_api/aclnn_add.h",  # defined and with its own header (for Add, not AddV3)
         "math/gone/docs/aclnnGone.md",  # neither
     ]
-    assert catalog.built_header_folders(listed) == {"math/abs"}
+    assert catalog.built_header_folders(listed) == {"math/abs", "math/add"}
     report = catalog.CatalogReport("HEAD")
     proto = (
         "aclnnStatus aclnn{}GetWorkspaceSize(const aclTensor* self, uint64_t* workspaceSize, aclOpExecutor** executor)"
     )
-    for api, folder in (("Abs", "abs"), ("Add", "add"), ("Gone", "gone")):
+    for api, folder in (("Abs", "abs"), ("Add", "add"), ("Gone", "gone"), ("AddV3", "add")):
         report.results.append(
             catalog.ApiResult(
                 "ops-math", f"math/{folder}/docs/aclnn{api}.md", api, "math", "valid", prototype=proto.format(api)
@@ -133,7 +133,8 @@ def test_an_api_without_a_header_is_told_apart_when_the_build_writes_it():
         )
     headers = {"ops-math": {"aclnnAddGetWorkspaceSize": catalog.normalize_prototype(proto.format("Add"))}}
     catalog.compare_headers(report, headers, {"ops-math": catalog.built_header_folders(listed)})
-    assert [r.header for r in report.results] == [catalog.BUILT, "equal", "absent"]
+    # AddV3: its folder's header declares Add only, so the build writes AddV3's from the definition
+    assert [r.header for r in report.results] == [catalog.BUILT, "equal", "absent", catalog.BUILT]
 
 
 def test_each_op_verdict_is_read_from_the_junit_report_of_its_generated_tests():
