@@ -240,7 +240,9 @@ def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
         raise FieldProblem(
             loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}"
         )
-    if p.role in ("input", "scalar", "optional_scalar") and not t.is_const and not p.inplace:
+    # a scalar is never written: a header that omits its const (`aclScalar* alpha`) declares the
+    # same ABI, so only a tensor's const-ness tells an input from an output
+    if p.role == "input" and not t.is_const and not p.inplace:
         raise FieldProblem(loc + ("role",), f"an input ({p.role}) is declared const in the header; found {t} {p.name}")
 
 

@@ -186,7 +186,7 @@ def in_place(param_name: str, c_type: str, page: PageParam | None) -> bool:
     """A tensor the op reads and writes: the vendor's `...Ref` name or the page's input/output
     direction. The header often declares it const (the handle, not the data, is const)."""
     typed = spec_type(c_type)
-    if typed.kind != "tensor" or typed.is_list:
+    if typed.kind != "tensor":
         return False
     return param_name.endswith("Ref") or (page is not None and page.direction == "inout")
 
