@@ -97,3 +97,21 @@ def test_a_row_one_cell_short_has_its_dtypes_one_cell_early():
         ("selfRef", ["float16", "int32"], "ND", "0-8"),
         ("other", ["float16"], "ND", "0-8"),
     ]
+
+
+@pytest.mark.parametrize(
+    "body, mode, dtypes",
+    [
+        # the product's own list, then a sentence that excludes no dtype: the list, not an exclusion
+        ("数据类型支持FLOAT16、FLOAT32。不支持空Tensor。", "only", ["float16", "float32"]),
+        # an exclusion, then a condition naming dtypes: only the excluded one
+        ("不支持BFLOAT16数据类型。当self为INT8、INT32时最多7维。", "except", ["bfloat16"]),
+        ("不支持BFLOAT16。", "except", ["bfloat16"]),
+    ],
+)
+def test_a_product_note_excludes_only_the_dtypes_its_negating_sentences_name(body, mode, dtypes):
+    from aclnngen.codegen.importer.text import dtype_note
+    from aclnngen.codegen.loader import load_products
+
+    note = dtype_note(load_products(), "", body, npu="310p")
+    assert (note.families, note.mode, note.dtypes) == (["inference"], mode, dtypes)
