@@ -152,3 +152,22 @@ def test_each_op_verdict_is_read_from_the_junit_report_of_its_generated_tests():
     assert found["abs"] == catalog_tests.OpVerdict(1, 0, None)
     assert found["add"] == catalog_tests.OpVerdict(1, 2, "test_binding[b]: AssertionError: status 161002")
     assert found["mul"] == catalog_tests.OpVerdict(0, 0, None)
+
+
+def test_an_api_two_pages_document_has_each_spec_tested(monkeypatch):
+    from aclnngen.codegen import catalog_tests
+
+    batches = []
+
+    def run(specs):
+        batches.append(dict(specs))
+        return {snake: catalog_tests.OpVerdict(1, 0, None) for snake in specs}
+
+    monkeypatch.setattr(catalog_tests, "run", run)
+    report = catalog.CatalogReport("HEAD")
+    for page, text in (("index/demo/docs/aclnnDemo.md", "one"), ("index/demo_v2/docs/aclnnDemo.md", "two")):
+        report.results.append(catalog.ApiResult("ops-nn", page, "Demo", "index", "generated", spec_text=text))
+    report.results.append(catalog.ApiResult("ops-nn", "index/x/docs/aclnnOther.md", "Other", "index", "generated"))
+    catalog.mark_tested(report)
+    assert [r.stage for r in report.results] == ["tested", "tested", "tested"]
+    assert batches == [{"demo": "one", "other": None}, {"demo": "two"}]
