@@ -50,6 +50,7 @@ class ApiResult:
     page_parted: str | None = None  # where the page's own prototype parted from the header's it took
     inputs: tuple[str, ...] = ()  # the input tensors the page lists, in order (when imported)
     outputs: tuple[str, ...] = ()  # the tensors it writes: outputs and in-place inputs
+    inplace: tuple[str, ...] = ()  # of those, the in-place inputs
     definition: str | None = None  # a BUILT API against its op definition: "agrees" / "differs"
     definition_parted: str | None = None
 
@@ -85,6 +86,24 @@ class CatalogReport:
     def definitions(self) -> Counter:
         """BUILT APIs by how their tensors compare with their op definition's."""
         return Counter(r.definition for r in self.results if r.definition is not None)
+
+    def prototypes_held(self) -> int:
+        """APIs whose first-phase prototype equals the vendor header's or, where the build writes
+        the header, whose tensors agree with the op definition it is written from."""
+        return self.headers()["equal"] + self.definitions()["agrees"]
+
+    def summary(self) -> str:
+        """The Done-when's three counts over every API, with their share."""
+        total = len(self.results) or 1
+        last = self.stages[-1]
+        counts = (
+            (self.count("imported"), "imported"),
+            (self.count(last), "pass every generated test on the simulator" if self.tested else f"reach {last}"),
+            (self.prototypes_held(), "have the vendor's prototype (header equal, or op definition agreeing)"),
+        )
+        return f"Of {len(self.results)} APIs: " + "; ".join(
+            f"{n} {what} ({100 * n / total:.1f}%)" for n, what in counts
+        )
 
     def reasons(self) -> Counter:
         return Counter(reason_group(r.reason) for r in self.results if r.stage != self.stages[-1])
@@ -193,7 +212,7 @@ def compare_definitions(report: "CatalogReport", definitions: dict[str, dict[str
         definition = definitions.get(r.repo, {}).get("/".join(r.page.split("/")[:2]))
         if r.header != BUILT or definition is None:
             continue
-        r.definition_parted = against(list(r.inputs), list(r.outputs), definition)
+        r.definition_parted = against(list(r.inputs), list(r.outputs), definition, len(r.inplace))
         r.definition = "differs" if r.definition_parted else "agrees"
 
 
@@ -360,6 +379,7 @@ def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, 
     tensors = [p for p in draft.get("parameters") or [] if isinstance(p, dict) and "dtypes" in p]
     result.inputs = tuple(p["name"] for p in tensors if p.get("role") == "input")
     result.outputs = tuple(p["name"] for p in tensors if p.get("role") == "output" or p.get("inplace"))
+    result.inplace = tuple(p["name"] for p in tensors if p.get("inplace"))
     result.spec_text = block_yaml(draft)
     spec_path = scratch / f"{spec_stem(facts.op)}.yaml"
     spec_path.write_text(result.spec_text, encoding="utf-8")
@@ -421,6 +441,9 @@ def keep_readable_rows(draft: dict) -> None:
 def _not_imported(facts: PageFacts) -> str | None:
     if facts.unsupported_types:
         return facts.unsupported_types[0]
+    if set(facts.prototypes) == {"launch"}:
+        # a host-side helper (a size query, a weight transform): no executor, nothing to launch
+        return "a one-phase API (no GetWorkspaceSize function): the spec language holds two-phase APIs"
     if len(facts.prototypes) < 2:
         return "the page prints no prototype pair"
     if not facts.params:
@@ -461,6 +484,7 @@ def markdown(report: CatalogReport) -> str:
         counts = [sum(1 for r in mine if r.stage in STAGES[i:]) for i in range(len(report.stages))]
         lines.append(f"| {repo} | {pages} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
     compared = report.headers()
+    lines += ["", report.summary() + "."]
     lines += [
         "",
         "First-phase prototypes of the imported APIs against the vendor's headers (`op_api/aclnn_*.h` at the same tag): "
