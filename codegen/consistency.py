@@ -200,8 +200,9 @@ def _prototypes(spec: "OpSpec") -> None:
         if c_param.name != p.name:
             raise FieldProblem(ploc, f"parameter #{i} is {c_param.name!r} in the prototype but {p.name!r} in the table")
         _check_role_type(c_param, p, ("parameters", i))
+    # by type: a header may name them otherwise (`opExecutor`), which the ABI does not see
     for (name, base, depth), c_param in zip(_TRAILING, params[len(spec.parameters) :]):
-        if c_param.name != name or c_param.type.base != base or c_param.type.pointer_depth != depth:
+        if c_param.type.base != base or c_param.type.pointer_depth != depth:
             raise FieldProblem(
                 loc,
                 f"the last two parameters must be uint64_t* workspaceSize, aclOpExecutor** executor; found {c_param}",

@@ -224,9 +224,10 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
         names = [p.name for p in facts.params if p.name not in _TRAILING]
         c_params = [(name, page_params[name].c_type or "") for name in names]
     else:
-        c_params = [(p.name, str(p.type)) for p in function.params if p.name not in _TRAILING]
+        trailing = {p.name for p in function.params[-2:]} if _ends_in_trailing_pair(function) else set(_TRAILING)
+        c_params = [(p.name, str(p.type)) for p in function.params if p.name not in trailing]
         for page in facts.params:
-            if page.name not in {n for n, _ in c_params} and page.name not in _TRAILING:
+            if page.name not in {n for n, _ in c_params} and page.name not in trailing | set(_TRAILING):
                 facts.defect("name", f"the parameter table names {page.name!r}, which the prototype does not have")
     out = []
     for index, (name, c_type) in enumerate(c_params):
@@ -305,6 +306,12 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
         out.append(entry)
     _inplace_by_name(facts.op or "", out)
     return out
+
+
+def _ends_in_trailing_pair(function) -> bool:
+    """The first phase ends in `uint64_t*` and `aclOpExecutor**`, whatever the header names them."""
+    last = [(p.type.base, p.type.pointer_depth) for p in function.params[-2:]]
+    return last == [("uint64_t", 1), ("aclOpExecutor", 2)]
 
 
 def _inplace_by_name(op: str, params: list[dict[str, Any]]) -> None:

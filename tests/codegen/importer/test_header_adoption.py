@@ -75,3 +75,16 @@ def test_a_table_with_other_rows_than_the_prototype_is_left_alone():
     facts = _facts("const aclTensor* self, aclTensor* out", ["self", "extra", "out"])
     align_table(facts)
     assert [p.name for p in facts.params[:3]] == ["self", "extra", "out"]
+
+
+def test_a_trailing_pair_named_otherwise_is_no_parameter_of_the_table():
+    facts = _facts(None, ["self", "out"])
+    facts.prototypes = {
+        "get_workspace_size": "aclnnStatus aclnnDemoGetWorkspaceSize(const aclTensor* self, aclTensor* out,"
+        " uint64_t* workspaceSize, aclOpExecutor** opExecutor)",
+        "launch": LAUNCH,
+    }
+    facts.params[-1].name = "opExecutor"
+    draft = build_draft(facts, load_products(DEFAULT_SPECS_DIR), tier="binding")
+    assert [p["name"] for p in draft["parameters"]] == ["self", "out"]
+    assert draft["defects"] == []
