@@ -24,6 +24,7 @@ from aclnngen.core.kinds import kind_of
 
 from .importer.draft import TODO, build_draft, required_pointers, row_condition
 from .importer.facts import PageFacts
+from .importer.header import adopt_header, align_table
 from .importer.markdown import read_markdown_apis
 from .importer.pages import category_of
 from .importer.writer import block_yaml
@@ -46,8 +47,10 @@ class ApiResult:
     prototype: str | None = None  # the spec's first-phase prototype, when imported
     header: str | None = None  # against the vendor header: "equal", "differs", BUILT, "absent"
     parted: str | None = None  # where a differing prototype parts from the header's
+    page_parted: str | None = None  # where the page's own prototype parted from the header's it took
     inputs: tuple[str, ...] = ()  # the input tensors the page lists, in order (when imported)
     outputs: tuple[str, ...] = ()  # the tensors it writes: outputs and in-place inputs
+    inplace: tuple[str, ...] = ()  # of those, the in-place inputs
     definition: str | None = None  # a BUILT API against its op definition: "agrees" / "differs"
     definition_parted: str | None = None
 
@@ -83,6 +86,24 @@ class CatalogReport:
     def definitions(self) -> Counter:
         """BUILT APIs by how their tensors compare with their op definition's."""
         return Counter(r.definition for r in self.results if r.definition is not None)
+
+    def prototypes_held(self) -> int:
+        """APIs whose first-phase prototype equals the vendor header's or, where the build writes
+        the header, whose tensors agree with the op definition it is written from."""
+        return self.headers()["equal"] + self.definitions()["agrees"]
+
+    def summary(self) -> str:
+        """The Done-when's three counts over every API, with their share."""
+        total = len(self.results) or 1
+        last = self.stages[-1]
+        counts = (
+            (self.count("imported"), "imported"),
+            (self.count(last), "pass every generated test on the simulator" if self.tested else f"reach {last}"),
+            (self.prototypes_held(), "have the vendor's prototype (header equal, or op definition agreeing)"),
+        )
+        return f"Of {len(self.results)} APIs: " + "; ".join(
+            f"{n} {what} ({100 * n / total:.1f}%)" for n, what in counts
+        )
 
     def reasons(self) -> Counter:
         return Counter(reason_group(r.reason) for r in self.results if r.stage != self.stages[-1])
@@ -144,10 +165,10 @@ BUILT = "header written by the build"
 
 
 def built_header_folders(listed: list[str]) -> set[str]:
-    """`<category>/<op>` folders whose aclnn header the build generates (see BUILT)."""
-    defined = {m.group(1) for p in listed if (m := _OP_DEFINITION.match(p))}
-    with_header = {p.split("/op_host/")[0] for p in listed if _HEADER.search(p) and "/op_host/" in p}
-    return defined - with_header
+    """`<category>/<op>` folders with an op definition: an API of such a folder that no header of
+    the repository declares has the header the build writes from it (see BUILT), even where the
+    folder's own header declares its other APIs (a V2 beside the plain one)."""
+    return {m.group(1) for p in listed if (m := _OP_DEFINITION.match(p))}
 
 
 _DECLARATION = re.compile(r"aclnnStatus\s+(aclnn[A-Za-z0-9_]*)\s*\(([^;{]*)\)\s*;")
@@ -191,7 +212,7 @@ def compare_definitions(report: "CatalogReport", definitions: dict[str, dict[str
         definition = definitions.get(r.repo, {}).get("/".join(r.page.split("/")[:2]))
         if r.header != BUILT or definition is None:
             continue
-        r.definition_parted = against(list(r.inputs), list(r.outputs), definition)
+        r.definition_parted = against(list(r.inputs), list(r.outputs), definition, len(r.inplace))
         r.definition = "differs" if r.definition_parted else "agrees"
 
 
@@ -253,7 +274,8 @@ def survey(
             built[repo] = built_header_folders(listed)
             definitions[repo] = op_definitions(git_dir, tag, listed, built[repo])
             for path in paths:
-                for result in _page_results(repo, path, texts.get(path, ""), release, products, Path(scratch)):
+                page = texts.get(path, "")
+                for result in _page_results(repo, path, page, release, products, Path(scratch), headers[repo]):
                     report.results.append(result)
                     if spec_out is not None and result.spec_text is not None and result.stage != "imported":
                         target = spec_out / repo / (result.category or "other") / f"{spec_stem(result.api)}.yaml"
@@ -273,19 +295,35 @@ def mark_tested(report: CatalogReport) -> None:
     one failing keeps `generated` with its first failing case as the reason."""
     from . import catalog_tests
 
-    generated = {spec_stem(r.api): r for r in report.results if r.stage == "generated"}
-    found = catalog_tests.run({snake: r.spec_text for snake, r in generated.items()})
     report.tested = True
-    for snake, r in generated.items():
-        verdict = found[snake]
-        if verdict.failed:
-            r.reason = (
-                f"{verdict.failed} of {verdict.passed + verdict.failed} generated tests fail, first {verdict.reason}"
-            )
-        elif verdict.passed:
-            r.stage = "tested"
-        else:
-            r.reason = "no generated test ran"
+    for generated in _batches([r for r in report.results if r.stage == "generated"]):
+        found = catalog_tests.run({snake: r.spec_text for snake, r in generated.items()})
+        for snake, r in generated.items():
+            _mark(r, found[snake])
+
+
+def _batches(results: list[ApiResult]) -> list[dict[str, ApiResult]]:
+    """The results in batches of distinct op names: an API two pages document (an op's folder and
+    its V2 folder) gives two specs of one name, which one generated package cannot hold."""
+    batches: list[dict[str, ApiResult]] = []
+    for r in results:
+        snake = spec_stem(r.api)
+        batch = next((b for b in batches if snake not in b), None)
+        if batch is None:
+            batches.append(batch := {})
+        batch[snake] = r
+    return batches
+
+
+def _mark(r: ApiResult, verdict) -> None:
+    """One passing every case reaches `tested`; one failing keeps `generated`, its first failing
+    case the reason."""
+    if verdict.failed:
+        r.reason = f"{verdict.failed} of {verdict.passed + verdict.failed} generated tests fail, first {verdict.reason}"
+    elif verdict.passed:
+        r.stage = "tested"
+    else:
+        r.reason = "no generated test ran"
 
 
 def _remove_stale(spec_out: Path, report: CatalogReport) -> None:
@@ -302,7 +340,9 @@ def _remove_stale(spec_out: Path, report: CatalogReport) -> None:
                 path.unlink()
 
 
-def _page_results(repo: str, path: str, text: str, release: str, products: ProductTable, scratch: Path):
+def _page_results(
+    repo: str, path: str, text: str, release: str, products: ProductTable, scratch: Path, declared: dict[str, str]
+):
     category = category_of(Path(path))
     try:
         found = read_markdown_apis(text, path, products)
@@ -311,6 +351,8 @@ def _page_results(repo: str, path: str, text: str, release: str, products: Produ
         return
     for facts in found:
         facts.release, facts.category = release, category
+        adopt_header(facts, declared)
+        align_table(facts)
         yield _api_result(repo, path, facts, products, scratch)
 
 
@@ -331,9 +373,13 @@ def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, 
     draft.pop("todo", None)
     keep_readable_rows(draft)
     result.stage, result.prototype = "imported", draft["prototypes"].get("get_workspace_size")
+    for key, page_prototype in facts.page_prototypes.items():
+        if draft["prototypes"].get(key, TODO) != TODO and result.page_parted is None:
+            result.page_parted = where_they_part(page_prototype, draft["prototypes"][key])
     tensors = [p for p in draft.get("parameters") or [] if isinstance(p, dict) and "dtypes" in p]
     result.inputs = tuple(p["name"] for p in tensors if p.get("role") == "input")
     result.outputs = tuple(p["name"] for p in tensors if p.get("role") == "output" or p.get("inplace"))
+    result.inplace = tuple(p["name"] for p in tensors if p.get("inplace"))
     result.spec_text = block_yaml(draft)
     spec_path = scratch / f"{spec_stem(facts.op)}.yaml"
     spec_path.write_text(result.spec_text, encoding="utf-8")
@@ -395,6 +441,9 @@ def keep_readable_rows(draft: dict) -> None:
 def _not_imported(facts: PageFacts) -> str | None:
     if facts.unsupported_types:
         return facts.unsupported_types[0]
+    if set(facts.prototypes) == {"launch"}:
+        # a host-side helper (a size query, a weight transform): no executor, nothing to launch
+        return "a one-phase API (no GetWorkspaceSize function): the spec language holds two-phase APIs"
     if len(facts.prototypes) < 2:
         return "the page prints no prototype pair"
     if not facts.params:
@@ -435,6 +484,7 @@ def markdown(report: CatalogReport) -> str:
         counts = [sum(1 for r in mine if r.stage in STAGES[i:]) for i in range(len(report.stages))]
         lines.append(f"| {repo} | {pages} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
     compared = report.headers()
+    lines += ["", report.summary() + "."]
     lines += [
         "",
         "First-phase prototypes of the imported APIs against the vendor's headers (`op_api/aclnn_*.h` at the same tag): "
@@ -443,13 +493,27 @@ def markdown(report: CatalogReport) -> str:
         " folder: the vendor's build writes that header, so the repository has none to compare with;"
         " 'absent' has neither.",
     ]
+    disagreeing = [r for r in report.results if r.page_parted]
+    if disagreeing:
+        lines += [
+            "",
+            "Where the header declares an API, its spec takes the header's prototypes (the ABI a binding"
+            " must call); the page's own, where they differ, stay in the spec as `page_prototypes` with a"
+            f" `prototype` defect. {len(disagreeing)} pages print a prototype that parts from the header's:",
+            "",
+            "| repository | API | where the page parts from the header |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {r.repo} | {r.api} | {r.page_parted.replace('|', '/')} |"
+            for r in sorted(disagreeing, key=lambda r: (r.repo, r.api))
+        ]
     unequal = [r for r in report.results if r.header in ("differs", "absent")]
     if unequal:
         lines += [
             "",
-            "Where a prototype differs, the first parameter where the page's and the header's part;"
-            " the spec takes the page's, so one the page prints so is a disagreement between the page"
-            " and the header, not a misreading.",
+            "Where a spec's prototype differs from the header's or no header declares it, the first"
+            " parameter where they part.",
             "",
             "| repository | API | against the header | where they part |",
             "|---|---|---|---|",

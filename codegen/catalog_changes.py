@@ -123,6 +123,15 @@ def _by_api(report: CatalogReport) -> dict[str, object]:
     return {r.api: r for r in report.results if r.api}
 
 
+def _page_side(a, b, old_tag: str, new_tag: str) -> str:
+    """Where a side's prototype is its page's (no header declared the API at that tag: the build
+    wrote it), said, so a page-against-header difference is not read as the ABI's change."""
+    pages = [tag for r, tag in ((a, old_tag), (b, new_tag)) if r.header != "equal"]
+    if not pages:
+        return ""
+    return f" (the page's prototype at {' and '.join(pages)}: no header there to take it from)"
+
+
 def compare(old: CatalogReport, new: CatalogReport) -> CatalogChanges:
     before, after = _by_api(old), _by_api(new)
     out = CatalogChanges(old.tag, new.tag)
@@ -133,6 +142,7 @@ def compare(old: CatalogReport, new: CatalogReport) -> CatalogChanges:
         change = ApiChange(api, b.repo)
         note = prototype_change(a.prototype, b.prototype) if a.prototype and b.prototype else None
         if note:
+            note += _page_side(a, b, old.tag, new.tag)
             change.prototype, change.prototype_note = (a.prototype, b.prototype), note
         if a.spec_text and b.spec_text:
             out.compared += 1

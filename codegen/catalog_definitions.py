@@ -47,9 +47,11 @@ def _plain(name: str) -> str:
     return name
 
 
-def against(inputs: list[str], outputs: list[str], definition: OpDefinition) -> str | None:
+def against(inputs: list[str], outputs: list[str], definition: OpDefinition, inplace: int = 0) -> str | None:
     """None when the page's input tensors are the definition's inputs in order and the outputs as
-    many; else where they part."""
+    many; else where they part. `inplace` of the `outputs` are inputs the op writes: a definition
+    declares such a tensor an output too (`var` in and out) or only an input (an in-place op that
+    writes `x`), so either count agrees."""
     for mine, defined in zip(inputs, definition.inputs):
         if not same_name(mine, defined):
             return f"page input `{mine}`, definition `{defined}`"
@@ -60,6 +62,6 @@ def against(inputs: list[str], outputs: list[str], definition: OpDefinition) -> 
             else ("definition", list(definition.inputs[len(inputs) :]))
         )
         return f"only the {side} has input `{', '.join(extra)}`"
-    if len(outputs) != len(definition.outputs):
+    if len(definition.outputs) not in (len(outputs), len(outputs) - inplace):
         return f"{len(outputs)} output(s) on the page, {len(definition.outputs)} in the definition"
     return None

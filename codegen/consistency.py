@@ -200,8 +200,9 @@ def _prototypes(spec: "OpSpec") -> None:
         if c_param.name != p.name:
             raise FieldProblem(ploc, f"parameter #{i} is {c_param.name!r} in the prototype but {p.name!r} in the table")
         _check_role_type(c_param, p, ("parameters", i))
+    # by type: a header may name them otherwise (`opExecutor`), which the ABI does not see
     for (name, base, depth), c_param in zip(_TRAILING, params[len(spec.parameters) :]):
-        if c_param.name != name or c_param.type.base != base or c_param.type.pointer_depth != depth:
+        if c_param.type.base != base or c_param.type.pointer_depth != depth:
             raise FieldProblem(
                 loc,
                 f"the last two parameters must be uint64_t* workspaceSize, aclOpExecutor** executor; found {c_param}",
@@ -240,7 +241,9 @@ def _check_role_type(c_param, p: "Parameter", loc: tuple) -> None:
         raise FieldProblem(
             loc + ("role",), f"role {p.role!r} means a {want}* parameter, but the prototype declares {t} {p.name}"
         )
-    if p.role in ("input", "scalar", "optional_scalar") and not t.is_const and not p.inplace:
+    # a scalar is never written: a header that omits its const (`aclScalar* alpha`) declares the
+    # same ABI, so only a tensor's const-ness tells an input from an output
+    if p.role == "input" and not t.is_const and not p.inplace:
         raise FieldProblem(loc + ("role",), f"an input ({p.role}) is declared const in the header; found {t} {p.name}")
 
 

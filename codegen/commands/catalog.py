@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 **counts,
                 "headers": dict(sorted(report.headers().items())),
                 "definitions": dict(sorted(report.definitions().items())),
+                "prototypes_held": report.prototypes_held(),
                 "reasons": dict(report.reasons().most_common()),
                 **({"changes": changes_json(changes)} if changes is not None else {}),
             }
@@ -104,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         f"'{catalog.BUILT}' APIs against their op definitions: "
         + ", ".join(f"{k} {n}" for k, n in sorted(report.definitions().items()))
     )
+    print(report.summary())
     print("left out, by reason:")
     for reason, n in report.reasons().most_common():
         print(f"  {n:4d}  {reason}")

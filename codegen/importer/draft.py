@@ -113,6 +113,8 @@ def build_draft(facts: PageFacts, products: ProductTable, tier: str = FULL) -> d
             prototypes[key] = TODO
             todo.append((f"prototypes.{key}", f"the page's prototype does not parse: {exc.message}"))
     draft["prototypes"] = prototypes
+    if facts.page_prototypes:
+        draft["page_prototypes"] = dict(facts.page_prototypes)
     draft["parameters"] = _parameters(facts, functions.get("get_workspace_size"), todo, binding)
     draft["rules"] = _rules(facts, draft["parameters"])
     if draft["rules"]:
@@ -184,7 +186,7 @@ def in_place(param_name: str, c_type: str, page: PageParam | None) -> bool:
     """A tensor the op reads and writes: the vendor's `...Ref` name or the page's input/output
     direction. The header often declares it const (the handle, not the data, is const)."""
     typed = spec_type(c_type)
-    if typed.kind != "tensor" or typed.is_list:
+    if typed.kind != "tensor":
         return False
     return param_name.endswith("Ref") or (page is not None and page.direction == "inout")
 
@@ -222,9 +224,10 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
         names = [p.name for p in facts.params if p.name not in _TRAILING]
         c_params = [(name, page_params[name].c_type or "") for name in names]
     else:
-        c_params = [(p.name, str(p.type)) for p in function.params if p.name not in _TRAILING]
+        trailing = {p.name for p in function.params[-2:]} if _ends_in_trailing_pair(function) else set(_TRAILING)
+        c_params = [(p.name, str(p.type)) for p in function.params if p.name not in trailing]
         for page in facts.params:
-            if page.name not in {n for n, _ in c_params} and page.name not in _TRAILING:
+            if page.name not in {n for n, _ in c_params} and page.name not in trailing | set(_TRAILING):
                 facts.defect("name", f"the parameter table names {page.name!r}, which the prototype does not have")
     out = []
     for index, (name, c_type) in enumerate(c_params):
@@ -303,6 +306,12 @@ def _parameters(facts: PageFacts, function, todo: list, binding: bool = False) -
         out.append(entry)
     _inplace_by_name(facts.op or "", out)
     return out
+
+
+def _ends_in_trailing_pair(function) -> bool:
+    """The first phase ends in `uint64_t*` and `aclOpExecutor**`, whatever the header names them."""
+    last = [(p.type.base, p.type.pointer_depth) for p in function.params[-2:]]
+    return last == [("uint64_t", 1), ("aclOpExecutor", 2)]
 
 
 def _inplace_by_name(op: str, params: list[dict[str, Any]]) -> None:

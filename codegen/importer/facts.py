@@ -37,13 +37,21 @@ PAGE_DTYPES = {
     "FLOAT8_E8M0": "float8_e8m0fnu",
     "FLOAT4_E2M1": "float4_e2m1fn",
     "FLOAT4_E1M2": "float4_e1m2",
+    # short spellings of the narrow floats some pages use
+    "HIF8": "hifloat8",
+    "FP8_E5M2": "float8_e5m2",
+    "FP8_E4M3": "float8_e4m3fn",
+    "FP8_E4M3FN": "float8_e4m3fn",
+    "FP8_E8M0": "float8_e8m0fnu",
+    "FP4_E2M1": "float4_e2m1fn",
 }
-# a footnote mark flattened into the word ("FLOAT32¹" read as "FLOAT321"): one digit after a name
-# that ends in one, so "INT8" is never "INT" and a mark
+# a footnote mark flattened into the word ("FLOAT32¹" read as "FLOAT321", "FLOAT¹" as "FLOAT1"): one
+# digit after a name that ends in one, so "INT8" is never "INT" and a mark, or a small mark (1-3)
+# after a name that ends in a letter ("FLOAT8" stays no dtype: it is no mark)
 _DTYPE_WORD = re.compile(
     r"(?<![A-Za-z0-9_])("
     + "|".join(sorted(PAGE_DTYPES, key=len, reverse=True))
-    + r")(?:(?<=[0-9])[0-9])?(?![A-Za-z0-9_])"
+    + r")(?:(?<=[0-9])[0-9]|(?<=[A-Z])[1-3])?(?![A-Za-z0-9_])"
 )
 
 # The vendor's format spellings on doc pages that are not the spec's (aclFormat's member names
@@ -94,6 +102,27 @@ def page_dtypes(text: str) -> list[str]:
         if name not in out:
             out.append(name)
     return out
+
+
+_C_INTEGER = re.compile(r"\b(u?int(?:8|16|32|64))_t\b", re.I)
+
+
+def cell_dtypes(cell: str) -> list[str]:
+    """The dtypes a table's dtype cell lists: as page_dtypes, or, where it names none in the usual
+    capitals, as it names them in lower case or as C integer types (`float16/bfloat16`, `uint8_t`)."""
+    return page_dtypes(cell) or page_dtypes(_C_INTEGER.sub(r"\1", cell).upper())
+
+
+_DTYPE_IS = re.compile(
+    r"数据类型(?:为|是)\s*((?:[A-Z][A-Z0-9_]*\s*[、,，或/]?\s*)+)|dtype is ((?:[A-Z][A-Z0-9_]*[, /]*)+)"
+)
+
+
+def stated_dtypes(text: str) -> list[str]:
+    """The dtypes a description states plainly for its own tensor ("数据类型为BOOL", "dtype is
+    BOOL"), when its dtype cell lists none."""
+    match = _DTYPE_IS.search(text)
+    return page_dtypes(next(g for g in match.groups() if g)) if match else []
 
 
 @dataclass
@@ -151,6 +180,8 @@ class PageFacts:
     products: dict[str, bool] = field(default_factory=dict)
     product_format: str = ""  # "table", "markers", "list"
     prototypes: dict[str, str] = field(default_factory=dict)  # get_workspace_size / launch
+    # the page's own prototypes where the vendor header's replaced them (importer/header.py)
+    page_prototypes: dict[str, str] = field(default_factory=dict)
     params: list[PageParam] = field(default_factory=list)
     dtype_notes: list[DtypeNote] = field(default_factory=list)
     return_codes: list[PageReturnCode] = field(default_factory=list)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ..products import ProductTable
-from .facts import PageFacts, PageParam, PageReturnCode, page_dtypes
+from .facts import PageFacts, PageParam, PageReturnCode, cell_dtypes, page_formats, stated_dtypes
 from .saved import read_param_bullets
 from .text import MAX_PROTOTYPE_CHARS, between, dtype_note, family_of, html_tables, npu_families, outside, plain
 
@@ -323,7 +323,7 @@ def _read_param_table(facts: PageFacts, grid: list[list[str]]) -> None:
         param = PageParam(name=match.group(1), c_type=(match.group(2) or "").strip() or None)
         param.direction = _DIRECTIONS.get(cells[1].strip().lower())
         param.text = "\n".join(c for c in cells[2:at] if c.strip() and c.strip() != "-")
-        param.dtypes = page_dtypes(cells[at]) if len(row) > at else []
+        param.dtypes = cell_dtypes(cells[at]) if len(row) > at else []
         param.formats, param.dims, param.non_contiguous = (c.strip() for c in cells[at + 1 : at + 4])
         facts.params.append(param)
         dtype_cells[param.name] = cells[at]
@@ -336,9 +336,16 @@ _DTYPE_COLUMN = 4  # name, direction, description, usage, dtypes, formats, dims,
 def _dtype_cell(row: list[str]) -> int:
     """The index of a row's dtype cell: the fifth, or, in a row split into more cells than the header
     has (a usage note over two cells), the first after it that lists dtypes."""
-    if len(row) <= _DTYPE_COLUMN or page_dtypes(row[_DTYPE_COLUMN]):
+    if len(row) <= _DTYPE_COLUMN or cell_dtypes(row[_DTYPE_COLUMN]):
         return _DTYPE_COLUMN
-    return next((k for k in range(_DTYPE_COLUMN + 1, len(row)) if page_dtypes(row[k])), _DTYPE_COLUMN)
+    if _names_formats_only(row[_DTYPE_COLUMN]) and cell_dtypes(row[_DTYPE_COLUMN - 1]):
+        return _DTYPE_COLUMN - 1  # a row one cell short (no usage note): the dtypes sit one cell early
+    return next((k for k in range(_DTYPE_COLUMN + 1, len(row)) if cell_dtypes(row[k])), _DTYPE_COLUMN)
+
+
+def _names_formats_only(cell: str) -> bool:
+    formats, unknown = page_formats(cell)
+    return bool(formats) and not unknown
 
 
 # a dtype cell that names another parameter instead of listing dtypes: "与self一致", "same as self"
@@ -373,6 +380,9 @@ def _dtypes_by_reference(facts: PageFacts, cells: dict[str, str]) -> None:
             other = by_name.get(next((g for g in match.groups() if g), "")) if match else None
             if other is not None and other.dtypes:
                 param.dtypes = list(other.dtypes)
+                progressed = True
+            elif match is None and stated_dtypes(text):
+                param.dtypes = stated_dtypes(text)
                 progressed = True
 
 

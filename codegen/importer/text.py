@@ -108,6 +108,10 @@ def split_names(text: str) -> list[str]:
     return [part.strip() for part in re.split(r"[、，,]", plain(text)) if part.strip()]
 
 
+_SENTENCES = re.compile(r"[。；;]|\.\s")
+_NEGATION = re.compile(r"不支持|not support", re.I)
+
+
 def dtype_note(products: ProductTable, head: str, body: str, npu: str | None = None) -> DtypeNote | None:
     """A per-product sentence `NAMES：...` -> a note, or None when the head names no product."""
     families = npu_families(npu) if npu else []
@@ -117,8 +121,11 @@ def dtype_note(products: ProductTable, head: str, body: str, npu: str | None = N
         return None
     body_text = plain(body)
     dtypes = page_dtypes(body_text)
-    if dtypes and re.search(r"不支持|not support", body_text, re.I):
-        mode = "except"
+    # the dtypes of the sentences that exclude: another sentence naming dtypes is a condition ("when
+    # self is INT8, at most 7 dims") or the product's own list ("supports X. no empty tensors")
+    excluded = page_dtypes("。".join(s for s in _SENTENCES.split(body_text) if _NEGATION.search(s)))
+    if excluded:
+        mode, dtypes = "except", excluded
     elif dtypes and re.search(r"额外支持|additionally support|also support", body_text, re.I):
         mode = "extra"  # newer pages: the table's dtypes plus these on this product
     elif dtypes:

@@ -46,6 +46,18 @@ def test_where_a_pages_tensors_part_from_the_definition(inputs, outputs, parted)
     assert against(inputs, outputs, DEMO) == parted
 
 
+@pytest.mark.parametrize(
+    "definition, parted",
+    [
+        (OpDefinition(("x",), (), ()), None),  # the op writes its input x: no output declared
+        (OpDefinition(("x",), ("x",), ()), None),  # x declared in and out
+        (OpDefinition(("x",), ("x", "y"), ()), "1 output(s) on the page, 2 in the definition"),
+    ],
+)
+def test_an_inplace_input_agrees_with_a_definition_that_declares_it_an_output_or_not(definition, parted):
+    assert against(["x"], ["x"], definition, inplace=1) == parted
+
+
 def test_only_apis_whose_header_the_build_writes_are_compared():
     report = catalog.CatalogReport("HEAD")
     for api, header in (("Demo", catalog.BUILT), ("Other", "equal")):

@@ -126,15 +126,15 @@ def test_an_api_without_a_header_is_told_apart_when_the_build_writes_it():
     listed = [
         "math/abs/op_host/abs_def.cpp",  # defined, header written by the build
         "math/add/op_host/add_def.cpp",
-        "math/add/op_host/op_api/aclnn_add.h",  # defined and with its own header
+        "math/add/op_host/op_api/aclnn_add.h",  # defined and with its own header (for Add, not AddV3)
         "math/gone/docs/aclnnGone.md",  # neither
     ]
-    assert catalog.built_header_folders(listed) == {"math/abs"}
+    assert catalog.built_header_folders(listed) == {"math/abs", "math/add"}
     report = catalog.CatalogReport("HEAD")
     proto = (
         "aclnnStatus aclnn{}GetWorkspaceSize(const aclTensor* self, uint64_t* workspaceSize, aclOpExecutor** executor)"
     )
-    for api, folder in (("Abs", "abs"), ("Add", "add"), ("Gone", "gone")):
+    for api, folder in (("Abs", "abs"), ("Add", "add"), ("Gone", "gone"), ("AddV3", "add")):
         report.results.append(
             catalog.ApiResult(
                 "ops-math", f"math/{folder}/docs/aclnn{api}.md", api, "math", "valid", prototype=proto.format(api)
@@ -142,7 +142,8 @@ def test_an_api_without_a_header_is_told_apart_when_the_build_writes_it():
         )
     headers = {"ops-math": {"aclnnAddGetWorkspaceSize": catalog.normalize_prototype(proto.format("Add"))}}
     catalog.compare_headers(report, headers, {"ops-math": catalog.built_header_folders(listed)})
-    assert [r.header for r in report.results] == [catalog.BUILT, "equal", "absent"]
+    # AddV3: its folder's header declares Add only, so the build writes AddV3's from the definition
+    assert [r.header for r in report.results] == [catalog.BUILT, "equal", "absent", catalog.BUILT]
 
 
 def test_each_op_verdict_is_read_from_the_junit_report_of_its_generated_tests():
@@ -160,3 +161,22 @@ def test_each_op_verdict_is_read_from_the_junit_report_of_its_generated_tests():
     assert found["abs"] == catalog_tests.OpVerdict(1, 0, None)
     assert found["add"] == catalog_tests.OpVerdict(1, 2, "test_binding[b]: AssertionError: status 161002")
     assert found["mul"] == catalog_tests.OpVerdict(0, 0, None)
+
+
+def test_an_api_two_pages_document_has_each_spec_tested(monkeypatch):
+    from aclnngen.codegen import catalog_tests
+
+    batches = []
+
+    def run(specs):
+        batches.append(dict(specs))
+        return {snake: catalog_tests.OpVerdict(1, 0, None) for snake in specs}
+
+    monkeypatch.setattr(catalog_tests, "run", run)
+    report = catalog.CatalogReport("HEAD")
+    for page, text in (("index/demo/docs/aclnnDemo.md", "one"), ("index/demo_v2/docs/aclnnDemo.md", "two")):
+        report.results.append(catalog.ApiResult("ops-nn", page, "Demo", "index", "generated", spec_text=text))
+    report.results.append(catalog.ApiResult("ops-nn", "index/x/docs/aclnnOther.md", "Other", "index", "generated"))
+    catalog.mark_tested(report)
+    assert [r.stage for r in report.results] == ["tested", "tested", "tested"]
+    assert batches == [{"demo": "one", "other": None}, {"demo": "two"}]

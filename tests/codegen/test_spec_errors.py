@@ -303,3 +303,19 @@ def test_empty_file(tmp_path):
 def test_unmodified_base_loads(tmp_path):
     _, loaded = _load(tmp_path, BASE)
     assert loaded.spec.name == "DemoSwishBackward"
+
+
+def test_a_scalar_the_header_declares_without_const_loads(tmp_path):
+    # the library never writes a scalar: the header's `aclScalar*` is the same ABI as a const one
+    text = _edit("const aclScalar* betaOptional, aclTensor* gradInput", "aclScalar* betaOptional, aclTensor* gradInput")
+    _, loaded = _load(tmp_path, text)
+    gws = loaded.spec.prototypes.get_workspace_size
+    assert "aclScalar* betaOptional" in gws and "const aclScalar* betaOptional" not in gws
+
+
+def test_the_trailing_pair_may_be_named_as_the_header_names_it(tmp_path):
+    # the ABI sees the two types only; a header naming the executor `opExecutor` declares the same
+    _, loaded = _load(tmp_path, _edit("aclOpExecutor** executor)", "aclOpExecutor** opExecutor)"))
+    assert loaded.spec.prototypes.get_workspace_size.endswith("aclOpExecutor** opExecutor)")
+    with pytest.raises(SpecError, match="the last two parameters must be"):
+        _load(tmp_path, _edit("aclOpExecutor** executor)", "aclOpExecutor* executor)"))

@@ -207,3 +207,14 @@ def test_the_vendors_pages_of_one_api_at_two_tags_lose_no_dtype_by_their_format(
     changes = catalog_changes.compare(old, new).changed
     lost = [c.message for change in changes for c in change.of_kind(specdiff.BREAKING) if c.what == "dtype"]
     assert lost == []
+
+
+def test_a_prototype_change_says_which_side_is_a_pages_and_not_a_headers():
+    renamed = "aclnnStatus aclnnDemoScaleGetWorkspaceSize(const aclTensor* x, aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor)"  # fmt: skip
+    old, new = _report("v1"), _report("v2", prototype=renamed)
+    old.results[0].header = new.results[0].header = "equal"
+    (change,) = catalog_changes.compare(old, new).changed
+    assert change.prototype_note == "self renamed x"  # both the headers': the ABI's own change
+    old.results[0].header = "header written by the build"
+    (change,) = catalog_changes.compare(old, new).changed
+    assert change.prototype_note == "self renamed x (the page's prototype at v1: no header there to take it from)"

@@ -208,12 +208,20 @@ def test_catalog_of_a_made_up_mirror_counts_apis_and_compares_headers(made_up_mi
     report = catalog.survey([made_up_mirror], "v9.2.0-beta.1", PRODUCTS, spec_out=tmp_path)
     assert report.pages == {"ops-demo": 1}
     assert {r.api: r.stage for r in report.results} == {"DemoBackward": "generated", "InplaceDemoBackward": "generated"}
-    assert {r.api: r.header for r in report.results} == {"DemoBackward": "equal", "InplaceDemoBackward": "differs"}
+    # the in-place API's spec takes its header's prototype; the page's stays as a finding
+    assert {r.api: r.header for r in report.results} == {"DemoBackward": "equal", "InplaceDemoBackward": "equal"}
+    assert [r.page_parted is not None for r in report.results] == [False, True]
+    inplace = (tmp_path / "ops-demo/activation/inplace_demo_backward.yaml").read_text(encoding="utf-8")
+    assert "GetWorkspaceSize(const aclTensor* grad, aclTensor* self," in inplace and "page_prototypes:" in inplace
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.yaml"))
     assert written == ["ops-demo/activation/demo_backward.yaml", "ops-demo/activation/inplace_demo_backward.yaml"]
     text = catalog.markdown(report)
     assert text == catalog.markdown(catalog.survey([made_up_mirror], "v9.2.0-beta.1", PRODUCTS))  # deterministic
-    assert "1 differs, 1 equal" in text
+    assert (
+        "2 equal" in text
+        and "| ops-demo | InplaceDemoBackward | page `const aclTensor* gradOutput`, header `const aclTensor* grad` |"
+        in text
+    )
     assert "Written by `aclnngen catalog --write docs/catalog.md`" in text  # no tests ran: no --run-tests
     tested = catalog.markdown(dataclasses.replace(report, tested=True))
     assert "Written by `aclnngen catalog --run-tests --write docs/catalog.md`" in tested

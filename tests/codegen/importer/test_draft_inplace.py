@@ -28,3 +28,12 @@ def test_an_api_not_named_in_place_keeps_its_output():
     params = [_self("output")]
     _inplace_by_name("Sqrt", params)
     assert params[0]["role"] == "output" and "inplace" not in params[0]
+
+
+def test_a_ref_tensor_list_is_an_inplace_input():
+    from aclnngen.codegen.importer.draft import in_place
+    from aclnngen.codegen.importer.facts import PageParam
+
+    assert in_place("paramsRef", "const aclTensorList*", None)
+    assert in_place("moments", "aclTensorList*", PageParam("moments", direction="inout"))
+    assert not in_place("grads", "const aclTensorList*", PageParam("grads", direction="input"))
