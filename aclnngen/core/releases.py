@@ -183,13 +183,13 @@ def holds_at(since: str | None, until: str | None, version: str | CannVersion) -
     return True
 
 
-def known_releases(meta: Mapping[str, Any]) -> list[CannVersion]:
-    """The page's release and every release a versioned fact starts or ends at, oldest first."""
+def _fact_releases(meta: Mapping[str, Any], keys: tuple[str, ...]) -> set[CannVersion]:
+    """The page's release and every release the versioned facts name under `keys`."""
     found = {meta.get("cann_version")}
 
     def visit(node: Any) -> None:
         if isinstance(node, Mapping):
-            for key in ("since", "until"):
+            for key in keys:
                 value = node.get(key)
                 if isinstance(value, str):
                     found.add(value)
@@ -200,23 +200,15 @@ def known_releases(meta: Mapping[str, Any]) -> list[CannVersion]:
                 visit(value)
 
     visit(meta)
-    return sorted({CannVersion(v) for v in found if is_version(v)})
+    return {CannVersion(v) for v in found if is_version(v)}
+
+
+def known_releases(meta: Mapping[str, Any]) -> list[CannVersion]:
+    """The page's release and every release a versioned fact starts or ends at, oldest first."""
+    return sorted(_fact_releases(meta, ("since", "until")))
 
 
 def newest_documented(meta: Mapping[str, Any]) -> CannVersion:
     """The newest release the page documents: its own, or a later one a versioned fact starts at
     (the release an op's generated tests check)."""
-    found = {meta.get("cann_version")}
-
-    def visit(node: Any) -> None:
-        if isinstance(node, Mapping):
-            if isinstance(node.get("since"), str):
-                found.add(node["since"])
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, (list, tuple)):
-            for value in node:
-                visit(value)
-
-    visit(meta)
-    return max(CannVersion(v) for v in found if is_version(v))
+    return max(_fact_releases(meta, ("since",)))
