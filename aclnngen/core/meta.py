@@ -348,3 +348,11 @@ def op_meta(data: Mapping | OpMeta) -> OpMeta:
             del _BUILT[key]
     _BUILT[id(data)] = (data, built)
     return built
+
+
+def forget(data: Mapping) -> None:
+    """Drop the cached OpMeta of `data`: the generator builds one throwaway dict per op it renders,
+    and the cache would keep thousands of them (and their OpMetas) alive in each worker."""
+    entry = _BUILT.get(id(data))
+    if entry is not None and entry[0] is data:
+        del _BUILT[id(data)]

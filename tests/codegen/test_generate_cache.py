@@ -123,9 +123,9 @@ def test_the_cache_keeps_the_most_recently_used_entries(tmp_path):
     _plan(specs, tmp_path, cache)
     entries = sorted((tmp_path / "cache").glob("*/*.json"))
     ops = len(list((specs / "ops").glob("*.yaml")))
-    assert len(entries) == 2 * ops + 1  # each op's render and its index, and the shared files
-    assert cache.trim(keep=3) == len(entries) - 6
-    assert len(list((tmp_path / "cache").glob("*/*.json"))) == 6
+    assert len(entries) == 3 * ops + 1  # each op's render, index and pieces, and the shared files
+    assert cache.trim(keep=3) == len(entries) - 9
+    assert len(list((tmp_path / "cache").glob("*/*.json"))) == 9
     cache.hits = cache.misses = 0
     assert _plan(specs, tmp_path, cache) == _plan(specs, tmp_path, False)  # what went is rendered again
     assert cache.misses >= ops - 3
