@@ -177,9 +177,9 @@ def trampoline_source(classes: str) -> str:
 
 
 def _build(classes: str) -> Path:
-    # deferred: the build (subprocess, locks) loads at the first plan, not on the import path
     import tempfile
 
+    # deferred: the build (subprocess, locks) loads at the first plan, not on the import path
     from .cbuild import build_simulator
 
     with tempfile.TemporaryDirectory(prefix="aclnngen-callplan-") as folder:
