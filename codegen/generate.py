@@ -227,6 +227,10 @@ class _Encoded(Mapping):
     def __len__(self) -> int:
         return len(self._outputs)
 
+    def __contains__(self, path) -> bool:
+        # Mapping's own would encode (and read back) the file to answer
+        return path in self._outputs
+
 
 @record_class("r")
 @dataclass(frozen=True)

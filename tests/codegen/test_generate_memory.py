@@ -95,3 +95,21 @@ def test_streaming_sim_kernels_holds_about_one_block_at_a_time(tmp_path):
     assert len(written) > ops * block * 0.9
     assert hashlib.sha256(written).hexdigest() == output.sha256
     assert Folder(tmp_path).digest("c/sim_kernels.c") == output.sha256
+
+
+class _Unreadable:
+    """An output whose text must not be asked for."""
+
+    path, sha256 = "c/big.c", "0" * 64
+
+    @property
+    def content(self) -> str:
+        raise AssertionError("the text was read to answer a membership test")
+
+
+def test_the_writer_asks_membership_without_reading_a_file():
+    # the writer asks `rel in outputs` for every file it remembers: Mapping's own __contains__
+    # would encode each file's text (every op's render read back from the cache, sim_kernels.c whole)
+    encoded = generate._Encoded({"c/big.c": _Unreadable()})
+    assert "c/big.c" in encoded and "c/other.c" not in encoded
+    assert encoded.digest("c/big.c") == "0" * 64
