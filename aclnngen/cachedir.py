@@ -13,11 +13,8 @@ runs without a cache and the simulator is built into a private folder of the pro
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import stat
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -155,6 +152,10 @@ def private_temporary() -> Path:
     simulator is built when the cache folder is not the user's own."""
     global _private
     if _private is None or not _private.is_dir():
+        import atexit  # here: a trusted cache (the usual case) needs none of these
+        import shutil
+        import tempfile
+
         _private = Path(tempfile.mkdtemp(prefix="aclnngen-private-"))
         atexit.register(shutil.rmtree, str(_private), True)
     return _private

@@ -10,7 +10,8 @@ template starts afresh). A hit is therefore exactly what rendering would give; t
 that a cached run's outputs equal an uncached one's.
 
 Where: `$ACLNNGEN_CACHE_DIR/generate/` (else `$XDG_CACHE_HOME/aclnngen` or `~/.cache/aclnngen`),
-two JSON records per op and key (its render, and its index); beside them, per output folder, the
+three JSON records per op and key (its render; its index; its pieces of the shared files, such as
+its C block of sim_kernels.c, read back one op at a time while that file is written); beside them, per output folder, the
 status and digest of each file the writer left, with the key of the run that left them
 (`generate-written/`): an unchanged file is not read again, and an unchanged run renders nothing.
 `ACLNNGEN_GENERATE_CACHE=0` turns all of it off. A cache file that cannot be read or written is
@@ -43,7 +44,8 @@ FORMAT = 2  # bump when the record's shape changes (2: JSON records)
 SUFFIX = ".json"
 OLD_SUFFIXES = (".pickle",)  # an earlier format's files: never read, removed by trim
 MAX_RECORD = 64 * 1024 * 1024  # bytes of one record read back at most
-MAX_ENTRIES = 8000  # ops kept (~50 KB each): the least recently used beyond that are removed
+MAX_ENTRIES = 8000  # ops kept (~60 KB each): the least recently used beyond that are removed
+_PARTS = ("", ".index", ".pieces")  # the files of one op's entry (put_op)
 
 
 def enabled() -> bool:
@@ -95,27 +97,36 @@ class OpCache:
 
     # --- ops: the outputs apart from an index of them, so an unchanged op costs a small read -----
 
-    def put_op(self, key: str, render: Any, index: Any) -> None:
-        """Keep an op's render (read back only for a file that must be written or shown) and its
-        index (the record and each output's path and digest, read on every hit)."""
+    def put_op(self, key: str, render: Any, index: Any, pieces: dict[str, str] | None = None) -> None:
+        """Keep an op's render (read back only for a file that must be written or shown), its
+        index (the record and each output's path and digest, read on every hit) and its pieces of
+        the shared files (read back by `pieces_of`, one op at a time, while a shared file is
+        streamed: the generator never holds every op's piece at once)."""
         self.put(key, render)
         if self.trusted:
+            _save(self._path(key, ".pieces"), {"key": key, "value": pieces or {}})
             _save(self._path(key, ".index"), {"key": key, "value": index})
 
     def get_op(self, key: str) -> Any | None:
-        """The index of an op kept by put_op, or None (a miss) when it or its render is missing."""
-        index, render = self._path(key, ".index"), self._path(key)
-        found = _entry(index, key) if self.trusted else _MISSING
+        """The index of an op kept by put_op, or None (a miss) when any of its files is missing."""
+        found = _entry(self._path(key, ".index"), key) if self.trusted else _MISSING
         try:
-            os.utime(render, follow_symlinks=False)  # both recently used (kept by trim), and the render still there
-            os.utime(index, follow_symlinks=False)
+            for part in _PARTS:  # all recently used (kept by trim), and all still there
+                os.utime(self._path(key, part), follow_symlinks=False)
         except OSError:
             found = _MISSING
         return self._counted(found)
 
     def holds(self, key: str) -> bool:
-        """Whether put_op's render of `key` is on disk (a put that could not write leaves none)."""
-        return self.trusted and self._path(key).is_file() and self._path(key, ".index").is_file()
+        """Whether put_op's files of `key` are on disk (a put that could not write leaves none)."""
+        return self.trusted and all(self._path(key, part).is_file() for part in _PARTS)
+
+    def pieces_of(self, key: str) -> dict[str, str]:
+        """The pieces of the shared files kept by put_op; a GenerateError when the cache lost them."""
+        found = _entry(self._path(key, ".pieces"), key) if self.trusted else _MISSING
+        if isinstance(found, dict):
+            return found
+        return self._lost(key, ".pieces")
 
     def render_of(self, key: str) -> Any:
         """The render kept by put_op; a GenerateError when the cache lost it meanwhile."""
@@ -125,10 +136,13 @@ class OpCache:
         if found is not _MISSING:
             self._last = (key, found)
             return found
+        return self._lost(key)
+
+    def _lost(self, key: str, part: str = ""):
         from .errors import GenerateError
 
         raise GenerateError(
-            f"the generation cache lost an entry while generating ({self._path(key)}); "
+            f"the generation cache lost an entry while generating ({self._path(key, part)}); "
             "run again (or with ACLNNGEN_GENERATE_CACHE=0)"
         )
 
@@ -150,11 +164,11 @@ class OpCache:
 
     def trim(self, keep: int | None = None) -> int:
         """Remove the least recently used files beyond those of `keep` ops (MAX_ENTRIES; an op
-        keeps two files); how many went. Files of an earlier format (pickles) go first, unread.
+        keeps three files); how many went. Files of an earlier format (pickles) go first, unread.
         Every generate calls this, so a cache within its bound costs one listing (no file's
         times read); one beyond it is trimmed to a tenth below, so the next runs do not each
         read every file's time to remove one."""
-        keep = 2 * (MAX_ENTRIES if keep is None else keep)
+        keep = len(_PARTS) * (MAX_ENTRIES if keep is None else keep)
         if not self.trusted:
             return 0
         entries, old = [], []

@@ -152,7 +152,7 @@ def plan(
     for op in ops:
         if not only or op.record["snake"] in only or op.record["name"] in only:
             p.outputs.extend(op.outputs)
-    p.outputs.extend(_shared_outputs(specs_dir, layout, [op.record for op in ops], products, cache, keys))
+    p.outputs.extend(_shared_outputs(specs_dir, layout, ops, products, cache, keys))
     outputs = sorted(p.outputs, key=lambda o: o.path)
     if not only:  # a partial run's manifest is merged with the one on disk by the writer
         outputs.append(
@@ -164,12 +164,17 @@ def plan(
     return outputs
 
 
-def _shared_outputs(
-    specs_dir: Path, layout: Layout, records: list[dict], products: ProductTable, cache, keys
-) -> list[Output]:
+def _shared_outputs(specs_dir: Path, layout: Layout, ops: list[OpRender], products: ProductTable, cache, keys) -> list:
     """The files every op contributes to (indexes, simulator entries, change log; in the repository
     also the ABI, product and profile tables), from the ops' records; cached under the keys of all
-    ops and the text of the shared tables, so an unchanged run renders none of them."""
+    ops and the text of the shared tables, so an unchanged run renders none of them. sim_kernels.c
+    is streamed from the ops' pieces (StreamedOutput): the cache keeps only its digest."""
+    records = [op.record for op in ops]
+
+    def piece(index: int, name: str) -> str:
+        pieces = ops[index].pieces
+        return (pieces if pieces is not None else cache.pieces_of(keys[index]))[name]
+
     key = None
     if cache is not None and all(keys):
         from .profiles import profile_paths
@@ -182,13 +187,16 @@ def _shared_outputs(
         key = cache.key("shared", "\0".join(keys + texts))
         hit = cache.get(key)
         if hit is not None:
-            return list(hit)
+            outputs, streamed = hit
+            return list(outputs) + [_sim_kernels_output(path, records, piece, sha) for path, sha in streamed]
     p = Plan(specs_dir, layout)
-    _render_indexes(p, records, products)
+    _render_indexes(p, records, products, piece)
     if layout.shared:
         _render_shared(p, records, products)
     if key:
-        cache.put(key, tuple(p.outputs))
+        plain = tuple(o for o in p.outputs if isinstance(o, Output))
+        streamed = [(o.path, o.sha256) for o in p.outputs if isinstance(o, StreamedOutput)]
+        cache.put(key, (plain, streamed))
     return p.outputs
 
 
@@ -202,6 +210,13 @@ class _Encoded(Mapping):
     def __getitem__(self, path: str) -> bytes:
         return self._outputs[path].content.encode("utf-8")
 
+    def chunks(self, path: str):
+        """The file's bytes in pieces (a streamed output never whole in memory)."""
+        output = self._outputs[path]
+        if isinstance(output, StreamedOutput):
+            return output.chunks()
+        return iter((self[path],))
+
     def digest(self, path: str) -> str:
         """sha256 of the file's bytes (known from rendering, else computed)."""
         return self._outputs[path].sha256 or digest(self[path])
@@ -212,14 +227,21 @@ class _Encoded(Mapping):
     def __len__(self) -> int:
         return len(self._outputs)
 
+    def __contains__(self, path) -> bool:
+        # Mapping's own would encode (and read back) the file to answer
+        return path in self._outputs
+
 
 @record_class("r")
 @dataclass(frozen=True)
 class OpRender:
-    """One op's own outputs, and what the shared files need of it (see _record)."""
+    """One op's own outputs, and what the shared files need of it: its record (see _record) and
+    its pieces of the shared files (SIM_KERNELS: its C block of sim_kernels.c), or None when the
+    pieces wait in the generation cache under the op's key (read back while the file is written)."""
 
     outputs: tuple[Output, ...]
     record: dict
+    pieces: dict | None = None
 
 
 def _cache(cache, specs_dir: Path, layout: Layout, products: ProductTable, release: str | None):
@@ -275,7 +297,7 @@ def _op_renders(
             found[index] = rendered
             if rendered is not None and keys[index]:
                 indexed = (rendered.record, [(o.path, o.sha256) for o in rendered.outputs])
-                cache.put_op(keys[index], rendered, indexed)
+                cache.put_op(keys[index], OpRender(rendered.outputs, rendered.record), indexed, rendered.pieces)
                 if len(paths) >= STREAM_FROM and cache.holds(keys[index]):  # many ops: texts wait in the cache
                     found[index] = _cached_render(cache, keys[index], indexed)
     if problems:
@@ -313,13 +335,60 @@ class LazyOutput:
         raise GenerateError(f"the generation cache's entry for {self.path} lacks it; run again")
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, (Output, LazyOutput)) and (self.path, self.content) == (other.path, other.content)
+        return isinstance(other, _OUTPUTS) and (self.path, self.content) == (other.path, other.content)
 
     def __hash__(self) -> int:
         return hash((self.path, self.sha256))
 
     def __repr__(self) -> str:
         return f"LazyOutput({self.path!r}, sha256={self.sha256[:12]})"
+
+
+class StreamedOutput:
+    """A shared output too big to hold whole at CANN scale (sim_kernels.c: ~11 KB of C per op),
+    rendered as a stream of pieces (`pieces()` starts it afresh, each op's piece read when its turn
+    comes): its digest is taken as it streams, and the writer writes it in chunks."""
+
+    __slots__ = ("path", "sha256", "_pieces")
+
+    def __init__(self, path: str, pieces, sha256: str = ""):
+        self.path, self._pieces = path, pieces
+        if not sha256:
+            import hashlib
+
+            hashing = hashlib.sha256()
+            for chunk in self.chunks():
+                hashing.update(chunk)
+            sha256 = hashing.hexdigest()
+        self.sha256 = sha256
+
+    def chunks(self, size: int = 1 << 16):
+        """The UTF-8 bytes in chunks of about `size` (the template's pieces are small)."""
+        batch, held = [], 0
+        for piece in self._pieces():
+            batch.append(piece)
+            held += len(piece)
+            if held >= size:
+                yield "".join(batch).encode("utf-8")
+                batch, held = [], 0
+        if batch:
+            yield "".join(batch).encode("utf-8")
+
+    @property
+    def content(self) -> str:
+        return "".join(self._pieces())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _OUTPUTS) and (self.path, self.content) == (other.path, other.content)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.sha256))
+
+    def __repr__(self) -> str:
+        return f"StreamedOutput({self.path!r}, sha256={self.sha256[:12]})"
+
+
+_OUTPUTS = (Output, LazyOutput, StreamedOutput)
 
 
 PARALLEL_FROM = 48  # ops to render before worker processes pay for themselves
@@ -383,8 +452,9 @@ def _render_batch(specs_dir: Path, layout: Layout, products: ProductTable, relea
     return renders, problems
 
 
-def _record(view: OpView) -> dict:
-    """What the shared files need of one op: its names, its simulator entry, its support-matrix
+def _record(view: OpView, kernels: dict) -> dict:
+    """What the shared files need of one op: its names, its simulator entry, its compiled kernels'
+    table rows (`kernels`: _sim_kernels, without the C block, which is a piece), its support-matrix
     row and its part of the change log."""
     from .changes import op_changes
 
@@ -394,7 +464,7 @@ def _record(view: OpView) -> dict:
         "name": spec.name,
         "summary": spec.summary,
         "sim": _sim_entry(view),
-        "kernels": _sim_kernels(view),
+        "kernels": kernels,
         "support": view.docs.support,
         "changes": op_changes(spec),
         "newest": _newest_release(spec),
@@ -413,10 +483,18 @@ def _newest_release(spec: OpSpec) -> str:
 
 def _render_op(specs_dir: Path, layout: Layout, ls: LoadedSpec, products: ProductTable) -> OpRender:
     """One op's own outputs and record, all read from one view of it (codegen/view.py)."""
+    from aclnngen.core.meta import forget
+
     view = OpView(ls.spec, products, layout.package)
     p = Plan(specs_dir, layout)
-    _render_op_outputs(p, ls.path, view)
-    return OpRender(tuple(p.outputs), _record(view))
+    try:
+        _render_op_outputs(p, ls.path, view)
+        kernels, block = _sim_kernels(view)
+        return OpRender(tuple(p.outputs), _record(view, kernels), {SIM_KERNELS: block})
+    finally:
+        meta = vars(view).get("meta")  # built for this op only (if at all): not kept by op_meta's cache
+        if meta is not None:
+            forget(meta)
 
 
 def _render_op_outputs(p: Plan, path: Path, view: OpView) -> None:
@@ -520,7 +598,9 @@ def _add_tests_and_page(p: Plan, layout: Layout, source: str, view: OpView, comm
     )
 
 
-def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> None:
+def _render_indexes(p: Plan, records: list[dict], products: ProductTable, piece) -> None:
+    """The index files of every op's records; `piece(index, name)`: the op's piece of a shared
+    file (read from the generation cache when it waits there)."""
     from .changes import merge_entries
     from .docs import matrix_of
 
@@ -554,7 +634,7 @@ def _render_indexes(p: Plan, records: list[dict], products: ProductTable) -> Non
         f"{layout.package_dir}/c/sim_ops.c",
         _render_sim_entries([r["sim"] for r in records], [r["newest"] for r in records]),
     )
-    p.add(f"{layout.package_dir}/c/sim_kernels.c", _render_sim_kernels([r["kernels"] for r in records]))
+    p.outputs.append(_sim_kernels_output(f"{layout.package_dir}/c/sim_kernels.c", records, piece))
     changes_path = layout.changes_doc or f"{layout.docs_dir}/changes-by-release.md"
     p.add(
         changes_path,
@@ -590,9 +670,12 @@ def _sim_entry(view: OpView) -> str:
     return render.render("sim_op_entry.c.j2", op=_sim_op(view))
 
 
-def _sim_kernels(view: OpView) -> dict:
-    """One op's compiled kernels (codegen/formula_c.py): the C block, the table's rows and the
-    fallback's reason, as plain data (cached with the op)."""
+SIM_KERNELS = "sim_kernels"  # an op's piece of sim_kernels.c: its C block (OpRender.pieces)
+
+
+def _sim_kernels(view: OpView) -> tuple[dict, str]:
+    """One op's compiled kernels (codegen/formula_c.py): the table's rows and the fallback's
+    reason as plain data (its record's part), and the C block (its piece of sim_kernels.c)."""
     from . import formula_c
 
     spec = view.spec
@@ -607,31 +690,72 @@ def _sim_kernels(view: OpView) -> dict:
             for p in spec.parameters
         ]
         kernel = formula_c.kernel_for(symbol, spec.snake_name, view.program, params)
+    block = render.render("sim_kernel_op.c.j2", kernel=kernel)
+    rows = [(symbol, v.storage, v.compute, v.function) for v in kernel.variants]
     return {
         "snake": spec.snake_name,
-        "block": render.render("sim_kernel_op.c.j2", kernel=kernel),
-        "rows": [(symbol, v.storage, v.compute, v.function) for v in kernel.variants],
+        "rows": rows,
         "fallback": None if kernel.reason is None else (symbol, kernel.reason),
-    }
+        "listed": bool(rows or block.strip()),  # in the file's kernels section
+    }, block
 
 
-def _render_sim_kernels(kernels: list[dict]) -> str:
-    """sim_kernels.c from each op's kernels (`_sim_kernels`)."""
-    return render.render(
-        "sim_kernels.c.j2",
-        header=_header("simulator kernels", "specs/ops/", "sim_kernels.c.j2"),
-        kernels=[k for k in kernels if k["rows"] or k["block"].strip()],
-        fallbacks=[k["fallback"] for k in kernels if k["fallback"] is not None],
-    )
+class _KernelsOf:
+    """One op as sim_kernels.c.j2 sees it: its table rows, and its C block read when asked."""
+
+    __slots__ = ("snake", "rows", "_index", "_piece")
+
+    def __init__(self, kernels: dict, index: int, piece):
+        self.snake, self.rows, self._index, self._piece = kernels["snake"], kernels["rows"], index, piece
+
+    @property
+    def block(self) -> str:
+        return self._piece(self._index, SIM_KERNELS)
+
+
+class _Listed:
+    """The ops of sim_kernels.c's kernels section, afresh for each loop of the template: one
+    op's block at a time is in memory."""
+
+    def __init__(self, records: list[dict], piece):
+        self._records, self._piece = records, piece
+
+    def __iter__(self):
+        for index, record in enumerate(self._records):
+            if record["kernels"]["listed"]:
+                yield _KernelsOf(record["kernels"], index, self._piece)
+
+
+def _sim_kernels_output(path: str, records: list[dict], piece, sha256: str = "") -> StreamedOutput:
+    """sim_kernels.c from the ops' records and pieces (`_sim_kernels`), streamed; `piece(index,
+    name)`: op `index`'s piece of a shared file."""
+    fallbacks = [r["kernels"]["fallback"] for r in records if r["kernels"]["fallback"] is not None]
+
+    def pieces():
+        return render.stream(
+            "sim_kernels.c.j2",
+            header=_header("simulator kernels", "specs/ops/", "sim_kernels.c.j2"),
+            kernels=_Listed(records, piece),
+            fallbacks=fallbacks,
+        )
+
+    return StreamedOutput(path.removeprefix("./"), pieces, sha256)
 
 
 def render_sim_kernels(specs_dir: Path | None = None) -> str:
     """The text of sim_kernels.c (the simulator's compiled kernels) for every op of `specs_dir`
     (default: the repository's specs), as the generator renders it; for tests that compile a
-    kernel rendered another way."""
+    kernel rendered another way. The specs are loaded one at a time."""
+    from .loader import load_spec, spec_paths
+
     specs_dir = Path(specs_dir) if specs_dir is not None else REPO_ROOT / "specs"
     products = load_products(specs_dir)
-    return _render_sim_kernels([_sim_kernels(OpView(ls.spec, products)) for ls in load_all(specs_dir, products)])
+    records, blocks = [], []
+    for path in spec_paths(specs_dir):
+        kernels, block = _sim_kernels(OpView(load_spec(path, products).spec, products))
+        records.append({"kernels": kernels})
+        blocks.append(block)
+    return _sim_kernels_output("sim_kernels.c", records, lambda index, name: blocks[index]).content
 
 
 def render_sim_ops(specs_dir: Path | None = None, ops: tuple[str, ...] | list[str] | None = None) -> str:
@@ -848,11 +972,20 @@ def compare(outputs: list[Output], root: Path, layout: Layout, *, partial: bool 
     stale, missing = [], []
     folder = Folder(root)
     for out in outputs:
-        current = folder.read(out.path) if root.is_dir() else None
-        if current is None:
+        if not root.is_dir():
             missing.append(out.path)
-        elif (digest(current) != out.sha256) if out.sha256 else (current != out.content.encode("utf-8")):
-            stale.append(out.path)
+        elif out.sha256:  # judged by digest, read in chunks (a shared file may be big)
+            current = folder.digest(out.path)
+            if current is None:
+                missing.append(out.path)
+            elif current != out.sha256:
+                stale.append(out.path)
+        else:
+            current = folder.read(out.path)
+            if current is None:
+                missing.append(out.path)
+            elif current != out.content.encode("utf-8"):
+                stale.append(out.path)
     orphaned = [] if partial else sorted(_existing(root, layout) - {o.path for o in outputs})
     return Drift(stale, missing, orphaned)
 

@@ -173,3 +173,9 @@ def environment() -> jinja2.Environment:
 
 def render(template: str, **context) -> str:
     return environment().get_template(template).render(**context)
+
+
+def stream(template: str, **context):
+    """The text `render` gives, as the template's pieces in turn (a loop over a lazy iterable
+    reads one item at a time): for a file too big to hold whole."""
+    return environment().get_template(template).generate(**context)

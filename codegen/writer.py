@@ -191,8 +191,26 @@ class Folder:
             with os.fdopen(fd, "rb") as f:
                 return f.read()
 
-    def write(self, rel: str, content: bytes, *, replacing: bool = True) -> None:
-        """Replace `rel` atomically: a temporary file in the same folder, then os.replace. A file
+    def digest(self, rel: str) -> str | None:
+        """sha256 of a regular file's content, read in chunks (a big file is never whole in
+        memory); None when absent; a link or special file is an error."""
+        st = self.lstat(rel)
+        if st is None:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            raise GenerateError(self._not_plain(rel, "file"))
+        *parents, name = rel.split("/")
+        with self._dir(parents, create=False) as dfd:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
+            hashing = hashlib.sha256()
+            with os.fdopen(fd, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    hashing.update(chunk)
+            return hashing.hexdigest()
+
+    def write(self, rel: str, content, *, replacing: bool = True) -> None:
+        """Replace `rel` with `content` (bytes, or an iterable of bytes chunks written in turn)
+        atomically: a temporary file in the same folder, then os.replace. A file
         that replaces another is fsynced first (a power cut never leaves an empty file where a good
         one was); a new file is not, and counts in `unsynced` (the writer syncs once for all of them
         before the manifest names them)."""
@@ -202,7 +220,8 @@ class Folder:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(content)
+                    for chunk in (content,) if isinstance(content, (bytes, bytearray)) else content:
+                        f.write(chunk)
                     f.flush()
                     if replacing:
                         os.fsync(f.fileno())
@@ -322,13 +341,13 @@ def _write_owned(
             st = folder.lstat(rel)
             if st is not None and stat.S_ISREG(st.st_mode) and tuple(memo[rel][:-1]) == file_status(st):
                 continue  # as this writer left it, and that is the new content
-        current = folder.read(rel)
-        if current is not None and digest(current) == digests[rel]:
+        current = folder.digest(rel)  # in chunks: a shared file may be big
+        if current is not None and current == digests[rel]:
             reread.add(rel)
             continue
         if current is not None:
             existing.add(rel)
-        if current is not None and not force and not old.owns(rel, digest(current)):
+        if current is not None and not force and not old.owns(rel, current):
             why = (
                 "edited since aclnngen wrote it"
                 if rel in old.files
@@ -340,10 +359,10 @@ def _write_owned(
     to_remove: list[str] = []
     if not partial:
         for rel in sorted(set(old.files) - set(outputs)):
-            current = folder.read(rel)
+            current = folder.digest(rel)
             if current is None:
                 continue
-            if not force and not old.owns(rel, digest(current)):
+            if not force and not old.owns(rel, current):
                 refused.append(f"{rel} (no spec produces it any more, but it was edited since aclnngen wrote it)")
             to_remove.append(rel)
 
@@ -365,9 +384,10 @@ def _write_owned(
         folder.write(manifest_path, on_disk)
     else:
         on_disk = old_text
+    chunks = getattr(outputs, "chunks", None)  # a mapping that streams big files
     for rel in outputs:  # in the mapping's order (a generator's outputs grouped as it reads them back)
         if rel in writing:
-            folder.write(rel, outputs[rel], replacing=rel in existing)
+            folder.write(rel, chunks(rel) if chunks else outputs[rel], replacing=rel in existing)
     for rel in to_remove:
         folder.remove(rel)
     if folder.unsynced:

@@ -12,12 +12,14 @@ Threads: `ACLNNGEN_REFERENCE_THREADS` (default: every core; 1 evaluates the piec
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
 from . import numerics
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 CHUNK = 1 << 16  # elements per piece: a dozen float32 temporaries of 256 KiB fit in L2
 MIN_ELEMENTS = 1 << 20  # below this, one piece: the pieces' own cost would show
@@ -39,6 +41,9 @@ def worth_it(shape: tuple) -> bool:
 
 
 def _pool(size: int) -> ThreadPoolExecutor:
+    # imported with the first pool: a call served by the compiled kernels never needs one
+    from concurrent.futures import ThreadPoolExecutor
+
     global _POOL, _POOL_SIZE
     if _POOL is None or _POOL_SIZE != size:
         if _POOL is not None:

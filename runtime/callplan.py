@@ -28,7 +28,6 @@ longer the plan's, the helper does nothing and the call goes the Python way, whi
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -178,6 +177,8 @@ def trampoline_source(classes: str) -> str:
 
 
 def _build(classes: str) -> Path:
+    import tempfile
+
     # deferred: the build (subprocess, locks) loads at the first plan, not on the import path
     from .cbuild import build_simulator
 

@@ -11,10 +11,14 @@ generated `sim_ops.c`) with `$CC` (default `cc`) into a cache outside the source
         sim/<key>/_aclsim.so.sha256    the built file's own sha256, checked before every reuse
         sim/<key>/build-info.json      what was compiled, with which command
         sim/<key>.lock                 serialises builders of that key
+        compilers/<hash>.txt           what `$CC --version` said, per compiler file (path, times,
+                                       size, inode): a warm build runs no compiler at all
 
 `<key>` hashes every input that can change the result: the text of all core sources and headers,
 of the extra sources and of the headers beside them or in the include directories, the flags,
-the defines and the compiler's identity (`$CC --version`). Each file is read once, and the key
+the defines and the compiler's identity (`$CC --version`); files and folders are named in it by
+their folder's place among the build's folders and their own name, not where they are, so the
+same files in another folder share the library. Each file is read once, and the key
 hashes exactly those bytes; a build writes those same bytes into a private staging folder
 (`sim/<key>/.tmp-stage-*`, mode 0700, each file at its absolute path mirrored below it, so
 `#include "x.h"` beside a source and every -I folder resolve as in the tree) and compiles the
@@ -69,21 +73,23 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
-import json
 import os
 import re
-import shlex
-import shutil
 import signal
 import stat
-import subprocess
-import tempfile
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
+
+# The process and file tools of a build (subprocess, shutil, tempfile, shlex, json) are imported
+# where a build or a compiler run needs them: a warm cache needs only a digest, and the first call
+# of a binding comes through here (tests/runtime/test_startup_imports.py).
 
 from aclnngen.cachedir import cache_root  # noqa: F401  (part of this module's interface)
 from aclnngen.cachedir import foreign, make_private, private_temporary, trusted
@@ -109,7 +115,7 @@ LDFLAGS = ("-shared", "-pthread", "-lm")  # libm: the compiled kernels (sim_kern
 REAL_NAME = "_aclsim.so"
 
 #: Bump when the recipe changes in a way the hashed inputs do not show.
-_RECIPE = 2
+_RECIPE = 3  # 3: files named in the key by their folder's place and their name (_portable)
 
 #: Seconds a compiler run may take before it is killed ($ACLNNGEN_CC_TIMEOUT overrides).
 TIMEOUT_ENV = "ACLNNGEN_CC_TIMEOUT"
@@ -147,6 +153,9 @@ def sim_header_text(name: str, *, core_dir: str | os.PathLike | None = None) -> 
 
 
 def _compiler() -> list[str]:
+    import shlex
+    import shutil
+
     cc = os.environ.get("CC", "").strip() or "cc"
     try:
         argv = shlex.split(cc)
@@ -181,6 +190,8 @@ def compile_timeout() -> float:
 def _run_compiler(argv: list[str], what: str) -> subprocess.CompletedProcess:
     """Runs the compiler in its own process group, killed whole (drivers fork cc1, ld, ...) when
     it outlives compile_timeout()."""
+    import subprocess
+
     timeout = compile_timeout()
     _starting.depth += 1  # a SIGTERM or Ctrl-C now waits until the compiler can be killed (_terminate_cleanly)
     try:
@@ -266,7 +277,10 @@ def _raise_for(signum: int) -> None:
     raise SystemExit(128 + signum)
 
 
-def _compiler_identity(cc: list[str]) -> str:
+def _compiler_identity(cc: list[str], base: Path | None = None) -> str:
+    """What `cc --version` says, asked once per compiler file (its path, times, size and inode)
+    and kept in the user's own cache `base` (compilers/), so a process that finds its library
+    built runs no compiler at all."""
     exe = Path(cc[0])
     try:
         st = exe.stat()
@@ -274,15 +288,34 @@ def _compiler_identity(cc: list[str]) -> str:
     except OSError:
         stamp = (0, 0, 0)
     key = (tuple(cc), stamp)
-    if key not in _compiler_ids:
-        proc = _run_compiler([*cc, "--version"], "asking the compiler's identity")
-        if proc.returncode != 0:
-            raise SimulatorBuildError(
-                f"the C compiler {cc[0]} does not answer --version",
-                stderr=proc.stderr,
-                command=[*cc, "--version"],
-            )
-        _compiler_ids[key] = proc.stdout.strip()
+    if key in _compiler_ids:
+        return _compiler_ids[key]
+    kept = None
+    if base is not None:
+        name = hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+        kept = base / "compilers" / f"{name}.txt"
+        try:
+            _compiler_ids[key] = read_regular(
+                kept, what="compiler identity", limit=64 * 1024, follow_links=False, judge=foreign
+            ).decode("utf-8")
+            return _compiler_ids[key]
+        except (FileError, UnicodeDecodeError):
+            pass  # not asked yet (or not the user's own file): ask the compiler
+    proc = _run_compiler([*cc, "--version"], "asking the compiler's identity")
+    if proc.returncode != 0:
+        raise SimulatorBuildError(
+            f"the C compiler {cc[0]} does not answer --version",
+            stderr=proc.stderr,
+            command=[*cc, "--version"],
+        )
+    _compiler_ids[key] = proc.stdout.strip()
+    if kept is not None:
+        try:
+            for folder in (base, kept.parent):
+                make_private(folder)
+            write_atomic(kept, _compiler_ids[key], what="compiler identity", mode=0o600, durable=False)
+        except OSError:
+            pass  # only saves a compiler run next time
     return _compiler_ids[key]
 
 
@@ -363,11 +396,10 @@ def build_simulator(
         extra_sources, include_dirs, defines, lib_names, abi_header=abi_header, core_dir=core_dir, link_core=link_core
     )
     cc = _compiler()
-    key, staged = _key_and_staged(request, cc)
-
     base = cache_root(cache_dir)
     if not trusted(base, what="simulator cache"):
         base = private_temporary()  # nothing of the untrusted folder is loaded; built afresh here
+    key, staged = _key_and_staged(request, cc, base)
     out_dir = base / "sim" / key
     neighbours = request.neighbours()
     if _complete(out_dir, request.names, neighbours):
@@ -486,25 +518,48 @@ def _core_library(link_core: str | os.PathLike, extra_sources: tuple) -> Path:
     return core_lib
 
 
-def _key_and_staged(request: _BuildRequest, cc: list[str]) -> tuple[str, dict[Path, bytes]]:
+def _key_and_staged(request: _BuildRequest, cc: list[str], base: Path | None = None) -> tuple[str, dict[Path, bytes]]:
     """The build's key, and the bytes of every file the compiler reads, read ONCE: the key hashes
     these bytes, and a build compiles copies of these bytes (_stage), so what is compiled is what
-    the key says, whatever is written to the sources meanwhile."""
-    command = request.command(cc, str)  # as the user would write it: part of the key, and of build-info
+    the key says, whatever is written to the sources meanwhile. Files and folders are named in the
+    key as _portable names them."""
+    where = _portable(request)
+    command = request.command(cc, where)
     digest = hashlib.sha256()
     digest.update(f"recipe {_RECIPE}\0".encode())
-    digest.update(_compiler_identity(cc).encode() + b"\0")
+    digest.update(_compiler_identity(cc, base).encode() + b"\0")
     digest.update("\0".join(command).encode() + b"\0")
     staged: dict[Path, bytes] = {}
     for path in [*request.core_sources, *request.extras, *dict.fromkeys(request.hashed_files)]:
         data = _read(path)
-        digest.update(f"{path}\0{len(data)}\0".encode())
+        digest.update(f"{where(path)}\0{len(data)}\0".encode())
         digest.update(data)
         staged[path] = data
     if request.core_lib is not None:
         # the linker finds the core by the name it was given (its DT_NEEDED), with the bytes hashed
         staged[request.core_lib] = staged.pop(request.core_lib.resolve())
     return digest.hexdigest()[:32], staged
+
+
+def _portable(request: _BuildRequest):
+    """How the key names a file or folder of the build: by its folder's place among the build's
+    folders, and its own name. Where the folders are does not change what compiles (the sources
+    are staged and compiled as copies anyway), and which of them coincide is kept, so the same
+    files elsewhere give the same key: the call plans' helper, written into a fresh temporary
+    folder by each process, is built once, not once per process."""
+    folders = [request.core, *request.incs, *(p.parent for p in request.extras)]
+    folders += [p.parent for p in (*request.core_sources, *request.hashed_files)]
+    if request.core_lib is not None:
+        folders.append(request.core_lib.parent)
+    place = {folder: index for index, folder in enumerate(dict.fromkeys(folders))}
+
+    def where(path) -> str:
+        path = Path(path)
+        if path in place:
+            return f"<{place[path]}>"
+        return f"<{place[path.parent]}>/{path.name}"
+
+    return where
 
 
 def _build_locked(request: _BuildRequest, cc: list[str], staged: Mapping[Path, bytes], base: Path, key: str) -> None:
@@ -599,6 +654,12 @@ def _compile(command_with, staged: Mapping[Path, bytes], folders: Iterable[Path]
     """Compile the staged copies in a private staging folder inside `out_dir` (removed on every
     way out; one a killed builder left is removed by the next, under the lock) and rename the
     library into place, after its digest."""
+    import json
+    import shlex
+    import shutil
+    import tempfile
+    import time
+
     stage = Path(tempfile.mkdtemp(dir=out_dir, prefix=".tmp-stage-"))  # mode 0700
     try:
         _stage(stage, staged)
@@ -653,6 +714,8 @@ def _remove_stale_temporaries(out_dir: Path) -> None:
     """Leftovers of builders that died (files, staging folders, and the atomic writer's
     temporaries): the caller holds the lock, so no build is in progress. A link is removed, never
     followed."""
+    import shutil
+
     for tmp in [*out_dir.glob(".tmp-*"), *out_dir.glob(".*.aclnngen-tmp-*")]:
         try:
             if stat.S_ISDIR(os.lstat(tmp).st_mode):

@@ -29,6 +29,8 @@ class MetaError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class DTypeRow:
+    """The dtypes a tensor takes on some product families (and releases, and conditions)."""
+
     families: tuple[str, ...]
     dtypes: tuple[str, ...]
     since: str | None = None
@@ -41,6 +43,8 @@ class DTypeRow:
 
 @dataclass(frozen=True, slots=True)
 class FormatRow:
+    """The storage formats a tensor takes on some product families."""
+
     families: tuple[str, ...]
     formats: tuple[str, ...]
     since: str | None = None
@@ -52,6 +56,8 @@ class FormatRow:
 
 @dataclass(frozen=True, slots=True)
 class Constraint:
+    """A scalar's bound: `op` (a comparison) against `value`."""
+
     op: str
     value: Any
     status: int
@@ -65,6 +71,8 @@ class Constraint:
 
 @dataclass(frozen=True, slots=True)
 class Param:
+    """One parameter of the op's C prototype, as the runtime reads it."""
+
     name: str  # C name
     py: str  # Python name
     role: str  # input, output, scalar, optional_scalar, attribute
@@ -111,6 +119,8 @@ class Param:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """A shape or dtype rule of the op, with its kind's behaviour and its status code."""
+
     kind: RuleKind
     status: int
     families: tuple[str, ...]
@@ -129,6 +139,8 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class ReturnCode:
+    """A row of the return-code table: which check gives which status."""
+
     status: int
     check: str
     params: tuple[str, ...]
@@ -142,6 +154,8 @@ class ReturnCode:
 
 @dataclass(frozen=True, slots=True)
 class Product:
+    """Whether a product family supports the op."""
+
     family: str
     supported: bool
     since: str | None = None
@@ -153,6 +167,8 @@ class Product:
 
 @dataclass(frozen=True, slots=True)
 class FormulaInfo:
+    """What the formula says of each output, and the thresholds of its boundaries."""
+
     outputs: Mapping[str, str]  # output Python name -> its kind of maths (selection, arithmetic, ...)
     boundaries: tuple[tuple[str, str], ...]  # (tensor Python name, threshold expression)
 
@@ -171,6 +187,8 @@ class EarlyReturn:
 
 @dataclass(frozen=True, slots=True)
 class OpMeta:
+    """One op's metadata (generated/meta/<op>.py), typed and frozen."""
+
     name: str
     snake: str
     symbol: str
@@ -348,3 +366,11 @@ def op_meta(data: Mapping | OpMeta) -> OpMeta:
             del _BUILT[key]
     _BUILT[id(data)] = (data, built)
     return built
+
+
+def forget(data: Mapping) -> None:
+    """Drop the cached OpMeta of `data`: the generator builds one throwaway dict per op it renders,
+    and the cache would keep thousands of them (and their OpMetas) alive in each worker."""
+    entry = _BUILT.get(id(data))
+    if entry is not None and entry[0] is data:
+        del _BUILT[id(data)]

@@ -38,10 +38,12 @@ import math
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -187,6 +189,8 @@ def _threads() -> int:
 
 
 def _pool(size: int) -> ThreadPoolExecutor:
+    from concurrent.futures import ThreadPoolExecutor  # with the first pool: a small call needs none
+
     global _POOL
     with _lock:
         if _POOL is None or _POOL._max_workers != size:

@@ -130,14 +130,14 @@ def test_the_cache_keeps_the_most_recently_used_entries(tmp_path):
     _plan(specs, tmp_path, cache)
     entries = sorted((tmp_path / "cache").glob("*/*.json"))
     ops = len(list((specs / "ops").glob("*.yaml")))
-    assert len(entries) == 2 * ops + 1  # each op's render and its index, and the shared files
-    assert cache.trim(keep=len(entries) // 2 + 1) == 0  # within the bound: nothing goes
-    assert cache.trim(keep=5) == len(entries) - 9  # beyond it: a tenth below the bound (10 files)
+    assert len(entries) == 3 * ops + 1  # each op's render, index and pieces, and the shared files
+    assert cache.trim(keep=len(entries) // 3 + 1) == 0  # within the bound: nothing goes
+    assert cache.trim(keep=3) == len(entries) - 9  # beyond it (9 files): a tenth below, rounded down
     assert len(list((tmp_path / "cache").glob("*/*.json"))) == 9
-    assert cache.trim(keep=5) == 0  # the next run finds it within the bound
+    assert cache.trim(keep=3) == 0  # the next run finds it within the bound
     cache.hits = cache.misses = 0
     assert _plan(specs, tmp_path, cache) == _plan(specs, tmp_path, False)  # what went is rendered again
-    assert cache.misses >= ops - 4
+    assert cache.misses >= ops - 3
 
 
 def test_an_op_whose_render_left_the_cache_is_rendered_again(tmp_path):

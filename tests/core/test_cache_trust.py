@@ -207,7 +207,10 @@ def _inject(value):
 
     if isinstance(value, OpRender):
         return OpRender(tuple(bad(o) for o in value.outputs), value.record)
-    return tuple(bad(o) for o in value)
+    if isinstance(value, dict):  # an op's pieces of the shared files (its C block of sim_kernels.c)
+        return {name: "#error INJECTED\n" + text for name, text in value.items()}
+    outputs, streamed = value  # the shared files: whole outputs, and the digests of streamed ones
+    return tuple(bad(o) for o in outputs), streamed
 
 
 def test_a_linked_record_is_not_followed(tmp_path):

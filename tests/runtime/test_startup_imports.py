@@ -72,3 +72,29 @@ def test_the_rule_kinds_load_when_a_meta_uses_them():
     bare, after, used = json.loads(out.stdout.strip().splitlines()[-1])
     assert bare == ["base"], "importing core.meta loads no rule kind"
     assert set(after) - {"base"} == set(used)
+
+
+WARM_FIRST_CALL = r"""
+import importlib, json, sys
+import numpy as np
+binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{sys.argv[1]}"), sys.argv[1])
+binding(np.full(4, 0.5, np.float32), np.full(4, 0.5, np.float32))
+heavy = sys.argv[2].split(",")
+print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))))
+"""
+
+# A build's process tools, the thread pools of large calls, and the generator's libraries.
+NOT_FOR_A_WARM_CALL = ("subprocess", "concurrent.futures", "pydantic", "jinja2", "yaml", "aclnngen.codegen")
+
+
+def test_a_first_call_with_the_builds_cached_loads_no_build_tools():
+    """Once the simulator and the call plans' helper are built (the first process), a fresh
+    process's first small call finds them by their digests (and the compiler's identity in the
+    cache): no compiler runs, so the build's process tools are never imported, nor the thread
+    pools a 4-element call does not use (runtime/cbuild.py, evaluate/chunking.py)."""
+    command = [sys.executable, "-c", WARM_FIRST_CALL, catalog.PLAIN, ",".join(NOT_FOR_A_WARM_CALL)]
+    for _ in range(2):  # the first process may build; the second must find everything built
+        out = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found == [], f"a first call with a warm build cache imported {found}"
