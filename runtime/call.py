@@ -326,6 +326,11 @@ class BoundOp:
 
     # -- the call ----------------------------------------------------------------------------------
     def __call__(self, *args, stream=None, validate: bool = True, formats: Mapping[str, str] | None = None):
+        return self.call(args, stream, validate, formats)
+
+    def call(self, args: tuple, stream, validate: bool, formats: Mapping[str, str] | None):
+        """`__call__` with every argument positional: what the generated bindings call (keywords
+        and a starred tuple cost a repeated call more than the plan's own Python)."""
         key = None
         if stream is None and not formats and len(args) == self.nparams and _plans_on():
             key = self.plan_key(args)
