@@ -332,7 +332,13 @@ class BoundOp:
         """`__call__` with every argument positional: what the generated bindings call (keywords
         and a starred tuple cost a repeated call more than the plan's own Python)."""
         key = None
-        if stream is None and not formats and len(args) == self.nparams and _plans_on():
+        # plans on: the loaded module's setting read directly (_plans_on raises for a bad one)
+        if (
+            stream is None
+            and not formats
+            and len(args) == self.nparams
+            and ((_CALLPLAN is not None and _CALLPLAN._mode == "auto") or _plans_on())
+        ):
             key = self.plan_key(args)
             if key is not None:
                 plan = self.plans.get(key)
