@@ -267,11 +267,13 @@ class Plan:
         if stage:
             return self._failed(stage)
         adopt, of = DeviceBuffer.adopt, DeviceArray._of
-        results = [
+        if self.single:  # most ops: no list, no tuple
+            item, shape, dtype, strides, size, nbytes = self.device_outputs[0]
+            return of(adopt(b, nbytes, data[item]), shape, dtype, strides, 0, size)
+        return tuple(
             of(adopt(b, nbytes, data[item]), shape, dtype, strides, 0, size)
             for item, shape, dtype, strides, size, nbytes in self.device_outputs
-        ]
-        return results[0] if self.single else tuple(results)
+        )
 
     def _failed(self, stage: int):
         """STALE for the Python path to decide again, else raises the failure of `stage`."""
