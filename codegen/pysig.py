@@ -107,6 +107,9 @@ def binding_signature(spec: OpSpec) -> dict:
     aliases = [o for o in outputs if o != "out"]  # an output named `out` is `out` itself
     return {
         "call_args": call_args,
+        "call_tuple": f"({', '.join(call_args)}{',' if len(call_args) == 1 else ''})",
+        # true when the call passes no output: the binding then skips resolving them
+        "no_output_given": " and ".join(f"{name} is None" for name in ["out", *aliases]),
         "needs_sequence": any("Sequence[" in p.hint for p in positional),
         "out_doc": (
             f"the output array to write into{'' if outputs[0] == 'out' else f' (alias: {outputs[0]}=)'}; None allocates it"

@@ -140,13 +140,19 @@ def _release(backend, generation: int, address: int) -> int:
         backend.ensure_thread()
     except Exception:  # noqa: BLE001 - best effort from a finaliser
         pass
-    return backend.api.aclrtFree(backend.ffi.cast(_void_p(backend.ffi), address))
+    ffi = backend.ffi
+    return backend.api.aclrtFree(ffi.cast(_VOID_P.get(ffi) or _void_p(ffi), address))
 
 
-@functools.lru_cache(maxsize=None)
+_VOID_P: dict = {}  # FFI -> its `void *` type (a dict read: every free of a device block asks)
+
+
 def _void_p(ffi):
     """The `void *` type of an FFI, looked up once (a type string is parsed on every cast)."""
-    return ffi.typeof("void *")
+    found = _VOID_P.get(ffi)
+    if found is None:
+        found = _VOID_P[ffi] = ffi.typeof("void *")
+    return found
 
 
 def _finalize_release(backend, generation, address):

@@ -239,6 +239,10 @@ class BoundOp:
         self.plans: dict[tuple, Any] = {}  # plan key -> its callplan.Plan, or NO_PLAN
         # lists and tensors written in place are the Python path's alone
         self.plannable = not any(p.is_list or p.inplace for p in self.params)
+        # per parameter, what plan_key reads of its argument
+        self.plan_kinds = tuple(
+            (_OUTPUT if p.output else _INPUT) if p.kind == "tensor" else _VALUE for p in self.params
+        )
         self.no_outputs = (None,) * len(self.outputs)
         # the op is (package, symbol); listeners such as the simulator's kernels learn of it
         self.package = package_of(meta)
@@ -322,13 +326,25 @@ class BoundOp:
 
     # -- the call ----------------------------------------------------------------------------------
     def __call__(self, *args, stream=None, validate: bool = True, formats: Mapping[str, str] | None = None):
+        return self.call(args, stream, validate, formats)
+
+    def call(self, args: tuple, stream, validate: bool, formats: Mapping[str, str] | None):
+        """`__call__` with every argument positional: what the generated bindings call (keywords
+        and a starred tuple cost a repeated call more than the plan's own Python)."""
         key = None
-        if stream is None and not formats and len(args) == self.nparams and _plans_on():
+        # plans on: the loaded module's setting read directly (_plans_on raises for a bad one)
+        if (
+            stream is None
+            and not formats
+            and len(args) == self.nparams
+            and ((_CALLPLAN is not None and _CALLPLAN._mode == "auto") or _plans_on())
+        ):
             key = self.plan_key(args)
-            plan = self.plans.get(key) if key is not None else None
-            if plan is not None and plan is not NO_PLAN and (plan.validated or not validate):
-                # the backend it was made with, alive (a reset or shut down one is replaced)
-                if plan.backend is session_mod.backend():
+            if key is not None:
+                plan = self.plans.get(key)
+                # a plan serves the backend it was made with, alive (a reset or shut down one is
+                # replaced); NO_PLAN serves none
+                if plan is not None and (plan.validated or not validate) and plan.backend is session_mod.backend():
                     result = plan(args, key[1])
                     if result is not _CALLPLAN.STALE:
                         return result
@@ -352,14 +368,11 @@ class BoundOp:
             return None
         key: list = []
         host = device = False
-        for p, value in zip(self.params, args):
-            t = type(value)
-            if p.kind == "tensor":
-                if value is None:
-                    key.append(None)
-                elif p.output:
-                    return None
-                elif t is np.ndarray:
+        for kind, value in zip(self.plan_kinds, args):
+            if kind is _INPUT:
+                t = type(value)
+                if t is np.ndarray:
+                    # the key (shape, dtype) leaves the layout open: checked on every call
                     if not value.size or not value.flags.c_contiguous:
                         return None
                     # a view goes to the device from its own first element (upload keeps no
@@ -374,10 +387,16 @@ class BoundOp:
                         return None
                     device = True
                     key.append((value.shape, value.dtype, value.strides, value.offset, value.storage_size))
+                elif value is None:
+                    key.append(None)
                 else:
                     return None
+            elif kind is _OUTPUT:
+                if value is not None:
+                    return None
+                key.append(None)
             elif value is None or isinstance(value, _PLAIN_VALUES):
-                key.append((t, value))
+                key.append((type(value), value))
             else:
                 return None
         if host == device:
@@ -412,7 +431,17 @@ class BoundOp:
 
 
 SIGNATURE_CACHE_SIZE = 512  # signatures remembered per op
-NO_PLAN = object()  # a signature no plan can make (no helper, an argument type it does not carry)
+
+
+class _NoPlan:
+    """A signature no plan can make (no helper, an argument type it does not carry): never
+    validated, of no backend, so `__call__`'s one test of a plan turns it down."""
+
+    validated = False
+    backend = None
+
+
+NO_PLAN = _NoPlan()
 _CALLPLAN: Any = None
 
 
@@ -429,6 +458,9 @@ def _callplan():
 
 def _plans_on() -> bool:
     return (_CALLPLAN or _callplan()).enabled()
+
+
+_INPUT, _OUTPUT, _VALUE = "input", "output", "value"  # BoundOp.plan_kinds
 
 
 # an attribute's element kind (aclnngen.core.attribute_types) -> the Python value cffi passes

@@ -42,6 +42,8 @@ from .backend import VERSION_BUFFER, VERSION_PACKAGES
 from .errors import AclnnStatusError, AclRuntimeError
 from .ffi import generated_ffi
 
+empty = np.empty
+
 __all__ = ["MODE_ENV", "CALLPLAN_DIR", "mode", "set_mode", "status", "classes_of", "trampoline_source", "Plan"]
 
 MODE_ENV = "ACLNNGEN_CALL_PATH"
@@ -229,43 +231,56 @@ class Plan:
         self.validated = validated
         self.keep: list = []  # cffi memory the plan points into
         self.outputs: list[tuple[int, tuple, np.dtype, tuple, int]] = []  # item, shape, dtype, strides, size
-        self.data: list[int] = []  # per item, the argument holding its data (-1: none, an output or a scalar)
+        # per item, where its data is: the argument of that index (>= 0), output -2 - i (< -1; the
+        # call allocates it), or none (-1: a scalar)
+        self.data: list[int] = []
 
     def __call__(self, args, host: bool):
-        ffi = self.ffi
+        # per call only what changes: the data addresses and the outputs (see _finish for the rest)
         if host:
-            from_buffer = ffi.from_buffer
-            keep = [from_buffer(args[i]) if i >= 0 else ffi.NULL for i in self.data]
-            results = []
-            for item, shape, dtype, _strides, _size in self.outputs:
-                out = np.empty(shape, dtype)
-                results.append(out)
-                keep[item] = from_buffer(out)
-            stage = self.call(self.plan, ffi.new(self.pointers, keep), ffi.NULL)
-        else:
-            b = self.backend
-            addresses = []
-            for i in self.data:
-                if i < 0:
-                    addresses.append(0)
-                    continue
-                buffer = args[i].buffer
-                if buffer.backend is not b:
-                    return STALE  # another backend's memory: the Python path says so
-                addresses.append(buffer.address)
-            data = ffi.new(self.u64, addresses)
-            stage = self.call(self.plan, ffi.NULL, data)
+            from_buffer, null = self.from_buffer, self.null
+            outs = [empty(shape, dtype) for shape, dtype in self.host_outputs]
+            # item k's host buffer: an input argument (i >= 0), output -2 - i, or NULL (a scalar);
+            # cffi turns the list into the C array of pointers for the call itself
+            stage = self.call(
+                self.plan,
+                [
+                    from_buffer(args[i]) if i >= 0 else (from_buffer(outs[-2 - i]) if i < -1 else null)
+                    for i in self.data
+                ],
+                null,
+            )
+            if stage:
+                return self._failed(stage)
+            return outs[0] if self.single else tuple(outs)
+        b = self.backend
+        addresses = []
+        for i in self.data:
+            if i < 0:
+                addresses.append(0)
+                continue
+            buffer = args[i].buffer
+            if buffer.backend is not b:
+                return STALE  # another backend's memory: the Python path says so
+            addresses.append(buffer.address)
+        data = self.new(self.u64, addresses)
+        stage = self.call(self.plan, self.null, data)
         if stage:
-            if stage == STALE:
-                return STALE
-            raise_failure(self, self.lib.aclnngen_last_result())
-        if not host:
-            b, adopt, of = self.backend, DeviceBuffer.adopt, DeviceArray._of
-            results = [
-                of(adopt(b, nbytes, data[item]), shape, dtype, strides, 0, size)
-                for item, shape, dtype, strides, size, nbytes in self.device_outputs
-            ]
-        return results[0] if self.single else tuple(results)
+            return self._failed(stage)
+        adopt, of = DeviceBuffer.adopt, DeviceArray._of
+        if self.single:  # most ops: no list, no tuple
+            item, shape, dtype, strides, size, nbytes = self.device_outputs[0]
+            return of(adopt(b, nbytes, data[item]), shape, dtype, strides, 0, size)
+        return tuple(
+            of(adopt(b, nbytes, data[item]), shape, dtype, strides, 0, size)
+            for item, shape, dtype, strides, size, nbytes in self.device_outputs
+        )
+
+    def _failed(self, stage: int):
+        """STALE for the Python path to decide again, else raises the failure of `stage`."""
+        if stage == STALE:
+            return STALE
+        raise_failure(self, self.lib.aclnngen_last_result())
 
 
 def raise_failure(plan: Plan, r) -> None:
@@ -310,7 +325,7 @@ def make_plan(op, backend, values: dict, args, host: bool, validated: bool, outp
     ffi = _ffi()
     plan = Plan(op, backend, lib, validated)
     plan.ffi, plan.call = ffi, lib.aclnngen_call
-    plan.u64, plan.pointers = ffi.typeof("uint64_t[]"), ffi.typeof("void *[]")
+    plan.new, plan.from_buffer, plan.null, plan.u64 = ffi.new, ffi.from_buffer, ffi.NULL, ffi.typeof("uint64_t[]")
     keep = plan.keep
     c = ffi.new("struct aclnngen_plan *")
     keep.append(c)
@@ -345,8 +360,8 @@ def make_plan(op, backend, values: dict, args, host: bool, validated: bool, outp
                 if not size:
                     return None  # an empty output is never allocated: the Python path's alone
                 items.append((p, OUTPUT, dtype, shape, strides, 0, size, size * dtype.itemsize, None))
+                plan.data.append(-2 - len(plan.outputs))
                 plan.outputs.append((len(items) - 1, shape, dtype, strides, size))
-                plan.data.append(-1)
             elif host:
                 shape = value.shape
                 items.append(
@@ -399,6 +414,7 @@ def make_plan(op, backend, values: dict, args, host: bool, validated: bool, outp
     c.nargs, c.nitems, c.items, c.args = len(op.params), len(items), citems, cargs
     plan.names, plan.single = names, len(plan.outputs) == 1
     plan.device_outputs = [(*o, o[4] * o[2].itemsize) for o in plan.outputs]
+    plan.host_outputs = [(shape, dtype) for _item, shape, dtype, _strides, _size in plan.outputs]
     plan.plan = c
     return plan
 

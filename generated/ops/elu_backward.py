@@ -138,5 +138,5 @@ def elu_backward(
     Returns:
         grad_input (a tuple when there are several)
     """
-    _outs = _CALL.resolve_outputs(out, grad_input=grad_input)
-    return _CALL(grad_output, alpha, scale, input_scale, is_result, self_or_result, _outs[0], stream=stream, validate=validate, formats=formats)
+    _outs = _CALL.no_outputs if out is None and grad_input is None else _CALL.resolve_outputs(out, grad_input=grad_input)
+    return _CALL.call((grad_output, alpha, scale, input_scale, is_result, self_or_result, _outs[0]), stream, validate, formats)

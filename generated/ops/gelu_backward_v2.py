@@ -118,5 +118,5 @@ def gelu_backward_v2(
     Returns:
         grad_input (a tuple when there are several)
     """
-    _outs = _CALL.resolve_outputs(out, grad_input=grad_input)
-    return _CALL(grad_output, self, approximate, _outs[0], stream=stream, validate=validate, formats=formats)
+    _outs = _CALL.no_outputs if out is None and grad_input is None else _CALL.resolve_outputs(out, grad_input=grad_input)
+    return _CALL.call((grad_output, self, approximate, _outs[0]), stream, validate, formats)

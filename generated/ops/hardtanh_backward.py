@@ -122,5 +122,5 @@ def hardtanh_backward(
     Returns:
         out (a tuple when there are several)
     """
-    _outs = _CALL.resolve_outputs(out)
-    return _CALL(grad_output, self, min, max, _outs[0], stream=stream, validate=validate, formats=formats)
+    _outs = _CALL.no_outputs if out is None else _CALL.resolve_outputs(out)
+    return _CALL.call((grad_output, self, min, max, _outs[0]), stream, validate, formats)

@@ -129,5 +129,5 @@ def prelu_backward(
     Returns:
         grad_input, grad_weight (a tuple when there are several)
     """
-    _outs = _CALL.resolve_outputs(out, grad_input=grad_input, grad_weight=grad_weight)
-    return _CALL(grad_output, self, weight, _outs[0], _outs[1], stream=stream, validate=validate, formats=formats)
+    _outs = _CALL.no_outputs if out is None and grad_input is None and grad_weight is None else _CALL.resolve_outputs(out, grad_input=grad_input, grad_weight=grad_weight)
+    return _CALL.call((grad_output, self, weight, _outs[0], _outs[1]), stream, validate, formats)

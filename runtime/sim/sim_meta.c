@@ -21,13 +21,28 @@ static int64_t *dup_i64(const int64_t *v, uint64_t n)
     return out;
 }
 
+/* A tensor's dims, strides and storage dims live in one block (dims points at its start, the
+ * others into it): one allocation per descriptor rather than three, freed through t->dims. */
+static int64_t *dims_block(const int64_t *dims, const int64_t *strides, uint64_t n,
+                           const int64_t *storage, uint64_t ns)
+{
+    int64_t *out = malloc((2 * n + ns ? 2 * n + ns : 1) * sizeof *out);
+    if (!out)
+        return NULL;
+    if (n) {
+        memcpy(out, dims, n * sizeof *out);
+        memcpy(out + n, strides, n * sizeof *out);
+    }
+    if (ns)
+        memcpy(out + 2 * n, storage, ns * sizeof *out);
+    return out;
+}
+
 static void sim_tensor_free(aclTensor *t)
 {
     if (!t)
         return;
-    free(t->dims);
-    free(t->strides);
-    free(t->storage_dims);
+    free(t->dims); /* the block of dims_block */
     free(t);
 }
 
@@ -78,24 +93,17 @@ static int tensor_fill(aclTensor *t, const char *fn, const int64_t *viewDims, ui
         sim_err("%s: offset is %lld; it must be >= 0", fn, (long long)offset);
         return SIM_NN_PARAM_INVALID;
     }
-    int64_t *dims = dup_i64(viewDims, viewDimsNum);
-    int64_t *strides = dup_i64(stride, viewDimsNum);
-    int64_t *storage = dup_i64(storageDims, storageDimsNum);
-    if (!dims || !strides || !storage) {
-        free(dims);
-        free(strides);
-        free(storage);
+    int64_t *dims = dims_block(viewDims, stride, viewDimsNum, storageDims, storageDimsNum);
+    if (!dims) {
         sim_err("%s: out of host memory", fn);
         return SIM_NN_INNER;
     }
-    free(t->dims);
-    free(t->strides);
-    free(t->storage_dims);
+    free(t->dims); /* the block of dims_block */
     t->ndim = (int64_t)viewDimsNum;
     t->dims = dims;
-    t->strides = strides;
+    t->strides = dims + viewDimsNum;
     t->storage_ndim = (int64_t)storageDimsNum;
-    t->storage_dims = storage;
+    t->storage_dims = dims + 2 * viewDimsNum;
     t->offset = offset;
     t->dtype = dataType;
     t->format = format;

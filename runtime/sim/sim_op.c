@@ -133,9 +133,7 @@ static int tensor_extent(const aclTensor *t, uintptr_t *lo, uintptr_t *hi)
 static void xarg_free(struct sim_xarg *a)
 {
     free(a->name);
-    free(a->dims);
-    free(a->strides);
-    free(a->storage_dims);
+    free(a->dims); /* with strides and storage_dims: one block (snapshot_tensor) */
     free(a->buf);
     if (a->items) {
         for (int64_t k = 0; k < a->count; k++)
@@ -178,11 +176,12 @@ static char *dup_str(const char *s)
 static int snapshot_tensor(struct sim_xarg *x, const aclTensor *t)
 {
     size_t nd = (size_t)t->ndim, ns = (size_t)t->storage_ndim;
-    x->dims = malloc((nd ? nd : 1) * sizeof(int64_t));
-    x->strides = malloc((nd ? nd : 1) * sizeof(int64_t));
-    x->storage_dims = malloc((ns ? ns : 1) * sizeof(int64_t));
-    if (!x->dims || !x->strides || !x->storage_dims)
+    /* one block for the three arrays (one allocation per argument, not three); freed through dims */
+    x->dims = malloc((2 * nd + ns ? 2 * nd + ns : 1) * sizeof(int64_t));
+    if (!x->dims)
         return -1;
+    x->strides = x->dims + nd;
+    x->storage_dims = x->dims + 2 * nd;
     memcpy(x->dims, t->dims, nd * sizeof(int64_t));
     memcpy(x->strides, t->strides, nd * sizeof(int64_t));
     memcpy(x->storage_dims, t->storage_dims, ns * sizeof(int64_t));

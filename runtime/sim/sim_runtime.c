@@ -444,12 +444,21 @@ static unsigned long long memory_limit(const char **setting)
     *setting = text;
     if (text && text[0])
         return parse_size(text);
+    /* the machine's memory does not change under the process: asked once (sysconf's
+     * _SC_PHYS_PAGES is a sysinfo system call, which every aclrtMalloc paid); a race between
+     * two first callers stores the same value twice */
+    static unsigned long long fallback;
+    unsigned long long known = __atomic_load_n(&fallback, __ATOMIC_RELAXED);
+    if (known)
+        return known;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    unsigned long long fallback = 4ULL << 30;
-    if (pages <= 0 || page <= 0)
-        return fallback;
-    unsigned long long quarter = (unsigned long long)pages / 4 * (unsigned long long)page;
-    return quarter < fallback ? quarter : fallback;
+    known = 4ULL << 30;
+    if (pages > 0 && page > 0) {
+        unsigned long long quarter = (unsigned long long)pages / 4 * (unsigned long long)page;
+        known = quarter < known ? quarter : known;
+    }
+    __atomic_store_n(&fallback, known, __ATOMIC_RELAXED);
+    return known;
 }
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
