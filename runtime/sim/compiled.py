@@ -337,7 +337,8 @@ class _Plan:
         if problem is not None:
             return problem
         ffi = _cffi()
-        pointers = ffi.cast("void *const *", ffi.new("uintptr_t[]", addresses))
+        owned = ffi.new("uintptr_t[]", addresses)  # a cast owns nothing: this keeps the array alive
+        pointers = ffi.cast("void *const *", owned)
         n = self.n
         pieces = _pieces(n)
         if len(pieces) == 1:  # no thread pool for a small call
@@ -349,6 +350,7 @@ class _Plan:
             ]
             for future in done:
                 future.result()
+        del owned  # (only now: every piece has read the addresses)
         return None
 
 
