@@ -269,6 +269,7 @@ def survey(
     report = CatalogReport(tag)
     if history is not None:
         report.history = older_drafts(mirrors, history, release, products)
+        report.history.explicit = list(history)
     headers: dict[str, dict[str, str]] = {}
     built: dict[str, set[str]] = {}
     definitions: dict[str, dict[str, OpDefinition]] = {}
@@ -541,7 +542,10 @@ _COLUMNS = {"imported": "imported", "valid": "valid", "generated": "generated", 
 
 def _flags(report: CatalogReport) -> str:
     """The command line's options that decide the report's stages, so the page says how to redo it."""
-    return " --run-tests" if "tested" in report.stages else ""
+    flags = " --run-tests" if "tested" in report.stages else ""
+    if report.history is not None:
+        flags += " --history" + "".join(f" {t}" for t in report.history.explicit)
+    return flags
 
 
 def markdown(report: CatalogReport) -> str:
@@ -562,6 +566,13 @@ def markdown(report: CatalogReport) -> str:
         lines.append(f"| {repo} | {pages} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
     compared = report.headers()
     lines += ["", report.summary() + "."]
+    if report.history is not None:
+        counts = sorted(report.history.counts().items(), key=lambda kv: (-kv[1], kv[0]))
+        lines += [
+            "",
+            f"History (`--history`, codegen/catalog_history.py): the pages of {', '.join(report.history.tags)} "
+            "folded into each spec as versioned facts: " + ", ".join(f"{n} {k}" for k, n in counts) + ".",
+        ]
     lines += [
         "",
         "First-phase prototypes of the imported APIs against the vendor's headers (`op_api/aclnn_*.h` at the same tag): "

@@ -53,6 +53,7 @@ class History:
     """The older tags' drafts per API, oldest first, and what folding them did."""
 
     tags: list[str]
+    explicit: list[str] = field(default_factory=list)  # the tags given (none: the mirrors' release tags)
     drafts: dict[Key, list[tuple[str, dict]]] = field(default_factory=dict)  # key -> [(release, draft)]
     ambiguous: set = field(default_factory=set)  # keys two pages of one tag document
     verdicts: dict[Key, str] = field(default_factory=dict)  # key -> "folded N" or why not
