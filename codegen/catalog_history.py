@@ -55,7 +55,7 @@ class History:
     tags: list[str]
     explicit: list[str] = field(default_factory=list)  # the tags given (none: the mirrors' release tags)
     drafts: dict[Key, list[tuple[str, dict]]] = field(default_factory=dict)  # key -> [(release, draft)]
-    ambiguous: set = field(default_factory=set)  # keys two pages of one tag document
+    ambiguous: set = field(default_factory=set)  # (key, release): two pages of one tag document it
     verdicts: dict[Key, str] = field(default_factory=dict)  # key -> "folded N" or why not
 
     def add(self, key: Key, release: str, draft: dict) -> None:
