@@ -17,10 +17,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import catalog_history
+from .catalog_history import History
 from .catalog_definitions import OpDefinition, against, read_definition
 from .cdecl import PrototypeError, normalize_prototype
 from .errors import GenerateError, SpecError
 from aclnngen.core.kinds import kind_of
+from aclnngen.core.releases import as_release
 
 from .importer.draft import TODO, build_draft, required_pointers, row_condition
 from .importer.facts import PageFacts
@@ -61,6 +64,7 @@ class CatalogReport:
     pages: dict[str, int] = field(default_factory=dict)  # repo -> pages found
     results: list[ApiResult] = field(default_factory=list)
     tested: bool = False  # whether the generated tests ran (then `tested` is the last stage)
+    history: History | None = None  # with --history: the older tags' drafts and what folding did
 
     @property
     def stages(self) -> tuple[str, ...]:
@@ -254,12 +258,18 @@ def survey(
     spec_out: Path | None = None,
     release: str | None = None,
     run_tests: bool = False,
+    history: list[str] | None = None,
 ) -> CatalogReport:
     """The catalog at `tag` (a tag or HEAD); `release`: the CANN release its pages describe (default:
     `tag`, which must then be a release tag). With `run_tests`, every generated op's generated tests
-    run on the simulator (codegen/catalog_tests.py) and those passing every case reach `tested`."""
+    run on the simulator (codegen/catalog_tests.py) and those passing every case reach `tested`.
+    With `history` (older release tags; empty: the mirrors' release tags older than `release`),
+    each spec carries its facts' versions across those tags (codegen/catalog_history.py)."""
     release = release or tag
     report = CatalogReport(tag)
+    if history is not None:
+        report.history = older_drafts(mirrors, history, release, products)
+        report.history.explicit = list(history)
     headers: dict[str, dict[str, str]] = {}
     built: dict[str, set[str]] = {}
     definitions: dict[str, dict[str, OpDefinition]] = {}
@@ -275,7 +285,10 @@ def survey(
             definitions[repo] = op_definitions(git_dir, tag, listed, built[repo])
             for path in paths:
                 page = texts.get(path, "")
-                for result in _page_results(repo, path, page, release, products, Path(scratch), headers[repo]):
+                results = _page_results(
+                    repo, path, page, release, products, Path(scratch), headers[repo], report.history
+                )
+                for result in results:
                     report.results.append(result)
                     if spec_out is not None and result.spec_text is not None and result.stage != "imported":
                         target = spec_out / repo / (result.category or "other") / f"{spec_stem(result.api)}.yaml"
@@ -341,7 +354,14 @@ def _remove_stale(spec_out: Path, report: CatalogReport) -> None:
 
 
 def _page_results(
-    repo: str, path: str, text: str, release: str, products: ProductTable, scratch: Path, declared: dict[str, str]
+    repo: str,
+    path: str,
+    text: str,
+    release: str,
+    products: ProductTable,
+    scratch: Path,
+    declared: dict[str, str],
+    history: History | None = None,
 ):
     category = category_of(Path(path))
     try:
@@ -353,10 +373,54 @@ def _page_results(
         facts.release, facts.category = release, category
         adopt_header(facts, declared)
         align_table(facts)
-        yield _api_result(repo, path, facts, products, scratch)
+        yield _api_result(repo, path, facts, products, scratch, history)
 
 
-def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, scratch: Path) -> ApiResult:
+def older_drafts(mirrors: list[Path], tags: list[str], release: str, products: ProductTable) -> History:
+    """Every API's catalog draft at each of the older release `tags` (none given: the release tags
+    every mirror has, older than `release`), for `--history`."""
+    tags = (
+        catalog_history.ordered(tags, release)
+        if tags
+        else catalog_history.released_tags(catalog_history.mirror_tags(mirrors, _git), release)
+    )
+    history = History(tags)
+    for tag in tags:
+        at = as_release(tag)
+        for git_dir in mirrors:
+            repo = repo_name(git_dir)
+            paths = page_paths(git_dir, tag)
+            declared = header_prototypes(git_dir, tag)
+            for path, text in read_blobs(git_dir, tag, paths).items():
+                category = category_of(Path(path))
+                try:
+                    found = read_markdown_apis(text, path, products)
+                except Exception:  # noqa: BLE001 - a page the reader cannot read has no history
+                    continue
+                for facts in found:
+                    facts.release, facts.category = at, category
+                    adopt_header(facts, declared)
+                    align_table(facts)
+                    if facts.op is not None and _not_imported(facts) is None:
+                        if (draft := catalog_draft(facts, products)) is not None:
+                            history.add((repo, category, facts.op), at, draft)
+    return history
+
+
+def catalog_draft(facts: PageFacts, products: ProductTable) -> dict | None:
+    """The binding-tier draft a catalog spec is written from (no TODO list, readable rows only);
+    None where the page has a C type the spec language lacks (`facts.unsupported_types`)."""
+    draft = build_draft(facts, products, tier="binding")
+    if facts.unsupported_types:
+        return None
+    draft.pop("todo", None)
+    keep_readable_rows(draft)
+    return draft
+
+
+def _api_result(
+    repo: str, path: str, facts: PageFacts, products: ProductTable, scratch: Path, history: History | None = None
+) -> ApiResult:
     result = ApiResult(repo, path, facts.op, facts.category)
     if facts.op is None:
         result.reason = "the page has no `# aclnn<Op>` title"
@@ -366,12 +430,10 @@ def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, 
         result.reason = _not_imported(facts)
         if result.reason is not None:
             return result
-    draft = build_draft(facts, products, tier="binding")
-    if facts.unsupported_types:
+    draft = catalog_draft(facts, products)
+    if draft is None:
         result.reason = facts.unsupported_types[0]
         return result
-    draft.pop("todo", None)
-    keep_readable_rows(draft)
     result.stage, result.prototype = "imported", draft["prototypes"].get("get_workspace_size")
     for key, page_prototype in facts.page_prototypes.items():
         if draft["prototypes"].get(key, TODO) != TODO and result.page_parted is None:
@@ -380,14 +442,23 @@ def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, 
     result.inputs = tuple(p["name"] for p in tensors if p.get("role") == "input")
     result.outputs = tuple(p["name"] for p in tensors if p.get("role") == "output" or p.get("inplace"))
     result.inplace = tuple(p["name"] for p in tensors if p.get("inplace"))
-    result.spec_text = block_yaml(draft)
+    head, key = draft, (repo, facts.category or "other", facts.op)
+    if history is not None:
+        draft = history.fold(key, head, facts.release)
     spec_path = scratch / f"{spec_stem(facts.op)}.yaml"
-    spec_path.write_text(result.spec_text, encoding="utf-8")
     try:
-        loaded = load_spec(spec_path, products)
+        result.spec_text, loaded = _written(draft, spec_path, products)
     except SpecError as exc:
-        result.reason = exc.problems[0].message
-        return result
+        if history is None or draft is head:
+            result.spec_text, result.reason = block_yaml(head), exc.problems[0].message
+            return result
+        # an older page's facts break a spec the newest page makes: it keeps the newest page alone
+        history.verdicts[key] = "the merged spec does not validate"
+        try:
+            result.spec_text, loaded = _written(head, spec_path, products)
+        except SpecError as exc:
+            result.spec_text, result.reason = block_yaml(head), exc.problems[0].message
+            return result
     result.stage = "valid"
     try:
         _render(loaded, products, scratch)
@@ -396,6 +467,13 @@ def _api_result(repo: str, path: str, facts: PageFacts, products: ProductTable, 
         return result
     result.stage = "generated"
     return result
+
+
+def _written(draft: dict, spec_path: Path, products: ProductTable):
+    """(the spec's text, the spec loaded from it); SpecError where it does not validate."""
+    text = block_yaml(draft)
+    spec_path.write_text(text, encoding="utf-8")
+    return text, load_spec(spec_path, products)
 
 
 def spec_stem(op: str) -> str:
@@ -464,7 +542,10 @@ _COLUMNS = {"imported": "imported", "valid": "valid", "generated": "generated", 
 
 def _flags(report: CatalogReport) -> str:
     """The command line's options that decide the report's stages, so the page says how to redo it."""
-    return " --run-tests" if "tested" in report.stages else ""
+    flags = " --run-tests" if "tested" in report.stages else ""
+    if report.history is not None:
+        flags += " --history" + "".join(f" {t}" for t in report.history.explicit)
+    return flags
 
 
 def markdown(report: CatalogReport) -> str:
@@ -485,6 +566,13 @@ def markdown(report: CatalogReport) -> str:
         lines.append(f"| {repo} | {pages} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
     compared = report.headers()
     lines += ["", report.summary() + "."]
+    if report.history is not None:
+        counts = sorted(report.history.counts().items(), key=lambda kv: (-kv[1], kv[0]))
+        lines += [
+            "",
+            f"History (`--history`, codegen/catalog_history.py): the pages of {', '.join(report.history.tags)} "
+            "folded into each spec as versioned facts: " + ", ".join(f"{n} {k}" for k, n in counts) + ".",
+        ]
     lines += [
         "",
         "First-phase prototypes of the imported APIs against the vendor's headers (`op_api/aclnn_*.h` at the same tag): "

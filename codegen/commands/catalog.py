@@ -1,5 +1,5 @@
 """`aclnngen catalog --mirror GIT_DIR... [--tag TAG] [--release VERSION] [--write FILE] [--specs-out DIR]
-[--run-tests]`: every aclnn page of the vendor's repositories, imported as binding-tier specs, with the
+[--run-tests] [--history [TAG...]]`: every aclnn page of the vendor's repositories, imported as binding-tier specs, with the
 count of pages found, APIs imported, valid, generated and (--run-tests) passing their generated
 tests on the simulator, and the reasons for every API left out
 (codegen/catalog.py). The mirrors default to ACLNNGEN_VENDOR_MIRRORS (paths joined by os.pathsep)."""
@@ -44,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also survey OLD_TAG and report every API's changes from it to --tag (codegen/catalog_changes.py)",
     )
     parser.add_argument(
+        "--history",
+        nargs="*",
+        metavar="TAG",
+        help="fold the pages of these older release tags into each spec as versioned facts (since/until); "
+        "no TAG: every release tag of the mirrors (vX.Y.Z, no beta, rc or .pre) older than --release "
+        "(codegen/catalog_history.py)",
+    )
+    parser.add_argument(
         "--write-changes", type=Path, metavar="FILE", help="with --since: write the changes as Markdown here"
     )
 
@@ -66,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
     if args.write_changes is not None and not args.since:
         raise GenerateError("--write-changes needs --since OLD_TAG")
     report = catalog.survey(
-        mirrors, args.tag, load_products(args.specs), args.specs_out, args.release, run_tests=args.run_tests
+        mirrors,
+        args.tag,
+        load_products(args.specs),
+        args.specs_out,
+        args.release,
+        run_tests=args.run_tests,
+        history=args.history,
     )
     counts = {stage: report.count(stage) for stage in report.stages}
     if args.write is not None:
@@ -90,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
                 "headers": dict(sorted(report.headers().items())),
                 "definitions": dict(sorted(report.definitions().items())),
                 "prototypes_held": report.prototypes_held(),
+                **({"history": report.history.counts()} if report.history is not None else {}),
                 "reasons": dict(report.reasons().most_common()),
                 **({"changes": changes_json(changes)} if changes is not None else {}),
             }
@@ -106,6 +121,11 @@ def run(args: argparse.Namespace) -> int:
         + ", ".join(f"{k} {n}" for k, n in sorted(report.definitions().items()))
     )
     print(report.summary())
+    if report.history is not None:
+        print(
+            f"history over {', '.join(report.history.tags) or 'no tag'}: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(report.history.counts().items(), key=lambda kv: -kv[1]))
+        )
     print("left out, by reason:")
     for reason, n in report.reasons().most_common():
         print(f"  {n:4d}  {reason}")

@@ -127,7 +127,7 @@ def merge(spec: Any, draft: dict, release: str) -> list[str]:
                     f"{name} on {family}: the page says {sorted(new)}, but the spec records a page defect there: kept"
                 )
                 continue
-            _split(entry["dtypes"], family, sorted(new, key=list(_order(draft, name)).index), release)
+            _split(entry["dtypes"], family, sorted(new, key=list(page_order(draft, name)).index), release)
     for name in page_params:
         if name not in {p[0] for p in before.params}:
             person("parameters", f"parameter {name} is only on the page (added: breaking); not merged, add it by hand")
@@ -234,7 +234,7 @@ def _defect_names(spec: Any, family: str, release: str, kinds=("dtype", "product
     )
 
 
-def _order(draft: dict, name: str) -> list[str]:
+def page_order(draft: dict, name: str) -> list[str]:
     """The page's dtype order for a parameter (so new facts read like the page)."""
     order: list[str] = []
     for p in draft.get("parameters") or []:
@@ -289,16 +289,20 @@ def _split(groups: list, family: str, dtypes: list[str], release: str) -> None:
 
 
 def _combine_new_groups(spec: Any, release: str) -> None:
-    """New facts of one release with equal dtypes become one group (as a person would write)."""
+    """Facts starting at one release with equal dtypes become one group (as a person would write),
+    and so do facts ending there with equal dtypes and the same start (a split per family)."""
     for param in spec["parameters"]:
         groups = param.get("dtypes")
         if not isinstance(groups, list):
             continue
         seen: dict[tuple, Any] = {}
         for group in list(groups):
-            if group.get("since") != release or "until" in group:
+            if group.get("since") == release and "until" not in group:
+                key: tuple = ("since", tuple(group["dtypes"]))
+            elif group.get("until") == release:
+                key = ("until", group.get("since"), tuple(group["dtypes"]))
+            else:
                 continue
-            key = tuple(group["dtypes"])
             if key in seen:
                 seen[key]["families"].extend(group["families"])
                 groups.remove(group)
