@@ -304,7 +304,10 @@ def _op_renders(
         raise SpecError(problems)
     if missing and cache is not None:
         cache.trim(max(cache.max_entries, 2 * len(paths) + 2))  # never this run's own entries
-    return [op for op in found if op is not None], keys
+    # an op left out (at a release its spec does not cover) has a key but no render: drop both,
+    # so ops[i] and keys[i] stay the same op's (a cached op's pieces are read by its key)
+    kept = [(op, key) for op, key in zip(found, keys) if op is not None]
+    return [op for op, _ in kept], [key for _, key in kept]
 
 
 def _cached_render(cache, key: str, indexed) -> OpRender:
