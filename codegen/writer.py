@@ -180,33 +180,34 @@ class Folder:
 
     def read(self, rel: str) -> bytes | None:
         """The content of a regular file, None when absent; a link or special file is an error."""
-        st = self.lstat(rel)
-        if st is None:
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            raise GenerateError(self._not_plain(rel, "file"))
-        *parents, name = rel.split("/")
-        with self._dir(parents, create=False) as dfd:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
-            with os.fdopen(fd, "rb") as f:
-                return f.read()
+        with self._open_regular(rel) as f:
+            return None if f is None else f.read()
 
     def digest(self, rel: str) -> str | None:
         """sha256 of a regular file's content, read in chunks (a big file is never whole in
         memory); None when absent; a link or special file is an error."""
+        with self._open_regular(rel) as f:
+            if f is None:
+                return None
+            hashing = hashlib.sha256()
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                hashing.update(chunk)
+            return hashing.hexdigest()
+
+    @contextmanager
+    def _open_regular(self, rel: str):
+        """A regular file opened for reading (never through a link), or None when absent."""
         st = self.lstat(rel)
         if st is None:
-            return None
+            yield None
+            return
         if not stat.S_ISREG(st.st_mode):
             raise GenerateError(self._not_plain(rel, "file"))
         *parents, name = rel.split("/")
         with self._dir(parents, create=False) as dfd:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
-            hashing = hashlib.sha256()
             with os.fdopen(fd, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    hashing.update(chunk)
-            return hashing.hexdigest()
+                yield f
 
     def write(self, rel: str, content, *, replacing: bool = True) -> None:
         """Replace `rel` with `content` (bytes, or an iterable of bytes chunks written in turn)

@@ -21,6 +21,17 @@ def binding(snake: str):
     return getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
 
 
+def under_test(snake: str):
+    """The op as the verdict's checks take it (verify/opcheck.OpUnderTest): its META, binding and
+    reference, at its own release."""
+    from aclnngen.core.meta import op_meta
+    from aclnngen.verify import opcheck
+
+    m = meta(snake)
+    reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
+    return opcheck.OpUnderTest(m, reference=reference, binding=binding(snake), version=op_meta(m).cann_version)
+
+
 def an_op(what: str, has: Callable[[dict], bool]) -> str:
     """The first op of the catalog whose META `has` the property `what` describes."""
     for snake in OPS:

@@ -39,13 +39,6 @@ def _snakes() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(generated_ops.__path__))
 
 
-def _op(snake: str) -> opcheck.OpUnderTest:
-    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
-    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
-    reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
-    return opcheck.OpUnderTest(meta, reference=reference, binding=binding, version=op_meta(meta).cann_version)
-
-
 def _fallbacks() -> dict[str, str]:
     return compiled.fallbacks(BUILTIN_PACKAGE, session.backend().libraries["nnopbase"])
 
@@ -98,7 +91,7 @@ def lenient_compiled(monkeypatch):
 @pytest.mark.parametrize("storage", list(STORAGES))
 @pytest.mark.parametrize("snake", [s for s in _snakes() if s in catalog.representatives()])
 def test_compiled_kernel_matches_the_reference(snake, storage, lenient_compiled):
-    op = _op(snake)
+    op = catalog.under_test(snake)
     values = _values(op, storage, seed=len(snake))
     positional, keywords, _ = op.split(values)
     symbol = op_meta(op.meta).symbol
@@ -130,7 +123,7 @@ def _compiled_selection_op() -> str:
 def test_the_compiled_path_leaves_what_it_cannot_take_to_the_reference(monkeypatch):
     """auto: a broadcast, a strided view or mixed dtypes run the reference (same verdict)."""
     monkeypatch.setenv(compiled.MODE_ENV, "auto")
-    op = _op(_compiled_selection_op())
+    op = catalog.under_test(_compiled_selection_op())
     go, x_name = (p.name for p in op.of_roles("input")[:2])
     values = dict(cases.make_values(op.meta, "contiguous", "float32", version=op.version))
 
@@ -211,7 +204,7 @@ def test_a_wrong_c_rendering_fails_the_simulated_binding_test(tmp_path, monkeypa
     wrong.write_text(render_sim_kernels(), encoding="utf-8")
     monkeypatch.setenv(compiled.MODE_ENV, "compiled")
     calls_exp = [s for s in catalog.OPS if "exp(" in (REPO / "specs" / "ops" / f"{s}.yaml").read_text(encoding="utf-8")]
-    ops = [_op(s) for s in calls_exp if catalog.meta(s)["symbol"] not in _fallbacks()]
+    ops = [catalog.under_test(s) for s in calls_exp if catalog.meta(s)["symbol"] not in _fallbacks()]
     assert ops, "no compiled op calls exp(): pick another function to mutate"
     compiled.use_source(BUILTIN_PACKAGE, wrong)
     caught = []
@@ -253,7 +246,7 @@ def test_kernels_that_cannot_be_built_leave_every_op_on_the_reference(monkeypatc
     and the status says why, for `aclnngen info`."""
     from aclnngen.runtime.sim.build import SimulatorBuildError
 
-    binding, reference = catalog.binding(catalog.PLAIN), _op(catalog.PLAIN).reference.reference
+    binding, reference = catalog.binding(catalog.PLAIN), catalog.under_test(catalog.PLAIN).reference.reference
 
     def failing(*args, **kwargs):
         raise SimulatorBuildError("cc: error: made up for the test")

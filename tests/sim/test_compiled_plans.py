@@ -18,13 +18,6 @@ from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
 from aclnngen.verify import cases, opcheck
 
 
-def _op(snake: str) -> opcheck.OpUnderTest:
-    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
-    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
-    reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
-    return opcheck.OpUnderTest(meta, reference=reference, binding=binding, version=op_meta(meta).cann_version)
-
-
 def _compiled_ops() -> list[str]:
     with session.simulated(profile="lenient"):
         falls = compiled.fallbacks(BUILTIN_PACKAGE, session.backend().libraries["nnopbase"])
@@ -78,7 +71,7 @@ def _agree(op, values) -> None:
 
 @pytest.mark.parametrize("snake", COMPILED)
 def test_a_repeated_signature_reuses_its_plan_and_reads_its_own_tensors(snake, forced):
-    op = _op(snake)
+    op = catalog.under_test(snake)
     _agree(op, _values(op))
     planned = len(compiled._PLANS)
     _agree(op, _values(op, scale=-0.75))  # same signature, other data at other addresses
@@ -99,7 +92,7 @@ SCALAR_OPS = [
 
 @pytest.mark.parametrize("snake", SCALAR_OPS)
 def test_a_changed_scalar_is_a_new_plan(snake, forced):
-    op = _op(snake)
+    op = catalog.under_test(snake)
     values = _values(op)
     _agree(op, values)
     for p in op.typed.params:
@@ -129,7 +122,7 @@ def test_the_signature_names_family_profile_inputs_and_the_op_registration():
 
 def test_a_reregistered_op_is_planned_again(forced):
     snake = COMPILED[0]
-    op = _op(snake)
+    op = catalog.under_test(snake)
     _agree(op, _values(op))
     planned = {k: v for k, v in compiled._PLANS.items()}
     kernels.register_op(op.meta, package=BUILTIN_PACKAGE)  # a new entry for the same symbol
@@ -140,7 +133,7 @@ def test_a_reregistered_op_is_planned_again(forced):
 
 def test_a_remembered_refusal_is_given_every_time(forced):
     """A signature no compiled kernel can take (a strided view) fails the forced mode each time."""
-    op = _op(COMPILED[0])
+    op = catalog.under_test(COMPILED[0])
     values = _values(op, grow=4)
     for p in op.of_roles("input"):
         v = values[p.name]

@@ -5,11 +5,11 @@ ask them again. The hooks' entries are counted by the core (aclsim_memo_get_stat
 
 from __future__ import annotations
 
-import importlib
 
 import numpy as np
 import pytest
 
+import catalog
 from aclnngen.core.meta import op_meta
 from aclnngen.core.rules import supported_dtypes, supported_families
 from aclnngen.generated import OPS
@@ -19,13 +19,6 @@ from aclnngen.runtime.sim import compiled, kernels
 from aclnngen.runtime.sim.controls import sim_ffi
 from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
 from aclnngen.verify import cases, opcheck
-
-
-def _op(snake: str) -> opcheck.OpUnderTest:
-    meta = importlib.import_module(f"aclnngen.generated.meta.{snake}").META
-    binding = getattr(importlib.import_module(f"aclnngen.generated.ops.{snake}"), snake)
-    reference = importlib.import_module(f"aclnngen.generated.reference.{snake}")
-    return opcheck.OpUnderTest(meta, reference=reference, binding=binding, version=op_meta(meta).cann_version)
 
 
 def _stats() -> dict[str, int]:
@@ -67,7 +60,7 @@ def _unsupported(op, family: str) -> str | None:
 
 @pytest.mark.parametrize("snake", sorted(OPS))
 def test_a_remembered_signature_gives_what_its_first_call_gave(snake, fresh):
-    op = _op(snake)
+    op = catalog.under_test(snake)
     family = supported_families(op.meta, op.version)[0]
     with session.simulated(family=family, version=op.version):
         values = _values(op)
@@ -103,7 +96,7 @@ def _compiled_op_with(has) -> str:
     with session.simulated():
         falls = _fallbacks()
     for snake in sorted(OPS):
-        op = _op(snake)
+        op = catalog.under_test(snake)
         if op_meta(op.meta).symbol not in falls and has(op):
             return snake
     raise LookupError("no compiled op has it")
@@ -127,7 +120,7 @@ def _remembered(op, values, **options) -> None:
 
 
 def test_every_input_of_the_decision_makes_the_core_ask_the_hooks(fresh, monkeypatch):
-    op = _op(SCALAR_OP)
+    op = catalog.under_test(SCALAR_OP)
     values = _values(op)
     inputs = [p.name for p in op.of_roles("input")]
     _remembered(op, values)
@@ -174,7 +167,7 @@ def test_every_input_of_the_decision_makes_the_core_ask_the_hooks(fresh, monkeyp
 
 def test_an_attribute_value_is_part_of_the_signature():
     snake = _compiled_op_with(lambda op: any(p.role == "attribute" and p.attr_type != "char*" for p in op.typed.params))
-    op = _op(snake)
+    op = catalog.under_test(snake)
     values = _values(op)
     with session.simulated(profile="lenient"):  # any value passes
         _attribute_changes(op, values)
@@ -189,7 +182,7 @@ def _attribute_changes(op, values) -> None:
 
 
 def test_a_remembered_call_is_recorded_with_its_own_addresses(fresh):
-    op = _op(SCALAR_OP)
+    op = catalog.under_test(SCALAR_OP)
     values = _values(op)
     _remembered(op, values)
     kernels.clear_recorded()
@@ -203,7 +196,7 @@ def test_a_remembered_call_is_recorded_with_its_own_addresses(fresh):
 
 
 def test_the_memory_is_bounded_and_forgets_the_least_recently_used(fresh):
-    op = _op(SCALAR_OP)
+    op = catalog.under_test(SCALAR_OP)
     values = _values(op)
     inputs = [p.name for p in op.of_roles("input")]
     controls = session.backend().controls
@@ -228,7 +221,7 @@ def test_threads_share_a_remembered_signature_and_keep_their_own_data(fresh):
     computes its own tensors."""
     import threading
 
-    op = _op(SCALAR_OP)
+    op = catalog.under_test(SCALAR_OP)
     values = _values(op)
     inputs = [p.name for p in op.of_roles("input")]
     per_thread = [
@@ -262,7 +255,7 @@ def _early_return_case():
     from aclnngen.runtime import profiles
 
     for snake in sorted(OPS):
-        op = _op(snake)
+        op = catalog.under_test(snake)
         for early in op_meta(profiles.apply(op.meta, "vendor", op.version)).early_returns:
             if not early.families:
                 return op, early.params[0], op.version
