@@ -224,13 +224,22 @@ def test_a_warm_cache_at_a_release_that_leaves_ops_out_gives_the_cold_render(tmp
     from aclnngen.codegen.releases import covers, described
     from aclnngen.core.releases import CannVersion
 
-    specs = tmp_path / "specs"
-    shutil.copytree(DEFAULT_SPECS_DIR / "ops", specs / "ops")  # every op: the left-out ones among them
-    loaded = [ls.spec for ls in load_all(specs)]
-    releases = sorted(set().union(*(described(s) for s in loaded)), key=CannVersion)
-    release = next((r for r in releases if 0 < sum(covers(s, r) for s in loaded) < len(loaded)), None)
+    loaded = {ls.path: ls.spec for ls in load_all()}
+    releases = sorted(set().union(*(described(s) for s in loaded.values())), key=CannVersion)
+    release = next((r for r in releases if 0 < sum(covers(s, r) for s in loaded.values()) < len(loaded)), None)
     if release is None:
         pytest.skip("every spec covers every release the specs describe: no op is left out")
+    # a fixed three ops: one left out, then two covered ones after it in name order (the cached ops
+    # whose keys a left-out op before them would shift)
+    paths = sorted(loaded)
+    out = next(p for p in paths if not covers(loaded[p], release))
+    after = [p for p in paths if p > out and covers(loaded[p], release)][:2]
+    if not after:
+        pytest.skip(f"no covered op sorts after {out.stem}: the left-out op shifts no key")
+    specs = tmp_path / "specs"
+    (specs / "ops").mkdir(parents=True)
+    for path in [out, *after]:
+        shutil.copy2(path, specs / "ops")
     layout = generate.package_layout(tmp_path / "out" / "my_ops")
     plain = generate.plan(specs, layout, release=release, cache=False)
     cache = gencache.OpCache(f"at {release}", tmp_path / "cache")
