@@ -91,7 +91,7 @@ import numpy as np
 from aclnngen.generated import abi
 from aclnngen.runtime import acl, profiles
 from aclnngen.runtime.arrays import numpy_dtype
-from aclnngen.runtime.call import package_of as _package_of
+from aclnngen.runtime.bound_ops import package_of as _package_of
 from aclnngen.runtime.errors import AclnnValidationError, UnknownSocError
 from aclnngen.runtime.shapes import c_contiguous, strided_elements
 from aclnngen.runtime.validation import validate

@@ -16,6 +16,10 @@ HEAVY = (
     # pre-parsed), the backends, the validator, DLPack, importlib.resources (tempfile, shutil)
     *("cffi", "pycparser", "aclnngen.runtime.backend", "aclnngen.runtime.validation", "aclnngen.runtime.dlpack"),
     "importlib.resources",
+    # loaded at a binding's first use (runtime/binding.py): the call path and what it reads, the
+    # typed metadata and the rule machinery, ml_dtypes (through the shapes)
+    *("aclnngen.runtime.call", "aclnngen.runtime.shapes", "aclnngen.core.meta", "aclnngen.core.rules"),
+    *("aclnngen.core.kinds", "aclnngen.core.dtypes", "ml_dtypes"),
 )
 
 PROBE = r"""
