@@ -89,6 +89,8 @@ print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h +
 
 # A build's process tools, the thread pools of large calls, and the generator's libraries.
 NOT_FOR_A_WARM_CALL = ("subprocess", "concurrent.futures", "pydantic", "jinja2", "yaml", "aclnngen.codegen")
+# the call plans' helper source is kept in the cache (runtime/callplan.py), no temporary folder
+NOT_FOR_A_WARM_CALL += ("tempfile",)
 
 
 def test_a_first_call_with_the_builds_cached_loads_no_build_tools():
