@@ -39,11 +39,9 @@ freed or short memory, the runtime refuses them itself with the same status (161
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import numbers
 import weakref
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -74,6 +72,7 @@ from aclnngen.core.attribute_types import misfit as attribute_misfit
 from aclnngen.core.formats import ND, UnknownFormat, acl_member
 from aclnngen.core.meta import Param as MetaParam
 from aclnngen.core.meta import op_meta
+from aclnngen.core.records import Record
 from aclnngen.core.releases import as_release, known_releases
 
 from .bound_ops import announce, package_of
@@ -111,8 +110,10 @@ def _validation():
     return _VALIDATION
 
 
-@dataclass(frozen=True)
-class _Param:
+class _Param(Record):
+    """One parameter as the call reads it (a frozen record: built at a binding's first use, where
+    a dataclass would compile its methods first)."""
+
     index: int
     name: str
     py: str
@@ -754,9 +755,7 @@ class Prepared:
         handed_over = False  # whether the elements left the call's handles for the list's
         try:
             for k, item in enumerate(value):
-                element = dataclasses.replace(
-                    p, name=f"{p.name}[{k}]", py=f"{p.py}[{k}]", optional=False, is_list=False
-                )
+                element = p._replace(name=f"{p.name}[{k}]", py=f"{p.py}[{k}]", optional=False, is_list=False)
                 made.append(self._tensor(element, item, whole=p) if tensors else self._scalar(element, item))
             del self._handles[mark:]
             handed_over = True

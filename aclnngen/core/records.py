@@ -4,7 +4,7 @@
 (~0.7 ms a class on this VM, at every import, with or without cached bytecode): core/meta.py's
 ten classes were ~8 ms of a binding's first call. `Record` gives the same contract (keyword or
 positional construction in field order, defaults, equality and hash by value, a readable repr,
-`dataclasses.FrozenInstanceError` on assignment, pickling and copying) from generic methods that
+`dataclasses.FrozenInstanceError` on assignment, `_replace`, pickling and copying) from generic methods that
 read the class's field list, built once when the class is created from its annotations.
 
     class Row(Record):
@@ -74,6 +74,11 @@ class Record(metaclass=_RecordType):
 
     def _values(self) -> tuple:
         return tuple(getattr(self, f) for f in self._fields)
+
+    def _replace(self, **changes):
+        """A copy with `changes` (field name -> value), as dataclasses.replace makes one."""
+        values = {f: changes.pop(f) if f in changes else getattr(self, f) for f in self._fields}
+        return type(self)(**values, **changes)  # a name left in `changes` is no field: TypeError
 
     def __setattr__(self, name, value):
         raise FrozenInstanceError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")

@@ -151,6 +151,9 @@ VALIDATED_CACHE_SIZE = 512  # executor signatures remembered as validated, per o
 
 @dataclass
 class OpEntry:
+    """A registered op: its META, its package, its reference (made at first use) and the executor
+    signatures that passed a data profile's checks."""
+
     meta: Mapping[str, Any]
     package: str | None  # the package whose meta/ and reference/ hold the op
     _reference: Any = None

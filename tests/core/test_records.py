@@ -52,6 +52,13 @@ def test_frozen_equal_by_value_and_hashable():
     assert repr(row) == "Row(families=('a2',), since='8.0.0', until=None)"
 
 
+def test_replaced_field_by_field_as_dataclasses_replace_does():
+    row = Row(("a2",), "8.0.0")
+    assert row._replace(until="8.5.0") == Row(("a2",), "8.0.0", "8.5.0") and row.until is None
+    with pytest.raises(TypeError, match="unknown field.*'colour'"):
+        row._replace(colour=1)
+
+
 def test_pickled_and_copied_whole():
     row = DTypeRow(("a2",), ("float32",), None, "8.5.0", {"approximate": "tanh"})
     for twin in (pickle.loads(pickle.dumps(row)), copy.copy(row), copy.deepcopy(row)):
