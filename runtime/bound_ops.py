@@ -57,7 +57,9 @@ def withdraw(meta: Mapping[str, Any]) -> None:
 def package_of(meta: Mapping[str, Any]) -> str | None:
     """The package whose `meta.<snake>` module defines this very META dict (e.g.
     "aclnngen.generated", or a stand-alone generated package); None for a META of no package."""
-    suffix = f".meta.{meta.get('snake', '')}"
+    # a META dict (an OpMeta, whose data has the same field, is accepted as op_meta accepts it)
+    snake = meta.get("snake", "") if isinstance(meta, Mapping) else getattr(meta, "snake", "")
+    suffix = f".meta.{snake}"
     for name, module in list(sys.modules.items()):
         if name.endswith(suffix) and getattr(module, "META", None) is meta:
             return name[: -len(suffix)]

@@ -3,7 +3,8 @@
 `bind(meta)` (runtime/binding.py: all that a binding's import loads) returns a `Binding` that
 becomes this module's `BoundOp` at its first use. A BoundOp precomputes, once per op, everything a
 call needs (the parameters in prototype order with their roles, scalar dtypes as aclDataType
-values, the output positions). Calling it with all parameters in prototype order, plus `stream=` and `validate=`:
+values, the output positions). Calling it with all parameters in prototype order, plus `stream=`
+and `validate=`:
 
   1. makes sure the session is up (backend loaded, ACL initialised, this thread has a context);
   2. infers the missing outputs (`shapes.infer_outputs`), then validates every argument against
