@@ -82,3 +82,9 @@ def test_threads_using_a_new_binding_at_once_all_get_the_bound_op():
     for t in threads:
         t.join()
     assert errors == [] and len(seen) == 4 and type(lazy) is call.BoundOp
+
+
+def test_package_of_names_the_package_that_defines_the_very_dict():
+    assert bound_ops.package_of(META) == "aclnngen.generated"
+    assert bound_ops.package_of(dict(META)) is None  # an equal dict is not the package's
+    assert bound_ops.package_of(call.op_meta(META)) is None  # an OpMeta is no META dict: none, no error
