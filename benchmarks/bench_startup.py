@@ -11,7 +11,10 @@ this run, filled by a first untimed round), and "none", PYTHONDONTWRITEBYTECODE=
 machine, so aclnngen's modules (an editable install) compile from source at every import while
 NumPy's bytecode, written by pip, is read. The simulator's build cache is warm, as for a user's
 second session. Targets: import <= 1.5x `import numpy`; first call < 50 ms. The heavy modules present
-after the import, and after the first call, are listed.
+after the import, and after the first call, are listed, with how many of aclnngen's own modules
+each loads (each compiled from source without cached bytecode). The children import aclnngen
+from the current folder when it is a checkout (aclnngen/__init__.py), so running the script from
+a `git worktree` of another commit measures that commit.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import importlib
 module = importlib.import_module(f"aclnngen.generated.ops.{op}")
 t1, c1 = time.perf_counter(), time.process_time()
 heavy_import = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[2].split(",")))
+own_import = sum(m.startswith("aclnngen.") for m in sys.modules)
 import numpy as np
 meta = importlib.import_module(f"aclnngen.generated.meta.{op}").META
 from aclnngen.core.meta import op_meta
@@ -50,8 +54,10 @@ t2, c2 = time.perf_counter(), time.process_time()
 fn(*inputs)
 t3, c3 = time.perf_counter(), time.process_time()
 heavy_call = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[2].split(",")))
+own_call = sum(m.startswith("aclnngen.") for m in sys.modules) - own_import
 print(json.dumps({"import": t1 - t0, "import_cpu": c1 - c0, "first_call": t3 - t2, "first_call_cpu": c3 - c2,
-                  "heavy_import": heavy_import, "heavy_call": heavy_call}))
+                  "heavy_import": heavy_import, "heavy_call": heavy_call, "own_import": own_import,
+                  "own_call": own_call}))
 """
 
 
@@ -134,11 +140,13 @@ def main(argv=None) -> int:
                 )
             )
             print(row("  heavy modules after the import", ", ".join(got["heavy_import"]) or "none"))
+            print(row("  aclnngen modules loaded by the import", str(got["own_import"])))
             first = got["first_call"]
             verdict = "ok" if first < 0.05 else "MISSED"
             note = f"target < 50 ms: {verdict}; cpu {got['first_call_cpu'] * 1e3:6.1f} ms"
             print(row(f"first call of {op}", f"{first * 1e3:7.1f} ms", note))
             print(row("  heavy modules after the first call", ", ".join(got["heavy_call"]) or "none"))
+            print(row("  aclnngen modules loaded by the first call", str(got["own_call"])))
     return 0
 
 

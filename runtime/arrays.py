@@ -29,7 +29,6 @@ from aclnngen.generated import abi
 
 from . import acl, session
 from .errors import AclnnError, AclRuntimeError
-from .shapes import NUMPY_DTYPES, c_contiguous, strided_elements
 
 __all__ = [
     "ACL_MEM_MALLOC_HUGE_FIRST",
@@ -75,13 +74,28 @@ def _abi_dtypes():
     return abi.DTYPES
 
 
+_SHAPES: Any = None
+
+
+def _shapes():
+    """runtime.shapes, imported at first use: this module loads with a binding's import (the
+    type hints name DeviceArray), shapes brings the rule machinery and ml_dtypes."""
+    global _SHAPES
+    if _SHAPES is None:
+        from . import shapes  # deferred: not needed to import a binding
+
+        _SHAPES = shapes
+    return _SHAPES
+
+
 @functools.lru_cache(maxsize=None)
 def _tables():
     to_acl: dict[np.dtype, int] = {}
     to_np: dict[int, np.dtype] = {}
+    numpy_dtypes = _shapes().NUMPY_DTYPES
     for name, (_, value, itemsize, module) in _abi_dtypes().items():
-        if name in NUMPY_DTYPES:
-            dt = NUMPY_DTYPES[name]
+        if name in numpy_dtypes:
+            dt = numpy_dtypes[name]
         else:
             try:
                 dt = np.dtype(name)
@@ -367,7 +381,7 @@ class DeviceArray:
     @property
     def contiguous(self) -> bool:
         """C-contiguous (size-1 dims ignored; an empty array is contiguous)."""
-        return c_contiguous(self.shape, self.strides)
+        return _shapes().c_contiguous(self.shape, self.strides)
 
     @property
     def acl_dtype(self) -> int:
@@ -436,7 +450,7 @@ class DeviceArray:
             return self
         raw = np.empty(span * self.itemsize, np.uint8)
         _memcpy(backend, raw.ctypes.data, start, raw.nbytes, D2H)
-        view = strided_elements(raw, self.dtype, self.shape, self.strides)
+        view = _shapes().strided_elements(raw, self.dtype, self.shape, self.strides)
         view[...] = array
         _memcpy(backend, start, raw.ctypes.data, raw.nbytes, H2D)
         return self
@@ -459,7 +473,7 @@ class DeviceArray:
         span = _span(self.shape, self.strides)
         raw = np.empty(span * self.itemsize, np.uint8)
         _memcpy(backend, raw.ctypes.data, start, raw.nbytes, D2H)
-        view = strided_elements(raw, self.dtype, self.shape, self.strides, writeable=False)
+        view = _shapes().strided_elements(raw, self.dtype, self.shape, self.strides, writeable=False)
         return view.copy(order="C")
 
     def copy_to(self, out: np.ndarray) -> np.ndarray:

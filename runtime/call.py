@@ -1,8 +1,10 @@
 """The two-phase aclnn call, generic over an op's META: `bind(meta)` -> a callable.
 
-`bind(meta)` precomputes, once per op, everything a call needs (the parameters in prototype order
-with their roles, scalar dtypes as aclDataType values, the output positions) and returns a
-`BoundOp`. Calling it with all parameters in prototype order, plus `stream=` and `validate=`:
+`bind(meta)` (runtime/binding.py: all that a binding's import loads) returns a `Binding` that
+becomes this module's `BoundOp` at its first use. A BoundOp precomputes, once per op, everything a
+call needs (the parameters in prototype order with their roles, scalar dtypes as aclDataType
+values, the output positions). Calling it with all parameters in prototype order, plus `stream=`
+and `validate=`:
 
   1. makes sure the session is up (backend loaded, ACL initialised, this thread has a context);
   2. infers the missing outputs (`shapes.infer_outputs`), then validates every argument against
@@ -38,14 +40,10 @@ freed or short memory, the runtime refuses them itself with the same status (161
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import numbers
-import sys
-import threading
 import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -75,12 +73,14 @@ from aclnngen.core.attribute_types import misfit as attribute_misfit
 from aclnngen.core.formats import ND, UnknownFormat, acl_member
 from aclnngen.core.meta import Param as MetaParam
 from aclnngen.core.meta import op_meta
+from aclnngen.core.records import Record
 from aclnngen.core.releases import as_release, known_releases
 
+from .bound_ops import announce, package_of
 from .releases import check_release
 from .shapes import DEFAULT_SCALAR_DTYPE, NUMPY_DTYPES, infer_outputs
 
-__all__ = ["bind", "on_bind", "package_of", "BoundOp", "Prepared", "tensor_descriptor"]
+__all__ = ["bind", "BoundOp", "Prepared", "tensor_descriptor"]
 
 ACL_FORMAT_ND = acl.enum_value("ACL_FORMAT_ND")
 ACLNN_ERR_PARAM_NULLPTR = acl.status_code("ACLNN_ERR_PARAM_NULLPTR")
@@ -89,6 +89,14 @@ ACLNN_ERR_INNER_NULLPTR = acl.status_code("ACLNN_ERR_INNER_NULLPTR")
 
 
 _VALIDATION: Any = None
+
+
+def bind(meta: Mapping[str, Any]) -> "BoundOp":
+    """The op's BoundOp at once (tools and tests that want it built now). A generated binding uses
+    runtime/binding.py's `bind`, which builds it at the binding's first use instead."""
+    op = BoundOp(meta)
+    announce(meta)
+    return op
 
 
 def _validation():
@@ -103,48 +111,10 @@ def _validation():
     return _VALIDATION
 
 
-def bind(meta: Mapping[str, Any]) -> "BoundOp":
-    """The callable behind a generated binding: `call(*params_in_prototype_order, stream=None,
-    validate=True)`."""
-    return BoundOp(meta)
+class _Param(Record):
+    """One parameter as the call reads it (a frozen record: built at a binding's first use, where
+    a dataclass would compile its methods first)."""
 
-
-def package_of(meta: Mapping[str, Any]) -> str | None:
-    """The package whose `meta.<snake>` module defines this very META dict (e.g.
-    "aclnngen.generated", or a stand-alone generated package); None for a META of no package."""
-    suffix = f".meta.{op_meta(meta).snake}"
-    for name, module in list(sys.modules.items()):
-        if name.endswith(suffix) and getattr(module, "META", None) is meta:
-            return name[: -len(suffix)]
-    return None
-
-
-_bind_lock = threading.Lock()
-_bound: list[Mapping[str, Any]] = []  # every META bound so far, in order
-_bind_listeners: list[Callable[[Mapping[str, Any]], Any]] = []
-
-
-def on_bind(listener: Callable[[Mapping[str, Any]], Any]) -> None:
-    """Calls `listener(meta)` for every op bound so far and for every op bound from now on. The
-    simulator (aclnngen.runtime.sim) registers its kernels this way; the call path knows no
-    listener by name."""
-    with _bind_lock:
-        _bind_listeners.append(listener)
-        bound = list(_bound)
-    for meta in bound:
-        listener(meta)
-
-
-def _announce(meta: Mapping[str, Any]) -> None:
-    with _bind_lock:
-        _bound.append(meta)
-        listeners = list(_bind_listeners)
-    for listener in listeners:
-        listener(meta)
-
-
-@dataclass(frozen=True)
-class _Param:
     index: int
     name: str
     py: str
@@ -245,8 +215,7 @@ class BoundOp:
         )
         self.no_outputs = (None,) * len(self.outputs)
         # the op is (package, symbol); listeners such as the simulator's kernels learn of it
-        self.package = package_of(meta)
-        _announce(meta)
+        self.package = package_of(meta)  # announced by the bind that made it
 
     def __repr__(self) -> str:
         return f"<aclnn binding {self.symbol}({', '.join(p.py for p in self.params)})>"
@@ -787,9 +756,7 @@ class Prepared:
         handed_over = False  # whether the elements left the call's handles for the list's
         try:
             for k, item in enumerate(value):
-                element = dataclasses.replace(
-                    p, name=f"{p.name}[{k}]", py=f"{p.py}[{k}]", optional=False, is_list=False
-                )
+                element = p._replace(name=f"{p.name}[{k}]", py=f"{p.py}[{k}]", optional=False, is_list=False)
                 made.append(self._tensor(element, item, whole=p) if tensors else self._scalar(element, item))
             del self._handles[mark:]
             handed_over = True

@@ -178,16 +178,29 @@ def trampoline_source(classes: str) -> str:
     )
 
 
-def _build(classes: str) -> Path:
-    import tempfile
+def _source(classes: str) -> Path:
+    """The helper's C source for these argument classes, kept in the user's cache (`callplan/`
+    beside the builds; a private temporary folder when the cache is not the user's own): written
+    once, then found as it is, so a process's first call writes no file and makes no folder. The
+    build key names it by its folder's place and its name (runtime/cbuild.py), as before."""
+    # deferred: the cache's tools load with the first plan, not on the import path
+    from aclnngen.cachedir import cache_root, make_private, private_temporary, trusted
+    from aclnngen.files import write_atomic
 
+    base = cache_root()
+    if not trusted(base, what="call plans' cache"):
+        base = private_temporary()
+    folder = make_private(base / "callplan")
+    path = folder / f"call_{classes}.c"
+    write_atomic(path, trampoline_source(classes), what="call plans' helper source", durable=False)
+    return path
+
+
+def _build(classes: str) -> Path:
     # deferred: the build (subprocess, locks) loads at the first plan, not on the import path
     from .cbuild import build_simulator
 
-    with tempfile.TemporaryDirectory(prefix="aclnngen-callplan-") as folder:
-        source = Path(folder) / f"call_{classes}.c"
-        source.write_text(trampoline_source(classes), encoding="utf-8")
-        return build_simulator([source], core_dir=CALLPLAN_DIR, lib_names=(f"libaclnngen_call_{classes}.so",))
+    return build_simulator([_source(classes)], core_dir=CALLPLAN_DIR, lib_names=(f"libaclnngen_call_{classes}.so",))
 
 
 def helper(classes: str):

@@ -545,8 +545,8 @@ def _portable(request: _BuildRequest):
     """How the key names a file or folder of the build: by its folder's place among the build's
     folders, and its own name. Where the folders are does not change what compiles (the sources
     are staged and compiled as copies anyway), and which of them coincide is kept, so the same
-    files elsewhere give the same key: the call plans' helper, written into a fresh temporary
-    folder by each process, is built once, not once per process."""
+    files elsewhere give the same key: the call plans' helper source (runtime/callplan.py, in the
+    cache's `callplan/` folder, or a private temporary one) is built once, wherever it is."""
     folders = [request.core, *request.incs, *(p.parent for p in request.extras)]
     folders += [p.parent for p in (*request.core_sources, *request.hashed_files)]
     if request.core_lib is not None:

@@ -20,6 +20,9 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 @dataclass(frozen=True)
 class AttributeType:
+    """One C type an attribute may have, with what each consumer reads of it (a docstring also
+    spares dataclass() building one from inspect.signature at import)."""
+
     c_type: str  # as a spec writes it: "int8_t", "aclFloatArray*"
     base: str  # the prototype's base type
     pointer_depth: int  # 0 for a value, 1 for a pointer (NULL when absent)

@@ -5,17 +5,19 @@ project); `op_meta(data)` turns it into an `OpMeta` the first time it is asked f
 the same object after (cached by the dict's identity, which the cache keeps alive). Readers use
 attributes (`op.params`, `p.role`, `rule.kind`) instead of string keys; the field names follow the
 generated data's, so the dict stays the one serialised form (codegen/metadata.py writes it).
+The classes are `core.records.Record`s (frozen and slotted, as frozen dataclasses, but created
+without compiling methods: this module loads on a binding's first call).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any
 
 from .checks import check_order
 from .formats import DEFAULT_FORMATS
 from .kinds import RuleKind, kind_of
+from .records import Record
 from .releases import holds_at
 from .tiers import DEFAULT_TIER, computes
 
@@ -27,8 +29,7 @@ class MetaError(ValueError):
     """Generated metadata that does not have the shape codegen/metadata.py writes."""
 
 
-@dataclass(frozen=True, slots=True)
-class DTypeRow:
+class DTypeRow(Record):
     """The dtypes a tensor takes on some product families (and releases, and conditions)."""
 
     families: tuple[str, ...]
@@ -41,8 +42,7 @@ class DTypeRow:
         return holds_at(self.since, self.until, version)
 
 
-@dataclass(frozen=True, slots=True)
-class FormatRow:
+class FormatRow(Record):
     """The storage formats a tensor takes on some product families."""
 
     families: tuple[str, ...]
@@ -54,8 +54,7 @@ class FormatRow:
         return holds_at(self.since, self.until, version)
 
 
-@dataclass(frozen=True, slots=True)
-class Constraint:
+class Constraint(Record):
     """A scalar's bound: `op` (a comparison) against `value`."""
 
     op: str
@@ -69,8 +68,7 @@ class Constraint:
         return holds_at(self.since, self.until, version)
 
 
-@dataclass(frozen=True, slots=True)
-class Param:
+class Param(Record):
     """One parameter of the op's C prototype, as the runtime reads it."""
 
     name: str  # C name
@@ -117,8 +115,7 @@ class Param:
         return self.role in SCALAR_ROLES
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(Record):
     """A shape or dtype rule of the op, with its kind's behaviour and its status code."""
 
     kind: RuleKind
@@ -137,8 +134,7 @@ class Rule:
         return family is None or not self.families or family in self.families
 
 
-@dataclass(frozen=True, slots=True)
-class ReturnCode:
+class ReturnCode(Record):
     """A row of the return-code table: which check gives which status."""
 
     status: int
@@ -152,8 +148,7 @@ class ReturnCode:
         return holds_at(self.since, self.until, version)
 
 
-@dataclass(frozen=True, slots=True)
-class Product:
+class Product(Record):
     """Whether a product family supports the op."""
 
     family: str
@@ -165,16 +160,14 @@ class Product:
         return holds_at(self.since, self.until, version)
 
 
-@dataclass(frozen=True, slots=True)
-class FormulaInfo:
+class FormulaInfo(Record):
     """What the formula says of each output, and the thresholds of its boundaries."""
 
     outputs: Mapping[str, str]  # output Python name -> its kind of maths (selection, arithmetic, ...)
     boundaries: tuple[tuple[str, str], ...]  # (tensor Python name, threshold expression)
 
 
-@dataclass(frozen=True, slots=True)
-class EarlyReturn:
+class EarlyReturn(Record):
     """Success with no work when one of `params` is empty, at the `early_return` step of the
     check order (a behaviour profile's fact; runtime/profiles.py puts it in the META)."""
 
@@ -185,8 +178,7 @@ class EarlyReturn:
         return not self.families or family in self.families
 
 
-@dataclass(frozen=True, slots=True)
-class OpMeta:
+class OpMeta(Record):
     """One op's metadata (generated/meta/<op>.py), typed and frozen."""
 
     name: str

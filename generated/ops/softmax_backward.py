@@ -8,7 +8,7 @@ from typing import overload
 
 import numpy as np
 
-from aclnngen.runtime.call import bind
+from aclnngen.runtime.binding import bind
 from aclnngen.runtime.hints import DeviceArray, HostArray, Result, TensorLike
 
 from ..meta.softmax_backward import META

@@ -5,14 +5,14 @@ points (kernels.py) and its own controls (controls.py).
 Importing this package plugs it into the call path, which never imports it itself:
 - `backend.register_backend("sim", SimBackend)`: the session creates the simulator through the
   backend registry, which imports this package by name when the simulator is chosen;
-- `call.on_bind(kernels.register_op)`: every op bound before or after (a generated binding's
+- `bound_ops.on_bind(kernels.register_op)`: every op bound before or after (a generated binding's
   `bind(META)`) gets its kernel, and a stand-alone package's C sources join the build.
 """
 
 from __future__ import annotations
 
 from aclnngen.runtime import backend as _backend
-from aclnngen.runtime import call as _call
+from aclnngen.runtime import bound_ops as _bound_ops
 
 from . import kernels
 from .backend import SIM_LIB_NAMES, SimBackend
@@ -20,4 +20,4 @@ from .backend import SIM_LIB_NAMES, SimBackend
 __all__ = ["SimBackend", "SIM_LIB_NAMES", "kernels"]
 
 _backend.register_backend("sim", SimBackend)
-_call.on_bind(kernels.register_op)
+_bound_ops.on_bind(kernels.register_op)

@@ -47,11 +47,10 @@ if TYPE_CHECKING:
 
 import numpy as np
 
+from aclnngen.core import arithmetic as arithmetic_facts
 from aclnngen.core.meta import op_meta
-from aclnngen.evaluate import chunking
-from aclnngen.evaluate.reference import Reference
 from aclnngen.generated.ffi import _sim_kernels
-from aclnngen.runtime.shapes import dtype_name_of
+from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
 
 from .build import SimulatorBuildError, build_simulator
 
@@ -185,6 +184,9 @@ def library(package: str, core: str, op: str | None = None) -> _Library:
 
 
 def _threads() -> int:
+    # deferred: the evaluator loads when a call is large enough to split (or falls back)
+    from aclnngen.evaluate import chunking
+
     return chunking.threads()  # the reference's own setting
 
 
@@ -359,9 +361,6 @@ def _plan(core, entry, args, family) -> "_Plan | str":
     op = op_meta(entry.meta)
     if entry.package is None:
         return "the op belongs to no package"
-    reference = entry.reference()
-    if not isinstance(reference, Reference):
-        return "the op's reference is a hand-written function"
     lib = library(entry.package, core, op.snake)
     if lib.error is not None:
         return lib.error
@@ -380,10 +379,19 @@ def _plan(core, entry, args, family) -> "_Plan | str":
     if problem is not None:
         return problem
     values = {a.name: (None if a.is_null else a.value) for a in args if not a.is_tensor}
-    try:
-        compute, scalars = _kernel_inputs(reference, values, storage, family)
-    except (TypeError, ValueError) as exc:
-        return f"its scalars: {exc}"
+    if any(p.is_scalar for p in op.params):
+        # the scalars in the compute dtype, as the reference holds them: the evaluator's to say
+        reference = entry.reference()
+        if not _formula_reference(reference):
+            return "the op's reference is a hand-written function"
+        try:
+            compute, scalars = _kernel_inputs(reference, values, storage, family)
+        except (TypeError, ValueError) as exc:
+            return f"its scalars: {exc}"
+    else:
+        # no scalar: the compute dtype alone, read from the spec without loading the evaluator
+        # (a package's kernels and its reference's formula bodies are rendered from one spec)
+        compute, scalars = compute_dtype(op, storage, family), {}
     fn = lib.kernels.get((op.symbol, dtype_name_of(storage), dtype_name_of(compute)))
     if fn is None:
         return f"no compiled kernel for {dtype_name_of(storage)} data computed in {compute}"
@@ -424,6 +432,25 @@ def _plan(core, entry, args, family) -> "_Plan | str":
         c_strings=ffi.new("const char *[]", strings or [ffi.NULL]),
         keep=keep,
     )
+
+
+def _formula_reference(reference) -> bool:
+    """Whether the reference evaluates the generated formula bodies (evaluate.Reference), whose
+    arithmetic the compiled kernel follows."""
+    from aclnngen.evaluate.reference import Reference  # deferred: only ops with scalars ask
+
+    return isinstance(reference, Reference)
+
+
+def compute_dtype(op, storage: np.dtype, family: str | None) -> np.dtype:
+    """The dtype an op without scalars computes in for float data stored as `storage` on `family`:
+    the spec's arithmetic where it states one (core/arithmetic.py), else opmath's default model,
+    float64 for float64 data and float32 for narrower floats (evaluate/numerics.py compute_dtype;
+    tests/runtime/test_sim_run_imports.py checks that the two agree for every op)."""
+    named = arithmetic_facts.compute_dtype(op.arithmetic, dtype_name_of(storage), family)
+    if named:
+        return NUMPY_DTYPES[named]
+    return np.dtype(np.float64 if storage == np.float64 else np.float32)
 
 
 _INPUTS_CACHE_SIZE = 256  # scalar settings remembered per process (a call's cost is mostly Python)

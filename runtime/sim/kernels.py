@@ -45,7 +45,9 @@ Select with `use_profile(...)`, `set_profile(...)`, `session.simulated(profile=.
 $ACLNNGEN_SIM_PROFILE; per op or for all.
 
 The run hook first offers the launch to the op's compiled kernel (compiled.py: the formula rendered
-into C, independent of the reference), which computes it when the call qualifies. Else it builds
+into C, independent of the reference), which computes it when the call qualifies; the generated
+reference and the evaluator are imported only when a launch falls back to them (or a compiled
+kernel takes its scalars from the reference). Else it builds
 NumPy views over the simulated device memory for every tensor (a buffer over
 the covering extent, `as_strided` with the view's strides and offset), evaluates the op's generated
 formula bodies with the reference evaluator (aclnngen.evaluate) in opmath mode and writes the results into the output views. The reference is
@@ -91,14 +93,13 @@ import numpy as np
 from aclnngen.generated import abi
 from aclnngen.runtime import acl, profiles
 from aclnngen.runtime.arrays import numpy_dtype
-from aclnngen.runtime.call import package_of as _package_of
+from aclnngen.runtime.bound_ops import package_of as _package_of
 from aclnngen.runtime.errors import AclnnValidationError, UnknownSocError
 from aclnngen.runtime.shapes import c_contiguous, strided_elements
 from aclnngen.runtime.validation import validate
 from aclnngen.core.formats import name_of_member
 from aclnngen.core.meta import EarlyReturn, OpMeta, op_meta
 from aclnngen.core.releases import VERSION_HELP, is_version
-from aclnngen.evaluate.reference import Reference
 from aclnngen.runtime.poison import fill_poison
 
 from . import compiled
@@ -150,6 +151,9 @@ VALIDATED_CACHE_SIZE = 512  # executor signatures remembered as validated, per o
 
 @dataclass
 class OpEntry:
+    """A registered op: its META, its package, its reference (made at first use) and the executor
+    signatures that passed a data profile's checks."""
+
     meta: Mapping[str, Any]
     package: str | None  # the package whose meta/ and reference/ hold the op
     _reference: Any = None
@@ -172,6 +176,10 @@ class OpEntry:
         if self._reference is None:
             if self.package is None:
                 raise LookupError(f"no reference is known for {self.op.symbol} (its META belongs to no package)")
+            # deferred: the generated reference and the evaluator load when a launch falls back
+            # to them (or a compiled kernel needs its scalars from them), not for every launch
+            from aclnngen.evaluate.reference import Reference
+
             module = importlib.import_module(f"{self.package}.reference.{self.op.snake}")
             formulas = getattr(module, "FORMULAS", None)
             # the generated module holds only the formula bodies: the simulator evaluates them itself
@@ -1087,6 +1095,8 @@ class Kernels:
         out_dtypes = {name: arr.dtype for name, arr in outputs.items()}
         # a reference that can, writes its results straight into device memory (no full-size copy)
         options = {"out": outputs} if getattr(reference, "writes_out", False) else {}
+        from aclnngen.evaluate.reference import Reference  # deferred: loaded by entry.reference() above
+
         if isinstance(reference, Reference):
             options["family"] = self._family()  # whose `arithmetic` rows apply
         results = reference(

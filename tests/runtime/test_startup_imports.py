@@ -16,6 +16,10 @@ HEAVY = (
     # pre-parsed), the backends, the validator, DLPack, importlib.resources (tempfile, shutil)
     *("cffi", "pycparser", "aclnngen.runtime.backend", "aclnngen.runtime.validation", "aclnngen.runtime.dlpack"),
     "importlib.resources",
+    # loaded at a binding's first use (runtime/binding.py): the call path and what it reads, the
+    # typed metadata and the rule machinery, ml_dtypes (through the shapes)
+    *("aclnngen.runtime.call", "aclnngen.runtime.shapes", "aclnngen.core.meta", "aclnngen.core.rules"),
+    *("aclnngen.core.kinds", "aclnngen.core.dtypes", "ml_dtypes"),
 )
 
 PROBE = r"""
@@ -85,6 +89,8 @@ print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h +
 
 # A build's process tools, the thread pools of large calls, and the generator's libraries.
 NOT_FOR_A_WARM_CALL = ("subprocess", "concurrent.futures", "pydantic", "jinja2", "yaml", "aclnngen.codegen")
+# the call plans' helper source is kept in the cache (runtime/callplan.py), no temporary folder
+NOT_FOR_A_WARM_CALL += ("tempfile",)
 
 
 def test_a_first_call_with_the_builds_cached_loads_no_build_tools():
