@@ -24,10 +24,12 @@ so the caller splits every kernel the same way:
                per-channel sum (an output that is sum_per_channel(e, w)): one unit per channel
                (one for all when w has one element), which sums over every other dim;
   lines:       sums along one dim kept as size 1 (sum_keepdim(e, dim)): one unit per line along
-               that dim, read twice (the sums, then the outputs).
-Sums accumulate in the compute type, in memory order. What C cannot express here (sums over
-several dims, softmax(), extern kernels, an attribute of another C type, `**` other than by a
-literal) is reported as the op's fallback reason instead.
+               that dim, read twice (the sums, then the outputs); along a dim that is not the
+               innermost a block of consecutive lines at a time, rows in memory order
+               (`_lines_body`).
+Sums accumulate in the compute type, in memory order (a line's: along the line). What C cannot
+express here (sums over several dims, softmax(), extern kernels, an attribute of another C type,
+`**` other than by a literal) is reported as the op's fallback reason instead.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ STORAGES = ("float16", "bfloat16", "float32", "float64")
 COMPUTES = {"float32": "float", "float64": "double"}  # compute dtype -> C type
 STORAGE_CTYPE = {"float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double"}
 _STORAGE_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
+_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 # formula function -> C function of the compute type (float variant, double variant)
 _LIBM = {
@@ -291,13 +294,13 @@ def _variant(snake, prog: FormulaProgram, params, storage: str, compute: str) ->
     stores = tuple(f"t_{py}[aclk_i] = {_store(storage, ctype, r.num(tree))};" for py, tree in elementwise)
     sums = [r.num(tree) for tree in summands]
     lets, loads = _per_element(r, prog, [tree for _, tree in elementwise] + summands, order, ctype, storage)
+    # the tensors the loops read (a sum_per_channel's weight and a per_channel's x give shapes only)
+    _, reads = _needs([tree for _, tree in elementwise] + summands + [arg for _, arg in r.sums], r.lets)
     body: tuple[str, ...] = ()
     if geometry == CHANNELS:
         body = _channels_body(r, order, written, sums, loads, lets, stores, ctype, storage)
     elif geometry == LINES:
-        body = _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage)
-    # the tensors the loops read (a sum_per_channel's weight and a per_channel's x give shapes only)
-    _, reads = _needs([tree for _, tree in elementwise] + summands + [arg for _, arg in r.sums], r.lets)
+        body = _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage, reads)
     tensors = [
         (f"t_{p.py}", STORAGE_CTYPE[storage], index, p.role == "output")
         for index, p in enumerate(order["tensors"])
@@ -383,13 +386,20 @@ def _channels_body(r, order, written, sums, loads, lets, stores, ctype, storage)
     return tuple(lines + ["}"])
 
 
-def _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage) -> tuple[str, ...]:
-    """One unit per line along the summed dim: its sums (first pass), then its elements."""
+def _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage, reads) -> tuple[str, ...]:
+    """One unit per line along the summed dim, each line summed in its own order (m = 0, 1, ...)
+    whatever the loop: along the innermost dim (inner = 1) line by line, a line's elements
+    consecutive; along another dim a block of consecutive lines at a time (consecutive inner
+    positions of one outer position), its rows read in memory order for the sums (a vector of
+    them), then again for the outputs, so the loops vectorise over the block and read memory in
+    order instead of one element per row."""
     dims = r.sums[0][0] if r.sums else None
     dim = f"at_{dims.id}" if isinstance(dims, Name) else f"(int64_t){dims.values[0]}"
     # the sums' summands are rendered now: their own lets and loads make the first pass
     summands = [r.num(arg) for _, arg in r.sums]
     first_lets, first_loads = _per_element(r, prog, [arg for _, arg in r.sums], order, ctype, storage)
+    # what a block's rows hold in every tensor the passes read or write, per inner position
+    row_bytes = _ITEMSIZE[storage] * (len(reads) + len(elementwise))
     lines = [
         "int64_t aclk_axis;",
         f"if (!aclk_dim_axis({dim}, aclk_ints[{len(order['ints'])}], &aclk_axis)) {{",
@@ -402,23 +412,56 @@ def _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage
     lines += [
         "int64_t aclk_u0, aclk_u1;",
         "aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);",
-        "for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {",
-        "    const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;",
+        "if (aclk_inner == 1) {",
+        "    const int64_t aclk_j = 0;",
+        "    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {",
+        "        const int64_t aclk_base = aclk_u * aclk_mid;",
     ]
-    lines += [f"    {ctype} red_{k} = 0;" for k in range(len(summands))]
+    lines += [f"        {ctype} red_{k}[1] = {{0}};" for k in range(len(summands))]
     lines += [
-        "    for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
-        "        const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;",
+        "        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
+        "            const int64_t aclk_i = aclk_base + aclk_m;",
     ]
-    lines += [f"        {line}" for line in (*first_loads, *first_lets)]
-    lines += [f"        red_{k} += {text};" for k, text in enumerate(summands)]
+    lines += [f"            {line}" for line in (*first_loads, *first_lets)]
+    lines += [f"            red_{k}[aclk_j] += {text};" for k, text in enumerate(summands)]
+    lines += [
+        "        }",
+        "        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
+        "            const int64_t aclk_i = aclk_base + aclk_m;",
+    ]
+    lines += [f"            {line}" for line in (*loads, *lets, *stores)]
+    lines += ["        }", "    }", "    return;", "}"]
+    lines += [
+        f"const int64_t aclk_block = aclk_line_block(aclk_mid, {row_bytes});",
+        "for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {",
+        "    /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */",
+        "    const int64_t aclk_e0 = aclk_u % aclk_inner;",
+        "    const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));",
+        "    const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;",
+    ]
+    lines += [f"    {ctype} red_{k}[ACLK_LINE_BLOCK];" for k in range(len(summands))]
+    lines += ["    for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {"]
+    lines += [f"        red_{k}[aclk_j] = 0;" for k in range(len(summands))]
     lines += [
         "    }",
         "    for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
-        "        const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;",
+        "        const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;",
+        "        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {",
+        "            const int64_t aclk_i = aclk_row + aclk_j;",
     ]
-    lines += [f"        {line}" for line in (*loads, *lets, *stores)]
-    return tuple(lines + ["    }", "}"])
+    lines += [f"            {line}" for line in (*first_loads, *first_lets)]
+    lines += [f"            red_{k}[aclk_j] += {text};" for k, text in enumerate(summands)]
+    lines += [
+        "        }",
+        "    }",
+        "    for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
+        "        const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;",
+        "        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {",
+        "            const int64_t aclk_i = aclk_row + aclk_j;",
+    ]
+    lines += [f"            {line}" for line in (*loads, *lets, *stores)]
+    lines += ["        }", "    }", "    aclk_u += aclk_n;", "}"]
+    return tuple(lines)
 
 
 def _load(storage: str, ctype: str, element: str) -> str:
@@ -576,7 +619,7 @@ class _Renderer:
             key = (args[1], args[0])
             if key not in self.sums:
                 self.sums.append(key)
-            return f"red_{self.sums.index(key)}"
+            return f"red_{self.sums.index(key)}[aclk_j]"  # a line's sum: its place in the block
         if f == "isnan":
             return f"(({self.ctype})(isnan({self.num(args[0])}) != 0))"
         if f == "round_to":

@@ -278,6 +278,23 @@ static inline void aclk_unit_range(int64_t start, int64_t count, int64_t n, int6
     *u1 = (start + count + per - 1) / per;
 }
 
+static inline int64_t aclk_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* A sum along a dim that is not the innermost walks a block of consecutive lines at a time (their
+ * sums in an array of ACLK_LINE_BLOCK): as many as keep the block's rows of every tensor,
+ * `row_bytes` per line and row, within ACLK_LINE_CACHE bytes, so they stay in the core's L2 (2 MiB
+ * on the machine measured, benchmarks/README.md) between the sums' pass and the outputs'; a
+ * multiple of 16 (whole vectors), at least 16. */
+#define ACLK_LINE_BLOCK 512
+#define ACLK_LINE_CACHE (1024 * 1024)
+
+static inline int64_t aclk_line_block(int64_t mid, int64_t row_bytes)
+{
+    const int64_t per_line = mid * row_bytes > 0 ? mid * row_bytes : 1;
+    const int64_t fit = (ACLK_LINE_CACHE / per_line) & ~(int64_t)15;
+    return fit < 16 ? 16 : fit > ACLK_LINE_BLOCK ? ACLK_LINE_BLOCK : fit;
+}
+
 /* A dim as torch takes it (negative from the end; a 0-d tensor has dim 0 or -1): 0 when out of range. */
 static inline int aclk_dim_axis(int64_t dim, int64_t ndim, int64_t *axis)
 {
@@ -1452,21 +1469,55 @@ ACLK_CLONES static void aclk_softmax_backward__f16__f32(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        float red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-            const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            float red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_f16_f((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 6);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        float red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-            const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
-            t_out[aclk_i] = aclk_to_f16_f((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_f16_f((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1494,21 +1545,55 @@ ACLK_CLONES static void aclk_softmax_backward__f16__f64(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        double red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
-            const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            double red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_f16_d((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 6);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        double red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
-            const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
-            t_out[aclk_i] = aclk_to_f16_d((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_f16_d((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1536,21 +1621,55 @@ ACLK_CLONES static void aclk_softmax_backward__bf16__f32(void *const *aclk_tenso
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        float red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
-            const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            float red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_bf16_f((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 6);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        float red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
-            const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
-            t_out[aclk_i] = aclk_to_bf16_f((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_bf16_f((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1578,21 +1697,55 @@ ACLK_CLONES static void aclk_softmax_backward__bf16__f64(void *const *aclk_tenso
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        double red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
-            const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            double red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_bf16_d((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 6);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        double red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
-            const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
-            t_out[aclk_i] = aclk_to_bf16_d((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_bf16_d((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1620,21 +1773,55 @@ ACLK_CLONES static void aclk_softmax_backward__f32__f32(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        float red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)t_grad_output[aclk_i];
-            const float in_output = (float)t_output[aclk_i];
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            float red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 12);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        float red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)t_grad_output[aclk_i];
-            const float in_output = (float)t_output[aclk_i];
-            t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1662,21 +1849,55 @@ ACLK_CLONES static void aclk_softmax_backward__f32__f64(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        double red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)t_grad_output[aclk_i];
-            const double in_output = (double)t_output[aclk_i];
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            double red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 12);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        double red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)t_grad_output[aclk_i];
-            const double in_output = (double)t_output[aclk_i];
-            t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1704,21 +1925,55 @@ ACLK_CLONES static void aclk_softmax_backward__f64__f32(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        float red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)t_grad_output[aclk_i];
-            const float in_output = (float)t_output[aclk_i];
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            float red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 24);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        float red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)t_grad_output[aclk_i];
-            const float in_output = (float)t_output[aclk_i];
-            t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1746,21 +2001,55 @@ ACLK_CLONES static void aclk_softmax_backward__f64__f64(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        double red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)t_grad_output[aclk_i];
-            const double in_output = (double)t_output[aclk_i];
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            double red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 24);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        double red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)t_grad_output[aclk_i];
-            const double in_output = (double)t_output[aclk_i];
-            t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
