@@ -291,7 +291,8 @@ def _variant(snake, prog: FormulaProgram, params, storage: str, compute: str) ->
     elementwise = [(py, tree) for py, tree in written if not _is_call(tree, "sum_per_channel")]
     # per element: what the elementwise outputs and the per-channel sums' summands need
     summands = [tree.args[0] for _, tree in written if _is_call(tree, "sum_per_channel")]
-    stores = tuple(f"t_{py}[aclk_i] = {_store(storage, ctype, r.num(tree))};" for py, tree in elementwise)
+    values = [(py, r.num(tree)) for py, tree in elementwise]
+    stores = tuple(f"t_{py}[aclk_i] = {_store(storage, ctype, value)};" for py, value in values)
     sums = [r.num(tree) for tree in summands]
     lets, loads = _per_element(r, prog, [tree for _, tree in elementwise] + summands, order, ctype, storage)
     # the tensors the loops read (a sum_per_channel's weight and a per_channel's x give shapes only)
@@ -300,7 +301,7 @@ def _variant(snake, prog: FormulaProgram, params, storage: str, compute: str) ->
     if geometry == CHANNELS:
         body = _channels_body(r, order, written, sums, loads, lets, stores, ctype, storage)
     elif geometry == LINES:
-        body = _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage, reads)
+        body = _lines_body(r, prog, order, values, loads, lets, stores, ctype, storage, reads)
     tensors = [
         (f"t_{p.py}", STORAGE_CTYPE[storage], index, p.role == "output")
         for index, p in enumerate(order["tensors"])
@@ -386,7 +387,7 @@ def _channels_body(r, order, written, sums, loads, lets, stores, ctype, storage)
     return tuple(lines + ["}"])
 
 
-def _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage, reads) -> tuple[str, ...]:
+def _lines_body(r, prog, order, values, loads, lets, stores, ctype, storage, reads) -> tuple[str, ...]:
     """One unit per line along the summed dim, each line summed in its own order (m = 0, 1, ...)
     whatever the loop: along the innermost dim (inner = 1) line by line, a line's elements
     consecutive; along another dim a block of consecutive lines at a time (consecutive inner
@@ -399,14 +400,14 @@ def _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage
     summands = [r.num(arg) for _, arg in r.sums]
     first_lets, first_loads = _per_element(r, prog, [arg for _, arg in r.sums], order, ctype, storage)
     # what a block's rows hold in every tensor the passes read or write, per inner position
-    row_bytes = _ITEMSIZE[storage] * (len(reads) + len(elementwise))
+    row_bytes = _ITEMSIZE[storage] * (len(reads) + len(values))
     lines = [
         "int64_t aclk_axis;",
         f"if (!aclk_dim_axis({dim}, aclk_ints[{len(order['ints'])}], &aclk_axis)) {{",
         "    /* a dim out of range (the checks were off): no value, as the reference gives none */",
         "    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {",
     ]
-    lines += [f"        t_{py}[aclk_i] = {_store(storage, ctype, r.lit(math.nan))};" for py, _ in elementwise]
+    lines += [f"        t_{py}[aclk_i] = {_store(storage, ctype, r.lit(math.nan))};" for py, _ in values]
     lines += ["    }", "    return;", "}"]
     lines += _shape_prologue(order, "aclk_axis")
     lines += [
@@ -454,13 +455,25 @@ def _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage
     lines += [
         "        }",
         "    }",
+    ]
+    # float16 rounded from float: GCC 12 leaves the rounding scalar inside the rows' loop, so a row
+    # is computed into a buffer and rounded by a loop of its own (aclk_f16_store_row), which it
+    # vectorises; the same rounding, so the same bits
+    buffered = storage == "float16" and ctype == "float"
+    if buffered:
+        lines += [f"    float aclk_buf_{py}[ACLK_LINE_BLOCK];" for py, _ in values]
+        stores = tuple(f"aclk_buf_{py}[aclk_j] = {value};" for py, value in values)
+    lines += [
         "    for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
         "        const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;",
         "        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {",
         "            const int64_t aclk_i = aclk_row + aclk_j;",
     ]
     lines += [f"            {line}" for line in (*loads, *lets, *stores)]
-    lines += ["        }", "    }", "    aclk_u += aclk_n;", "}"]
+    lines += ["        }"]
+    if buffered:
+        lines += [f"        aclk_f16_store_row(aclk_buf_{py}, t_{py} + aclk_row, aclk_n);" for py, _ in values]
+    lines += ["    }", "    aclk_u += aclk_n;", "}"]
     return tuple(lines)
 
 
