@@ -399,6 +399,10 @@ def _lines_body(r, prog, order, values, loads, lets, stores, ctype, storage, rea
     # the sums' summands are rendered now: their own lets and loads make the first pass
     summands = [r.num(arg) for _, arg in r.sums]
     first_lets, first_loads = _per_element(r, prog, [arg for _, arg in r.sums], order, ctype, storage)
+    # float16 rounded from float: GCC 12 leaves the rounding scalar in a loop nested in another, so
+    # the outputs go to a buffer, rounded by a loop of its own (aclk_f16_store_row), which it
+    # vectorises; the same rounding, so the same bits
+    buffered = storage == "float16" and ctype == "float"
     # what a block's rows hold in every tensor the passes read or write, per inner position
     row_bytes = _ITEMSIZE[storage] * (len(reads) + len(values))
     lines = [
@@ -425,13 +429,30 @@ def _lines_body(r, prog, order, values, loads, lets, stores, ctype, storage, rea
     ]
     lines += [f"            {line}" for line in (*first_loads, *first_lets)]
     lines += [f"            red_{k}[aclk_j] += {text};" for k, text in enumerate(summands)]
-    lines += [
-        "        }",
-        "        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
-        "            const int64_t aclk_i = aclk_base + aclk_m;",
-    ]
-    lines += [f"            {line}" for line in (*loads, *lets, *stores)]
-    lines += ["        }", "    }", "    return;", "}"]
+    lines += ["        }"]
+    if buffered:  # the line's outputs a block of elements at a time, each block rounded by its own loop
+        lines += [f"        float aclk_buf_{py}[ACLK_LINE_BLOCK];" for py, _ in values]
+        lines += [
+            "        for (int64_t aclk_m0 = 0; aclk_m0 < aclk_mid; aclk_m0 += ACLK_LINE_BLOCK) {",
+            "            const int64_t aclk_k = aclk_min_i64(ACLK_LINE_BLOCK, aclk_mid - aclk_m0);",
+            "            for (int64_t aclk_m = aclk_m0; aclk_m < aclk_m0 + aclk_k; ++aclk_m) {",
+            "                const int64_t aclk_i = aclk_base + aclk_m;",
+        ]
+        lines += [f"                {line}" for line in (*loads, *lets)]
+        lines += [f"                aclk_buf_{py}[aclk_m - aclk_m0] = {value};" for py, value in values]
+        lines += ["            }"]
+        lines += [
+            f"            aclk_f16_store_row(aclk_buf_{py}, t_{py} + aclk_base + aclk_m0, aclk_k);" for py, _ in values
+        ]
+        lines += ["        }"]
+    else:
+        lines += [
+            "        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
+            "            const int64_t aclk_i = aclk_base + aclk_m;",
+        ]
+        lines += [f"            {line}" for line in (*loads, *lets, *stores)]
+        lines += ["        }"]
+    lines += ["    }", "    return;", "}"]
     lines += [
         f"const int64_t aclk_block = aclk_line_block(aclk_mid, {row_bytes});",
         "for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {",
@@ -456,10 +477,6 @@ def _lines_body(r, prog, order, values, loads, lets, stores, ctype, storage, rea
         "        }",
         "    }",
     ]
-    # float16 rounded from float: GCC 12 leaves the rounding scalar inside the rows' loop, so a row
-    # is computed into a buffer and rounded by a loop of its own (aclk_f16_store_row), which it
-    # vectorises; the same rounding, so the same bits
-    buffered = storage == "float16" and ctype == "float"
     if buffered:
         lines += [f"    float aclk_buf_{py}[ACLK_LINE_BLOCK];" for py, _ in values]
         stores = tuple(f"aclk_buf_{py}[aclk_j] = {value};" for py, value in values)

@@ -1489,11 +1489,16 @@ ACLK_CLONES static void aclk_softmax_backward__f16__f32(void *const *aclk_tensor
                 const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
                 red_0[aclk_j] += (in_grad_output * in_output);
             }
-            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-                const int64_t aclk_i = aclk_base + aclk_m;
-                const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-                const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
-                t_out[aclk_i] = aclk_to_f16_f((in_output * (in_grad_output - red_0[aclk_j])));
+            float aclk_buf_out[ACLK_LINE_BLOCK];
+            for (int64_t aclk_m0 = 0; aclk_m0 < aclk_mid; aclk_m0 += ACLK_LINE_BLOCK) {
+                const int64_t aclk_k = aclk_min_i64(ACLK_LINE_BLOCK, aclk_mid - aclk_m0);
+                for (int64_t aclk_m = aclk_m0; aclk_m < aclk_m0 + aclk_k; ++aclk_m) {
+                    const int64_t aclk_i = aclk_base + aclk_m;
+                    const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                    const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+                    aclk_buf_out[aclk_m - aclk_m0] = (in_output * (in_grad_output - red_0[aclk_j]));
+                }
+                aclk_f16_store_row(aclk_buf_out, t_out + aclk_base + aclk_m0, aclk_k);
             }
         }
         return;

@@ -13,14 +13,24 @@ import catalog
 import ml_dtypes
 import numpy as np
 import pytest
+import yaml
 
 from aclnngen.runtime import session
 from aclnngen.runtime.sim import build, compiled
 from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
 from aclnngen.verify import opcheck
 
+from repo_paths import REPO
+
 DIM_OPS = [s for s in catalog.representatives() if any(p.get("dim_of") for p in catalog.meta(s)["params"])]
-SOFTMAX = "softmax_backward"
+# the ops whose formula is softmax's gradient, which `_in_line_order` computes
+GRADIENT = "output * (grad_output - sum_keepdim(grad_output * output, dim))"
+SOFTMAX_GRADIENTS = [
+    s
+    for s in DIM_OPS
+    if yaml.safe_load((REPO / "specs" / "ops" / f"{s}.yaml").read_text(encoding="utf-8"))["formula"]["outputs"]
+    == {"out": GRADIENT}
+]
 STORAGES = ("f16", "bf16", "f32", "f64")  # formula_c's kernel name of each storage dtype
 # the op's storage dtypes -> its kernel's compute dtype (the spec's arithmetic: float32)
 COMPUTE = {np.float16: np.float32, ml_dtypes.bfloat16: np.float32, np.float32: np.float32}
@@ -41,7 +51,7 @@ def threads(monkeypatch):
 
 
 def _in_line_order(g: np.ndarray, y: np.ndarray, dim: int) -> np.ndarray:
-    """softmax_backward's formula with each line summed in its own order, in the compute dtype
+    """GRADIENT with each line summed in its own order, in the compute dtype
     (NumPy's elementwise arithmetic rounds as C's does; its np.sum would sum pairwise)."""
     compute = COMPUTE[g.dtype.type]
     g32, y32 = np.moveaxis(g.astype(compute), dim, 0), np.moveaxis(y.astype(compute), dim, 0)
@@ -54,12 +64,12 @@ def _in_line_order(g: np.ndarray, y: np.ndarray, dim: int) -> np.ndarray:
 @pytest.mark.parametrize("dtype", list(COMPUTE), ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("shape, dim", CASES)
 def test_blocked_lines_give_each_line_summed_in_its_order(shape, dim, dtype, threads, monkeypatch):
-    assert SOFTMAX in DIM_OPS, "softmax_backward is the catalog's op with a sum along a dim"
+    assert SOFTMAX_GRADIENTS, "the catalog has an op whose formula is GRADIENT"
     rng = np.random.default_rng(len(shape) + dim)
     g = rng.normal(0.0, 2.0, shape).astype(dtype)
     y = rng.uniform(0.01, 0.99, shape).astype(dtype)
     want = _in_line_order(g, y, dim)
-    binding = catalog.binding(SOFTMAX)
+    binding = catalog.binding(SOFTMAX_GRADIENTS[0])
     before = compiled.stats()["compiled"]
     split = binding(g, y, dim)
     monkeypatch.setattr(compiled, "MIN_PARALLEL", 1 << 40)
@@ -103,3 +113,6 @@ def test_the_blocked_loops_of_every_line_sum_vectorise():
     assert {k: v for k, v in scalar.items() if v} == known
     rounding = next(n for n, line in enumerate(text, 1) if "dst[j] = aclk_to_f16_f(src[j]);" in line) - 1
     assert rounding in vectorised, "aclk_f16_store_row's loop vectorises"
+    # along the innermost dim float16's outputs go through the buffer too, a loop that vectorises
+    innermost = [n for n, line in enumerate(text, 1) if "for (int64_t aclk_m = aclk_m0;" in line]
+    assert len(innermost) == len(DIM_OPS) and set(innermost) <= vectorised
