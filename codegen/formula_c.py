@@ -302,6 +302,8 @@ def _variant(snake, prog: FormulaProgram, params, storage: str, compute: str) ->
         body = _channels_body(r, order, written, sums, loads, lets, stores, ctype, storage)
     elif geometry == LINES:
         body = _lines_body(r, prog, order, values, loads, lets, stores, ctype, storage, reads)
+    elif storage == "float16" and ctype == "float":
+        body = _f16_rows_body(order, values, lets, reads)
     tensors = [
         (f"t_{p.py}", STORAGE_CTYPE[storage], index, p.role == "output")
         for index, p in enumerate(order["tensors"])
@@ -492,6 +494,31 @@ def _lines_body(r, prog, order, values, loads, lets, stores, ctype, storage, rea
         lines += [f"        aclk_f16_store_row(aclk_buf_{py}, t_{py} + aclk_row, aclk_n);" for py, _ in values]
     lines += ["    }", "    aclk_u += aclk_n;", "}"]
     return tuple(lines)
+
+
+def _f16_rows_body(order, values, lets, reads) -> tuple[str, ...]:
+    """An elementwise float16 kernel computing in float, a row of up to ACLK_ROW elements at a
+    time: its inputs widened into float buffers (aclk_f16_load_row: F16C where the CPU has it),
+    the formula on floats into an output buffer, rounded back (aclk_f16_store_row), so the loop
+    between is a float loop, which vectorises. The same conversions, so the same bits."""
+    inputs = [p.py for p in order["tensors"] if p.role != "output" and p.py in reads]
+    lines = [
+        "for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {",
+        "    const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);",
+    ]
+    for py in inputs:
+        lines += [
+            f"    float aclk_row_{py}[ACLK_ROW];",
+            f"    aclk_f16_load_row(t_{py} + aclk_b, aclk_row_{py}, aclk_k);",
+        ]
+    lines += [f"    float aclk_buf_{py}[ACLK_ROW];" for py, _ in values]
+    lines += ["    for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {"]
+    lines += [f"        const float in_{py} = aclk_row_{py}[aclk_j];" for py in inputs]
+    lines += [f"        {line}" for line in lets]
+    lines += [f"        aclk_buf_{py}[aclk_j] = {value};" for py, value in values]
+    lines += ["    }"]
+    lines += [f"    aclk_f16_store_row(aclk_buf_{py}, t_{py} + aclk_b, aclk_k);" for py, _ in values]
+    return tuple(lines + ["}"])
 
 
 def _load(storage: str, ctype: str, element: str) -> str:
