@@ -24,10 +24,12 @@ so the caller splits every kernel the same way:
                per-channel sum (an output that is sum_per_channel(e, w)): one unit per channel
                (one for all when w has one element), which sums over every other dim;
   lines:       sums along one dim kept as size 1 (sum_keepdim(e, dim)): one unit per line along
-               that dim, read twice (the sums, then the outputs).
-Sums accumulate in the compute type, in memory order. What C cannot express here (sums over
-several dims, softmax(), extern kernels, an attribute of another C type, `**` other than by a
-literal) is reported as the op's fallback reason instead.
+               that dim, read twice (the sums, then the outputs); along a dim that is not the
+               innermost a block of consecutive lines at a time, rows in memory order
+               (`_lines_body`).
+Sums accumulate in the compute type, in memory order (a line's: along the line). What C cannot
+express here (sums over several dims, softmax(), extern kernels, an attribute of another C type,
+`**` other than by a literal) is reported as the op's fallback reason instead.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ STORAGES = ("float16", "bfloat16", "float32", "float64")
 COMPUTES = {"float32": "float", "float64": "double"}  # compute dtype -> C type
 STORAGE_CTYPE = {"float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double"}
 _STORAGE_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
+_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 # formula function -> C function of the compute type (float variant, double variant)
 _LIBM = {
@@ -288,16 +291,19 @@ def _variant(snake, prog: FormulaProgram, params, storage: str, compute: str) ->
     elementwise = [(py, tree) for py, tree in written if not _is_call(tree, "sum_per_channel")]
     # per element: what the elementwise outputs and the per-channel sums' summands need
     summands = [tree.args[0] for _, tree in written if _is_call(tree, "sum_per_channel")]
-    stores = tuple(f"t_{py}[aclk_i] = {_store(storage, ctype, r.num(tree))};" for py, tree in elementwise)
+    values = [(py, r.num(tree)) for py, tree in elementwise]
+    stores = tuple(f"t_{py}[aclk_i] = {_store(storage, ctype, value)};" for py, value in values)
     sums = [r.num(tree) for tree in summands]
     lets, loads = _per_element(r, prog, [tree for _, tree in elementwise] + summands, order, ctype, storage)
+    # the tensors the loops read (a sum_per_channel's weight and a per_channel's x give shapes only)
+    _, reads = _needs([tree for _, tree in elementwise] + summands + [arg for _, arg in r.sums], r.lets)
     body: tuple[str, ...] = ()
     if geometry == CHANNELS:
         body = _channels_body(r, order, written, sums, loads, lets, stores, ctype, storage)
     elif geometry == LINES:
-        body = _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage)
-    # the tensors the loops read (a sum_per_channel's weight and a per_channel's x give shapes only)
-    _, reads = _needs([tree for _, tree in elementwise] + summands + [arg for _, arg in r.sums], r.lets)
+        body = _lines_body(r, prog, order, values, loads, lets, stores, ctype, storage, reads)
+    elif storage == "float16" and ctype == "float":
+        body = _f16_rows_body(order, values, lets, reads)
     tensors = [
         (f"t_{p.py}", STORAGE_CTYPE[storage], index, p.role == "output")
         for index, p in enumerate(order["tensors"])
@@ -383,42 +389,136 @@ def _channels_body(r, order, written, sums, loads, lets, stores, ctype, storage)
     return tuple(lines + ["}"])
 
 
-def _lines_body(r, prog, order, elementwise, loads, lets, stores, ctype, storage) -> tuple[str, ...]:
-    """One unit per line along the summed dim: its sums (first pass), then its elements."""
+def _lines_body(r, prog, order, values, loads, lets, stores, ctype, storage, reads) -> tuple[str, ...]:
+    """One unit per line along the summed dim, each line summed in its own order (m = 0, 1, ...)
+    whatever the loop: along the innermost dim (inner = 1) line by line, a line's elements
+    consecutive; along another dim a block of consecutive lines at a time (consecutive inner
+    positions of one outer position), its rows read in memory order for the sums (a vector of
+    them), then again for the outputs, so the loops vectorise over the block and read memory in
+    order instead of one element per row."""
     dims = r.sums[0][0] if r.sums else None
     dim = f"at_{dims.id}" if isinstance(dims, Name) else f"(int64_t){dims.values[0]}"
     # the sums' summands are rendered now: their own lets and loads make the first pass
     summands = [r.num(arg) for _, arg in r.sums]
     first_lets, first_loads = _per_element(r, prog, [arg for _, arg in r.sums], order, ctype, storage)
+    # float16 rounded from float: GCC 12 leaves the rounding scalar in a loop nested in another, so
+    # the outputs go to a buffer, rounded by a loop of its own (aclk_f16_store_row), which it
+    # vectorises; the same rounding, so the same bits
+    buffered = storage == "float16" and ctype == "float"
+    # what a block's rows hold in every tensor the passes read or write, per inner position
+    row_bytes = _ITEMSIZE[storage] * (len(reads) + len(values))
     lines = [
         "int64_t aclk_axis;",
         f"if (!aclk_dim_axis({dim}, aclk_ints[{len(order['ints'])}], &aclk_axis)) {{",
         "    /* a dim out of range (the checks were off): no value, as the reference gives none */",
         "    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {",
     ]
-    lines += [f"        t_{py}[aclk_i] = {_store(storage, ctype, r.lit(math.nan))};" for py, _ in elementwise]
+    lines += [f"        t_{py}[aclk_i] = {_store(storage, ctype, r.lit(math.nan))};" for py, _ in values]
     lines += ["    }", "    return;", "}"]
     lines += _shape_prologue(order, "aclk_axis")
     lines += [
         "int64_t aclk_u0, aclk_u1;",
         "aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);",
-        "for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {",
-        "    const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;",
+        "if (aclk_inner == 1) {",
+        "    const int64_t aclk_j = 0;",
+        "    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {",
+        "        const int64_t aclk_base = aclk_u * aclk_mid;",
     ]
-    lines += [f"    {ctype} red_{k} = 0;" for k in range(len(summands))]
+    lines += [f"        {ctype} red_{k}[1] = {{0}};" for k in range(len(summands))]
     lines += [
-        "    for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
-        "        const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;",
+        "        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
+        "            const int64_t aclk_i = aclk_base + aclk_m;",
     ]
-    lines += [f"        {line}" for line in (*first_loads, *first_lets)]
-    lines += [f"        red_{k} += {text};" for k, text in enumerate(summands)]
+    lines += [f"            {line}" for line in (*first_loads, *first_lets)]
+    lines += [f"            red_{k}[aclk_j] += {text};" for k, text in enumerate(summands)]
+    lines += ["        }"]
+    if buffered:  # the line's outputs a block of elements at a time, each block rounded by its own loop
+        lines += [f"        float aclk_buf_{py}[ACLK_LINE_BLOCK];" for py, _ in values]
+        lines += [
+            "        for (int64_t aclk_m0 = 0; aclk_m0 < aclk_mid; aclk_m0 += ACLK_LINE_BLOCK) {",
+            "            const int64_t aclk_k = aclk_min_i64(ACLK_LINE_BLOCK, aclk_mid - aclk_m0);",
+            "            for (int64_t aclk_m = aclk_m0; aclk_m < aclk_m0 + aclk_k; ++aclk_m) {",
+            "                const int64_t aclk_i = aclk_base + aclk_m;",
+        ]
+        lines += [f"                {line}" for line in (*loads, *lets)]
+        lines += [f"                aclk_buf_{py}[aclk_m - aclk_m0] = {value};" for py, value in values]
+        lines += ["            }"]
+        lines += [
+            f"            aclk_f16_store_row(aclk_buf_{py}, t_{py} + aclk_base + aclk_m0, aclk_k);" for py, _ in values
+        ]
+        lines += ["        }"]
+    else:
+        lines += [
+            "        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
+            "            const int64_t aclk_i = aclk_base + aclk_m;",
+        ]
+        lines += [f"            {line}" for line in (*loads, *lets, *stores)]
+        lines += ["        }"]
+    lines += ["    }", "    return;", "}"]
+    lines += [
+        f"const int64_t aclk_block = aclk_line_block(aclk_mid, {row_bytes});",
+        "for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {",
+        "    /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */",
+        "    const int64_t aclk_e0 = aclk_u % aclk_inner;",
+        "    const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));",
+        "    const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;",
+    ]
+    lines += [f"    {ctype} red_{k}[ACLK_LINE_BLOCK];" for k in range(len(summands))]
+    lines += ["    for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {"]
+    lines += [f"        red_{k}[aclk_j] = 0;" for k in range(len(summands))]
     lines += [
         "    }",
         "    for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
-        "        const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;",
+        "        const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;",
+        "        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {",
+        "            const int64_t aclk_i = aclk_row + aclk_j;",
     ]
-    lines += [f"        {line}" for line in (*loads, *lets, *stores)]
-    return tuple(lines + ["    }", "}"])
+    lines += [f"            {line}" for line in (*first_loads, *first_lets)]
+    lines += [f"            red_{k}[aclk_j] += {text};" for k, text in enumerate(summands)]
+    lines += [
+        "        }",
+        "    }",
+    ]
+    if buffered:
+        lines += [f"    float aclk_buf_{py}[ACLK_LINE_BLOCK];" for py, _ in values]
+        stores = tuple(f"aclk_buf_{py}[aclk_j] = {value};" for py, value in values)
+    lines += [
+        "    for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {",
+        "        const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;",
+        "        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {",
+        "            const int64_t aclk_i = aclk_row + aclk_j;",
+    ]
+    lines += [f"            {line}" for line in (*loads, *lets, *stores)]
+    lines += ["        }"]
+    if buffered:
+        lines += [f"        aclk_f16_store_row(aclk_buf_{py}, t_{py} + aclk_row, aclk_n);" for py, _ in values]
+    lines += ["    }", "    aclk_u += aclk_n;", "}"]
+    return tuple(lines)
+
+
+def _f16_rows_body(order, values, lets, reads) -> tuple[str, ...]:
+    """An elementwise float16 kernel computing in float, a row of up to ACLK_ROW elements at a
+    time: its inputs widened into float buffers (aclk_f16_load_row: F16C where the CPU has it),
+    the formula on floats into an output buffer, rounded back (aclk_f16_store_row), so the loop
+    between is a float loop, which vectorises. The same conversions, so the same bits."""
+    inputs = [p.py for p in order["tensors"] if p.role != "output" and p.py in reads]
+    lines = [
+        "for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {",
+        "    const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);",
+    ]
+    for py in inputs:
+        lines += [
+            f"    float aclk_row_{py}[ACLK_ROW];",
+            f"    aclk_f16_load_row(t_{py} + aclk_b, aclk_row_{py}, aclk_k);",
+        ]
+    lines += [f"    float aclk_buf_{py}[ACLK_ROW];" for py, _ in values]
+    lines += ["    for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {"]
+    lines += [f"        const float in_{py} = aclk_row_{py}[aclk_j];" for py in inputs]
+    lines += [f"        {line}" for line in lets]
+    lines += [f"        aclk_buf_{py}[aclk_j] = {value};" for py, value in values]
+    lines += ["    }"]
+    lines += [f"    aclk_f16_store_row(aclk_buf_{py}, t_{py} + aclk_b, aclk_k);" for py, _ in values]
+    return tuple(lines + ["}"])
 
 
 def _load(storage: str, ctype: str, element: str) -> str:
@@ -576,7 +676,7 @@ class _Renderer:
             key = (args[1], args[0])
             if key not in self.sums:
                 self.sums.append(key)
-            return f"red_{self.sums.index(key)}"
+            return f"red_{self.sums.index(key)}[aclk_j]"  # a line's sum: its place in the block
         if f == "isnan":
             return f"(({self.ctype})(isnan({self.num(args[0])}) != 0))"
         if f == "round_to":

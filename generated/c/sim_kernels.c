@@ -278,6 +278,137 @@ static inline void aclk_unit_range(int64_t start, int64_t count, int64_t n, int6
     *u1 = (start + count + per - 1) / per;
 }
 
+static inline int64_t aclk_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* A sum along a dim that is not the innermost walks a block of consecutive lines at a time (their
+ * sums in an array of ACLK_LINE_BLOCK): as many as keep the block's rows of every tensor,
+ * `row_bytes` per line and row, within ACLK_LINE_CACHE bytes, so they stay in the core's L2 (2 MiB
+ * on the machine measured, benchmarks/README.md) between the sums' pass and the outputs'; a
+ * multiple of 16 (whole vectors), at least 16. */
+#define ACLK_LINE_BLOCK 512
+#define ACLK_LINE_CACHE (1024 * 1024)
+
+static inline int64_t aclk_line_block(int64_t mid, int64_t row_bytes)
+{
+    const int64_t per_line = mid * row_bytes > 0 ? mid * row_bytes : 1;
+    const int64_t fit = (ACLK_LINE_CACHE / per_line) & ~(int64_t)15;
+    return fit < 16 ? 16 : fit > ACLK_LINE_BLOCK ? ACLK_LINE_BLOCK : fit;
+}
+
+/* --- float16 rows: the F16C instructions where the CPU has them ------------------------------
+ * A float16 kernel computing in float widens its inputs a row (up to ACLK_ROW) at a time into float
+ * buffers, computes on floats, and rounds a row of outputs at a time: the loops between are float
+ * loops, which vectorise. With F16C (x86-64, picked at run time) a row converts 8 values an
+ * instruction (vcvtph2ps, vcvtps2ph rounding to nearest even, both exact like the bit arithmetic;
+ * a NaN rounds to the bit arithmetic's quiet NaN); elsewhere by the bit arithmetic, in loops of
+ * their own, which GCC vectorises (it leaves the rounding scalar in a loop nested in another). */
+#define ACLK_ROW 512
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define ACLK_HAVE_F16C 1
+
+__attribute__((target("avx,f16c"))) static void aclk_f16_load_row_f16c(const uint16_t *src, float *dst, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + j))));
+    }
+    for (; j < n; ++j) {
+        dst[j] = aclk_f16_to_float(src[j]);
+    }
+}
+
+__attribute__((target("avx,f16c"))) static void aclk_f16_store_row_f16c(const float *src, uint16_t *dst, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 v = _mm256_loadu_ps(src + j);
+        const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        /* NaN lanes (their 32-bit masks packed to 16) take sign | 0x7e00, as aclk_to_f16_f gives */
+        const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        const __m128i mask = _mm_packs_epi32(_mm_castps_si128(_mm256_castps256_ps128(nan)), _mm_castps_si128(_mm256_extractf128_ps(nan, 1)));
+        const __m128i quiet = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16((short)0x8000)), _mm_set1_epi16(0x7e00));
+        _mm_storeu_si128((__m128i *)(dst + j), _mm_blendv_epi8(h, quiet, mask));
+    }
+    for (; j < n; ++j) {
+        dst[j] = aclk_to_f16_f(src[j]);
+    }
+}
+#endif
+
+ACLK_CLONES static void aclk_f16_load_row_bits(const uint16_t *src, float *dst, int64_t n)
+{
+    for (int64_t j = 0; j < n; ++j) {
+        dst[j] = aclk_f16_to_float(src[j]);
+    }
+}
+
+ACLK_CLONES static void aclk_f16_store_row_bits(const float *src, uint16_t *dst, int64_t n)
+{
+    for (int64_t j = 0; j < n; ++j) {
+        dst[j] = aclk_to_f16_f(src[j]);
+    }
+}
+
+/* Whether the rows convert with F16C: the CPU has it, and ACLK_NO_F16C (tests: the bit
+ * arithmetic's rows) is not defined. */
+static inline int aclk_f16c(void)
+{
+#if defined(ACLK_HAVE_F16C) && !defined(ACLK_NO_F16C)
+    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+
+__attribute__((unused)) static void aclk_f16_load_row(const uint16_t *src, float *dst, int64_t n)
+{
+#ifdef ACLK_HAVE_F16C
+    if (aclk_f16c()) {
+        aclk_f16_load_row_f16c(src, dst, n);
+        return;
+    }
+#endif
+    aclk_f16_load_row_bits(src, dst, n);
+}
+
+__attribute__((unused)) static void aclk_f16_store_row(const float *src, uint16_t *dst, int64_t n)
+{
+#ifdef ACLK_HAVE_F16C
+    if (aclk_f16c()) {
+        aclk_f16_store_row_f16c(src, dst, n);
+        return;
+    }
+#endif
+    aclk_f16_store_row_bits(src, dst, n);
+}
+
+/* For the tests: every float16 row helper the build has, by name ("load_f16c", "store_f16c",
+ * "load_bits", "store_bits") over n values; -1 for a name unknown or without F16C here. */
+int aclk_f16_rows(const char *name, const void *src, void *dst, int64_t n)
+{
+#ifdef ACLK_HAVE_F16C
+    if (aclk_f16c() && strcmp(name, "load_f16c") == 0) {
+        aclk_f16_load_row_f16c((const uint16_t *)src, (float *)dst, n);
+        return 0;
+    }
+    if (aclk_f16c() && strcmp(name, "store_f16c") == 0) {
+        aclk_f16_store_row_f16c((const float *)src, (uint16_t *)dst, n);
+        return 0;
+    }
+#endif
+    if (strcmp(name, "load_bits") == 0) {
+        aclk_f16_load_row_bits((const uint16_t *)src, (float *)dst, n);
+        return 0;
+    }
+    if (strcmp(name, "store_bits") == 0) {
+        aclk_f16_store_row_bits((const float *)src, (uint16_t *)dst, n);
+        return 0;
+    }
+    return -1;
+}
+
 /* A dim as torch takes it (negative from the end; a 0-d tensor has dim 0 or -1): 0 when out of range. */
 static inline int aclk_dim_axis(int64_t dim, int64_t ndim, int64_t *axis)
 {
@@ -306,11 +437,20 @@ ACLK_CLONES static void aclk_elu_backward__f16__f32(void *const *aclk_tensors, i
     const float sc_input_scale = (float)aclk_doubles[2];
     const int64_t at_is_result = aclk_ints[0];
     const float pick_0 = ((at_is_result != 0)) ? 1 : 0;
-    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
-        const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-        const float in_self_or_result = (float)aclk_f16_to_float(t_self_or_result[aclk_i]);
-        const float let_negative = aclk_select_f((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
-        t_grad_input[aclk_i] = aclk_to_f16_f(aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative));
+    for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {
+        const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);
+        float aclk_row_grad_output[ACLK_ROW];
+        aclk_f16_load_row(t_grad_output + aclk_b, aclk_row_grad_output, aclk_k);
+        float aclk_row_self_or_result[ACLK_ROW];
+        aclk_f16_load_row(t_self_or_result + aclk_b, aclk_row_self_or_result, aclk_k);
+        float aclk_buf_grad_input[ACLK_ROW];
+        for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {
+            const float in_grad_output = aclk_row_grad_output[aclk_j];
+            const float in_self_or_result = aclk_row_self_or_result[aclk_j];
+            const float let_negative = aclk_select_f((pick_0 != 0), ((in_grad_output * sc_input_scale) * (in_self_or_result + (sc_alpha * sc_scale))), ((((in_grad_output * sc_input_scale) * sc_alpha) * sc_scale) * aclk_exp_f((in_self_or_result * sc_input_scale))));
+            aclk_buf_grad_input[aclk_j] = aclk_select_f((in_self_or_result > ((float)0.0)), (in_grad_output * sc_scale), let_negative);
+        }
+        aclk_f16_store_row(aclk_buf_grad_input, t_grad_input + aclk_b, aclk_k);
     }
 }
 
@@ -458,10 +598,19 @@ ACLK_CLONES static void aclk_gelu_backward__f16__f32(void *const *aclk_tensors, 
     const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
     const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
     uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[2];
-    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
-        const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-        const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
-        t_grad_input[aclk_i] = aclk_to_f16_f((in_grad_output * ((((float)0x1.0000000000000p-1) * (((float)1.0) + aclk_erf_f((in_self / sqrtf(((float)2.0)))))) + ((in_self / sqrtf((((float)2.0) * ((float)0x1.921fb54442d18p+1)))) * aclk_exp_f((((-((float)0x1.0000000000000p-1)) * in_self) * in_self))))));
+    for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {
+        const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);
+        float aclk_row_grad_output[ACLK_ROW];
+        aclk_f16_load_row(t_grad_output + aclk_b, aclk_row_grad_output, aclk_k);
+        float aclk_row_self[ACLK_ROW];
+        aclk_f16_load_row(t_self + aclk_b, aclk_row_self, aclk_k);
+        float aclk_buf_grad_input[ACLK_ROW];
+        for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {
+            const float in_grad_output = aclk_row_grad_output[aclk_j];
+            const float in_self = aclk_row_self[aclk_j];
+            aclk_buf_grad_input[aclk_j] = (in_grad_output * ((((float)0x1.0000000000000p-1) * (((float)1.0) + aclk_erf_f((in_self / sqrtf(((float)2.0)))))) + ((in_self / sqrtf((((float)2.0) * ((float)0x1.921fb54442d18p+1)))) * aclk_exp_f((((-((float)0x1.0000000000000p-1)) * in_self) * in_self)))));
+        }
+        aclk_f16_store_row(aclk_buf_grad_input, t_grad_input + aclk_b, aclk_k);
     }
 }
 
@@ -583,13 +732,22 @@ ACLK_CLONES static void aclk_gelu_backward_v2__f16__f32(void *const *aclk_tensor
     const char *const st_approximate = aclk_strings[0];
     const int same_0 = strcmp(st_approximate, "tanh") == 0;
     const float pick_1 = (same_0) ? 1 : 0;
-    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
-        const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-        const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
-        const float let_t = aclk_tanh_f((((float)0x1.9884533d43651p-1) * (in_self + (((((float)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
-        const float let_tanh_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + let_t)) + ((((((float)0x1.0000000000000p-1) * in_self) * (((float)1.0) - (let_t * let_t))) * ((float)0x1.9884533d43651p-1)) * (((float)1.0) + (((((float)3.0) * ((float)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
-        const float let_erf_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + aclk_erf_f((in_self / sqrtf(((float)2.0)))))) + ((in_self / sqrtf((((float)2.0) * ((float)0x1.921fb54442d18p+1)))) * aclk_exp_f((((-((float)0x1.0000000000000p-1)) * in_self) * in_self))));
-        t_grad_input[aclk_i] = aclk_to_f16_f((in_grad_output * aclk_select_f((pick_1 != 0), let_tanh_form, let_erf_form)));
+    for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {
+        const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);
+        float aclk_row_grad_output[ACLK_ROW];
+        aclk_f16_load_row(t_grad_output + aclk_b, aclk_row_grad_output, aclk_k);
+        float aclk_row_self[ACLK_ROW];
+        aclk_f16_load_row(t_self + aclk_b, aclk_row_self, aclk_k);
+        float aclk_buf_grad_input[ACLK_ROW];
+        for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {
+            const float in_grad_output = aclk_row_grad_output[aclk_j];
+            const float in_self = aclk_row_self[aclk_j];
+            const float let_t = aclk_tanh_f((((float)0x1.9884533d43651p-1) * (in_self + (((((float)0x1.6e4e26d4801f7p-5) * in_self) * in_self) * in_self))));
+            const float let_tanh_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + let_t)) + ((((((float)0x1.0000000000000p-1) * in_self) * (((float)1.0) - (let_t * let_t))) * ((float)0x1.9884533d43651p-1)) * (((float)1.0) + (((((float)3.0) * ((float)0x1.6e4e26d4801f7p-5)) * in_self) * in_self))));
+            const float let_erf_form = ((((float)0x1.0000000000000p-1) * (((float)1.0) + aclk_erf_f((in_self / sqrtf(((float)2.0)))))) + ((in_self / sqrtf((((float)2.0) * ((float)0x1.921fb54442d18p+1)))) * aclk_exp_f((((-((float)0x1.0000000000000p-1)) * in_self) * in_self))));
+            aclk_buf_grad_input[aclk_j] = (in_grad_output * aclk_select_f((pick_1 != 0), let_tanh_form, let_erf_form));
+        }
+        aclk_f16_store_row(aclk_buf_grad_input, t_grad_input + aclk_b, aclk_k);
     }
 }
 
@@ -745,10 +903,19 @@ ACLK_CLONES static void aclk_hardtanh_backward__f16__f32(void *const *aclk_tenso
     uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
     const float sc_min = (float)aclk_doubles[0];
     const float sc_max = (float)aclk_doubles[1];
-    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
-        const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-        const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
-        t_out[aclk_i] = aclk_to_f16_f(aclk_select_f(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((float)0.0)));
+    for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {
+        const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);
+        float aclk_row_grad_output[ACLK_ROW];
+        aclk_f16_load_row(t_grad_output + aclk_b, aclk_row_grad_output, aclk_k);
+        float aclk_row_self[ACLK_ROW];
+        aclk_f16_load_row(t_self + aclk_b, aclk_row_self, aclk_k);
+        float aclk_buf_out[ACLK_ROW];
+        for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {
+            const float in_grad_output = aclk_row_grad_output[aclk_j];
+            const float in_self = aclk_row_self[aclk_j];
+            aclk_buf_out[aclk_j] = aclk_select_f(((in_self > sc_min) & (in_self < sc_max)), in_grad_output, ((float)0.0));
+        }
+        aclk_f16_store_row(aclk_buf_out, t_out + aclk_b, aclk_k);
     }
 }
 
@@ -875,10 +1042,19 @@ ACLK_CLONES static void aclk_leaky_relu_backward__f16__f32(void *const *aclk_ten
     const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
     uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
     const float sc_negative_slope = (float)aclk_doubles[0];
-    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
-        const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-        const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
-        t_out[aclk_i] = aclk_to_f16_f(aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * sc_negative_slope)));
+    for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {
+        const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);
+        float aclk_row_grad_output[ACLK_ROW];
+        aclk_f16_load_row(t_grad_output + aclk_b, aclk_row_grad_output, aclk_k);
+        float aclk_row_self[ACLK_ROW];
+        aclk_f16_load_row(t_self + aclk_b, aclk_row_self, aclk_k);
+        float aclk_buf_out[ACLK_ROW];
+        for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {
+            const float in_grad_output = aclk_row_grad_output[aclk_j];
+            const float in_self = aclk_row_self[aclk_j];
+            aclk_buf_out[aclk_j] = aclk_select_f((in_self > ((float)0.0)), in_grad_output, (in_grad_output * sc_negative_slope));
+        }
+        aclk_f16_store_row(aclk_buf_out, t_out + aclk_b, aclk_k);
     }
 }
 
@@ -1313,10 +1489,19 @@ ACLK_CLONES static void aclk_sigmoid_backward__f16__f32(void *const *aclk_tensor
     const uint16_t *const t_grad_output = (const uint16_t *)aclk_tensors[0];
     const uint16_t *const t_output = (const uint16_t *)aclk_tensors[1];
     uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[2];
-    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
-        const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-        const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
-        t_grad_input[aclk_i] = aclk_to_f16_f((in_grad_output * (in_output * (((float)1.0) - in_output))));
+    for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {
+        const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);
+        float aclk_row_grad_output[ACLK_ROW];
+        aclk_f16_load_row(t_grad_output + aclk_b, aclk_row_grad_output, aclk_k);
+        float aclk_row_output[ACLK_ROW];
+        aclk_f16_load_row(t_output + aclk_b, aclk_row_output, aclk_k);
+        float aclk_buf_grad_input[ACLK_ROW];
+        for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {
+            const float in_grad_output = aclk_row_grad_output[aclk_j];
+            const float in_output = aclk_row_output[aclk_j];
+            aclk_buf_grad_input[aclk_j] = (in_grad_output * (in_output * (((float)1.0) - in_output)));
+        }
+        aclk_f16_store_row(aclk_buf_grad_input, t_grad_input + aclk_b, aclk_k);
     }
 }
 
@@ -1452,21 +1637,62 @@ ACLK_CLONES static void aclk_softmax_backward__f16__f32(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        float red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-            const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            float red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            float aclk_buf_out[ACLK_LINE_BLOCK];
+            for (int64_t aclk_m0 = 0; aclk_m0 < aclk_mid; aclk_m0 += ACLK_LINE_BLOCK) {
+                const int64_t aclk_k = aclk_min_i64(ACLK_LINE_BLOCK, aclk_mid - aclk_m0);
+                for (int64_t aclk_m = aclk_m0; aclk_m < aclk_m0 + aclk_k; ++aclk_m) {
+                    const int64_t aclk_i = aclk_base + aclk_m;
+                    const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                    const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+                    aclk_buf_out[aclk_m - aclk_m0] = (in_output * (in_grad_output - red_0[aclk_j]));
+                }
+                aclk_f16_store_row(aclk_buf_out, t_out + aclk_base + aclk_m0, aclk_k);
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 6);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        float red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-            const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
-            t_out[aclk_i] = aclk_to_f16_f((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        float aclk_buf_out[ACLK_LINE_BLOCK];
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_f16_to_float(t_output[aclk_i]);
+                aclk_buf_out[aclk_j] = (in_output * (in_grad_output - red_0[aclk_j]));
+            }
+            aclk_f16_store_row(aclk_buf_out, t_out + aclk_row, aclk_n);
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1494,21 +1720,55 @@ ACLK_CLONES static void aclk_softmax_backward__f16__f64(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        double red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
-            const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            double red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_f16_d((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 6);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        double red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
-            const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
-            t_out[aclk_i] = aclk_to_f16_d((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)aclk_f16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_f16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_f16_d((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1536,21 +1796,55 @@ ACLK_CLONES static void aclk_softmax_backward__bf16__f32(void *const *aclk_tenso
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        float red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
-            const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            float red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_bf16_f((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 6);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        float red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
-            const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
-            t_out[aclk_i] = aclk_to_bf16_f((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const float in_output = (float)aclk_bf16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_bf16_f((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1578,21 +1872,55 @@ ACLK_CLONES static void aclk_softmax_backward__bf16__f64(void *const *aclk_tenso
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        double red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
-            const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            double red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_bf16_d((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 6);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        double red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
-            const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
-            t_out[aclk_i] = aclk_to_bf16_d((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)aclk_bf16_to_float(t_grad_output[aclk_i]);
+                const double in_output = (double)aclk_bf16_to_float(t_output[aclk_i]);
+                t_out[aclk_i] = aclk_to_bf16_d((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1620,21 +1948,55 @@ ACLK_CLONES static void aclk_softmax_backward__f32__f32(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        float red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)t_grad_output[aclk_i];
-            const float in_output = (float)t_output[aclk_i];
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            float red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 12);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        float red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)t_grad_output[aclk_i];
-            const float in_output = (float)t_output[aclk_i];
-            t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1662,21 +2024,55 @@ ACLK_CLONES static void aclk_softmax_backward__f32__f64(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        double red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)t_grad_output[aclk_i];
-            const double in_output = (double)t_output[aclk_i];
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            double red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 12);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        double red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)t_grad_output[aclk_i];
-            const double in_output = (double)t_output[aclk_i];
-            t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                t_out[aclk_i] = (float)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1704,21 +2100,55 @@ ACLK_CLONES static void aclk_softmax_backward__f64__f32(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        float red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)t_grad_output[aclk_i];
-            const float in_output = (float)t_output[aclk_i];
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            float red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 24);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        float red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const float in_grad_output = (float)t_grad_output[aclk_i];
-            const float in_output = (float)t_output[aclk_i];
-            t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const float in_grad_output = (float)t_grad_output[aclk_i];
+                const float in_output = (float)t_output[aclk_i];
+                t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1746,21 +2176,55 @@ ACLK_CLONES static void aclk_softmax_backward__f64__f64(void *const *aclk_tensor
     aclk_geometry(aclk_ndim, aclk_shape, aclk_axis, &aclk_outer, &aclk_mid, &aclk_inner);
     int64_t aclk_u0, aclk_u1;
     aclk_unit_range(aclk_start, aclk_count, aclk_outer * aclk_mid * aclk_inner, aclk_outer * aclk_inner, &aclk_u0, &aclk_u1);
-    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
-        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_u % aclk_inner;
-        double red_0 = 0;
-        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)t_grad_output[aclk_i];
-            const double in_output = (double)t_output[aclk_i];
-            red_0 += (in_grad_output * in_output);
+    if (aclk_inner == 1) {
+        const int64_t aclk_j = 0;
+        for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1; ++aclk_u) {
+            const int64_t aclk_base = aclk_u * aclk_mid;
+            double red_0[1] = {0};
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
+            for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+                const int64_t aclk_i = aclk_base + aclk_m;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        return;
+    }
+    const int64_t aclk_block = aclk_line_block(aclk_mid, 24);
+    for (int64_t aclk_u = aclk_u0; aclk_u < aclk_u1;) {
+        /* the block: lines [aclk_u, aclk_u + aclk_n), inner positions of one outer position */
+        const int64_t aclk_e0 = aclk_u % aclk_inner;
+        const int64_t aclk_n = aclk_min_i64(aclk_block, aclk_min_i64(aclk_inner - aclk_e0, aclk_u1 - aclk_u));
+        const int64_t aclk_base = (aclk_u / aclk_inner) * aclk_mid * aclk_inner + aclk_e0;
+        double red_0[ACLK_LINE_BLOCK];
+        for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+            red_0[aclk_j] = 0;
         }
         for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
-            const int64_t aclk_i = aclk_base + aclk_m * aclk_inner;
-            const double in_grad_output = (double)t_grad_output[aclk_i];
-            const double in_output = (double)t_output[aclk_i];
-            t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0)));
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                red_0[aclk_j] += (in_grad_output * in_output);
+            }
         }
+        for (int64_t aclk_m = 0; aclk_m < aclk_mid; ++aclk_m) {
+            const int64_t aclk_row = aclk_base + aclk_m * aclk_inner;
+            for (int64_t aclk_j = 0; aclk_j < aclk_n; ++aclk_j) {
+                const int64_t aclk_i = aclk_row + aclk_j;
+                const double in_grad_output = (double)t_grad_output[aclk_i];
+                const double in_output = (double)t_output[aclk_i];
+                t_out[aclk_i] = (double)((in_output * (in_grad_output - red_0[aclk_j])));
+            }
+        }
+        aclk_u += aclk_n;
     }
 }
 
@@ -1775,11 +2239,20 @@ ACLK_CLONES static void aclk_softshrink_backward__f16__f32(void *const *aclk_ten
     const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
     uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[2];
     const float sc_lambd = (float)aclk_doubles[0];
-    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
-        const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-        const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
-        const float let_limit = aclk_round_f16_f(sc_lambd);
-        t_grad_input[aclk_i] = aclk_to_f16_f(aclk_select_f(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((float)0.0)));
+    for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {
+        const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);
+        float aclk_row_grad_output[ACLK_ROW];
+        aclk_f16_load_row(t_grad_output + aclk_b, aclk_row_grad_output, aclk_k);
+        float aclk_row_self[ACLK_ROW];
+        aclk_f16_load_row(t_self + aclk_b, aclk_row_self, aclk_k);
+        float aclk_buf_grad_input[ACLK_ROW];
+        for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {
+            const float in_grad_output = aclk_row_grad_output[aclk_j];
+            const float in_self = aclk_row_self[aclk_j];
+            const float let_limit = aclk_round_f16_f(sc_lambd);
+            aclk_buf_grad_input[aclk_j] = aclk_select_f(((in_self > let_limit) | (in_self < (-let_limit))), in_grad_output, ((float)0.0));
+        }
+        aclk_f16_store_row(aclk_buf_grad_input, t_grad_input + aclk_b, aclk_k);
     }
 }
 
@@ -1906,11 +2379,20 @@ ACLK_CLONES static void aclk_swish_backward__f16__f32(void *const *aclk_tensors,
     const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
     uint16_t *const t_grad_input = (uint16_t *)aclk_tensors[2];
     const float sc_beta = (float)aclk_doubles[0];
-    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
-        const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-        const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
-        const float let_s = aclk_sigmoid_f((sc_beta * in_self));
-        t_grad_input[aclk_i] = aclk_to_f16_f((in_grad_output * (let_s + ((sc_beta * let_s) * (in_self * (((float)1.0) - let_s))))));
+    for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {
+        const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);
+        float aclk_row_grad_output[ACLK_ROW];
+        aclk_f16_load_row(t_grad_output + aclk_b, aclk_row_grad_output, aclk_k);
+        float aclk_row_self[ACLK_ROW];
+        aclk_f16_load_row(t_self + aclk_b, aclk_row_self, aclk_k);
+        float aclk_buf_grad_input[ACLK_ROW];
+        for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {
+            const float in_grad_output = aclk_row_grad_output[aclk_j];
+            const float in_self = aclk_row_self[aclk_j];
+            const float let_s = aclk_sigmoid_f((sc_beta * in_self));
+            aclk_buf_grad_input[aclk_j] = (in_grad_output * (let_s + ((sc_beta * let_s) * (in_self * (((float)1.0) - let_s)))));
+        }
+        aclk_f16_store_row(aclk_buf_grad_input, t_grad_input + aclk_b, aclk_k);
     }
 }
 
@@ -2037,10 +2519,19 @@ ACLK_CLONES static void aclk_threshold_backward__f16__f32(void *const *aclk_tens
     const uint16_t *const t_self = (const uint16_t *)aclk_tensors[1];
     uint16_t *const t_out = (uint16_t *)aclk_tensors[2];
     const float sc_threshold = (float)aclk_doubles[0];
-    for (int64_t aclk_i = aclk_start; aclk_i < aclk_start + aclk_count; ++aclk_i) {
-        const float in_grad_output = (float)aclk_f16_to_float(t_grad_output[aclk_i]);
-        const float in_self = (float)aclk_f16_to_float(t_self[aclk_i]);
-        t_out[aclk_i] = aclk_to_f16_f(aclk_select_f((in_self <= sc_threshold), ((float)0.0), in_grad_output));
+    for (int64_t aclk_b = aclk_start; aclk_b < aclk_start + aclk_count; aclk_b += ACLK_ROW) {
+        const int64_t aclk_k = aclk_min_i64(ACLK_ROW, aclk_start + aclk_count - aclk_b);
+        float aclk_row_grad_output[ACLK_ROW];
+        aclk_f16_load_row(t_grad_output + aclk_b, aclk_row_grad_output, aclk_k);
+        float aclk_row_self[ACLK_ROW];
+        aclk_f16_load_row(t_self + aclk_b, aclk_row_self, aclk_k);
+        float aclk_buf_out[ACLK_ROW];
+        for (int64_t aclk_j = 0; aclk_j < aclk_k; ++aclk_j) {
+            const float in_grad_output = aclk_row_grad_output[aclk_j];
+            const float in_self = aclk_row_self[aclk_j];
+            aclk_buf_out[aclk_j] = aclk_select_f((in_self <= sc_threshold), ((float)0.0), in_grad_output);
+        }
+        aclk_f16_store_row(aclk_buf_out, t_out + aclk_b, aclk_k);
     }
 }
 

@@ -16,8 +16,9 @@ registration, the core, the kernels' source, the family, each argument's kind, l
 value) and remembered as a `_Plan`; a call of a known signature only reads its tensors' addresses,
 checks them for partial overlap and launches.
 
-A plan launched in one piece is also handed to the simulator's C core (`run(..., keep=)`, kernels.py),
-which then runs the signature's later launches itself (sim_memo.c); `stats()` counts those too.
+A plan of fewer than MIN_PARALLEL elements (one piece on any number of threads) is also handed to
+the simulator's C core (`run(..., keep=)`, kernels.py), which then runs the signature's later
+launches itself, in one piece (sim_memo.c); `stats()` counts those too.
 
 The kernels run through cffi, which releases the GIL, in pieces across threads
 (ACLNNGEN_REFERENCE_THREADS, default every core) on calls of MIN_PARALLEL elements or more.
@@ -286,7 +287,10 @@ def _compute(backend, entry, args, family, keep=None) -> str | None:
     if isinstance(plan, str):
         return plan
     problem = plan.launch(args)
-    if problem is None and keep is not None and len(_pieces(plan.n)) == 1:
+    # the core runs what it keeps in one piece on the calling thread: only a call that is one
+    # piece on any number of threads (a large call launched on one thread, with
+    # ACLNNGEN_REFERENCE_THREADS=1, would otherwise stay on one thread when given every core)
+    if problem is None and keep is not None and plan.n < MIN_PARALLEL:
         keep(plan)
     return problem
 
