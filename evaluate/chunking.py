@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
-from . import numerics
+from . import fused, numerics
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -68,6 +68,18 @@ def evaluate_in_chunks(
     shape = next(iter(inputs.values())).shape
     flat = {name: np.ascontiguousarray(a).reshape(-1) for name, a in inputs.items()}
     size = int(np.prod(shape, dtype=np.int64))
+    program = fused_plan(
+        body, {n: a.dtype for n, a in flat.items()}, scalars, attributes, output_dtypes, mode, arithmetic
+    )
+    if program is not None:  # one pass over memory: the formula's steps on each piece, in buffers
+        targets = targets or [None] * len(program.dtypes)
+        usable = [_usable(t, shape, dtype) for t, dtype in zip(targets, program.dtypes)]
+        outputs = [
+            t.reshape(-1) if ok else np.empty(size, dtype) for t, dtype, ok in zip(targets, program.dtypes, usable)
+        ]
+        count = threads()
+        fused.run(program, flat, outputs, CHUNK, count, _pool(count) if count > 1 else None)
+        return tuple(t if ok else out.reshape(shape) for t, out, ok in zip(targets, outputs, usable))
     starts = range(0, size, CHUNK)
     outputs: list[np.ndarray] | None = None
 
@@ -85,10 +97,7 @@ def evaluate_in_chunks(
 
     first = piece(0)  # its dtypes size the outputs
     targets = targets or [None] * len(first)
-    usable = [
-        t is not None and t.shape == shape and t.dtype == r.dtype and t.flags.c_contiguous and t.flags.writeable
-        for t, r in zip(targets, first)
-    ]
+    usable = [_usable(t, shape, r.dtype) for t, r in zip(targets, first)]
     outputs = [t.reshape(-1) if ok else np.empty(size, dtype=r.dtype) for t, r, ok in zip(targets, first, usable)]
     for out, r in zip(outputs, first):
         out[: r.size] = r
@@ -106,3 +115,77 @@ def evaluate_in_chunks(
         for future in [_pool(count).submit(fill, start) for start in rest]:
             future.result()
     return tuple(t if ok else out.reshape(shape) for t, out, ok in zip(targets, outputs, usable))
+
+
+def _usable(target, shape: tuple, dtype: np.dtype) -> bool:
+    """A given output array the pieces can write into directly."""
+    return (
+        target is not None
+        and target.shape == shape
+        and target.dtype == dtype
+        and target.flags.c_contiguous
+        and target.flags.writeable
+    )
+
+
+class _Tracing(numerics.Numerics):
+    """The formula language over traced values (evaluate/fused.py): what is not elementwise, or
+    branches on a tensor's values, says so and the formula is evaluated piece by piece instead."""
+
+    def _num(self, x):
+        if isinstance(x, fused.Node):
+            return x.astype(self.dtype) if x.dtype.kind in "biu" else x
+        return super()._num(x)
+
+    def truth(self, condition) -> bool:
+        if isinstance(condition, fused.Node):
+            raise fused.NotFusable("a condition on tensor values decides a branch")
+        return super().truth(condition)
+
+    def round_to(self, x, tensor: str):
+        if not isinstance(x, fused.Node):
+            return super().round_to(x, tensor)
+        super().round_to(self.dtype.type(0), tensor)  # the same check of the tensor's name
+        return self._num(x).astype(self.storage[tensor]).astype(self.dtype)
+
+    def _not_elementwise(self, *args, **kwargs):
+        raise fused.NotFusable("a function that is not elementwise")
+
+    per_channel = sum_per_channel = sum = sum_keepdim = softmax = extern = _not_elementwise
+
+
+def fused_plan(
+    body: Callable,
+    input_dtypes: Mapping[str, np.dtype],
+    scalars: Mapping,
+    attributes: Mapping,
+    output_dtypes: Mapping,
+    mode: str,
+    arithmetic: numerics.Arithmetic = numerics.DEFAULT_ARITHMETIC,
+) -> fused.Plan | None:
+    """The formula `body` traced as numerics.evaluate would run it on whole arrays (inputs cast to
+    the compute dtype, outputs stored once), laid out to run in pieces; None when it cannot be."""
+    numerics.check_names(input_dtypes, scalars, attributes)
+    outputs = {name: numerics.storage_dtype(dt, name) for name, dt in output_dtypes.items()}
+    m = _Tracing(mode, {**input_dtypes, **outputs}, compute=arithmetic.compute)
+    final = [numerics.golden_dtype(m.dtype) if mode == "golden" else dt for dt in outputs.values()]
+
+    def formula(**nodes):
+        values: dict = {name: node.astype(m.dtype) for name, node in nodes.items()}  # Numerics.tensor's cast
+        values.update({name: m.scalar(v, name) for name, v in scalars.items()})
+        values.update(attributes)
+        results = body(m, **values)
+        if not isinstance(results, tuple) or len(results) != len(outputs):
+            raise fused.NotFusable("a result count numerics.evaluate reports")
+        return tuple(
+            numerics.stored(r, dt, arithmetic.to_integer)
+            if isinstance(r, fused.Node)
+            else numerics._as_output(r, dt, arithmetic.to_integer)
+            for r, dt in zip(results, final)
+        )
+
+    with np.errstate(all="ignore"):
+        try:
+            return fused.plan(fused.trace(formula, input_dtypes), final)
+        except fused.NotFusable:
+            return None

@@ -183,11 +183,11 @@ class Numerics:
 
     def erf(self, x):
         x = self._num(x)
-        if np.asarray(x).dtype == np.float32:  # opmath float32: vectorised, within fastmath.MAX_ULPS
+        if dtype_of(x) == np.float32:  # opmath float32: vectorised, within fastmath.MAX_ULPS
             from .fastmath import erf_float32  # deferred: only formulas with erf need it
 
             result = erf_float32(x)
-            return result if isinstance(x, np.ndarray) else result[()]
+            return result[()] if isinstance(x, np.generic) else result
         from scipy import special  # deferred: scipy costs ~0.5 s to import; float64 (golden) needs it
 
         return special.erf(x)
@@ -201,12 +201,12 @@ class Numerics:
     def sigmoid(self, x):
         # exp of -|x| never overflows; the negative side uses e / (1 + e) to keep tiny results
         x = self._num(x)
-        if np.asarray(x).dtype.kind == "c":  # no order on complex numbers: the plain form
+        if dtype_of(x).kind == "c":  # no order on complex numbers: the plain form
             one = self.dtype.type(1)
             return one / (one + np.exp(-x))
         e = np.exp(-np.abs(x))
         one = self.dtype.type(1)
-        return np.where(x >= 0, one / (one + e), e / (one + e))
+        return np.where(x >= 0, one, e) / (one + e)  # one division: the numerator is selected
 
     def minimum(self, a, b):
         return np.minimum(self._num(a), self._num(b))
@@ -295,6 +295,17 @@ def _axes(function: str, dims, ndim: int) -> tuple[int, ...]:
     return tuple(sorted({int(d) % ndim for d in dims}))
 
 
+def dtype_of(x) -> np.dtype:
+    """The dtype of an array, a NumPy scalar or a traced value (evaluate/fused.py)."""
+    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+def check_names(inputs: Mapping, scalars: Mapping, attributes: Mapping) -> None:
+    clash = (set(inputs) & set(scalars)) | (set(inputs) & set(attributes)) | (set(scalars) & set(attributes))
+    if clash:
+        raise ValueError(f"names given twice among inputs, scalars and attributes: {sorted(clash)}")
+
+
 def evaluate(
     body: Callable[..., tuple],
     *,
@@ -310,9 +321,7 @@ def evaluate(
     `arithmetic`: the spec's compute dtype and integer rounding for this call."""
     arrays = {name: np.asarray(value) for name, value in inputs.items()}
     outputs = {name: storage_dtype(dt, name) for name, dt in output_dtypes.items()}
-    clash = (set(arrays) & set(scalars)) | (set(arrays) & set(attributes)) | (set(scalars) & set(attributes))
-    if clash:
-        raise ValueError(f"names given twice among inputs, scalars and attributes: {sorted(clash)}")
+    check_names(arrays, scalars, attributes)
     m = Numerics(mode, {**{n: a.dtype for n, a in arrays.items()}, **outputs}, compute=arithmetic.compute)
     with np.errstate(all="ignore"):  # inf/NaN are legitimate results of these formulas
         values = {name: m.tensor(a, name) for name, a in arrays.items()}
