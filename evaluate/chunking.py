@@ -6,6 +6,10 @@ cache, and the pieces run on a pool of threads (NumPy's ufuncs release the GIL).
 element is computed by the same operations on the same input elements as in one piece, so the
 result is bit-for-bit the one whole-array evaluation gives (tested).
 
+A formula is traced once per call into a program of ufunc steps (evaluate/fused.py: each piece
+then costs its ufunc calls, into buffers its thread keeps, reading inputs of the compute dtype in
+place); one the tracer refuses runs through numerics.evaluate piece by piece.
+
 Threads: `ACLNNGEN_REFERENCE_THREADS` (default: every core; 1 evaluates the pieces in turn).
 """
 
@@ -21,7 +25,7 @@ from . import fused, numerics
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-CHUNK = 1 << 16  # elements per piece: a dozen float32 temporaries of 256 KiB fit in L2
+CHUNK = 1 << 15  # elements per piece: the buffers of a formula's steps, 128 KiB each, stay in L2
 MIN_ELEMENTS = 1 << 20  # below this, one piece: the pieces' own cost would show
 
 _POOL: ThreadPoolExecutor | None = None
@@ -62,7 +66,8 @@ def evaluate_in_chunks(
     targets: list | None = None,
     arithmetic: numerics.Arithmetic = numerics.DEFAULT_ARITHMETIC,
 ) -> tuple[np.ndarray, ...]:
-    """numerics.evaluate of an elementwise `body` on inputs of one shape, piece by piece. `targets`
+    """numerics.evaluate of an elementwise `body` on inputs of one shape, piece by piece (fused
+    where it traces). `targets`
     (one per output): arrays of that shape to write into, used where C-contiguous and of the
     result's dtype (no full-size copy of the result); the others are allocated."""
     shape = next(iter(inputs.values())).shape

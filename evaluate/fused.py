@@ -19,6 +19,7 @@ another way.
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -30,6 +31,9 @@ class NotFusable(Exception):
     """The traced function does something a program of elementwise steps cannot hold."""
 
 
+_NONE: dict = {}  # a call's keywords when it has none
+_OUT_BY_NAME = (np.maximum, np.minimum)
+_SELECT_FROM = 4096  # elements: below, np.where's own branch costs less than the passes
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # a where's select, by itemsize
 
 
@@ -231,14 +235,25 @@ def plan(program: Program, output_dtypes: Sequence[np.dtype]) -> Plan:
     masks: list = [None] * len(steps)
     pinned = set(out_nodes)
     for i, step in enumerate(steps):
-        if step.kind != "input":
-            slots[i] = ("output", final_steps[i]) if i in final_steps else take(step.dtype)
+        dying = [
+            a
+            for a in dict.fromkeys(a for a in step.args if isinstance(a, int))
+            if last[a] == i and a not in pinned and slots[a] is not None and slots[a][0] != "output"
+        ]
+        # a ufunc writes in place over an argument read for the last time: fewer buffers in cache
+        in_place = [a for a in dying if step.kind == "ufunc" and slots[a][0] == step.dtype]
+        if i in final_steps:
+            slots[i] = ("output", final_steps[i])
+        elif in_place:
+            slots[i] = slots[in_place[0]]
+            dying.remove(in_place[0])
+        elif step.kind != "input":
+            slots[i] = take(step.dtype)
         if step.kind == "where":
             masks[i] = take(np.dtype(_BITS[step.dtype.itemsize]))
             free[masks[i][0]].append(masks[i][1])
-        for a in set(a for a in step.args if isinstance(a, int)):
-            if last[a] == i and a not in pinned and slots[a] is not None and slots[a][0] != "output":
-                free[slots[a][0]].append(slots[a][1])
+        for a in dying:
+            free[slots[a][0]].append(slots[a][1])
     consts = [("const", np.asarray(r)) if not isinstance(r, Node) else ("node", r.index) for r in outputs]
     return Plan(steps, slots, masks, counts, consts, finals, [np.dtype(d) for d in output_dtypes])
 
@@ -281,7 +296,9 @@ def lower(p: Plan, length: int, n: int) -> list[tuple]:
             continue
         out = values[i] = target(i)
         if step.kind == "ufunc":
-            calls.append((step.fn, tuple(arg(a) for a in step.args), {"out": out}))
+            args = tuple(arg(a) for a in step.args)
+            # out positional parses faster; NumPy deprecates that for maximum and minimum only
+            calls.append((step.fn, args, {"out": out}) if step.fn in _OUT_BY_NAME else (step.fn, (*args, out), _NONE))
         elif step.kind == "cast":
             calls.append((np.copyto, (out, arg(step.args[0])), {"casting": "unsafe"}))
         else:  # where: the bits of a where cond holds, else of b
@@ -289,13 +306,8 @@ def lower(p: Plan, length: int, n: int) -> list[tuple]:
             bits = np.dtype(_BITS[step.dtype.itemsize])
             mask = buffers[p.masks[i][0]][p.masks[i][1]][:n]
             a, b, o = (_as_bits(v, step.dtype, bits) for v in (a, b, out))
-            calls += [
-                (np.copyto, (mask, cond), {"casting": "unsafe"}),  # 0 or 1
-                (np.negative, (mask,), {"out": mask}),  # 0 or all ones
-                (np.bitwise_xor, (a, b), {"out": o}),
-                (np.bitwise_and, (o, mask), {"out": o}),
-                (np.bitwise_xor, (o, b), {"out": o}),
-            ]
+            calls.append((np.copyto, (mask, cond), {"casting": "unsafe"}))  # 0 or 1
+            calls += _select(a, b, o, mask, bits)
     for o, (kind, value) in enumerate(p.outputs):
         if o not in p.finals:
             calls.append(
@@ -303,6 +315,44 @@ def lower(p: Plan, length: int, n: int) -> list[tuple]:
             )
     # whether a call reads or writes the piece's own arrays: decided here, once, not per piece
     return [(fn, args, kw, any(map(_is_ref, (*args, *kw.values())))) for fn, args, kw in calls]
+
+
+def _select(a, b, o, mask: np.ndarray, bits: np.dtype) -> list[tuple]:
+    """Calls leaving in `o` the bits of `a` where `mask` is 1, else of `b` (bit patterns, `mask`
+    0 or 1 on entry); a side of zero bits (+0.0, the usual `where(c, x, 0)`) costs no pass."""
+    if _is_zero(b):  # a & (0 - mask): all ones where selected
+        return [(np.negative, (mask, mask), _NONE), (np.bitwise_and, (a, mask, o), _NONE)]
+    if _is_zero(a):  # b & (mask - 1): all ones where not selected
+        return [(np.subtract, (mask, bits.type(1), mask), _NONE), (np.bitwise_and, (b, mask, o), _NONE)]
+    return [
+        (np.negative, (mask, mask), _NONE),  # 0 or all ones
+        (np.bitwise_xor, (a, b, o), _NONE),
+        (np.bitwise_and, (o, mask, o), _NONE),
+        (np.bitwise_xor, (o, b, o), _NONE),
+    ]
+
+
+def where(cond, a, b):
+    """np.where(cond, a, b) of arrays, bit for bit, by `_select` on large results: np.where
+    branches per element, ~4 ns per element on an unpredictable condition."""
+    if any(isinstance(v, Node) for v in (cond, a, b)):
+        return np.where(cond, a, b)  # traced: a step
+    dtype = np.where(np.zeros(1, bool), _probe(a), _probe(b)).dtype
+    shape = np.broadcast_shapes(*(np.shape(v) for v in (cond, a, b)))
+    if np.asarray(cond).dtype != np.bool_ or dtype.itemsize not in _BITS or math.prod(shape) < _SELECT_FROM:
+        return np.where(cond, a, b)
+    bits = np.dtype(_BITS[dtype.itemsize])
+    mask = np.empty(shape, bits)
+    np.copyto(mask, cond, casting="unsafe")
+    out = np.empty(shape, dtype)
+    a, b = (np.asarray(v, dtype).view(bits) if np.ndim(v) else _as_bits(v, dtype, bits) for v in (a, b))
+    for fn, args, keywords in _select(a, b, out.view(bits), mask, bits):
+        fn(*args, **keywords)
+    return out
+
+
+def _is_zero(value) -> bool:
+    return isinstance(value, np.generic) and value == 0
 
 
 def _is_ref(value) -> bool:

@@ -132,9 +132,14 @@ class Numerics:
     def tensor(self, value, name: str = "tensor") -> np.ndarray:
         array = np.asarray(value)
         storage_dtype(array.dtype, name)
-        # A fresh, aligned, C-ordered copy whatever the caller's memory: NumPy picks its loops (SIMD
-        # with fused multiply-adds for complex products, or scalar ones) by layout and alignment,
-        # and the result must not depend on where the data lives (device views vs host arrays)
+        if array.dtype == self.dtype and array.dtype.kind == "f" and array.flags.c_contiguous and array.flags.aligned:
+            # already what a copy would be: read in place (read-only, so no output is the input)
+            view = array.view()
+            view.flags.writeable = False
+            return view
+        # A fresh, aligned, C-ordered copy otherwise: NumPy picks its loops (SIMD with fused
+        # multiply-adds for complex products, or scalar ones) by layout and alignment, and the
+        # result must not depend on where the data lives (device views vs host arrays)
         return np.array(array, dtype=self.dtype, order="C", copy=True)  # keeps 0-d arrays 0-d
 
     def scalar(self, value, name: str = "scalar") -> np.generic:
@@ -158,7 +163,9 @@ class Numerics:
 
     # --- elementwise ---------------------------------------------------------------------------
     def where(self, cond, a, b):
-        return np.where(cond, self._num(a), self._num(b))
+        from .fused import where  # np.where's bits without its per-element branch
+
+        return where(cond, self._num(a), self._num(b))
 
     def exp(self, x):
         return np.exp(self._num(x))

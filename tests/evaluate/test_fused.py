@@ -49,18 +49,22 @@ def test_where_selects_bit_patterns_as_np_where_does():
     a = np.array([np.nan, -0.0, np.inf, 1.0, -np.nan, 0.0], np.float32)
     b = np.array([0.0, 0.0, -np.inf, np.nan, 2.0, -0.0], np.float32)
     cond = np.array([True, True, False, False, True, False])
+    zero, minus_zero = np.float32(0.0), np.float32(-0.0)
+    sides = [(a, b), (minus_zero, b), (zero, b), (a, zero)]  # the general select, and a side of zero bits
 
     def body(m, a, b, c):
-        return (m.where(c > m.lit(0), a, b), m.where(c > m.lit(0), m.lit(-0.0), b))
+        picked = {"a": a, "b": b, "0": m.lit(0.0), "-0": m.lit(-0.0)}
+        return tuple(
+            m.where(c > m.lit(0), picked[x], picked[y]) for x, y in (("a", "b"), ("-0", "b"), ("0", "b"), ("a", "0"))
+        )
 
     inputs = {"a": a, "b": b, "c": cond.astype(np.float32)}
-    plan = chunking.fused_plan(
-        body, {n: v.dtype for n, v in inputs.items()}, {}, {}, {"y": a.dtype, "z": a.dtype}, "opmath"
-    )
-    outputs = [np.empty_like(a), np.empty_like(a)]
+    dtypes = {f"y{k}": a.dtype for k in range(len(sides))}
+    plan = chunking.fused_plan(body, {n: v.dtype for n, v in inputs.items()}, {}, {}, dtypes, "opmath")
+    outputs = [np.empty_like(a) for _ in sides]
     fused.run(plan, inputs, outputs, 4)
-    assert outputs[0].view(np.uint32).tolist() == np.where(cond, a, b).view(np.uint32).tolist()
-    assert outputs[1].view(np.uint32).tolist() == np.where(cond, np.float32(-0.0), b).view(np.uint32).tolist()
+    for got, (x, y) in zip(outputs, sides):
+        assert got.view(np.uint32).tolist() == np.where(cond, x, y).view(np.uint32).tolist()
 
 
 def test_inputs_of_the_compute_dtype_are_read_in_place_and_the_last_step_writes_the_output():
@@ -113,3 +117,18 @@ def test_an_elementwise_formula_runs_in_pieces_fused_or_not(fusable, monkeypatch
 def test_bad_names_are_refused_naming_them():
     with pytest.raises(ValueError, match=r"names given twice.*\['x'\]"):
         chunking.fused_plan(lambda m, x: (x,), {"x": np.float32}, {"x": 1.0}, {}, {"y": np.float32}, "opmath")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
+def test_where_of_whole_arrays_gives_np_where_bits_broadcasting(dtype):
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((40, 3, 50)) * 3).astype(dtype)
+    if a.dtype.kind == "f":
+        with np.errstate(over="ignore"):  # 3.4e38 is inf in float16
+            a.reshape(-1)[: SPECIAL.size] = SPECIAL.astype(dtype)
+    b = np.arange(3, dtype=dtype).reshape(1, 3, 1)  # a per-channel side
+    cond = rng.standard_normal((40, 1, 50)) > 0
+    for x, y in ((a, b), (b, a), (a, dtype(0)), (dtype(0), a), (a, 2.5)):
+        got, want = fused.where(cond, x, y), np.where(cond, x, y)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
