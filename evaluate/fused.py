@@ -262,13 +262,15 @@ _LOCAL = threading.local()
 
 
 def _buffers(counts: Mapping[np.dtype, int], length: int) -> dict:
-    """This thread's buffers of `length` elements, by dtype, kept across pieces and calls."""
+    """This thread's buffers of at least `length` elements, by dtype, kept across pieces and calls
+    (one set per dtype, grown to the longest piece asked for: memory stays bounded by it)."""
     kept = getattr(_LOCAL, "buffers", None)
     if kept is None:
         kept = _LOCAL.buffers = {}
     out = {}
     for dtype, count in counts.items():
-        pool = kept.setdefault((dtype, length), [])
+        pool = kept.setdefault(dtype, [])
+        pool[:] = [b if len(b) >= length else np.empty(length, dtype) for b in pool]
         while len(pool) < count:
             pool.append(np.empty(length, dtype))
         out[dtype] = pool
@@ -381,13 +383,6 @@ def run_calls(calls: list[tuple], inputs: Mapping[str, np.ndarray], outputs: Seq
             args = tuple(fill(a) for a in args)
             keywords = {k: fill(v) for k, v in keywords.items()}
         fn(*args, **keywords)
-
-
-def run_piece(p: Plan, inputs: Mapping[str, np.ndarray], outputs: Sequence[np.ndarray], length: int) -> None:
-    """Run the plan on one piece: `inputs` by name, `outputs` to write, all 1-d of the same size
-    (at most `length`, the size of the buffers)."""
-    n = len(outputs[0]) if outputs else len(next(iter(inputs.values())))
-    run_calls(lower(p, length, n), inputs, outputs)
 
 
 def run(

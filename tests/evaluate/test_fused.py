@@ -132,3 +132,14 @@ def test_where_of_whole_arrays_gives_np_where_bits_broadcasting(dtype):
         got, want = fused.where(cond, x, y), np.where(cond, x, y)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_a_thread_keeps_one_set_of_buffers_per_dtype_whatever_the_sizes(monkeypatch):
+    from aclnngen.evaluate import fastmath
+
+    monkeypatch.setattr(fused._LOCAL, "buffers", {})
+    for size in range(1, 300, 7):  # a kept set per size would grow with every new size
+        fastmath.erf_float32(np.linspace(-3, 3, size, dtype=np.float32))
+    needed = fastmath._plan(fastmath._P.tobytes() + fastmath._Q.tobytes()).counts
+    assert {dtype: len(pool) for dtype, pool in fused._LOCAL.buffers.items()} == needed
+    assert all(len(b) == 295 for pool in fused._LOCAL.buffers.values() for b in pool)  # the longest
