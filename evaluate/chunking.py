@@ -78,7 +78,11 @@ def evaluate_in_chunks(
     )
     if program is not None:  # one pass over memory: the formula's steps on each piece, in buffers
         targets = targets or [None] * len(program.dtypes)
-        usable = [_usable(t, shape, dtype) for t, dtype in zip(targets, program.dtypes)]
+        # a target over an input's memory (an in-place op) is not written while steps still read it
+        usable = [
+            _usable(t, shape, dtype) and not any(np.may_share_memory(t, a) for a in flat.values())
+            for t, dtype in zip(targets, program.dtypes)
+        ]
         outputs = [
             t.reshape(-1) if ok else np.empty(size, dtype) for t, dtype, ok in zip(targets, program.dtypes, usable)
         ]

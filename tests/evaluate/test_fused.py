@@ -143,3 +143,18 @@ def test_a_thread_keeps_one_set_of_buffers_per_dtype_whatever_the_sizes(monkeypa
     needed = fastmath._plan(fastmath._P.tobytes() + fastmath._Q.tobytes()).counts
     assert {dtype: len(pool) for dtype, pool in fused._LOCAL.buffers.items()} == needed
     assert all(len(b) == 295 for pool in fused._LOCAL.buffers.values() for b in pool)  # the longest
+
+
+def test_a_target_over_an_input_is_not_written_while_steps_read_it(monkeypatch):
+    def body(m, g, x):  # the first output's last step comes before the second output reads x
+        return (g * m.lit(2), x + g)
+
+    inputs = _data(100)
+    want = _whole(body, inputs, {}, {"y": np.float32, "z": np.float32})
+    monkeypatch.setattr(chunking, "CHUNK", 7)
+    g = inputs["g"].copy()
+    got = chunking.evaluate_in_chunks(
+        body, {"g": g, "x": inputs["x"]}, {}, {}, {"y": np.float32, "z": np.float32}, "opmath", targets=[g, None]
+    )
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b, equal_nan=True)
