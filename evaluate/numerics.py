@@ -26,6 +26,8 @@ from aclnngen.core.dtypes import category
 from aclnngen.core.kinds.per_channel import weight_layout
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
 
+from . import fused
+
 MODES = ("opmath", "golden")
 FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
 # Every dtype a spec may name: floats, integers, bool and complex.
@@ -163,9 +165,7 @@ class Numerics:
 
     # --- elementwise ---------------------------------------------------------------------------
     def where(self, cond, a, b):
-        from .fused import where  # np.where's bits without its per-element branch
-
-        return where(cond, self._num(a), self._num(b))
+        return fused.where(cond, self._num(a), self._num(b))  # np.where's bits, branch-free
 
     def exp(self, x):
         return np.exp(self._num(x))
