@@ -20,7 +20,7 @@ from aclnngen.verify import cases
 from aclnngen.verify.opcheck import OpUnderTest
 
 # op -> (max absolute error, mean relative error away from the roots), float32 opmath vs float64
-STATED = {
+RECORDED_FACTS_ACCURACY = {
     "elu_backward": (0.0, 0.0),  # the base case's is_result: no exp, exact products of its data
     "gelu_backward": (2e-6, 2e-6),  # erf within 8 float32 ulps (evaluate/fastmath.py), a root near -0.75
     "gelu_backward_v2": (2e-6, 2e-6),
@@ -71,14 +71,14 @@ def _errors(ours: np.ndarray, golden: np.ndarray) -> tuple[float, float]:
 
 
 def test_every_op_states_its_accuracy():
-    assert sorted(STATED) == sorted(OPS)
+    assert sorted(RECORDED_FACTS_ACCURACY) == sorted(OPS)
 
 
-@pytest.mark.parametrize("snake", sorted(STATED))
+@pytest.mark.parametrize("snake", sorted(RECORDED_FACTS_ACCURACY))
 def test_the_reference_keeps_its_stated_accuracy_against_float64(snake):
     op, values = _values(snake)
     ours, golden = op.run_reference(values), op.run_reference(values, mode="golden")
-    stated_abs, stated_rel = STATED[snake]
+    stated_abs, stated_rel = RECORDED_FACTS_ACCURACY[snake]
     for a, g in zip(ours, golden):
         assert a.dtype == np.float32 and g.dtype == np.float64
         worst, mean = _errors(a, g)
