@@ -6,6 +6,10 @@ cache, and the pieces run on a pool of threads (NumPy's ufuncs release the GIL).
 element is computed by the same operations on the same input elements as in one piece, so the
 result is bit-for-bit the one whole-array evaluation gives (tested).
 
+A formula is traced once per call into a program of ufunc steps (evaluate/fused.py: each piece
+then costs its ufunc calls, into buffers its thread keeps, reading inputs of the compute dtype in
+place); one the tracer refuses runs through numerics.evaluate piece by piece.
+
 Threads: `ACLNNGEN_REFERENCE_THREADS` (default: every core; 1 evaluates the pieces in turn).
 """
 
@@ -16,12 +20,12 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
-from . import numerics
+from . import fused, numerics
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-CHUNK = 1 << 16  # elements per piece: a dozen float32 temporaries of 256 KiB fit in L2
+CHUNK = 1 << 15  # elements per piece: the buffers of a formula's steps, 128 KiB each, stay in L2
 MIN_ELEMENTS = 1 << 20  # below this, one piece: the pieces' own cost would show
 
 _POOL: ThreadPoolExecutor | None = None
@@ -62,12 +66,29 @@ def evaluate_in_chunks(
     targets: list | None = None,
     arithmetic: numerics.Arithmetic = numerics.DEFAULT_ARITHMETIC,
 ) -> tuple[np.ndarray, ...]:
-    """numerics.evaluate of an elementwise `body` on inputs of one shape, piece by piece. `targets`
+    """numerics.evaluate of an elementwise `body` on inputs of one shape, piece by piece (fused
+    where it traces). `targets`
     (one per output): arrays of that shape to write into, used where C-contiguous and of the
     result's dtype (no full-size copy of the result); the others are allocated."""
     shape = next(iter(inputs.values())).shape
     flat = {name: np.ascontiguousarray(a).reshape(-1) for name, a in inputs.items()}
     size = int(np.prod(shape, dtype=np.int64))
+    program = fused_plan(
+        body, {n: a.dtype for n, a in flat.items()}, scalars, attributes, output_dtypes, mode, arithmetic
+    )
+    if program is not None:  # one pass over memory: the formula's steps on each piece, in buffers
+        targets = targets or [None] * len(program.dtypes)
+        # a target over an input's memory (an in-place op) is not written while steps still read it
+        usable = [
+            _usable(t, shape, dtype) and not any(np.may_share_memory(t, a) for a in flat.values())
+            for t, dtype in zip(targets, program.dtypes)
+        ]
+        outputs = [
+            t.reshape(-1) if ok else np.empty(size, dtype) for t, dtype, ok in zip(targets, program.dtypes, usable)
+        ]
+        count = threads()
+        fused.run(program, flat, outputs, CHUNK, count, _pool(count) if count > 1 else None)
+        return tuple(t if ok else out.reshape(shape) for t, out, ok in zip(targets, outputs, usable))
     starts = range(0, size, CHUNK)
     outputs: list[np.ndarray] | None = None
 
@@ -85,10 +106,7 @@ def evaluate_in_chunks(
 
     first = piece(0)  # its dtypes size the outputs
     targets = targets or [None] * len(first)
-    usable = [
-        t is not None and t.shape == shape and t.dtype == r.dtype and t.flags.c_contiguous and t.flags.writeable
-        for t, r in zip(targets, first)
-    ]
+    usable = [_usable(t, shape, r.dtype) for t, r in zip(targets, first)]
     outputs = [t.reshape(-1) if ok else np.empty(size, dtype=r.dtype) for t, r, ok in zip(targets, first, usable)]
     for out, r in zip(outputs, first):
         out[: r.size] = r
@@ -106,3 +124,77 @@ def evaluate_in_chunks(
         for future in [_pool(count).submit(fill, start) for start in rest]:
             future.result()
     return tuple(t if ok else out.reshape(shape) for t, out, ok in zip(targets, outputs, usable))
+
+
+def _usable(target, shape: tuple, dtype: np.dtype) -> bool:
+    """A given output array the pieces can write into directly."""
+    return (
+        target is not None
+        and target.shape == shape
+        and target.dtype == dtype
+        and target.flags.c_contiguous
+        and target.flags.writeable
+    )
+
+
+class _Tracing(numerics.Numerics):
+    """The formula language over traced values (evaluate/fused.py): what is not elementwise, or
+    branches on a tensor's values, says so and the formula is evaluated piece by piece instead."""
+
+    def _num(self, x):
+        if isinstance(x, fused.Node):
+            return x.astype(self.dtype) if x.dtype.kind in "biu" else x
+        return super()._num(x)
+
+    def truth(self, condition) -> bool:
+        if isinstance(condition, fused.Node):
+            raise fused.NotFusable("a condition on tensor values decides a branch")
+        return super().truth(condition)
+
+    def round_to(self, x, tensor: str):
+        if not isinstance(x, fused.Node):
+            return super().round_to(x, tensor)
+        super().round_to(self.dtype.type(0), tensor)  # the same check of the tensor's name
+        return self._num(x).astype(self.storage[tensor]).astype(self.dtype)
+
+    def _not_elementwise(self, *args, **kwargs):
+        raise fused.NotFusable("a function that is not elementwise")
+
+    per_channel = sum_per_channel = sum = sum_keepdim = softmax = extern = _not_elementwise
+
+
+def fused_plan(
+    body: Callable,
+    input_dtypes: Mapping[str, np.dtype],
+    scalars: Mapping,
+    attributes: Mapping,
+    output_dtypes: Mapping,
+    mode: str,
+    arithmetic: numerics.Arithmetic = numerics.DEFAULT_ARITHMETIC,
+) -> fused.Plan | None:
+    """The formula `body` traced as numerics.evaluate would run it on whole arrays (inputs cast to
+    the compute dtype, outputs stored once), laid out to run in pieces; None when it cannot be."""
+    numerics.check_names(input_dtypes, scalars, attributes)
+    outputs = {name: numerics.storage_dtype(dt, name) for name, dt in output_dtypes.items()}
+    m = _Tracing(mode, {**input_dtypes, **outputs}, compute=arithmetic.compute)
+    final = [numerics.golden_dtype(m.dtype) if mode == "golden" else dt for dt in outputs.values()]
+
+    def formula(**nodes):
+        values: dict = {name: node.astype(m.dtype) for name, node in nodes.items()}  # Numerics.tensor's cast
+        values.update({name: m.scalar(v, name) for name, v in scalars.items()})
+        values.update(attributes)
+        results = body(m, **values)
+        if not isinstance(results, tuple) or len(results) != len(outputs):
+            raise fused.NotFusable("a result count numerics.evaluate reports")
+        return tuple(
+            numerics.stored(r, dt, arithmetic.to_integer)
+            if isinstance(r, fused.Node)
+            else numerics._as_output(r, dt, arithmetic.to_integer)
+            for r, dt in zip(results, final)
+        )
+
+    with np.errstate(all="ignore"):
+        try:
+            return fused.plan(fused.trace(formula, input_dtypes), final)
+        except fused.NotFusable:
+            return None

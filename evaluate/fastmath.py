@@ -4,12 +4,17 @@ in float64 one element at a time (scipy.special.erf on float32: ~18 ns per eleme
 `erf_float32`: a rational approximation x * P(x^2) / Q(x^2) on x clamped to [-4, 4] (erf(4)
 rounds to 1 in float32), with the monomial coefficients of Eigen's float32 erf. Stated accuracy,
 tested in tests/verify/test_fastmath.py against float64: at most 8 float32 ulps (absolute error below
-5e-7) everywhere; NaN stays NaN. Evaluated in place, in chunks that stay in the CPU's cache.
+5e-7) everywhere; NaN stays NaN. Written once as ufunc steps: run in pieces into reused buffers
+(evaluate/fused.py), and traced into the program of a formula that calls erf.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+
+from . import fused
 
 _P = np.array(
     [
@@ -28,42 +33,38 @@ _Q = np.array(
     dtype=np.float32,
 )
 _LIMIT = np.float32(4.0)
-# below this, erf(x) = 2/sqrt(pi) * x to float32 precision; the rational form loses the last bits
-# of tiny results (its quotient underflows near the smallest normal numbers)
-_SMALL = np.float32(1e-4)
-_TWO_OVER_SQRT_PI = np.float32(1.1283791670955126)
 CHUNK = 1 << 15  # elements per pass: a few arrays of 128 KiB stay in L2
 
 # documented bound, checked by the tests
 MAX_ULPS = 8
 
 
-def erf_float32(x) -> np.ndarray:
-    """erf of a float32 array (or scalar), in float32."""
+def erf_float32_formula(x):
+    """erf in float32 as a chain of ufuncs: of float32 arrays, or of traced Nodes (evaluate/fused.py)
+    when a formula calling erf is fused."""
+    c = np.minimum(np.maximum(x, -_LIMIT), _LIMIT)
+    s = c * c
+    p = _P[0] * s + _P[1]
+    for coefficient in _P[2:]:
+        p = p * s + coefficient
+    q = _Q[0] * s + _Q[1]
+    for coefficient in _Q[2:]:
+        q = q * s + coefficient
+    return c * (p / q)  # not (p * c) / q: its product underflows for tiny c, the quotient never does
+
+
+@functools.lru_cache(maxsize=4)
+def _plan(coefficients: bytes):  # keyed by the coefficients a plan holds as constants
+    return fused.plan(fused.trace(lambda x: (erf_float32_formula(x),), {"x": np.float32}), [np.dtype(np.float32)])
+
+
+def erf_float32(x):
+    """erf of a float32 array (or scalar), in float32; of a traced Node, its steps."""
+    if isinstance(x, fused.Node):
+        return erf_float32_formula(x)
     x = np.asarray(x, dtype=np.float32)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    clamped = np.empty(min(CHUNK, flat.size), dtype=np.float32)
-    square = np.empty_like(clamped)
-    q = np.empty_like(clamped)
-    for start in range(0, flat.size, CHUNK):
-        stop = min(start + CHUNK, flat.size)
-        n = stop - start
-        c, s, p, d = clamped[:n], square[:n], out[start:stop], q[:n]
-        np.clip(flat[start:stop], -_LIMIT, _LIMIT, out=c)
-        np.multiply(c, c, out=s)
-        p.fill(_P[0])
-        for coefficient in _P[1:]:
-            p *= s
-            p += coefficient
-        p *= c
-        d.fill(_Q[0])
-        for coefficient in _Q[1:]:
-            d *= s
-            d += coefficient
-        p /= d
-        np.abs(c, out=s)
-        small = s < _SMALL
-        if small.any():
-            np.multiply(c, _TWO_OVER_SQRT_PI, out=p, where=small)
+    if flat.size:
+        fused.run(_plan(_P.tobytes() + _Q.tobytes()), {"x": flat}, [out], CHUNK)
     return out.reshape(x.shape)

@@ -26,6 +26,8 @@ from aclnngen.core.dtypes import category
 from aclnngen.core.kinds.per_channel import weight_layout
 from aclnngen.runtime.shapes import NUMPY_DTYPES, dtype_name_of
 
+from . import fused
+
 MODES = ("opmath", "golden")
 FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
 # Every dtype a spec may name: floats, integers, bool and complex.
@@ -132,9 +134,14 @@ class Numerics:
     def tensor(self, value, name: str = "tensor") -> np.ndarray:
         array = np.asarray(value)
         storage_dtype(array.dtype, name)
-        # A fresh, aligned, C-ordered copy whatever the caller's memory: NumPy picks its loops (SIMD
-        # with fused multiply-adds for complex products, or scalar ones) by layout and alignment,
-        # and the result must not depend on where the data lives (device views vs host arrays)
+        if array.dtype == self.dtype and array.dtype.kind == "f" and array.flags.c_contiguous and array.flags.aligned:
+            # already what a copy would be: read in place (read-only, so no output is the input)
+            view = array.view()
+            view.flags.writeable = False
+            return view
+        # A fresh, aligned, C-ordered copy otherwise: NumPy picks its loops (SIMD with fused
+        # multiply-adds for complex products, or scalar ones) by layout and alignment, and the
+        # result must not depend on where the data lives (device views vs host arrays)
         return np.array(array, dtype=self.dtype, order="C", copy=True)  # keeps 0-d arrays 0-d
 
     def scalar(self, value, name: str = "scalar") -> np.generic:
@@ -158,7 +165,7 @@ class Numerics:
 
     # --- elementwise ---------------------------------------------------------------------------
     def where(self, cond, a, b):
-        return np.where(cond, self._num(a), self._num(b))
+        return fused.where(cond, self._num(a), self._num(b))  # np.where's bits, branch-free
 
     def exp(self, x):
         return np.exp(self._num(x))
@@ -183,11 +190,11 @@ class Numerics:
 
     def erf(self, x):
         x = self._num(x)
-        if np.asarray(x).dtype == np.float32:  # opmath float32: vectorised, within fastmath.MAX_ULPS
+        if dtype_of(x) == np.float32:  # opmath float32: vectorised, within fastmath.MAX_ULPS
             from .fastmath import erf_float32  # deferred: only formulas with erf need it
 
             result = erf_float32(x)
-            return result if isinstance(x, np.ndarray) else result[()]
+            return result[()] if isinstance(x, np.generic) else result
         from scipy import special  # deferred: scipy costs ~0.5 s to import; float64 (golden) needs it
 
         return special.erf(x)
@@ -201,12 +208,12 @@ class Numerics:
     def sigmoid(self, x):
         # exp of -|x| never overflows; the negative side uses e / (1 + e) to keep tiny results
         x = self._num(x)
-        if np.asarray(x).dtype.kind == "c":  # no order on complex numbers: the plain form
+        if dtype_of(x).kind == "c":  # no order on complex numbers: the plain form
             one = self.dtype.type(1)
             return one / (one + np.exp(-x))
         e = np.exp(-np.abs(x))
         one = self.dtype.type(1)
-        return np.where(x >= 0, one / (one + e), e / (one + e))
+        return np.where(x >= 0, one, e) / (one + e)  # one division: the numerator is selected
 
     def minimum(self, a, b):
         return np.minimum(self._num(a), self._num(b))
@@ -295,6 +302,17 @@ def _axes(function: str, dims, ndim: int) -> tuple[int, ...]:
     return tuple(sorted({int(d) % ndim for d in dims}))
 
 
+def dtype_of(x) -> np.dtype:
+    """The dtype of an array, a NumPy scalar or a traced value (evaluate/fused.py)."""
+    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+def check_names(inputs: Mapping, scalars: Mapping, attributes: Mapping) -> None:
+    clash = (set(inputs) & set(scalars)) | (set(inputs) & set(attributes)) | (set(scalars) & set(attributes))
+    if clash:
+        raise ValueError(f"names given twice among inputs, scalars and attributes: {sorted(clash)}")
+
+
 def evaluate(
     body: Callable[..., tuple],
     *,
@@ -310,9 +328,7 @@ def evaluate(
     `arithmetic`: the spec's compute dtype and integer rounding for this call."""
     arrays = {name: np.asarray(value) for name, value in inputs.items()}
     outputs = {name: storage_dtype(dt, name) for name, dt in output_dtypes.items()}
-    clash = (set(arrays) & set(scalars)) | (set(arrays) & set(attributes)) | (set(scalars) & set(attributes))
-    if clash:
-        raise ValueError(f"names given twice among inputs, scalars and attributes: {sorted(clash)}")
+    check_names(arrays, scalars, attributes)
     m = Numerics(mode, {**{n: a.dtype for n, a in arrays.items()}, **outputs}, compute=arithmetic.compute)
     with np.errstate(all="ignore"):  # inf/NaN are legitimate results of these formulas
         values = {name: m.tensor(a, name) for name, a in arrays.items()}
