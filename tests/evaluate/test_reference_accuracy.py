@@ -75,12 +75,18 @@ def _errors(ours: np.ndarray, golden: np.ndarray) -> tuple[float, float]:
 def test_every_ops_float32_reference_is_within_the_policy_of_its_float64_golden(snake):
     op, values = _values(snake)
     ours, golden = op.run_reference(values), op.run_reference(values, mode="golden")
+    judged = 0
     for name, a, g in zip(op.typed.written, ours, golden):
         py = op.typed.param(name).py
         kind = op.typed.formula.outputs.get(py, "arithmetic")
+        if kind == "reduction":  # its bound is the float32 sum's against torch's (generated tests)
+            continue
         # a selection (of an input, or one product of inputs) is exact once rounded to float32
         want = g.astype(a.dtype) if kind == "selection" else g
         opcheck.compare_within_policy(op, values, py, kind, "float32", a, want, None)
+        judged += 1
+    if not judged:
+        pytest.skip(f"{snake}: every output is a reduction, judged against torch's sum, not float64's")
 
 
 @pytest.mark.parametrize("snake", sorted(RECORDED_FACTS_ACCURACY))
