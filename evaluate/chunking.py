@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 CHUNK = 1 << 15  # elements per piece: the buffers of a formula's steps, 128 KiB each, stay in L2
+# elements per piece on several threads: each NumPy call hands the GIL over and takes it back, and
+# two threads that do so for every step of a 32K piece wait on each other more than they compute
+# (GeluBackward at 16M, 2 threads: 137 ms at 32K, 88 at 256K, 105 on one thread at 32K)
+THREADED_CHUNK = 1 << 18
 MIN_ELEMENTS = 1 << 20  # below this, one piece: the pieces' own cost would show
 
 _POOL: ThreadPoolExecutor | None = None
@@ -38,6 +42,10 @@ def threads() -> int:
         return max(1, int(value)) if value else (os.cpu_count() or 1)
     except ValueError:
         return os.cpu_count() or 1
+
+
+def _chunk(threads: int) -> int:
+    return CHUNK if threads <= 1 else THREADED_CHUNK
 
 
 def worth_it(shape: tuple) -> bool:
@@ -87,13 +95,15 @@ def evaluate_in_chunks(
             t.reshape(-1) if ok else np.empty(size, dtype) for t, dtype, ok in zip(targets, program.dtypes, usable)
         ]
         count = threads()
-        fused.run(program, flat, outputs, CHUNK, count, _pool(count) if count > 1 else None)
+        fused.run(program, flat, outputs, _chunk(count), count, _pool(count) if count > 1 else None)
         return tuple(t if ok else out.reshape(shape) for t, out, ok in zip(targets, outputs, usable))
-    starts = range(0, size, CHUNK)
+    count = threads()
+    chunk = _chunk(count)
+    starts = range(0, size, chunk)
     outputs: list[np.ndarray] | None = None
 
     def piece(start: int) -> tuple[np.ndarray, ...]:
-        part = {name: a[start : start + CHUNK] for name, a in flat.items()}
+        part = {name: a[start : start + chunk] for name, a in flat.items()}
         return numerics.evaluate(
             body,
             inputs=part,
@@ -115,7 +125,6 @@ def evaluate_in_chunks(
         for out, r in zip(outputs, piece(start)):
             out[start : start + r.size] = r
 
-    count = threads()
     rest = list(starts)[1:]
     if count <= 1:
         for start in rest:

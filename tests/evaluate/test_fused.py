@@ -106,6 +106,7 @@ def test_a_formula_that_is_not_elementwise_or_branches_on_values_is_not_fused():
 def test_an_elementwise_formula_runs_in_pieces_fused_or_not(fusable, monkeypatch):
     inputs = _data(50)
     monkeypatch.setattr(chunking, "CHUNK", 7)
+    monkeypatch.setattr(chunking, "THREADED_CHUNK", 7)
     if not fusable:  # the piece-by-piece numerics.evaluate a formula the tracer refuses gets
         monkeypatch.setattr(chunking, "fused_plan", lambda *a, **k: None)
     dtypes = {"y": np.float16, "z": np.float32}
@@ -152,6 +153,7 @@ def test_a_target_over_an_input_is_not_written_while_steps_read_it(monkeypatch):
     inputs = _data(100)
     want = _whole(body, inputs, {}, {"y": np.float32, "z": np.float32})
     monkeypatch.setattr(chunking, "CHUNK", 7)
+    monkeypatch.setattr(chunking, "THREADED_CHUNK", 7)
     g = inputs["g"].copy()
     got = chunking.evaluate_in_chunks(
         body, {"g": g, "x": inputs["x"]}, {}, {}, {"y": np.float32, "z": np.float32}, "opmath", targets=[g, None]

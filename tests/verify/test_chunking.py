@@ -42,6 +42,7 @@ def test_pieces_give_the_bits_of_one_piece(snake, threads, monkeypatch):
     whole = op.run_reference(values)
     monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1)
     monkeypatch.setattr(chunking, "CHUNK", 5)  # pieces of 5 over (2, 3, 4): uneven, several per thread
+    monkeypatch.setattr(chunking, "THREADED_CHUNK", 5)
     monkeypatch.setenv("ACLNNGEN_REFERENCE_THREADS", threads)
     pieces = op.run_reference(values)
     assert len(whole) == len(pieces)
@@ -54,6 +55,7 @@ def test_results_go_into_the_given_arrays(monkeypatch):
     values = cases.make_values(op.meta, "contiguous", "float32", version=op.version)
     monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1)
     monkeypatch.setattr(chunking, "CHUNK", 7)
+    monkeypatch.setattr(chunking, "THREADED_CHUNK", 7)
     target = np.full(values["self"].shape, -1.0, dtype=np.float32)
     (result,) = _as_tuple(op.reference._REFERENCE(values, out={"gradInput": target}))
     assert result is target and not np.any(target == -1.0)
@@ -72,9 +74,31 @@ def test_a_simulated_kernel_writing_pieces_into_device_memory_matches_the_refere
     values = cases.make_values(op.meta, "contiguous", "float32", version=op.version)
     monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1)
     monkeypatch.setattr(chunking, "CHUNK", 5)
+    monkeypatch.setattr(chunking, "THREADED_CHUNK", 5)
     positional, keywords, _ = op.split(values)
     got = _as_tuple(op.binding(*positional, **keywords))
     monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1 << 62)
     want = op.run_reference(values)
     for a, b in zip(got, want):
         assert np.array_equal(np.asarray(a), b, equal_nan=True)
+
+
+@pytest.mark.parametrize("threads, which", [("1", "CHUNK"), ("2", "THREADED_CHUNK")])
+def test_threads_take_larger_pieces_than_one_thread(threads, which, monkeypatch):
+    """Every NumPy call of a piece hands the GIL over and back: threads that did so for every step
+    of a small piece waited on each other more than they computed (evaluate/chunking.py)."""
+    op = _op(PLAIN)
+    values = cases.make_values(op.meta, "contiguous", "float32", version=op.version)
+    monkeypatch.setattr(chunking, "MIN_ELEMENTS", 1)
+    monkeypatch.setattr(chunking, "CHUNK", 5)
+    monkeypatch.setattr(chunking, "THREADED_CHUNK", 7)
+    monkeypatch.setenv("ACLNNGEN_REFERENCE_THREADS", threads)
+    seen, real = [], chunking.fused.run
+
+    def spy(program, inputs, outputs, chunk, *rest):
+        seen.append(chunk)
+        return real(program, inputs, outputs, chunk, *rest)
+
+    monkeypatch.setattr(chunking.fused, "run", spy)
+    op.run_reference(values)
+    assert seen == [getattr(chunking, which)]
