@@ -548,6 +548,15 @@ def _flags(report: CatalogReport) -> str:
     return flags
 
 
+def _table(columns: tuple[str, ...], rows) -> list[str]:
+    """A markdown table: its header, its rule and a line per row, a `|` inside a cell written `/`."""
+
+    def line(cells) -> str:
+        return "| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |"
+
+    return [line(columns), "|---" * len(columns) + "|", *(line(row) for row in rows)]
+
+
 def markdown(report: CatalogReport) -> str:
     """docs/catalog.md: the counts per stage and every API left out with its reason (deterministic)."""
     lines = [
@@ -557,13 +566,13 @@ def markdown(report: CatalogReport) -> str:
         "",
         f"Every aclnn page of the vendor's repositories at `{report.tag}`, imported as binding-tier specs.",
         "",
-        "| repository | pages | APIs | " + " | ".join(_COLUMNS[s] for s in report.stages) + " |",
-        "|---" * (3 + len(report.stages)) + "|",
     ]
+    per_repo = []
     for repo, pages in sorted(report.pages.items()):
         mine = [r for r in report.results if r.repo == repo]
         counts = [sum(1 for r in mine if r.stage in STAGES[i:]) for i in range(len(report.stages))]
-        lines.append(f"| {repo} | {pages} | {len(mine)} | " + " | ".join(map(str, counts)) + " |")
+        per_repo.append((repo, pages, len(mine), *counts))
+    lines += _table(("repository", "pages", "APIs", *(_COLUMNS[s] for s in report.stages)), per_repo)
     compared = report.headers()
     lines += ["", report.summary() + "."]
     if report.history is not None:
@@ -581,7 +590,7 @@ def markdown(report: CatalogReport) -> str:
         " folder: the vendor's build writes that header, so the repository has none to compare with;"
         " 'absent' has neither.",
     ]
-    disagreeing = [r for r in report.results if r.page_parted]
+    disagreeing = sorted((r for r in report.results if r.page_parted), key=lambda r: (r.repo, r.api))
     if disagreeing:
         lines += [
             "",
@@ -589,29 +598,26 @@ def markdown(report: CatalogReport) -> str:
             " must call); the page's own, where they differ, stay in the spec as `page_prototypes` with a"
             f" `prototype` defect. {len(disagreeing)} pages print a prototype that parts from the header's:",
             "",
-            "| repository | API | where the page parts from the header |",
-            "|---|---|---|",
+            *_table(
+                ("repository", "API", "where the page parts from the header"),
+                [(r.repo, r.api, r.page_parted) for r in disagreeing],
+            ),
         ]
-        lines += [
-            f"| {r.repo} | {r.api} | {r.page_parted.replace('|', '/')} |"
-            for r in sorted(disagreeing, key=lambda r: (r.repo, r.api))
-        ]
-    unequal = [r for r in report.results if r.header in ("differs", "absent")]
+    unequal = sorted((r for r in report.results if r.header in ("differs", "absent")), key=lambda r: (r.repo, r.api))
     if unequal:
         lines += [
             "",
             "Where a spec's prototype differs from the header's or no header declares it, the first"
             " parameter where they part.",
             "",
-            "| repository | API | against the header | where they part |",
-            "|---|---|---|---|",
-        ]
-        lines += [
-            f"| {r.repo} | {r.api} | {r.header} | {(r.parted or '-').replace('|', '/')} |"
-            for r in sorted(unequal, key=lambda r: (r.repo, r.api))
+            *_table(
+                ("repository", "API", "against the header", "where they part"),
+                [(r.repo, r.api, r.header, r.parted or "-") for r in unequal],
+            ),
         ]
     against_definitions = report.definitions()
     if against_definitions:
+        differ = [r for r in sorted(report.results, key=lambda r: (r.repo, r.api or "")) if r.definition == "differs"]
         lines += [
             "",
             f"The {BUILT!r} APIs against their op definition (`op_host/<op>_def.cpp`, from which the"
@@ -619,20 +625,17 @@ def markdown(report: CatalogReport) -> str:
             " inputs (names compared case, underscores and an Optional/Ref/Out suffix aside) and as"
             " many outputs: " + ", ".join(f"{n} {what}" for what, n in sorted(against_definitions.items())) + ".",
             "",
-            "| repository | API | against the op definition | where they part |",
-            "|---|---|---|---|",
+            *_table(
+                ("repository", "API", "against the op definition", "where they part"),
+                [(r.repo, r.api, r.definition, r.definition_parted or "-") for r in differ],
+            ),
         ]
-        lines += [
-            f"| {r.repo} | {r.api} | {r.definition} | {(r.definition_parted or '-').replace('|', '/')} |"
-            for r in sorted(report.results, key=lambda r: (r.repo, r.api or ""))
-            if r.definition == "differs"
-        ]
-    lines += ["", "## Why APIs stop short", "", "| APIs | reason |", "|---|---|"]
-    for reason, n in sorted(report.reasons().items(), key=lambda kv: (-kv[1], kv[0])):
-        lines.append(f"| {n} | {reason.replace('|', '/')} |")
-    lines += ["", "## Every API left out", "", "| repository | page | API | stage | reason |", "|---|---|---|---|---|"]
-    for r in sorted(report.results, key=lambda r: (r.repo, r.page, r.api or "")):
-        if r.stage != report.stages[-1]:
-            reason = " ".join((r.reason or "").split()).replace("|", "/")[:200]
-            lines.append(f"| {r.repo} | {r.page} | {r.api or '-'} | {r.stage or 'not imported'} | {reason} |")
+    reasons = sorted(report.reasons().items(), key=lambda kv: (-kv[1], kv[0]))
+    lines += ["", "## Why APIs stop short", "", *_table(("APIs", "reason"), [(n, reason) for reason, n in reasons])]
+    left_out = [
+        (r.repo, r.page, r.api or "-", r.stage or "not imported", " ".join((r.reason or "").split())[:200])
+        for r in sorted(report.results, key=lambda r: (r.repo, r.page, r.api or ""))
+        if r.stage != report.stages[-1]
+    ]
+    lines += ["", "## Every API left out", "", *_table(("repository", "page", "API", "stage", "reason"), left_out)]
     return "\n".join(lines) + "\n"
