@@ -2660,6 +2660,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnEluBackward", "float32", "float64", aclk_elu_backward__f32__f64},
     {"aclnnEluBackward", "float64", "float32", aclk_elu_backward__f64__f32},
     {"aclnnEluBackward", "float64", "float64", aclk_elu_backward__f64__f64},
+#else
+    {"aclnnEluBackward", "float16", "float32", NULL},
+    {"aclnnEluBackward", "float16", "float64", NULL},
+    {"aclnnEluBackward", "bfloat16", "float32", NULL},
+    {"aclnnEluBackward", "bfloat16", "float64", NULL},
+    {"aclnnEluBackward", "float32", "float32", NULL},
+    {"aclnnEluBackward", "float32", "float64", NULL},
+    {"aclnnEluBackward", "float64", "float32", NULL},
+    {"aclnnEluBackward", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_gelu_backward)
     {"aclnnGeluBackward", "float16", "float32", aclk_gelu_backward__f16__f32},
@@ -2670,6 +2679,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnGeluBackward", "float32", "float64", aclk_gelu_backward__f32__f64},
     {"aclnnGeluBackward", "float64", "float32", aclk_gelu_backward__f64__f32},
     {"aclnnGeluBackward", "float64", "float64", aclk_gelu_backward__f64__f64},
+#else
+    {"aclnnGeluBackward", "float16", "float32", NULL},
+    {"aclnnGeluBackward", "float16", "float64", NULL},
+    {"aclnnGeluBackward", "bfloat16", "float32", NULL},
+    {"aclnnGeluBackward", "bfloat16", "float64", NULL},
+    {"aclnnGeluBackward", "float32", "float32", NULL},
+    {"aclnnGeluBackward", "float32", "float64", NULL},
+    {"aclnnGeluBackward", "float64", "float32", NULL},
+    {"aclnnGeluBackward", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_gelu_backward_v2)
     {"aclnnGeluBackwardV2", "float16", "float32", aclk_gelu_backward_v2__f16__f32},
@@ -2680,6 +2698,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnGeluBackwardV2", "float32", "float64", aclk_gelu_backward_v2__f32__f64},
     {"aclnnGeluBackwardV2", "float64", "float32", aclk_gelu_backward_v2__f64__f32},
     {"aclnnGeluBackwardV2", "float64", "float64", aclk_gelu_backward_v2__f64__f64},
+#else
+    {"aclnnGeluBackwardV2", "float16", "float32", NULL},
+    {"aclnnGeluBackwardV2", "float16", "float64", NULL},
+    {"aclnnGeluBackwardV2", "bfloat16", "float32", NULL},
+    {"aclnnGeluBackwardV2", "bfloat16", "float64", NULL},
+    {"aclnnGeluBackwardV2", "float32", "float32", NULL},
+    {"aclnnGeluBackwardV2", "float32", "float64", NULL},
+    {"aclnnGeluBackwardV2", "float64", "float32", NULL},
+    {"aclnnGeluBackwardV2", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_hardtanh_backward)
     {"aclnnHardtanhBackward", "float16", "float32", aclk_hardtanh_backward__f16__f32},
@@ -2690,6 +2717,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnHardtanhBackward", "float32", "float64", aclk_hardtanh_backward__f32__f64},
     {"aclnnHardtanhBackward", "float64", "float32", aclk_hardtanh_backward__f64__f32},
     {"aclnnHardtanhBackward", "float64", "float64", aclk_hardtanh_backward__f64__f64},
+#else
+    {"aclnnHardtanhBackward", "float16", "float32", NULL},
+    {"aclnnHardtanhBackward", "float16", "float64", NULL},
+    {"aclnnHardtanhBackward", "bfloat16", "float32", NULL},
+    {"aclnnHardtanhBackward", "bfloat16", "float64", NULL},
+    {"aclnnHardtanhBackward", "float32", "float32", NULL},
+    {"aclnnHardtanhBackward", "float32", "float64", NULL},
+    {"aclnnHardtanhBackward", "float64", "float32", NULL},
+    {"aclnnHardtanhBackward", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_leaky_relu_backward)
     {"aclnnLeakyReluBackward", "float16", "float32", aclk_leaky_relu_backward__f16__f32},
@@ -2700,6 +2736,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnLeakyReluBackward", "float32", "float64", aclk_leaky_relu_backward__f32__f64},
     {"aclnnLeakyReluBackward", "float64", "float32", aclk_leaky_relu_backward__f64__f32},
     {"aclnnLeakyReluBackward", "float64", "float64", aclk_leaky_relu_backward__f64__f64},
+#else
+    {"aclnnLeakyReluBackward", "float16", "float32", NULL},
+    {"aclnnLeakyReluBackward", "float16", "float64", NULL},
+    {"aclnnLeakyReluBackward", "bfloat16", "float32", NULL},
+    {"aclnnLeakyReluBackward", "bfloat16", "float64", NULL},
+    {"aclnnLeakyReluBackward", "float32", "float32", NULL},
+    {"aclnnLeakyReluBackward", "float32", "float64", NULL},
+    {"aclnnLeakyReluBackward", "float64", "float32", NULL},
+    {"aclnnLeakyReluBackward", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_prelu_backward)
     {"aclnnPreluBackward", "float16", "float32", aclk_prelu_backward__f16__f32},
@@ -2710,6 +2755,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnPreluBackward", "float32", "float64", aclk_prelu_backward__f32__f64},
     {"aclnnPreluBackward", "float64", "float32", aclk_prelu_backward__f64__f32},
     {"aclnnPreluBackward", "float64", "float64", aclk_prelu_backward__f64__f64},
+#else
+    {"aclnnPreluBackward", "float16", "float32", NULL},
+    {"aclnnPreluBackward", "float16", "float64", NULL},
+    {"aclnnPreluBackward", "bfloat16", "float32", NULL},
+    {"aclnnPreluBackward", "bfloat16", "float64", NULL},
+    {"aclnnPreluBackward", "float32", "float32", NULL},
+    {"aclnnPreluBackward", "float32", "float64", NULL},
+    {"aclnnPreluBackward", "float64", "float32", NULL},
+    {"aclnnPreluBackward", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_sigmoid_backward)
     {"aclnnSigmoidBackward", "float16", "float32", aclk_sigmoid_backward__f16__f32},
@@ -2720,6 +2774,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnSigmoidBackward", "float32", "float64", aclk_sigmoid_backward__f32__f64},
     {"aclnnSigmoidBackward", "float64", "float32", aclk_sigmoid_backward__f64__f32},
     {"aclnnSigmoidBackward", "float64", "float64", aclk_sigmoid_backward__f64__f64},
+#else
+    {"aclnnSigmoidBackward", "float16", "float32", NULL},
+    {"aclnnSigmoidBackward", "float16", "float64", NULL},
+    {"aclnnSigmoidBackward", "bfloat16", "float32", NULL},
+    {"aclnnSigmoidBackward", "bfloat16", "float64", NULL},
+    {"aclnnSigmoidBackward", "float32", "float32", NULL},
+    {"aclnnSigmoidBackward", "float32", "float64", NULL},
+    {"aclnnSigmoidBackward", "float64", "float32", NULL},
+    {"aclnnSigmoidBackward", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softmax_backward)
     {"aclnnSoftmaxBackward", "float16", "float32", aclk_softmax_backward__f16__f32},
@@ -2730,6 +2793,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnSoftmaxBackward", "float32", "float64", aclk_softmax_backward__f32__f64},
     {"aclnnSoftmaxBackward", "float64", "float32", aclk_softmax_backward__f64__f32},
     {"aclnnSoftmaxBackward", "float64", "float64", aclk_softmax_backward__f64__f64},
+#else
+    {"aclnnSoftmaxBackward", "float16", "float32", NULL},
+    {"aclnnSoftmaxBackward", "float16", "float64", NULL},
+    {"aclnnSoftmaxBackward", "bfloat16", "float32", NULL},
+    {"aclnnSoftmaxBackward", "bfloat16", "float64", NULL},
+    {"aclnnSoftmaxBackward", "float32", "float32", NULL},
+    {"aclnnSoftmaxBackward", "float32", "float64", NULL},
+    {"aclnnSoftmaxBackward", "float64", "float32", NULL},
+    {"aclnnSoftmaxBackward", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_softshrink_backward)
     {"aclnnSoftshrinkBackward", "float16", "float32", aclk_softshrink_backward__f16__f32},
@@ -2740,6 +2812,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnSoftshrinkBackward", "float32", "float64", aclk_softshrink_backward__f32__f64},
     {"aclnnSoftshrinkBackward", "float64", "float32", aclk_softshrink_backward__f64__f32},
     {"aclnnSoftshrinkBackward", "float64", "float64", aclk_softshrink_backward__f64__f64},
+#else
+    {"aclnnSoftshrinkBackward", "float16", "float32", NULL},
+    {"aclnnSoftshrinkBackward", "float16", "float64", NULL},
+    {"aclnnSoftshrinkBackward", "bfloat16", "float32", NULL},
+    {"aclnnSoftshrinkBackward", "bfloat16", "float64", NULL},
+    {"aclnnSoftshrinkBackward", "float32", "float32", NULL},
+    {"aclnnSoftshrinkBackward", "float32", "float64", NULL},
+    {"aclnnSoftshrinkBackward", "float64", "float32", NULL},
+    {"aclnnSoftshrinkBackward", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_swish_backward)
     {"aclnnSwishBackward", "float16", "float32", aclk_swish_backward__f16__f32},
@@ -2750,6 +2831,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnSwishBackward", "float32", "float64", aclk_swish_backward__f32__f64},
     {"aclnnSwishBackward", "float64", "float32", aclk_swish_backward__f64__f32},
     {"aclnnSwishBackward", "float64", "float64", aclk_swish_backward__f64__f64},
+#else
+    {"aclnnSwishBackward", "float16", "float32", NULL},
+    {"aclnnSwishBackward", "float16", "float64", NULL},
+    {"aclnnSwishBackward", "bfloat16", "float32", NULL},
+    {"aclnnSwishBackward", "bfloat16", "float64", NULL},
+    {"aclnnSwishBackward", "float32", "float32", NULL},
+    {"aclnnSwishBackward", "float32", "float64", NULL},
+    {"aclnnSwishBackward", "float64", "float32", NULL},
+    {"aclnnSwishBackward", "float64", "float64", NULL},
 #endif
 #if !defined(ACLK_ONE_OP) || defined(ACLK_OP_threshold_backward)
     {"aclnnThresholdBackward", "float16", "float32", aclk_threshold_backward__f16__f32},
@@ -2760,6 +2850,15 @@ static const struct aclk_entry aclk_table[] = {
     {"aclnnThresholdBackward", "float32", "float64", aclk_threshold_backward__f32__f64},
     {"aclnnThresholdBackward", "float64", "float32", aclk_threshold_backward__f64__f32},
     {"aclnnThresholdBackward", "float64", "float64", aclk_threshold_backward__f64__f64},
+#else
+    {"aclnnThresholdBackward", "float16", "float32", NULL},
+    {"aclnnThresholdBackward", "float16", "float64", NULL},
+    {"aclnnThresholdBackward", "bfloat16", "float32", NULL},
+    {"aclnnThresholdBackward", "bfloat16", "float64", NULL},
+    {"aclnnThresholdBackward", "float32", "float32", NULL},
+    {"aclnnThresholdBackward", "float32", "float64", NULL},
+    {"aclnnThresholdBackward", "float64", "float32", NULL},
+    {"aclnnThresholdBackward", "float64", "float64", NULL},
 #endif
     {NULL, NULL, NULL, NULL},
 };
@@ -2768,7 +2867,8 @@ static const struct aclk_fallback aclk_fallback_table[] = {
     {NULL, NULL},
 };
 
-/* Every compiled kernel, up to an entry of NULLs. */
+/* Every compiled kernel, up to an entry of NULLs; in a build for one op or none (ACLK_ONE_OP),
+ * the kernels left out are listed with a NULL function, so the tables alone say which exist. */
 const struct aclk_entry *aclk_entries(void)
 {
     return aclk_table;

@@ -111,6 +111,7 @@ class _Library:
     """One package's kernels: (symbol, storage, compute) -> C function, or why there are none."""
 
     kernels: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    listed: set[str] = field(default_factory=set)  # every op symbol with kernels, built here or not
     fallbacks: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     handle: Any = None  # keeps the library loaded
@@ -171,7 +172,9 @@ def library(package: str, core: str, op: str | None = None) -> _Library:
             while entries[i].symbol != ffi.NULL:
                 e = entries[i]
                 names = (ffi.string(e.symbol).decode(), ffi.string(e.storage).decode(), ffi.string(e.compute).decode())
-                lib.kernels[names] = e.fn
+                lib.listed.add(names[0])
+                if e.fn != ffi.NULL:  # (NULL: an op this build left out, listed only)
+                    lib.kernels[names] = e.fn
                 i += 1
             falls = lib.handle.aclk_fallbacks()
             i = 0
@@ -494,12 +497,14 @@ def fallbacks(package: str, core: str) -> dict[str, str]:
 
 
 def status(package: str, core: str) -> Mapping[str, Any]:
-    """For `aclnngen info`: the mode, how many kernels, and the ops that fall back with why."""
-    lib = library(package, core)
+    """For `aclnngen info`: the mode, the ops with compiled kernels, and the ops that fall back with
+    why; read from the tables alone (FALLBACKS_ONLY), so `info` compiles no kernel: each op's are
+    built on its first call."""
+    lib = library(package, core, FALLBACKS_ONLY)
     return {
         "setting": MODE_ENV,
         "mode": mode(),
         "error": lib.error,
-        "ops": sorted({symbol for symbol, _, _ in lib.kernels}),
+        "ops": sorted(lib.listed),
         "fallbacks": dict(lib.fallbacks),
     }
