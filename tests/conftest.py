@@ -61,6 +61,15 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+# With -n, xdist hands each worker a first run of consecutive tests (an eighth of the suite at 2
+# workers), then smaller runs as they finish. The slow tests go first, in their collection order:
+# a module whose fixture makes a venv, a wheel or a package of every catalog op then runs within
+# one worker's first run, so the fixture is made once, not once per worker that gets a share of
+# the module, and the longest tests start early instead of ending the run on one worker.
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # (a stable sort)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
     _ran[0] += 1

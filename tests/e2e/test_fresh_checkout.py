@@ -31,6 +31,10 @@ CUSTOM_OPS = CUSTOM_SPECS / "ops"
 # The external material's nested runs check how a test behaves without it, the same for every op:
 # of the tests parametrized by op they run the first op's (tests/one_op_selection.py).
 ONE_OP = ("-p", "one_op_selection")
+# The nested runs' verdicts are pass, skip or fail; pytest's assertion rewriting of every module
+# they import is more than half of their collection (8.4 -> 3.8 CPU-s for every hand-written module),
+# and the suite's asserts carry their own messages.
+PLAIN = "--assert=plain"
 
 
 def _clone(dest: Path) -> tuple[Path, Path]:
@@ -73,7 +77,7 @@ def test_external_material_absent_skips_naming_its_variable(clone):
     repo, python = clone
     tests = _external_tests(repo)
     result = run(
-        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *ONE_OP, *tests],
+        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", PLAIN, *ONE_OP, *tests],
         cwd=repo,
         env=venv_env(python, PYTHONPATH=str(repo / "tests")),
     )
@@ -86,7 +90,9 @@ def test_external_material_absent_fails_when_required(clone):
     repo, python = clone
     tests = _external_tests(repo)
     env = venv_env(python, ACLNNGEN_REQUIRE_EXTERNAL="1", PYTHONPATH=str(repo / "tests"))
-    result = run([python, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", *ONE_OP, *tests], cwd=repo, env=env)
+    result = run(
+        [python, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", PLAIN, *ONE_OP, *tests], cwd=repo, env=env
+    )
     # tests of material CI never has (a vendor repository's mirror) may still skip; none of the
     # material ACLNNGEN_REQUIRE_EXTERNAL covers does
     assert result.returncode == 1 and not re.search(r"SKIPPED.*external material absent", result.stdout), result.stdout[
@@ -143,6 +149,7 @@ def test_adding_an_op_is_one_spec_and_the_whole_suite_stays_green(clone, tmp_pat
         "-q",
         "-p",
         "no:cacheprovider",
+        PLAIN,
         "-p",
         "nested_selection",
         "-m",
