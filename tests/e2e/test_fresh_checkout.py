@@ -73,32 +73,45 @@ def test_type_checkers_resolve_the_bindings_of_the_editable_install(clone, tmp_p
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
 
 
-def test_external_material_absent_skips_naming_its_variable(clone):
+ABSENT = "external material absent"  # tests/external.py's reason
+
+
+@pytest.fixture(scope="module")
+def without_material(clone, tmp_path_factory):
+    """The external material's tests run in the clone with nothing beside it: the run, and the
+    tests it skipped with why (tests/skip_record.py)."""
     repo, python = clone
-    tests = _external_tests(repo)
+    record = tmp_path_factory.mktemp("skips") / "skipped.json"
     result = run(
-        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", PLAIN, *ONE_OP, *tests],
+        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", PLAIN, *ONE_OP, *_external_tests(repo)]
+        + ["-p", "skip_record", f"--skip-record={record}"],
         cwd=repo,
         env=venv_env(python, PYTHONPATH=str(repo / "tests")),
     )
+    return result, json.loads(record.read_text(encoding="utf-8")) if record.is_file() else {}
+
+
+def test_external_material_absent_skips_naming_its_variable(without_material):
+    result, skipped = without_material
     assert result.returncode == 0, result.stdout[-3000:]
     assert re.search(r"\d+ skipped", result.stdout) and "failed" not in result.stdout
     assert "set ACLNNGEN_REFERENCE to where it is" in result.stdout, result.stdout[-3000:]
+    assert any(ABSENT in why for why in skipped.values()), skipped
 
 
-def test_external_material_absent_fails_when_required(clone):
+def test_external_material_absent_fails_when_required(clone, without_material):
+    # the tests the material's absence skipped, again with ACLNNGEN_REQUIRE_EXTERNAL=1: each fails
+    # (the others ran in the first run and do not depend on the variable)
     repo, python = clone
-    tests = _external_tests(repo)
+    absent = sorted(nodeid for nodeid, why in without_material[1].items() if ABSENT in why)
+    assert absent, "the first run skipped no test for absent material"
     env = venv_env(python, ACLNNGEN_REQUIRE_EXTERNAL="1", PYTHONPATH=str(repo / "tests"))
-    result = run(
-        [python, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", PLAIN, *ONE_OP, *tests], cwd=repo, env=env
-    )
-    # tests of material CI never has (a vendor repository's mirror) may still skip; none of the
-    # material ACLNNGEN_REQUIRE_EXTERNAL covers does
-    assert result.returncode == 1 and not re.search(r"SKIPPED.*external material absent", result.stdout), result.stdout[
-        -3000:
-    ]
+    result = run([python, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", PLAIN, *absent], cwd=repo, env=env)
+    assert result.returncode == 1 and not re.search(rf"SKIPPED.*{ABSENT}", result.stdout), result.stdout[-3000:]
     assert "ACLNNGEN_REQUIRE_EXTERNAL=1 requires it" in result.stdout
+    summary = result.stdout.strip().splitlines()[-1]
+    failed = sum(int(n) for n, _ in re.findall(r"(\d+) (failed|errors?)\b", summary))  # (in a fixture: an error)
+    assert failed == len(absent), f"{len(absent)} tests skipped for absent material; now: {summary}"
 
 
 def test_ci_requires_the_external_material():
