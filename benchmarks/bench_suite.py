@@ -14,6 +14,7 @@ against 150 s (issue 22). A failing suite is reported as such: its time says not
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -99,6 +100,15 @@ def main() -> None:
     parser.add_argument("--added", type=int, default=39, help="synthetic ops to add (default 39: 50 ops in all)")
     args = parser.parse_args()
     print(header(f"target 6: the test suite with {args.workers} workers"))
+    # the tests of the vendor's repositories run only where their mirrors are named (never in CI)
+    mirrors = os.environ.get("ACLNNGEN_VENDOR_MIRRORS", "").strip()
+    print(
+        row(
+            "vendor mirrors",
+            "set" if mirrors else "not set",
+            "their tests run" if mirrors else "their tests skip, as in CI",
+        )
+    )
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as tmp:
         where = Path(tmp)
         repo = copy_repository(where / "checkout")
