@@ -31,13 +31,33 @@ def _finite(value) -> None:
             _finite(item)
 
 
+_ATOMS = (str, int, bool, type(None))  # exact types whose literal holds no float to check
+
+
 def pyrepr(value) -> str:
     """A Python literal for plain data (dicts keep their order; output is deterministic)."""
-    _finite(value)
+    if type(value) not in _ATOMS:
+        _finite(value)
     text = repr(value)
     if len(text) <= _WIDTH:
         return text  # what pprint gives for anything that fits one line, without its machinery
-    return pprint.pformat(value, width=_WIDTH, sort_dicts=False)
+    return _PRINTER.pformat(value)
+
+
+class _PlainPrinter(pprint.PrettyPrinter):
+    """pprint's layout, with the builtin repr for each piece of plain data it measures: pprint's
+    own (`_safe_repr`, Python) walks every subtree again at each level and cost most of rendering
+    a META; for these exact types and unsorted dicts both give the same text."""
+
+    _PLAIN = frozenset((dict, list, tuple, str, int, float, bool, type(None)))
+
+    def format(self, obj, context, maxlevels, level):
+        if type(obj) in self._PLAIN:
+            return repr(obj), True, False
+        return super().format(obj, context, maxlevels, level)
+
+
+_PRINTER = _PlainPrinter(width=_WIDTH, sort_dicts=False)
 
 
 # Characters that are invisible or reorder text (C0/C1 controls but newline and tab, bidi controls,
