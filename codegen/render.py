@@ -18,20 +18,24 @@ import jinja2
 _WIDTH = 100  # of a rendered literal's lines
 
 
+_ATOMS = (str, int, bool, type(None))  # exact types whose literal holds no float to check
+
+
 def _finite(value) -> None:
     """A non-finite float has no literal (repr gives `inf`, a NameError): the model rejects it, and
     this refuses to render one should it get through."""
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value!r} has no Python literal; the spec model must reject it")
     if isinstance(value, dict):
-        for item in value.values():
-            _finite(item)
+        _finite_items(value.values())
     elif isinstance(value, (list, tuple)):
-        for item in value:
+        _finite_items(value)
+
+
+def _finite_items(items) -> None:
+    for item in items:
+        if type(item) not in _ATOMS:  # most items are names and numbers: no call for them
             _finite(item)
-
-
-_ATOMS = (str, int, bool, type(None))  # exact types whose literal holds no float to check
 
 
 def pyrepr(value) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from aclnngen.codegen.loader import load_all
 from aclnngen.codegen.metadata import build
-from aclnngen.core import planning
+from aclnngen.core import dtype_combinations, planning
 from aclnngen.core.releases import newest_documented
 from aclnngen.core.rules import supported_families
 
@@ -64,3 +64,25 @@ def test_one_op_at_infers_each_distinct_case_s_outputs_once(inferred, name):
         assert any([planning.case_plan(op, case) for case in planning.SHAPE_CASES])
         twice = {asked: count for asked, count in inferred.items() if count > 1}
         assert not twice, f"{family}: inferred again: {twice}"
+
+
+@pytest.mark.parametrize("name", sorted(METAS))
+def test_a_combination_s_status_is_worked_out_once(monkeypatch, name):
+    meta, worked = METAS[name], []
+    resolve = dtype_combinations.resolved
+
+    def counted(meta, combo, version, family):
+        worked.append((tuple(combo.inputs.items()), family))
+        return resolve(meta, combo, version, family)
+
+    monkeypatch.setattr(dtype_combinations, "resolved", counted)
+    for version, family in _where(name):
+        if family is None:
+            continue
+        combo = dtype_combinations.Combination(dtype_combinations.combination(meta, "float32", version, family))
+        worked.clear()
+        first = dtype_combinations.combination_status(meta, combo, family, version)
+        again = dtype_combinations.combination_status(
+            meta, dtype_combinations.Combination(dict(combo.inputs)), family, version
+        )
+        assert first == again and len(worked) <= 1, (family, worked)
