@@ -244,8 +244,11 @@ def _grouped(cases: list[dict], name: Callable[[dict], str], keys: tuple, fields
     `fields` its check takes after the family)."""
     groups: dict[tuple, dict] = {}
     for case in cases:
-        group = groups.setdefault(tuple(case[k] for k in keys), {"id": name(case), "dtype": None, "rows": []})
-        group.update({k: case[k] for k in keys})  # the dtype too, where the group is one dtype's
+        key = tuple(case[k] for k in keys)
+        group = groups.get(key)
+        if group is None:  # named and keyed once, by its first case
+            group = groups[key] = {"id": name(case), "dtype": None, "rows": []}
+            group.update(zip(keys, key))  # the dtype too, where the group is one dtype's
         group["rows"].append((case["id"], case.get("dtype"), *(case[f] for f in fields)))
     return list(groups.values())
 
