@@ -225,3 +225,32 @@ def test_the_generator_never_imports_generated_code():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", f"the generator imported {result.stdout.strip()}"
+
+
+def test_the_runtime_header_is_rendered_once_per_abi_table_and_follows_its_edits(tmp_path, monkeypatch):
+    from aclnngen.codegen import abi as abi_model
+    from aclnngen.codegen import generate
+
+    parsed = []
+    from_data = abi_model.abi_from_data
+
+    def counted(*args):
+        parsed.append(args[-1])
+        return from_data(*args)
+
+    monkeypatch.setattr(abi_model, "abi_from_data", counted)
+    plain = [tmp_path / "one", tmp_path / "two"]  # specs folders without a table: the built-in one
+    for folder in plain:
+        folder.mkdir()
+    first, second = (generate._runtime_header(folder) for folder in plain)
+    assert first == second and len(parsed) <= 1, f"the built-in table parsed for each folder: {parsed}"
+    own = tmp_path / "own"
+    own.mkdir()
+    table = (DEFAULT_SPECS_DIR / "abi.yaml").read_text(encoding="utf-8")
+    (own / "abi.yaml").write_text(table, encoding="utf-8")
+    assert generate._runtime_header(own) == first
+    edited = table.replace("aclFloat16: {type: uint16_t,", "aclFloat16: {type: int16_t,")
+    assert edited != table
+    (own / "abi.yaml").write_text(edited, encoding="utf-8")
+    changed = generate._runtime_header(own)
+    assert "typedef int16_t aclFloat16;" in changed and changed != first, "an edited table was not seen"
