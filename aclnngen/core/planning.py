@@ -559,8 +559,13 @@ def _shape_mismatch(op: OpAt, base) -> tuple[CasePlan, list] | None:
 
 
 def op_at(meta: Mapping, version: str | CannVersion, family: str | None = None) -> OpAt:
-    """The op's tensors and rules at `version` (on `family`, when given)."""
-    return OpAt(meta, version_key(version), family)
+    """The op's tensors and rules at `version` (on `family`, when given); one per META, release
+    and family, so what its case plans work out (rank bounds, fitted inputs, inferred outputs)
+    serves every later ask (`case_shapes`, `make_values`: one case per call)."""
+    return _OPS_AT.get(meta, version_key(version), family)
+
+
+_OPS_AT = MetaCache(OpAt)
 
 
 def applicable_cases(

@@ -86,3 +86,17 @@ def test_a_combination_s_status_is_worked_out_once(monkeypatch, name):
             meta, dtype_combinations.Combination(dict(combo.inputs)), family, version
         )
         assert first == again and len(worked) <= 1, (family, worked)
+
+
+@pytest.mark.parametrize("name", sorted(METAS))
+def test_one_case_at_a_time_reuses_what_earlier_asks_worked_out(inferred, name):
+    """`case_shapes` (as `make_values` asks, one case per call) shares the op's OpAt per release
+    and family: asking every case again infers nothing again."""
+    meta = METAS[name]
+    for version, family in _where(name):
+        for case, _ in planning.applicable_cases(meta, version, family=family):
+            planning.case_shapes(meta, case, version, family)
+        inferred.clear()
+        for case, _ in planning.applicable_cases(meta, version, family=family):
+            planning.case_shapes(meta, case, version, family)
+        assert not inferred, f"{family}: inferred again: {dict(inferred)}"
