@@ -553,10 +553,20 @@ def _render_ffi_module(source: str, doc: str, cdef: str, emitted: str) -> str:
     return render.render("ffi_module.py.j2", header=header, doc=doc, cdef=cdef, emitted=emitted)
 
 
-@lru_cache(maxsize=4)
 def _runtime_header(specs_dir: Path) -> str:
-    """generated/c/acl_runtime.h's text for the ABI table of `specs_dir`."""
-    abi = abi_model.load_abi(table_path(specs_dir, "abi.yaml"))
+    """generated/c/acl_runtime.h's text for the ABI table of `specs_dir` (its own, else the
+    built-in one): rendered once per table text, however many specs folders share it."""
+    from .yamlio import read_text
+
+    path = table_path(specs_dir, "abi.yaml")
+    return _rendered_runtime_header(path, read_text(path))
+
+
+@lru_cache(maxsize=4)
+def _rendered_runtime_header(path: Path, text: str) -> str:
+    from .yamlio import parse_yaml
+
+    abi = abi_model.abi_from_data(*parse_yaml(text, path), path)
     return render.render(
         "acl_runtime.h.j2", header=_header("C declarations", "specs/abi.yaml", "acl_runtime.h.j2"), abi=abi
     )

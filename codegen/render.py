@@ -18,26 +18,50 @@ import jinja2
 _WIDTH = 100  # of a rendered literal's lines
 
 
+_ATOMS = (str, int, bool, type(None))  # exact types whose literal holds no float to check
+
+
 def _finite(value) -> None:
     """A non-finite float has no literal (repr gives `inf`, a NameError): the model rejects it, and
     this refuses to render one should it get through."""
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value!r} has no Python literal; the spec model must reject it")
     if isinstance(value, dict):
-        for item in value.values():
-            _finite(item)
+        _finite_items(value.values())
     elif isinstance(value, (list, tuple)):
-        for item in value:
+        _finite_items(value)
+
+
+def _finite_items(items) -> None:
+    for item in items:
+        if type(item) not in _ATOMS:  # most items are names and numbers: no call for them
             _finite(item)
 
 
 def pyrepr(value) -> str:
     """A Python literal for plain data (dicts keep their order; output is deterministic)."""
-    _finite(value)
+    if type(value) not in _ATOMS:
+        _finite(value)
     text = repr(value)
     if len(text) <= _WIDTH:
         return text  # what pprint gives for anything that fits one line, without its machinery
-    return pprint.pformat(value, width=_WIDTH, sort_dicts=False)
+    return _PRINTER.pformat(value)
+
+
+class _PlainPrinter(pprint.PrettyPrinter):
+    """pprint's layout, with the builtin repr for each piece of plain data it measures: pprint's
+    own (`_safe_repr`, Python) walks every subtree again at each level and cost most of rendering
+    a META; for these exact types and unsorted dicts both give the same text."""
+
+    _PLAIN = frozenset((dict, list, tuple, str, int, float, bool, type(None)))
+
+    def format(self, obj, context, maxlevels, level):
+        if type(obj) in self._PLAIN:
+            return repr(obj), True, False
+        return super().format(obj, context, maxlevels, level)
+
+
+_PRINTER = _PlainPrinter(width=_WIDTH, sort_dicts=False)
 
 
 # Characters that are invisible or reorder text (C0/C1 controls but newline and tab, bidi controls,

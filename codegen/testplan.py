@@ -98,7 +98,8 @@ def build(
     # dtypes only some inputs take join them in mixed combinations (reference_mixed)
     shared = sorted({d for family in families for d in _shared_dtypes(spec, op, family)}, key=sort_key)
     applicable = dict(planning.applicable_cases(meta, version))
-    layouts_anywhere = _FamilyLayouts(meta, version, families, home)
+    # the layouts only some family accepts feed reference cases alone: a binding-tier op has none
+    layouts_anywhere = _FamilyLayouts(meta, version, families, home) if spec.computes else None
 
     reference = [
         _case(f"{dtype}-{data}", dtype=dtype, data=data)
@@ -243,8 +244,11 @@ def _grouped(cases: list[dict], name: Callable[[dict], str], keys: tuple, fields
     `fields` its check takes after the family)."""
     groups: dict[tuple, dict] = {}
     for case in cases:
-        group = groups.setdefault(tuple(case[k] for k in keys), {"id": name(case), "dtype": None, "rows": []})
-        group.update({k: case[k] for k in keys})  # the dtype too, where the group is one dtype's
+        key = tuple(case[k] for k in keys)
+        group = groups.get(key)
+        if group is None:  # named and keyed once, by its first case
+            group = groups[key] = {"id": name(case), "dtype": None, "rows": []}
+            group.update(zip(keys, key))  # the dtype too, where the group is one dtype's
         group["rows"].append((case["id"], case.get("dtype"), *(case[f] for f in fields)))
     return list(groups.values())
 
@@ -327,7 +331,8 @@ class _FamilyLayouts:
 def _reference_mixed(meta, version, families, home, label, layouts, applicable, shared) -> list[dict]:
     """Reference-vs-oracle cases run on a family: each mixed dtype combination the family's rules
     accept (core/dtype_combinations.py) on every data set, and the layouts only some family
-    accepts (which the cases without a family cannot build) with the dtypes every input takes."""
+    accepts (which the cases without a family cannot build) with the dtypes every input takes
+    (`layouts`: None for a binding-tier op, whose binding cases take the mixed ones only)."""
     found, seen = [], set()
     for family in _dtype_families(meta, version, families, home):
         for combo in dtype_combinations.mixed_combinations(meta, version, family):
@@ -339,7 +344,7 @@ def _reference_mixed(meta, version, families, home, label, layouts, applicable, 
             seen.add(key)
             for data in DATA_KINDS:
                 found.append(_mixed_case(label, family, combo, data, mixed=True))
-    for kind, family in layouts.first.items():
+    for kind, family in layouts.first.items() if layouts is not None else ():
         if applicable.get(kind) == 0:
             continue  # planned without a family, in the uniform reference cases
         on_family = [d for d in shared if d in dtype_combinations.tensor_lists(meta, version, family)[_first(meta)]]

@@ -104,8 +104,14 @@ def resolved(meta: Mapping, combo: Combination, version: str, family: str) -> di
 def combination_status(meta: Mapping, combo: Combination, family: str, version: str) -> int:
     """The status validation gives tensors of these dtypes on `family` (0: accepted): the op's
     support, each tensor's list (for the inputs of a promoting rule, their promoted dtype), then
-    each dtype rule's check, as runtime/validation.py orders them."""
-    version = version_key(version)
+    each dtype rule's check, as runtime/validation.py orders them. Worked out once per META,
+    release, family and combination (planning asks for the same ones again and again)."""
+    # keyed in the combination's order: the first input's dtype is the outputs' default
+    return _STATUSES.get(meta, version_key(version), family, tuple(combo.inputs.items()), tuple(combo.outputs.items()))
+
+
+def _combination_status(meta: Mapping, version: str, family: str, inputs: tuple, outputs: tuple) -> int:
+    combo = Combination(dict(inputs), dict(outputs))
     if family not in supported_families(meta, version):
         return 161002
     dtypes = resolved(meta, combo, version, family)
@@ -132,6 +138,9 @@ def combination_status(meta: Mapping, combo: Combination, family: str, version: 
         if violation is not None:
             return violation.status
     return 0
+
+
+_STATUSES = MetaCache(_combination_status, maxsize=4096)
 
 
 def _candidates(name: str, used: list[str], lists: Mapping[str, tuple[str, ...]]) -> list[str]:

@@ -71,6 +71,7 @@ from .dtype_combinations import Combination, combination, combination_status, te
 from .scalar_values import condition_holds, satisfy_constraints, scalar_values
 from .releases import CannVersion
 from .rules import (
+    MetaCache,
     channels,
     infer_output_names,
     status_of,
@@ -155,14 +156,19 @@ class OpAt:
             and (not r.when or condition_holds(r, scalar_values(meta)))  # as the cases set them
         ]
         self.rules = [(i, r.data) for i, r in held]
+        self._kinds = [(i, r.data, r.kind) for i, r in held]  # each rule's kind, looked up once
         self.status = {i: r.status for i, r in held}
         self.per_channel = [r for _, r in self.of_kind(PER_CHANNEL)]
         self.weights = {r["weight"] for r in self.per_channel}
         self.sources = {r["input"] for r in self.per_channel}
         self._lists: dict[str, tuple[str, ...]] | None = None
+        # what every case plan of the op asks again (one OpAt plans all of an applicable_cases)
+        self._bounds: dict[str, tuple[int, int | None]] | None = None
+        self._fitted: dict[tuple[int, ...], dict[str, tuple[int, ...]]] = {}
+        self._inferred: dict[tuple, dict[str, tuple[tuple[int, ...], str]]] = {}
 
     def of_kind(self, *kinds: RuleKind):
-        return [(i, r) for i, r in self.rules if kind_of(r) in kinds]
+        return [(i, r) for i, r, kind in self._kinds if kind in kinds]
 
     def dtypes_for(self, dtype: str) -> dict[str, str]:
         """Each input's dtype in a case that asks for `dtype`: `dtype` where the input's own
@@ -194,8 +200,8 @@ class OpAt:
     def free_to_broadcast(self) -> list[str]:
         """Inputs the rules let take a shape that merely broadcasts to the others'."""
         found = []
-        for _, r in self.rules:
-            for name in kind_of(r).broadcasting(r):
+        for _, r, kind in self._kinds:
+            for name in kind.broadcasting(r):
                 if name not in found:
                     found.append(name)
         banned = self.broadcast_to_targets() | self.weights | self.sources
@@ -252,7 +258,13 @@ def case_formats(meta: Mapping, version: str | CannVersion, family: str, shapes:
 
 def _rank_bounds(op: OpAt) -> dict[str, tuple[int, int | None]]:
     """Each tensor's (fewest, most) dims by the min_rank and max_rank rules that hold, and by
-    the layout formats it alone accepts (`_format_ranks`)."""
+    the layout formats it alone accepts (`_format_ranks`); worked out once per OpAt (read only)."""
+    if op._bounds is None:
+        op._bounds = _worked_out_rank_bounds(op)
+    return op._bounds
+
+
+def _worked_out_rank_bounds(op: OpAt) -> dict[str, tuple[int, int | None]]:
     bounds: dict[str, tuple[int, int | None]] = dict(_format_ranks(op))
     for _, rule in op.of_kind(MIN_RANK, MAX_RANK):
         for name in rule["params"]:
@@ -277,7 +289,15 @@ def _of_rank(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
 def _fitted_inputs(op: OpAt, data_shape: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
     """The inputs of `data_shape`, each given as many dims as the rank rules want: every tensor the
     rank the most demanding min_rank asks (outputs follow their inputs), an input a max_rank holds
-    lower as many as it allows (a 3d pooling op's 4-d input, a 1-d index beside 3-d data)."""
+    lower as many as it allows (a 3d pooling op's 4-d input, a 1-d index beside 3-d data). A new
+    dict each call (case plans change theirs), worked out once per OpAt and shape."""
+    fitted = op._fitted.get(data_shape)
+    if fitted is None:
+        fitted = op._fitted[data_shape] = _worked_out_fitted_inputs(op, data_shape)
+    return dict(fitted)
+
+
+def _worked_out_fitted_inputs(op: OpAt, data_shape: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
     bounds = _rank_bounds(op)
     if not bounds:
         return _inputs_for(op, data_shape)
@@ -296,8 +316,15 @@ def _fitted_inputs(op: OpAt, data_shape: tuple[int, ...]) -> dict[str, tuple[int
 
 
 def _infer(op: OpAt, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, str], family: str | None):
-    """Output shapes and dtype names for inputs of these shapes and dtype names."""
-    return infer_output_names(op.meta, shapes, {n: dtypes[n] for n in shapes}, op.version, family=family)
+    """Output shapes and dtype names for inputs of these shapes and dtype names (a new dict each
+    call; the case plans of one OpAt ask the same again and again, so each answer is kept)."""
+    key = (tuple(shapes.items()), tuple((n, dtypes[n]) for n in shapes), family)
+    found = op._inferred.get(key)
+    if found is None:
+        found = op._inferred[key] = infer_output_names(
+            op.meta, shapes, {n: dtypes[n] for n in shapes}, op.version, family=family
+        )
+    return dict(found)
 
 
 def _all_shapes(op: OpAt, plan: CasePlan) -> dict[str, tuple[int, ...]]:
@@ -313,8 +340,8 @@ def _collateral(op: OpAt, plan: CasePlan) -> list[tuple[int, int]]:
     layout break."""
     shapes = _all_shapes(op, plan)
     broken = []
-    for index, rule in op.rules:
-        if kind_of(rule).breaks(rule, shapes, plan.layout):
+    for index, rule, kind in op._kinds:
+        if kind.breaks(rule, shapes, plan.layout):
             broken.append((index, op.status[index]))
     return broken
 
@@ -411,7 +438,7 @@ def _fit_outputs(op: OpAt, plan: CasePlan, data_shape: tuple[int, ...]) -> None:
     """An output no shape rule ties to the inputs takes the first input's shape; where its rank
     rules want other dims (a 1-d offsets output beside 3-d data), it gets them instead."""
     bounds = _rank_bounds(op)
-    tied = {n for _, rule in op.rules for n in kind_of(rule).shape_fixed(rule)}
+    tied = {n for _, rule, kind in op._kinds for n in kind.shape_fixed(rule)}
     inferred = _infer(op, plan.shapes, dict.fromkeys(plan.shapes, "float32"), op.family)
     for name in op.outputs:
         if name in plan.outputs or name in tied or name not in inferred or name not in bounds:
@@ -444,8 +471,8 @@ def _output_dtype(op: OpAt, base, dtype: str) -> tuple[CasePlan, list] | None:
     dtypes = op.dtypes_for(dtype)
     for name, (_, dt) in _infer(op, base, dtypes, op.family).items():
         dtypes[name] = dt
-    for _, rule in op.rules:
-        for name in kind_of(rule).dtype_fixed(rule):
+    for _, rule, kind in op._kinds:
+        for name in kind.dtype_fixed(rule):
             other = next((d for d in op.own_list(name) if d != dtypes.get(name)), None)
             if name in op.outputs and name in dtypes and other is not None:
                 return CasePlan(0, base, output_dtypes={name: other}), _dtype_breaks(op, {**dtypes, name: other}, name)
@@ -454,7 +481,7 @@ def _output_dtype(op: OpAt, base, dtype: str) -> tuple[CasePlan, list] | None:
 
 def _dtype_breaks(op: OpAt, dtypes: dict[str, str], mixed: str) -> list[tuple[int, int]]:
     """(META index, status) of the rules tensors of these dtypes break, `mixed` the odd one."""
-    return [(i, op.status[i]) for i, r in op.rules if kind_of(r).dtypes_break(r, dtypes, mixed)]
+    return [(i, op.status[i]) for i, r, kind in op._kinds if kind.dtypes_break(r, dtypes, mixed)]
 
 
 def mixed_case_dtypes(op: OpAt, plan: CasePlan, dtype: str, own: bool = True) -> dict[str, str]:
@@ -515,8 +542,8 @@ def _broadcast_rejected(op: OpAt, base) -> tuple[CasePlan, list] | None:
 
 def _shape_mismatch(op: OpAt, base) -> tuple[CasePlan, list] | None:
     inferred = _infer(op, base, dict.fromkeys(base, "float32"), op.family)
-    for _, rule in op.rules:
-        for name in kind_of(rule).shape_fixed(rule):
+    for _, rule, kind in op._kinds:
+        for name in kind.shape_fixed(rule):
             if name in op.outputs and name in inferred:
                 shape = inferred[name][0]
                 wrong = shape[:-1] + (shape[-1] + 1,) if shape else (2,)
@@ -532,8 +559,13 @@ def _shape_mismatch(op: OpAt, base) -> tuple[CasePlan, list] | None:
 
 
 def op_at(meta: Mapping, version: str | CannVersion, family: str | None = None) -> OpAt:
-    """The op's tensors and rules at `version` (on `family`, when given)."""
-    return OpAt(meta, version_key(version), family)
+    """The op's tensors and rules at `version` (on `family`, when given); one per META, release
+    and family, so what its case plans work out (rank bounds, fitted inputs, inferred outputs)
+    serves every later ask (`case_shapes`, `make_values`: one case per call)."""
+    return _OPS_AT.get(meta, version_key(version), family)
+
+
+_OPS_AT = MetaCache(OpAt)
 
 
 def applicable_cases(
@@ -542,7 +574,13 @@ def applicable_cases(
     """The case kinds that apply to the op at `version`, each with the status validation gives it
     (0 = accepted). With `family`, only the rules that hold on it; with `family` and `dtype`, the
     dtype tables of that family are taken into account too (an unsupported op or dtype, or a mixed
-    pair that promotes to an unsupported dtype). `dtype` is a dtype name (core.dtypes)."""
+    pair that promotes to an unsupported dtype). `dtype` is a dtype name (core.dtypes). A new
+    list each call; worked out once per META, version, family and dtype (a test plan asks the same
+    family's cases several times)."""
+    return list(_APPLICABLE.get(meta, version_key(version), family, dtype))
+
+
+def _applicable_cases(meta: Mapping, version: str, family: str | None, dtype: str | None) -> tuple:
     op = op_at(meta, version, family)
     result = []
     for case in SHAPE_CASES:
@@ -555,7 +593,10 @@ def applicable_cases(
             if dtype_status:
                 expected = dtype_status
         result.append((case, expected))
-    return result
+    return tuple(result)
+
+
+_APPLICABLE = MetaCache(_applicable_cases)
 
 
 def _dtype_status(op: OpAt, plan: CasePlan, family: str, dtype: str) -> int:

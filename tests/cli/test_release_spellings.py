@@ -6,26 +6,46 @@ the versioned facts; the change log is headed by the vendor's tags."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import yaml
 
+from aclnngen.codegen.cli import main
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_all, load_products, load_spec, spec_paths
 from aclnngen.codegen.releases import covers, described
 from aclnngen.core.releases import CannVersion, ReleaseError, as_release, release_of, vendor_tag
 from repo_paths import PAGES
 
-CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
 REPO = DEFAULT_SPECS_DIR.parent
 SPECS = [ls.spec for ls in load_all()]
 KNOWN = sorted(set().union(*(described(s) for s in SPECS)), key=CannVersion)
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+class Ran(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(capsys):
+    """`aclnngen ARGS` through the command line's own entry (`cli.main`: its parser, dispatch and
+    error reporting) in this process, its exit status and what it printed: the subject here is
+    what the commands answer, not starting an interpreter (~0.3 CPU-s a run); an exception no
+    command turns into a message fails the test as a traceback would."""
+
+    def run(*args: str) -> Ran:
+        capsys.readouterr()
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse's own refusals
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+
+    return run
 
 
 @pytest.mark.parametrize(
@@ -73,26 +93,26 @@ def _commands(release: str, spec: Path, out: Path) -> dict[str, list[str]]:
     }
 
 
-def test_every_command_refuses_an_unknown_spelling_the_same_way(tmp_path):
+def test_every_command_refuses_an_unknown_spelling_the_same_way(cli, tmp_path):
     spec = spec_paths(DEFAULT_SPECS_DIR)[0]
     for name, args in _commands("v9.x", spec, tmp_path / "out").items():
-        result = _cli(*args)
+        result = cli(*args)
         assert result.returncode == 1 and "Traceback" not in result.stderr, (name, result.stderr)
         assert "'v9.x' is not a CANN release" in result.stderr and "v9.2.0-beta.1" in result.stderr, (
             name,
             result.stderr,
         )
-    imported = _cli("import", str(PAGES / "english_variant.md"), "-o", str(tmp_path), "--release", "v9.x")
+    imported = cli("import", str(PAGES / "english_variant.md"), "-o", str(tmp_path), "--release", "v9.x")
     assert imported.returncode == 1 and "--release 'v9.x' is not a CANN release" in imported.stderr
 
 
-def test_every_command_refuses_a_release_no_spec_describes_the_same_way(tmp_path):
+def test_every_command_refuses_a_release_no_spec_describes_the_same_way(cli, tmp_path):
     before = CannVersion(KNOWN[0])
     undescribed = next(r for r in ("v7.0.0", "v1.0.0") if CannVersion(r) < before)
     spec = spec_paths(DEFAULT_SPECS_DIR)[0]
     messages = {}
     for name, args in _commands(undescribed, spec, tmp_path / "out").items():
-        result = _cli(*args)
+        result = cli(*args)
         assert result.returncode == 1 and "Traceback" not in result.stderr, (name, result.stderr)
         messages[name] = result.stderr.split(":", 1)[1]
         assert f"no spec describes CANN {undescribed}; releases the specs describe: " in result.stderr, (
@@ -101,14 +121,14 @@ def test_every_command_refuses_a_release_no_spec_describes_the_same_way(tmp_path
         )
     assert messages["specs"] == messages["generate"]  # one rule, one message
     assert not (tmp_path / "out").exists()  # nothing rendered for a release no spec describes
-    as_json = json.loads(_cli("generate", "--json", "--cann", undescribed, "--out", str(tmp_path / "out")).stdout)
+    as_json = json.loads(cli("generate", "--json", "--cann", undescribed, "--out", str(tmp_path / "out")).stdout)
     assert as_json["ok"] is False and "no spec describes" in as_json["error"]
 
 
-def test_the_tag_and_internal_spelling_give_the_same_table():
+def test_the_tag_and_internal_spelling_give_the_same_table(cli):
     release = KNOWN[-1]
-    by_tag = json.loads(_cli("specs", "--json", "--cann", vendor_tag(release)).stdout)
-    by_name = json.loads(_cli("specs", "--json", "--cann", release).stdout)
+    by_tag = json.loads(cli("specs", "--json", "--cann", vendor_tag(release)).stdout)
+    by_name = json.loads(cli("specs", "--json", "--cann", release).stdout)
     assert by_tag["rows"] == by_name["rows"] and by_tag["rows"]
 
 
@@ -117,13 +137,13 @@ def _partly_covered() -> str | None:
     return next((r for r in KNOWN if any(not covers(s, r) for s in SPECS)), None)
 
 
-def test_generate_at_a_release_leaves_out_ops_described_only_later(tmp_path):
+def test_generate_at_a_release_leaves_out_ops_described_only_later(cli, tmp_path):
     release = _partly_covered()
     if release is None:
         pytest.skip("every spec describes the oldest release: no op to leave out")
     expected = sorted(s.name for s in SPECS if not covers(s, release))
     out = tmp_path / "pkg"
-    result = _cli("generate", "--json", "--cann", vendor_tag(release), "--out", str(out))
+    result = cli("generate", "--json", "--cann", vendor_tag(release), "--out", str(out))
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["left_out"] == expected
@@ -133,13 +153,13 @@ def test_generate_at_a_release_leaves_out_ops_described_only_later(tmp_path):
         assert present == (spec.name not in expected), spec.name
     index = (out / "docs" / "index.md").read_text()
     assert all(f"aclnn{name}]" not in index for name in expected)
-    listed = json.loads(_cli("specs", "--json", "--cann", release).stdout)
+    listed = json.loads(cli("specs", "--json", "--cann", release).stdout)
     assert listed["left_out"] == expected and not {r["op"] for r in listed["rows"]} & set(expected)
-    plain = _cli("generate", "--cann", release, "--out", str(out))
+    plain = cli("generate", "--cann", release, "--out", str(out))
     assert plain.returncode == 0 and all(name in plain.stderr for name in expected) and "left out" in plain.stderr
 
 
-def test_a_spec_may_spell_its_releases_as_the_vendor_tags_them(tmp_path):
+def test_a_spec_may_spell_its_releases_as_the_vendor_tags_them(cli, tmp_path):
     source = next(p for p in spec_paths(DEFAULT_SPECS_DIR) if "since: 8.5.0" in p.read_text())
     text = source.read_text()
     version = yaml.safe_load(text)["cann_version"]
@@ -153,7 +173,7 @@ def test_a_spec_may_spell_its_releases_as_the_vendor_tags_them(tmp_path):
     products = load_products()
     spec, original = load_spec(path, products).spec, load_spec(source, products).spec
     assert spec == original  # kept in the internal spelling: the rest of the code compares one spelling
-    result = _cli("validate", str(path))
+    result = cli("validate", str(path))
     assert result.returncode == 0, result.stdout + result.stderr
 
 

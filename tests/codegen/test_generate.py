@@ -17,7 +17,8 @@ import pytest
 from catalog import PLAIN
 
 from aclnngen.codegen.errors import GenerateError
-from aclnngen.codegen.generate import REPO_LAYOUT, compare, plan, write
+from aclnngen.codegen.cli import main
+from aclnngen.codegen.generate import REPO_LAYOUT, compare, package_layout, plan, write
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, REPO_ROOT
 
 TEMPLATES = REPO_ROOT / "codegen" / "templates"
@@ -93,11 +94,12 @@ def test_check_lists_stale_missing_and_orphaned_files(tmp_path):
     assert again == [], "unchanged files must not be rewritten"
 
 
-def test_check_command_reports_and_prints_the_fix(aclnngen_cli, tmp_path):
-    env = dict(os.environ)
-    ok = aclnngen_cli("check", env=env, timeout=300)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "fresh" in ok.stdout
+def test_check_command_reports_and_prints_the_fix(capsys):
+    # the command's own entry in this process: its report is the subject, not an interpreter's start
+    code = main(["check"])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "fresh" in out
 
 
 def test_partial_generation_renders_only_the_named_ops_and_the_shared_files():
@@ -191,12 +193,13 @@ def _hostile_specs(tmp_path: Path) -> Path:
     return specs
 
 
-def test_spec_text_never_becomes_code(aclnngen_cli, tmp_path, monkeypatch):
+def test_spec_text_never_becomes_code(tmp_path, monkeypatch):
     specs = _hostile_specs(tmp_path)
     out = tmp_path / "pkg" / "hostile_ops"
     monkeypatch.chdir(tmp_path)
-    result = aclnngen_cli("generate", "--specs", str(specs), "--out", str(out), timeout=300)
-    assert result.returncode == 0, result.stderr
+    # generated in this process: spec text that ran would run here, under the same eyes
+    layout = package_layout(out)
+    write(plan(specs, layout), out, layout)
     assert not (tmp_path / "PWNED").exists(), "generation executed spec text"
     monkeypatch.syspath_prepend(str(out.parent))
     binding = getattr(importlib.import_module(f"hostile_ops.ops.{PLAIN}"), PLAIN)
@@ -222,3 +225,32 @@ def test_the_generator_never_imports_generated_code():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", f"the generator imported {result.stdout.strip()}"
+
+
+def test_the_runtime_header_is_rendered_once_per_abi_table_and_follows_its_edits(tmp_path, monkeypatch):
+    from aclnngen.codegen import abi as abi_model
+    from aclnngen.codegen import generate
+
+    parsed = []
+    from_data = abi_model.abi_from_data
+
+    def counted(*args):
+        parsed.append(args[-1])
+        return from_data(*args)
+
+    monkeypatch.setattr(abi_model, "abi_from_data", counted)
+    plain = [tmp_path / "one", tmp_path / "two"]  # specs folders without a table: the built-in one
+    for folder in plain:
+        folder.mkdir()
+    first, second = (generate._runtime_header(folder) for folder in plain)
+    assert first == second and len(parsed) <= 1, f"the built-in table parsed for each folder: {parsed}"
+    own = tmp_path / "own"
+    own.mkdir()
+    table = (DEFAULT_SPECS_DIR / "abi.yaml").read_text(encoding="utf-8")
+    (own / "abi.yaml").write_text(table, encoding="utf-8")
+    assert generate._runtime_header(own) == first
+    edited = table.replace("aclFloat16: {type: uint16_t,", "aclFloat16: {type: int16_t,")
+    assert edited != table
+    (own / "abi.yaml").write_text(edited, encoding="utf-8")
+    changed = generate._runtime_header(own)
+    assert "typedef int16_t aclFloat16;" in changed and changed != first, "an edited table was not seen"
