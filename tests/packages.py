@@ -1,13 +1,18 @@
 """A package generated from made-up specs, importable for the length of a test module: the one
-fixture body the tests of stand-alone packages share (`with generated_package(...) as out`)."""
+fixture body the tests of stand-alone packages share (`with generated_package(...) as out`); and
+its generated tests run as a user runs them (`run_generated_tests`)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Iterator
+
+from nested_pytest import Run, run_pytest
+from repo_paths import DATA
 
 
 @contextlib.contextmanager
@@ -28,3 +33,19 @@ def generated_package(root: Path, specs: Path, name: str) -> Iterator[Path]:
         sys.path.remove(str(out.parent))
         for module in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
             del sys.modules[module]
+
+
+def run_generated_tests(package: Path, *args: str, **env: str | None) -> Run:
+    """`python -m pytest PACKAGE/tests -q ARGS` in the package's folder, the package and tests/data
+    (the `mutations` plugin) on PYTHONPATH, outside the outer run's xdist; `env` adds variables
+    (None: removes one). A nested run of its own (tests/nested_pytest.py)."""
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(DATA)]))
+    environment.pop("PYTEST_XDIST_WORKER", None)
+    for name, value in env.items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
+    return run_pytest(
+        package / "tests", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args, cwd=package.parent, env=environment
+    )

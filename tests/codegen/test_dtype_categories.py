@@ -4,7 +4,6 @@ simulator) pass for every one of them; the planner lists them in category order.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ import pytest
 
 from aclnngen.core import dtypes
 from aclnngen.core.dtypes import ALL_DTYPES
+from packages import run_generated_tests
 from repo_paths import CATEGORY_SPECS
 
 SPECS = CATEGORY_SPECS
@@ -57,27 +57,10 @@ def test_generated_cases_cover_every_category(package):
         assert re.search(rf"A2-{dtype}-contiguous", text), dtype
 
 
-@pytest.mark.slow(reason="a generated package's whole suite in a fresh pytest")
 def test_generated_tests_pass_on_every_category(package):
-    env = dict(os.environ, PYTHONPATH=str(package.parent))
-    env.pop("PYTEST_XDIST_WORKER", None)
-    args = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(package / "tests"),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-o",
-        "addopts=",
-        "-W",
-        "error::numpy.exceptions.ComplexWarning",
-    ]
-    result = _run(args, env=env, cwd=package.parent)
+    result = run_generated_tests(package, "-W", "error::numpy.exceptions.ComplexWarning")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    passed = re.search(r"(\d+) passed", result.stdout)
-    assert passed and int(passed.group(1)) > 100, result.stdout[-2000:]
+    assert len(result.with_outcome("passed")) > 100, result.stdout[-2000:]
 
 
 def _import(package: Path, module: str):
