@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,15 +13,11 @@ import pytest
 
 from aclnngen.core import dtypes
 from aclnngen.core.dtypes import ALL_DTYPES
-from packages import run_generated_tests
+from packages import generate, run_generated_tests
 from repo_paths import CATEGORY_SPECS
 
 SPECS = CATEGORY_SPECS
 WANTED = ("float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64", "complex128")
-
-
-def _run(args, **kwargs):
-    return subprocess.run(args, capture_output=True, text=True, timeout=900, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +25,7 @@ def package(tmp_path_factory):
     root = tmp_path_factory.mktemp("categories")
     specs = root / "specs"
     shutil.copytree(SPECS, specs)
-    out = root / "pkg" / "category_ops"
-    result = _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)])
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out
+    return generate(specs, root / "pkg" / "category_ops")
 
 
 def test_every_dtype_has_one_category_and_a_place():

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from packages import run_generated_tests
+from packages import aclnngen, generate, run_generated_tests
 from repo_paths import CUSTOM_SPECS
 
 SPECS = CUSTOM_SPECS
@@ -31,10 +31,7 @@ def package(tmp_path_factory):
     root = tmp_path_factory.mktemp("custom")
     specs = root / "specs"
     shutil.copytree(SPECS, specs)
-    out = root / "pkg" / "custom_ops"
-    result = _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)])
-    assert result.returncode == 0, result.stderr
-    return out
+    return generate(specs, root / "pkg" / "custom_ops")
 
 
 def test_only_generated_files_besides_the_specs(package):
@@ -120,13 +117,7 @@ def test_a_wrong_formula_in_the_spec_fails_the_oracle_tests(tmp_path):
         spec.read_text(encoding="utf-8").replace("grad_output * negative_slope)", "grad_output * negative_slope * 2)"),
         encoding="utf-8",
     )
-    out = tmp_path / "pkg" / "broken_ops"
-    assert (
-        _run(
-            [sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)]
-        ).returncode
-        == 0
-    )
+    out = generate(specs, tmp_path / "pkg" / "broken_ops")
     result = run_generated_tests(out, "-rf", "-k", "sloped and reference")
     assert result.returncode == 1 and "FAILED" in result.stdout, result.stdout[-2000:]
 
@@ -177,9 +168,7 @@ def test_a_custom_package_reads_the_directives_in_its_own_folder(package):
     specs = package.parent.parent / "specs"
     try:
         for command in ("generate", "check"):  # the generator neither removes nor flags it
-            done = _run(
-                [sys.executable, "-m", "aclnngen.codegen.cli", command, "--specs", str(specs), "--out", str(package)]
-            )
+            done = aclnngen(command, "--specs", specs, "--out", package)
             assert done.returncode == 0 and own.is_file(), done.stdout + done.stderr
         result = run_generated_tests(
             package, "-rfX", "-k", "sloped and validator_dtype and A2", ACLNNGEN_DIRECTIVES=None
