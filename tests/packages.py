@@ -4,7 +4,9 @@ its generated tests run as a user runs them (`run_generated_tests`).
 
 `generate` runs the command in this process: for tests whose subject is the package the generator
 writes, not the command line (tests/cli tests that), it spares an interpreter's start and imports,
-~0.4 CPU-s a package."""
+~0.4 CPU-s a package. Not from specs of so many ops that the generator renders them in worker
+processes: it would fork them from a test worker that runs threads (xdist's), and hold what a
+catalog renders; those run `aclnngen generate` in a process of its own, as before."""
 
 from __future__ import annotations
 
@@ -33,7 +35,15 @@ def aclnngen(*args: str | Path) -> subprocess.CompletedProcess:
 
 def generate(specs: Path, out: Path) -> Path:
     """`aclnngen generate --specs SPECS --out OUT`, which must succeed; returns OUT."""
-    done = aclnngen("generate", "--specs", specs, "--out", out)
+    from aclnngen.codegen.generate import PARALLEL_FROM
+
+    args = ["generate", "--specs", str(specs), "--out", str(out)]
+    if sum(1 for _ in specs.rglob("*.yaml")) < PARALLEL_FROM:
+        done = aclnngen(*args)
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", "aclnngen.codegen.cli", *args], capture_output=True, text=True, timeout=900
+        )
     assert done.returncode == 0, done.stdout + done.stderr
     return out
 
