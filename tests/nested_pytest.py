@@ -250,6 +250,9 @@ def serve() -> None:
                 replies.close()
                 code = _child(request, base_path)
             finally:
+                # what a process's end does that a run could show: its exit handlers (the
+                # backend's shutdown), its output flushed; not the interpreter's teardown
+                atexit._run_exitfuncs()
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
