@@ -8,14 +8,12 @@ from __future__ import annotations
 import itertools
 
 import importlib
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from packages import generated_package
+from packages import generated_package, run_generated_tests
 from repo_paths import DATA, REPO
 from aclnngen.codegen import metadata
 from aclnngen.codegen.errors import SpecError
@@ -144,13 +142,7 @@ def test_an_in_place_tensor_list_is_written_back_into_the_callers_arrays(package
 
 
 def test_generated_tests_of_a_binding_tier_op_pass(package):
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", str(package / "tests")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=package.parent,
-    )
+    done = run_generated_tests(package, "-n", "0")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "test_reference" not in (package / "tests" / "test_lower_band.py").read_text(encoding="utf-8")
     assert (package / "tests" / "test_split_pieces.py").is_file()  # a list output's tests ran too

@@ -4,13 +4,12 @@ the op page titles each entry by it, and the audit report names it."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from packages import generate
 from repo_paths import REPO
 from aclnngen.audit import report
 from aclnngen.codegen.errors import SpecError
@@ -42,23 +41,7 @@ def _with_defects(tmp_path: Path, defects: list[dict]) -> Path:
 def test_the_op_page_titles_every_kind(tmp_path):
     notes = [{"kind": k.name, "note": f"made-up note for {k.name}"} for k in PLAIN]
     spec = _with_defects(tmp_path, notes)
-    out = tmp_path / "pkg" / "defect_ops"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "aclnngen.codegen.cli",
-            "generate",
-            "--specs",
-            str(spec.parent.parent),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    out = generate(spec.parent.parent, tmp_path / "pkg" / "defect_ops")
     page = (out / "docs" / f"{spec.stem}.md").read_text(encoding="utf-8")
     for k in PLAIN:
         assert f"- **{k.title}**" in page and f"made-up note for {k.name}" in page, k.name

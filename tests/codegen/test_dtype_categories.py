@@ -4,10 +4,8 @@ simulator) pass for every one of them; the planner lists them in category order.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,14 +13,11 @@ import pytest
 
 from aclnngen.core import dtypes
 from aclnngen.core.dtypes import ALL_DTYPES
+from packages import generate, run_generated_tests
 from repo_paths import CATEGORY_SPECS
 
 SPECS = CATEGORY_SPECS
 WANTED = ("float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64", "complex128")
-
-
-def _run(args, **kwargs):
-    return subprocess.run(args, capture_output=True, text=True, timeout=900, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +25,7 @@ def package(tmp_path_factory):
     root = tmp_path_factory.mktemp("categories")
     specs = root / "specs"
     shutil.copytree(SPECS, specs)
-    out = root / "pkg" / "category_ops"
-    result = _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)])
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out
+    return generate(specs, root / "pkg" / "category_ops")
 
 
 def test_every_dtype_has_one_category_and_a_place():
@@ -57,27 +49,10 @@ def test_generated_cases_cover_every_category(package):
         assert re.search(rf"A2-{dtype}-contiguous", text), dtype
 
 
-@pytest.mark.slow(reason="a generated package's whole suite in a fresh pytest")
 def test_generated_tests_pass_on_every_category(package):
-    env = dict(os.environ, PYTHONPATH=str(package.parent))
-    env.pop("PYTEST_XDIST_WORKER", None)
-    args = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(package / "tests"),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-o",
-        "addopts=",
-        "-W",
-        "error::numpy.exceptions.ComplexWarning",
-    ]
-    result = _run(args, env=env, cwd=package.parent)
+    result = run_generated_tests(package, "-W", "error::numpy.exceptions.ComplexWarning")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    passed = re.search(r"(\d+) passed", result.stdout)
-    assert passed and int(passed.group(1)) > 100, result.stdout[-2000:]
+    assert len(result.with_outcome("passed")) > 100, result.stdout[-2000:]
 
 
 def _import(package: Path, module: str):

@@ -7,15 +7,13 @@ inputs broadcast on the 950 family only)."""
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 from pathlib import Path
 
 import catalog
 import numpy as np
 import pytest
 
-from packages import generated_package
+from packages import aclnngen, generated_package
 from repo_paths import DATA, REPO
 from aclnngen.codegen import docs, testplan
 from aclnngen.codegen.loader import load_products, load_spec
@@ -26,10 +24,6 @@ SPECS = DATA / "mixed_specs"
 SPEC = SPECS / "ops" / "family_cast_backward.yaml"
 PACKAGE = "family_ops"
 RELEASE = "8.5.0"
-
-
-def _run(args, **kwargs):
-    return subprocess.run(args, capture_output=True, text=True, timeout=900, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +85,7 @@ def test_the_op_page_states_each_rule_with_its_families(spec, products):
 
 
 def _validate(path: Path):
-    return _run([sys.executable, "-m", "aclnngen.codegen.cli", "validate", str(path)])
+    return aclnngen("validate", path)
 
 
 def _without_families(tmp_path: Path, *replacements: tuple[str, str]) -> Path:

@@ -5,13 +5,11 @@ integer inputs to a float32 output, SignMatch always writes bool. None of the bu
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from packages import generated_package
+from packages import generated_package, run_generated_tests
 from repo_paths import DATA
 from aclnngen.codegen import docs, metadata
 from aclnngen.codegen.errors import SpecError
@@ -298,13 +296,7 @@ def test_the_binding_allocates_the_dtype_the_rule_gives(package):
 
 
 def test_the_generated_tests_pass_on_the_simulator(package):
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", str(package / "tests")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=package.parent,
-    )
+    done = run_generated_tests(package, "-n", "0")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     text = (package / "tests" / "test_unit_arc.py").read_text(encoding="utf-8")
     assert "'output-dtype', 161002" in text and "'A2-int8-accepted'" in text

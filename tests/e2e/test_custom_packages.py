@@ -11,15 +11,13 @@ show that each kind of generated test can fail.
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from repo_paths import CUSTOM_SPECS, DATA
+from packages import aclnngen, generate, run_generated_tests
+from repo_paths import CUSTOM_SPECS
 
 SPECS = CUSTOM_SPECS
 
@@ -33,30 +31,7 @@ def package(tmp_path_factory):
     root = tmp_path_factory.mktemp("custom")
     specs = root / "specs"
     shutil.copytree(SPECS, specs)
-    out = root / "pkg" / "custom_ops"
-    result = _run([sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)])
-    assert result.returncode == 0, result.stderr
-    return out
-
-
-def _pytest(package: Path, mutation: str = "", *extra):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(DATA)]), ACLNNGEN_MUTATION=mutation)
-    env.pop("PYTEST_XDIST_WORKER", None)
-    args = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(package / "tests"),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "mutations",
-        "-o",
-        "addopts=",
-        *extra,
-    ]
-    return _run(args, env=env, cwd=package.parent)
+    return generate(specs, root / "pkg" / "custom_ops")
 
 
 def test_only_generated_files_besides_the_specs(package):
@@ -91,19 +66,11 @@ def test_check_sees_the_package_fresh_then_stale(package):
     )
 
 
-def _outcome(result) -> tuple[int, int]:
-    passed = re.search(r"(\d+) passed", result.stdout)
-    failed = re.search(r"(\d+) failed", result.stdout)
-    return int(passed.group(1)) if passed else 0, int(failed.group(1)) if failed else 0
-
-
 def test_generated_reference_and_validator_tests_pass(package):
-    result = _pytest(package)
-    passed, failed = _outcome(result)
+    result = run_generated_tests(package, "-p", "mutations", ACLNNGEN_MUTATION="")
     # > 100 items: the three ops' tests ran (a group of validator or binding cases is one item:
     # codegen/testplan.py `groups`)
-    assert result.returncode == 0 and failed == 0 and passed > 100, result.stdout[-3000:]
-    collected = _pytest(package, "", "--collect-only").stdout  # once, not once per kind
+    assert result.returncode == 0 and len(result.with_outcome("passed")) > 100, result.stdout[-3000:]
     for kind in (
         "test_reference_matches_oracle",
         "test_validator_dtype",
@@ -113,7 +80,7 @@ def test_generated_reference_and_validator_tests_pass(package):
         "test_binding_on_simulator",
         "test_sweep",
     ):
-        assert kind in collected
+        assert any(kind in node for node in result.collected), kind
 
 
 @pytest.mark.parametrize(
@@ -131,10 +98,13 @@ def test_generated_tests_fail_when_a_piece_is_broken(package, mutation, must_fai
     # the others would prove nothing more here; a sweep needs the op whose formula branches on
     # an attribute
     op = "scaled_exp" if mutation == "attribute_branch" else "sloped_step"
-    result = _pytest(package, mutation, "-rf", "-k", f"({' or '.join(must_fail)}) and {op}")
+    result = run_generated_tests(
+        package, "-p", "mutations", "-rf", "-k", f"({' or '.join(must_fail)}) and {op}", ACLNNGEN_MUTATION=mutation
+    )
     assert result.returncode == 1, result.stdout[-2000:]
+    failed = result.with_outcome("failed")
     for kind in must_fail:
-        assert re.search(rf"FAILED \S+::{kind}\[", result.stdout), (
+        assert any(f"::{kind}[" in node for node in failed), (
             f"{mutation} broke nothing in {kind}:\n{result.stdout[-2000:]}"
         )
 
@@ -147,14 +117,8 @@ def test_a_wrong_formula_in_the_spec_fails_the_oracle_tests(tmp_path):
         spec.read_text(encoding="utf-8").replace("grad_output * negative_slope)", "grad_output * negative_slope * 2)"),
         encoding="utf-8",
     )
-    out = tmp_path / "pkg" / "broken_ops"
-    assert (
-        _run(
-            [sys.executable, "-m", "aclnngen.codegen.cli", "generate", "--specs", str(specs), "--out", str(out)]
-        ).returncode
-        == 0
-    )
-    result = _pytest(out, "", "-rf", "-k", "sloped and reference")
+    out = generate(specs, tmp_path / "pkg" / "broken_ops")
+    result = run_generated_tests(out, "-rf", "-k", "sloped and reference")
     assert result.returncode == 1 and "FAILED" in result.stdout, result.stdout[-2000:]
 
 
@@ -167,8 +131,9 @@ def test_directives_mark_expected_failures_and_report_those_that_start_passing(p
         "tolerances: []\n",
         encoding="utf-8",
     )
-    env_extra = {"ACLNNGEN_DIRECTIVES": str(directives)}
-    result = _pytest_env(package, env_extra, "-rfX", "-k", "sloped and validator_dtype and A2")
+    result = run_generated_tests(
+        package, "-rfX", "-k", "sloped and validator_dtype and A2", ACLNNGEN_DIRECTIVES=str(directives)
+    )
     # The case passes, so the strict expected failure is reported as a failure that names the reason.
     assert (
         result.returncode == 1 and "XPASS(strict)" in result.stdout and "pretend float16 is broken" in result.stdout
@@ -184,33 +149,12 @@ def test_a_tolerance_override_replaces_the_policy(package, tmp_path):
         "     reason: 'demand bit-exact float32 to show the override applies'}\n",
         encoding="utf-8",
     )
-    result = _pytest_env(
-        package,
-        {"ACLNNGEN_DIRECTIVES": str(directives)},
-        "-rf",
-        "-k",
-        "scaled_exp and reference and float32-adversarial",
+    result = run_generated_tests(
+        package, "-rf", "-k", "scaled_exp and reference and float32-adversarial", ACLNNGEN_DIRECTIVES=str(directives)
     )
     # The transcendental exp branch differs from torch by an ULP somewhere: a zero tolerance must fail it,
     # while the default policy passes it (test_generated_reference_and_validator_tests_pass).
     assert result.returncode == 1 and "outside rtol=0, atol=0" in result.stdout, result.stdout[-2000:]
-
-
-def _pytest_env(package: Path, env_extra: dict, *extra):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(DATA)]), **env_extra)
-    args = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(package / "tests"),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-o",
-        "addopts=",
-        *extra,
-    ]
-    return _run(args, env=env, cwd=package.parent)
 
 
 def test_a_custom_package_reads_the_directives_in_its_own_folder(package):
@@ -221,31 +165,13 @@ def test_a_custom_package_reads_the_directives_in_its_own_folder(package):
         "     reason: 'pretend float16 is broken on A2, in the package own directives'}\n",
         encoding="utf-8",
     )
-    env = {k: v for k, v in os.environ.items() if k != "ACLNNGEN_DIRECTIVES"}
     specs = package.parent.parent / "specs"
     try:
         for command in ("generate", "check"):  # the generator neither removes nor flags it
-            done = _run(
-                [sys.executable, "-m", "aclnngen.codegen.cli", command, "--specs", str(specs), "--out", str(package)]
-            )
+            done = aclnngen(command, "--specs", specs, "--out", package)
             assert done.returncode == 0 and own.is_file(), done.stdout + done.stderr
-        result = _run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                str(package / "tests"),
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "-o",
-                "addopts=",
-                "-rfX",
-                "-k",
-                "sloped and validator_dtype and A2",
-            ],
-            env=dict(env, PYTHONPATH=str(package.parent)),
-            cwd=package.parent,
+        result = run_generated_tests(
+            package, "-rfX", "-k", "sloped and validator_dtype and A2", ACLNNGEN_DIRECTIVES=None
         )
     finally:
         own.unlink()

@@ -6,16 +6,13 @@ integer; a scalar the library clamps, stated to the oracle as `{expr: ...}`; dty
 from __future__ import annotations
 
 import importlib
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from packages import generated_package
+from packages import generated_package, run_generated_tests
 from repo_paths import DATA
 from aclnngen.codegen.errors import SpecError
 from aclnngen.codegen.loader import load_products, load_spec
@@ -26,28 +23,16 @@ SPECS = DATA / "arithmetic_specs"
 PACKAGE = "arith_ops"
 
 
-def _run(args, **kwargs):
-    return subprocess.run(args, capture_output=True, text=True, timeout=900, **kwargs)
-
-
 @pytest.fixture(scope="module")
 def package(tmp_path_factory):
     with generated_package(tmp_path_factory.mktemp("arithmetic"), SPECS, PACKAGE) as out:
         yield out
 
 
-@pytest.mark.slow(reason="runs the generated suites of two ops in a subprocess (about 20 s)")
 def test_the_generated_tests_pass_with_single_call_oracles(package):
-    done = _run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(package / "tests")], cwd=package.parent
-    )
+    done = run_generated_tests(package)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert (
-        "int8-"
-        in _run(
-            [sys.executable, "-m", "pytest", "--collect-only", "-q", str(package / "tests")], cwd=package.parent
-        ).stdout
-    )
+    assert any("int8-" in node for node in done.collected)
 
 
 def test_integers_compute_in_float32_and_round_to_nearest(package):
@@ -222,7 +207,6 @@ def test_an_ignored_forward_intermediate_gets_data_its_forward_gives(package):
     assert not np.allclose(with_random, theirs, rtol=1e-3), "PyTorch reads the buffer: random data would not do"
 
 
-@pytest.mark.slow(reason="generates a package and runs its generated suite in a subprocess (about 15 s)")
 def test_an_oracle_domain_skips_the_points_outside_it_naming_why(tmp_path):
     data = _spec_text("clamped_threshold_backward")
     data["oracle"]["args"][2] = "threshold"  # PyTorch's own threshold: right only where it is not negative
@@ -234,16 +218,12 @@ def test_an_oracle_domain_skips_the_points_outside_it_naming_why(tmp_path):
         tests = out / "tests" / "test_clamped_threshold_backward.py"
         text = tests.read_text(encoding="utf-8")
         assert "-no-oracle-a-negative-threshold-counts-as-zero" in text
-        done = _run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(tests)], cwd=out.parent)
+        done = run_generated_tests(out, "-rs")  # the tests of its one op
     assert done.returncode == 0, done.stdout[-3000:]
     assert "outside the oracle's domain (threshold >= 0): A negative threshold counts as zero here." in done.stdout
-    skipped = int(re.search(r"(\d+) skipped", done.stdout).group(1))
-    assert 0 < skipped < int(re.search(r"(\d+) passed", done.stdout).group(1))
+    assert 0 < len(done.with_outcome("skipped")) < len(done.with_outcome("passed"))
     data["oracle"].pop("domain")  # without the domain the negative points fail: the domain is what keeps them out
     (specs / "ops" / "clamped_threshold_backward.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     with generated_package(tmp_path / "again", specs, "nodomain_ops") as out:
-        done = _run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "tests"), "-k", "sweep"],
-            cwd=out.parent,
-        )
-    assert done.returncode == 1 and " failed" in done.stdout
+        done = run_generated_tests(out, "-k", "sweep")
+    assert done.returncode == 1 and done.with_outcome("failed")

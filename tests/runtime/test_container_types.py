@@ -8,13 +8,11 @@ the module."""
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from packages import generated_package
+from packages import generated_package, run_generated_tests
 from repo_paths import DATA
 from simtools import no_leaks_around
 from aclnngen.core.attribute_types import ATTRIBUTE_TYPES, misfit
@@ -343,14 +341,7 @@ def test_no_leaks_after_inplace_calls(inplace_op):
             inplace_op(A.copy(), B[:1])
 
 
-@pytest.mark.slow(reason="runs the generated suites of the made-up ops in a subprocess (about 10 s)")
 def test_the_generated_tests_pass_on_the_simulator(package):
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", str(package / "tests")],
-        cwd=package.parent,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = run_generated_tests(package, "-n", "0")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert " passed" in done.stdout and "failed" not in done.stdout
+    assert done.with_outcome("passed") and "failed" not in done.stdout

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ import pytest
 from aclnngen.generated import OPS
 from aclnngen.verify import cases, directives, opcheck
 from aclnngen.runtime.call import _newest_version
+from nested_pytest import run_pytest
 from repo_paths import REPO
 
 FAMILIES = ("a2", "training")
@@ -67,14 +66,7 @@ def _collect(directives_text: str, tmp_path: Path, *args: str):
     env = dict(os.environ, ACLNNGEN_DIRECTIVES=str(path))
     env.pop("PYTEST_XDIST_WORKER", None)
     target = REPO / "tests" / "generated" / f"test_{OPS[0]}.py"
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", str(target), "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=600,
-    )
+    return run_pytest(target, "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args, env=env, cwd=REPO, timeout=600)
 
 
 def _name(snake: str) -> str:

@@ -6,14 +6,12 @@ int8/int32/bool while its gradient is a float) and the built-in specs' META."""
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 
 import numpy as np
 import catalog
 import pytest
 
-from packages import generated_package
+from packages import generated_package, run_generated_tests
 from repo_paths import DATA, REPO
 from aclnngen.codegen import metadata, testplan
 from aclnngen.codegen.loader import load_products, load_spec
@@ -28,10 +26,6 @@ PACKAGE = "mixed_ops"
 RELEASE = "8.5.0"
 BUILT_IN = sorted(p.stem for p in (REPO / "specs" / "ops").glob("*.yaml"))
 TRIED = ("float16", "float32", "bfloat16", "float64", "int8", "int32", "bool", "complex64")
-
-
-def _run(args, **kwargs):
-    return subprocess.run(args, capture_output=True, text=True, timeout=900, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -152,15 +146,11 @@ def test_the_oracle_result_is_cast_to_the_output_the_case_sets(package):
     opcheck.check_reference_on_family(op, "a2", {"gradOutput": "float16", "self": "int32"}, {}, "random")
 
 
-@pytest.mark.slow(reason="runs the generated suites of the made-up ops in a subprocess (about 10 s)")
 def test_the_generated_tests_of_the_made_up_ops_pass(package):
-    done = _run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(package / "tests")], cwd=package.parent
-    )
+    done = run_generated_tests(package)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    listed = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", str(package / "tests")], cwd=package.parent)
     for case_id in ("A2-float16-int8-adversarial", "A2-float32-bool-random", "A2-float16-int32-mixed"):
-        assert case_id in listed.stdout, case_id
+        assert any(case_id in node for node in done.collected), case_id
 
 
 # --- the built-in specs: the calls users make ---------------------------------------------------
