@@ -52,6 +52,7 @@ PAYLOADS = {
     "unclosed comments": "<!--" * (N // 4),
     "unclosed marker": '<!-- npu="' * (N // 10),
     "open tags": "<a" * (N // 2),
+    "one long tag name": "<" + "a" * N,
     "breaks": "<p" * (N // 2),
     "terms": "<term>" * (N // 6),
     "stars": "*" * N,
@@ -261,6 +262,14 @@ def test_rowspans_fill_only_the_rows_that_exist():
         '<table><tr><td rowspan="300000000">x</td></tr><tr><td>y</td></tr></table>'
     )
     assert grid == [["x"], ["x", "y"]] and len(problems) == 1
+
+
+def test_a_cell_closed_inside_a_table_opened_after_it_is_read_not_an_exception():
+    # a table inside a cell: the tokenizer keeps no stack, so the cell ends in the inner table
+    assert page_text.html_tables("<table><tr><td>a<table></td><td>b</td></tr></table></table>") == [
+        ([], []),
+        ([["a", "b"]], []),
+    ]
 
 
 def test_unclosed_markup_is_text_and_closed_markup_after_it_still_counts():
