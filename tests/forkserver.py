@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 # imported once by the server: what the commands and the audit's reproducers import anyway
 PRELOAD = (
     "numpy",
@@ -130,3 +132,10 @@ def shared() -> ForkServer:
     server = ForkServer()
     atexit.register(server.close)
     return server
+
+
+@pytest.fixture
+def forked_cli():
+    """`aclnngen ARGS` in a forked process: what `aclnngen_cli` gives, without the start-up; the
+    conftest.py of a test folder whose command tests take it imports this fixture."""
+    return shared().cli
