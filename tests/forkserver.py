@@ -55,6 +55,7 @@ def child(request, out, err):
         sys.stdin = open(os.devnull)
         if request["cwd"]:
             os.chdir(request["cwd"])
+        os.environ.update(request["env"])
         signal.alarm(max(1, int(request["timeout"])))
         sys.argv = request["argv"]
         try:
@@ -80,6 +81,8 @@ def child(request, out, err):
 
 for line in sys.stdin:
     request = json.loads(line)
+    for name in request["imports"]:  # kept for the later runs
+        importlib.import_module(name)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:
@@ -103,8 +106,15 @@ class ForkServer:
             text=True,
         )
 
-    def _run(self, argv: list[str], code: str | None, cwd, timeout: float) -> subprocess.CompletedProcess:
-        request = {"argv": argv, "code": code, "cwd": str(cwd) if cwd else None, "timeout": timeout}
+    def _run(self, argv: list[str], code: str | None, cwd, timeout: float, imports, env) -> subprocess.CompletedProcess:
+        request = {
+            "argv": argv,
+            "code": code,
+            "cwd": str(cwd) if cwd else None,
+            "timeout": timeout,
+            "imports": imports,
+            "env": dict(env or {}),
+        }
         self._process.stdin.write(json.dumps(request) + "\n")
         self._process.stdin.flush()
         line = self._process.stdout.readline()
@@ -113,13 +123,18 @@ class ForkServer:
         answer = json.loads(line)
         return subprocess.CompletedProcess(argv, answer["returncode"], answer["stdout"], answer["stderr"])
 
-    def cli(self, *args, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-        """`aclnngen ARGS`: what the aclnngen_cli fixture returns, from a forked process."""
-        return self._run(["aclnngen", *map(str, args)], None, cwd, timeout)
+    def cli(
+        self, *args, cwd: Path | None = None, env=None, timeout: float = 600, imports=()
+    ) -> subprocess.CompletedProcess:
+        """`aclnngen ARGS`: what the aclnngen_cli fixture returns, from a forked process. `env`: the
+        variables set in the child over the server's environment (read when the command runs; one
+        a preloaded module reads at import needs a real interpreter). `imports`: modules the server
+        imports first, for this run and the later ones (torch, ~1.5 CPU-s)."""
+        return self._run(["aclnngen", *map(str, args)], None, cwd, timeout, list(imports), env)
 
     def script(self, code: str, *args, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
         """`python -c CODE ARGS` from a forked process (a fresh namespace, `__name__` "__main__")."""
-        return self._run(["-c", *map(str, args)], code, cwd, timeout)
+        return self._run(["-c", *map(str, args)], code, cwd, timeout, [], None)
 
     def close(self) -> None:
         self._process.stdin.close()

@@ -168,8 +168,8 @@ def _as_specs(profiles_dir):
     return specs
 
 
-def test_recorded_fact_save_profile_from_the_command_line(aclnngen_cli, tmp_path):
-    out = aclnngen_cli(
+def test_recorded_fact_save_profile_from_the_command_line(forked_cli, tmp_path):
+    out = forked_cli(
         "audit",
         "--source",
         "sim",
@@ -187,7 +187,7 @@ def test_recorded_fact_save_profile_from_the_command_line(aclnngen_cli, tmp_path
     assert out.returncode in (0, 1), out.stderr
     saved = list((tmp_path / "profiles" / "observed").glob("*/gelu_backward_v2.yaml"))
     assert len(saved) == 1 and "drop" in saved[0].read_text() and "max_rank" in saved[0].read_text()
-    refused = aclnngen_cli(
+    refused = forked_cli(
         "audit",
         "--source",
         "torch",
