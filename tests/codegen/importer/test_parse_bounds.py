@@ -354,7 +354,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
 
 
-def test_import_answers_hostile_pages_quickly_with_a_draft_or_one_line(tmp_path):
+def test_import_answers_hostile_pages_quickly_with_a_draft_or_one_line(forked_cli, tmp_path):
     heading = tmp_path / "h.md"
     heading.write_text("# aclnnFoo" + " " * 4000 + "x\n", encoding="utf-8")
     colspan = tmp_path / "c.md"
@@ -372,7 +372,7 @@ def test_import_answers_hostile_pages_quickly_with_a_draft_or_one_line(tmp_path)
     fifo = tmp_path / "fifo.md"
     os.mkfifo(fifo)
     for page, message in ((big, f"over the {MAX_PAGE_BYTES}-byte limit"), (fifo, "is a FIFO")):
-        done = _cli("import", str(page), "-o", str(tmp_path / "drafts"))
+        done = forked_cli("import", str(page), "-o", str(tmp_path / "drafts"), timeout=60)
         assert done.returncode == 1 and message in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
