@@ -54,9 +54,10 @@ def sections(text: str) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = [("", [])]
     fenced = False
     for line in text.splitlines():
-        if _FENCE.match(line):
+        # the `in` tests skip the patterns on the lines they cannot match (most of a long page)
+        if ("`" in line or "~" in line) and _FENCE.match(line):
             fenced = True if _OPENING_FENCE.match(line) else not fenced
-        match = None if fenced else _HEADING.match(line)
+        match = None if fenced or not line.startswith("#") else _HEADING.match(line)
         if match:
             out.append((match.group(2).rstrip().rstrip("#").strip(), []))
         else:
@@ -159,8 +160,7 @@ def _read_products(facts: PageFacts, body: list[str], products: ProductTable) ->
             if (
                 len(cells) < 2
                 or re.fullmatch(r"[\s:\-|]*", stripped.replace("|", ""))
-                or "产品" == plain(cells[0])
-                or plain(cells[0]).lower() == "product"
+                or plain(cells[0]).lower() in ("产品", "product")
             ):
                 continue
             facts.product_format = facts.product_format or "table"

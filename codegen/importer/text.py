@@ -60,13 +60,18 @@ def outside(text: str, start: str, end: str) -> str:
 
 def plain(text: str) -> str:
     """Markup-free text: list items and line breaks become newlines, `\\_` becomes `_`."""
-    text = _BREAK.sub("\n", text)
-    text = _TAG.sub("", text)
-    text = html.unescape(text).replace("\\_", "_")
-    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    if "<" in text:  # the one character both patterns start with: most cells have no markup
+        text = _TAG.sub("", _BREAK.sub("\n", text))
+    lines = html.unescape(text).replace("\\_", "_").splitlines()
+    if len(lines) == 1:
+        return " ".join(lines[0].split())
+    return "\n".join(" ".join(line.split()) for line in lines if line.strip())
 
 
-_DOC_NAMES: list = [None, {}]  # (the product table, its doc names without blanks -> family id)
+_DOC_NAMES: list = [None, {}, {}]  # (the product table, its doc names without blanks -> family, seen)
+# Names family_of remembers (a page names a handful of products; a hostile one, a product line
+# 250,000 times); past this many the memory starts again
+_SEEN_NAMES = 4096
 
 
 def _doc_names(products: ProductTable) -> dict[str, str]:
@@ -77,14 +82,23 @@ def _doc_names(products: ProductTable) -> dict[str, str]:
         for family in products.families:
             for doc_name in family.doc_names:
                 names.setdefault("".join(doc_name.split()), family.id)
-        _DOC_NAMES[:] = [products, names]
+        _DOC_NAMES[:] = [products, names, {}]
     return _DOC_NAMES[1]
 
 
 def family_of(products: ProductTable, name: str) -> str | None:
     """The product family a page's product name means, or None when the table does not know it."""
-    name = plain(name).strip().strip("：:")
     names = _doc_names(products)
+    seen = _DOC_NAMES[2]
+    if name not in seen:
+        if len(seen) >= _SEEN_NAMES:
+            seen.clear()
+        seen[name] = _family_of(names, name)
+    return seen[name]
+
+
+def _family_of(names: dict[str, str], name: str) -> str | None:
+    name = plain(name).strip().strip("：:")
     for _ in range(2):
         family = names.get("".join(name.split()))
         if family is not None:
@@ -159,9 +173,15 @@ def _per_param(text: str) -> dict[str, list[str]]:
     return found
 
 
-# One tag at a `<`: its name and its attributes, never past the next `<` (so linear)
-_TAG_AT = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)([^<>]*)>")
+# One tag at a `<`: its name and its attributes, never past the next `<` (so linear). The name
+# ends where a letter or digit does not follow: without that, `<` and 100,000 letters backtrack
+# through every split of the letters between the name and the attributes (quadratic).
+_TAG_AT = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])([^<>]*)>")
+# A comment opener or a tag, whichever comes first: the tokenizer jumps from one to the next, and
+# the text between (a `<` that starts neither included) is a cell's text
+_TOKEN = re.compile("<!--|" + _TAG_AT.pattern)
 _SPAN_ATTR = re.compile(r"""\b(rowspan|colspan)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]*))""", re.I)
+_NO_SPAN = (1, 1)
 
 
 def _span(value: str) -> int:
@@ -171,39 +191,42 @@ def _span(value: str) -> int:
     return max(1, int(value[:12]))  # 12 digits: a value is never converted from thousands of them
 
 
+def _spans(attrs: str) -> tuple[int, int]:
+    """A cell's (rowspan, colspan) from its tag's attributes."""
+    if "span" not in attrs.lower():  # most cells: no attribute to look at
+        return _NO_SPAN
+    found = {m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _SPAN_ATTR.finditer(attrs)}
+    return _span(found.get("rowspan", "1")), _span(found.get("colspan", "1"))
+
+
 def _raw_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
-    """Every <table>: rows of (text, rowspan, colspan) cells, in one pass over the text. Comments
-    are skipped (an unclosed one is text); `<li>`, `<br>` and `<p>` in a cell are kept as breaks."""
+    """Every <table>: rows of (text, rowspan, colspan) cells, in one pass over the text, one step
+    per tag or comment. Comments are skipped (an unclosed one is text); `<li>`, `<br>` and `<p>` in
+    a cell are kept as breaks."""
     tables: list[list[list[tuple[str, int, int]]]] = []
     depth = 0
     cell: list[str] | None = None
-    span = (1, 1)
-    comments_end = True  # False once a `<!--` has no `-->` after it: no later one has either
-    at, size = 0, len(text)
-    while at < size:
-        lt = text.find("<", at)
-        if lt < 0:
-            lt = size
-        if cell is not None and lt > at:
-            cell.append(text[at:lt])
-        if lt >= size:
-            break
-        if comments_end and text.startswith("<!--", lt):
-            close = text.find("-->", lt + 4)
+    span = _NO_SPAN
+    token = _TOKEN  # _TAG_AT once a `<!--` has no `-->` after it: no later one has either
+    at = 0
+    while (found := token.search(text, at)) is not None:
+        start = found.start()
+        if cell is not None and start > at:
+            cell.append(text[at:start])
+        name = found.group(2)
+        if name is None:  # a comment
+            close = text.find("-->", start + 4)
             if close >= 0:
                 at = close + 3
-                continue
-            comments_end = False
-        tag = _TAG_AT.match(text, lt)
-        if tag is None:  # a `<` that starts no tag is text
-            if cell is not None:
-                cell.append("<")
-            at = lt + 1
+            else:  # unclosed: text, read again as such
+                token, at = _TAG_AT, start
             continue
-        at = tag.end()
-        closing, name, attrs = tag.group(1), tag.group(2).lower(), tag.group(3)
-        if closing:
+        at = found.end()
+        name = name.lower()
+        if found.group(1):
             if name in ("td", "th") and cell is not None:
+                if not tables[-1]:  # closed inside a table opened after it: a row of its own
+                    tables[-1].append([])
                 tables[-1][-1].append((plain("".join(cell)), *span))
                 cell = None
             elif name == "table" and depth:
@@ -218,10 +241,7 @@ def _raw_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
             if not tables[-1]:
                 tables[-1].append([])
             cell = []
-            found = {
-                m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _SPAN_ATTR.finditer(attrs)
-            }
-            span = (_span(found.get("rowspan", "1")), _span(found.get("colspan", "1")))
+            span = _spans(found.group(3))
         elif cell is not None and name in ("li", "br", "p"):
             cell.append(f"<{name}>")
     return tables
@@ -242,6 +262,12 @@ def _grid(
     problems: list[str] = []
     cells_total = 0
     for index, row in enumerate(rows):
+        if not carry and all(cell[1:] == _NO_SPAN for cell in row):  # most rows: nothing to fill in
+            cells_total += len(row)
+            if cells_total > limit:
+                raise _TooLarge
+            grid.append([cell[0] for cell in row])
+            continue
         cells: list[str] = []
         queue = deque(row)
         col = 0

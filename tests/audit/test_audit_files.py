@@ -8,19 +8,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 
+import forkserver
 import pytest
 
 from aclnngen import files
 from aclnngen.audit import checks, observed, probe, report
 
-CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
-
 
 def _audit(*argv, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "audit", *argv], capture_output=True, text=True, timeout=300, cwd=cwd)
+    return forkserver.shared().cli("audit", *argv, cwd=cwd, timeout=300)
 
 
 def _one_line_failure(done: subprocess.CompletedProcess, *, code: int = 2) -> str:

@@ -102,12 +102,12 @@ def test_the_real_prototypes_of_the_abi_fact_sheet_pass(tmp_path):
     assert _check(tmp_path / "include", checked) == []
 
 
-def test_the_command_reports_a_corrupted_header(aclnngen_cli, tmp_path):
+def test_the_command_reports_a_corrupted_header(forked_cli, tmp_path):
     snake = OPS[0]
     first, launch = _prototypes(snake).values()
     include = _include(tmp_path, {snake: [first.replace("const aclTensor*", "aclTensor*", 1), launch]})
     out = tmp_path / "report"
-    done = aclnngen_cli(
+    done = forked_cli(
         "audit",
         "--source",
         "torch",
@@ -119,6 +119,7 @@ def test_the_command_reports_a_corrupted_header(aclnngen_cli, tmp_path):
         str(out),
         "--no-pictures",
         timeout=600,
+        imports=["torch"],
     )
     assert done.returncode == 1, done.stderr
     data = json.loads((out / "audit.json").read_text())

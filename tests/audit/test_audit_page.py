@@ -47,7 +47,7 @@ def test_a_planted_dtype_claim_is_a_mismatch(path):
     ]
 
 
-def test_the_command_takes_a_page(aclnngen_cli, tmp_path):
+def test_the_command_takes_a_page(forked_cli, tmp_path):
     # a seed page the importer finds something on (a difference the spec records, a defect)
     chosen = None
     for path in SEEDED:
@@ -60,7 +60,7 @@ def test_the_command_takes_a_page(aclnngen_cli, tmp_path):
     assert chosen, "no seed page shows any difference from its spec"
     path, spec, page, ids = chosen
     out = tmp_path / "report"
-    done = aclnngen_cli(
+    done = forked_cli(
         "audit",
         "--source",
         "torch",
@@ -74,12 +74,13 @@ def test_the_command_takes_a_page(aclnngen_cli, tmp_path):
         str(out),
         "--no-pictures",
         timeout=600,
+        imports=["torch"],
     )
     assert done.returncode in (0, 1), done.stderr
     data = json.loads((out / "audit.json").read_text())
     assert ids <= {f["id"] for op in data["ops"] for f in op["findings"]}
     other = next(p for p in SEEDED if _spec(p)["name"] != spec["name"])
-    wrong = aclnngen_cli(
+    wrong = forked_cli(
         "audit", "--source", "torch", "--ops", other.stem, "--page", str(page), "--out", str(out), timeout=600
     )
     assert wrong.returncode == 2 and "not among the audited ops" in wrong.stderr

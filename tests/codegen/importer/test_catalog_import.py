@@ -150,9 +150,9 @@ def _mirrors() -> list[Path]:
     return found
 
 
-def test_catalog_counts_every_page_of_the_mirrors(aclnngen_cli, tmp_path):
+def test_catalog_counts_every_page_of_the_mirrors(forked_cli, tmp_path):
     mirrors = _mirrors()
-    done = aclnngen_cli(
+    done = forked_cli(
         "catalog", *[a for m in mirrors for a in ("--mirror", str(m))], "--release", "v9.2.0-beta.1", "--json"
     )
     data = json.loads(done.stdout)
@@ -307,7 +307,7 @@ def two_release_mirror(tmp_path_factory):
 
 
 def test_the_catalog_between_two_tags_names_added_apis_changed_prototypes_and_lost_dtypes(
-    two_release_mirror, tmp_path, aclnngen_cli
+    two_release_mirror, tmp_path, forked_cli
 ):
     from aclnngen.codegen import catalog_changes
 
@@ -321,7 +321,7 @@ def test_the_catalog_between_two_tags_names_added_apis_changed_prototypes_and_lo
     assert any(c.what == "dtype" and "bfloat16 removed" in c.message for c in demo.changes), demo.changes
     assert catalog_changes.compare(new, new).changed == []  # a release against itself changes nothing
     out = tmp_path / "changes.md"
-    done = aclnngen_cli(
+    done = forked_cli(
         "catalog", "--mirror", two_release_mirror, "--tag", "v9.2.0-beta.1", "--since", "v8.5.0",
         "--write-changes", out, "--json",
     )  # fmt: skip
@@ -332,12 +332,12 @@ def test_the_catalog_between_two_tags_names_added_apis_changed_prototypes_and_lo
     assert "prototype: alpha renamed scale" in text and "`aclnnOtherBackward`" in text and "bfloat16 removed" in text
     # `aclnngen diff --since` writes the same release view; without --tag it says what it needs
     again = tmp_path / "again.md"
-    done = aclnngen_cli(
+    done = forked_cli(
         "diff", "--mirror", two_release_mirror, "--since", "v8.5.0", "--tag", "v9.2.0-beta.1", "--write", again
     )
     assert done.returncode == 0 and "1 APIs added" in done.stdout, done.stderr
     assert again.read_text(encoding="utf-8") == text
-    done = aclnngen_cli("diff", "--mirror", two_release_mirror, "--since", "v8.5.0")
+    done = forked_cli("diff", "--mirror", two_release_mirror, "--since", "v8.5.0")
     assert done.returncode != 0 and "--tag NEW_TAG" in done.stderr and "Traceback" not in done.stderr
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import datetime
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import catalog
+import forkserver
 import pytest
 import yaml
 
@@ -115,14 +114,14 @@ def _write(path: Path, data) -> Path:
     return path
 
 
-def test_diff_command_exit_status_json_and_allow_list(aclnngen_cli, tmp_path):
+def test_diff_command_exit_status_json_and_allow_list(forked_cli, tmp_path):
     old = _write(tmp_path / "old.yaml", BASE)
     new_data = json.loads(json.dumps(BASE))
     new_data["products"].pop()
     new = _write(tmp_path / "new.yaml", new_data)
-    same = aclnngen_cli("diff", str(old), str(old), timeout=120)
+    same = forked_cli("diff", str(old), str(old), timeout=120)
     assert same.returncode == 0 and "0 change(s), 0 breaking" in same.stdout
-    broke = aclnngen_cli("diff", str(old), str(new), "--json", timeout=120)
+    broke = forked_cli("diff", str(old), str(new), "--json", timeout=120)
     report = json.loads(broke.stdout)
     assert (
         broke.returncode == 1
@@ -134,13 +133,13 @@ def test_diff_command_exit_status_json_and_allow_list(aclnngen_cli, tmp_path):
     allow.write_text(
         f"- {{op: DemoOp, match: training no longer supported, reason: withdrawn by the vendor, expires: {tomorrow}}}\n"
     )
-    allowed = aclnngen_cli("diff", str(old), str(new), "--allow", str(allow), timeout=120)
+    allowed = forked_cli("diff", str(old), str(new), "--allow", str(allow), timeout=120)
     assert allowed.returncode == 0 and "allowed" in allowed.stdout
     allow.write_text("- {op: DemoOp, match: training no longer supported, reason: old, expires: 2020-01-01}\n")
-    expired = aclnngen_cli("diff", str(old), str(new), "--allow", str(allow), timeout=120)
+    expired = forked_cli("diff", str(old), str(new), "--allow", str(allow), timeout=120)
     assert expired.returncode == 1
     allow.write_text("- {match: x}\n")
-    bad = aclnngen_cli("diff", str(old), str(new), "--allow", str(allow), timeout=120)
+    bad = forked_cli("diff", str(old), str(new), "--allow", str(allow), timeout=120)
     assert (
         bad.returncode == 1
         and f"{allow}:1: each allow-list entry needs" in bad.stderr
@@ -148,11 +147,11 @@ def test_diff_command_exit_status_json_and_allow_list(aclnngen_cli, tmp_path):
     )
 
 
-def test_diff_of_one_spec_at_two_releases(aclnngen_cli, tmp_path):
+def test_diff_of_one_spec_at_two_releases(forked_cli, tmp_path):
     spec = json.loads(json.dumps(BASE))
     spec["products"].append({"family": "a3", "since": "8.5.0"})
     path = _write(tmp_path / "demo_op.yaml", spec)
-    result = aclnngen_cli("diff", str(path), "--at", "8.0.0", "--at", "v8.5.0", timeout=120)
+    result = forked_cli("diff", str(path), "--at", "8.0.0", "--at", "v8.5.0", timeout=120)
     assert result.returncode == 0 and "compatible product   a3 supported" in result.stdout
 
 
@@ -173,14 +172,14 @@ def _finished(page: str, release: str) -> dict:
     return json.loads(json.dumps(draft))  # no shared lists, so no YAML anchors
 
 
-def test_merge_versions_changed_facts_and_keeps_comments(aclnngen_cli, tmp_path):
+def test_merge_versions_changed_facts_and_keeps_comments(forked_cli, tmp_path):
     # the older page (table variant) as a curated spec with a comment a person wrote
     spec = tmp_path / "demo_backward.yaml"
     older = _finished("table_variant.md", "8.5.0")
     older["return_codes"] = [r for r in older["return_codes"] if r["status"] != 161001]  # an older table without it
     text = "# written by a person\n" + yaml.safe_dump(older, sort_keys=False)
     spec.write_text(text)
-    result = aclnngen_cli(
+    result = forked_cli(
         "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md"), timeout=120
     )
     # the page adds a parameter, which no versioned fact can say: a TODO the merged spec fails on
@@ -225,7 +224,7 @@ def test_merge_versions_changed_facts_and_keeps_comments(aclnngen_cli, tmp_path)
     broken = tmp_path / "broken" / "demo_backward.yaml"
     broken.parent.mkdir()
     broken.write_text(text.replace("summary: A demo op.", "summary: ''"))
-    again = aclnngen_cli(
+    again = forked_cli(
         "import", "--into", str(broken), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md"), timeout=120
     )
     assert (
@@ -250,8 +249,8 @@ def _product_gains():
 
 
 @pytest.mark.parametrize("path,symbol,family,before,since", _product_gains(), ids=lambda v: str(v))
-def test_every_product_gained_shows_in_diff_and_in_the_change_log(aclnngen_cli, path, symbol, family, before, since):
-    result = aclnngen_cli("diff", str(path), "--at", before, "--at", since, timeout=120)
+def test_every_product_gained_shows_in_diff_and_in_the_change_log(forked_cli, path, symbol, family, before, since):
+    result = forked_cli("diff", str(path), "--at", before, "--at", since, timeout=120)
     assert f"compatible product   {family} supported" in result.stdout, result.stdout
     log = (DEFAULT_SPECS_DIR.parent / "docs" / "changes.md").read_text()
     section = log.split(f"\n## {vendor_tag(since)}\n", 1)[1].split("\n## ", 1)[0]
@@ -259,17 +258,17 @@ def test_every_product_gained_shows_in_diff_and_in_the_change_log(aclnngen_cli, 
     assert f"**compatible** (product): {family} supported" in op_part
 
 
-def test_generate_at_a_release_renders_only_the_facts_that_hold_there(aclnngen_cli, tmp_path):
+def test_generate_at_a_release_renders_only_the_facts_that_hold_there(forked_cli, tmp_path):
     out = tmp_path / "aclnn_at"
     gains = _product_gains()
     path, symbol, family, before, since = gains[-1]
-    result = aclnngen_cli("generate", "--cann", before, "--out", str(out), timeout=300)
+    result = forked_cli("generate", "--cann", before, "--out", str(out), timeout=300)
     assert result.returncode == 0, result.stderr
     meta_text = (out / "meta" / f"{Path(path).stem}.py").read_text()
     assert f"'cann_version': '{before}'" in meta_text and f"'family': '{family}'" not in meta_text
     assert "'since': '" not in meta_text  # no versioned facts are left
     later = tmp_path / "aclnn_later"
-    assert aclnngen_cli("generate", "--cann", since, "--out", str(later), timeout=300).returncode == 0
+    assert forked_cli("generate", "--cann", since, "--out", str(later), timeout=300).returncode == 0
     assert f"'family': '{family}'" in (later / "meta" / f"{Path(path).stem}.py").read_text()
     # the package of the later release runs the op on that family on the simulator; the earlier one refuses
     script = (
@@ -292,24 +291,18 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(aclnngen_c
     )
     runs = {}
     for folder, release in ((out, before), (later, since)):
-        done = subprocess.run(
-            [sys.executable, "-c", script, folder.name, Path(path).stem, family, release],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=folder.parent,
-        )
+        done = forkserver.shared().script(script, folder.name, Path(path).stem, family, release, cwd=folder.parent)
         runs[release] = done.stdout.strip() or done.stderr[-500:]
     assert runs == {before: "refused product", since: "ran"}, runs
 
 
-def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(aclnngen_cli, tmp_path):
+def test_merge_keeps_a_fact_the_spec_records_as_a_page_defect(forked_cli, tmp_path):
     draft = _finished("table_variant.md", "8.5.0")
     draft["defects"] = [
         {"kind": "dtype", "note": "the page's int32 on ascend950 is wrong", "since": "9.2.RC1.alpha001"}
     ]
     spec = _write(tmp_path / "demo_backward.yaml", draft)
-    result = aclnngen_cli(
+    result = forked_cli(
         "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md"), timeout=120
     )
     assert result.returncode == 1 and "TODO" in result.stdout, result.stdout  # the added parameter (above)
@@ -328,28 +321,28 @@ def test_a_one_key_mapping_inside_a_flow_list_keeps_its_braces(tmp_path):
     assert dump_round_trip(load_round_trip(path)) == text
 
 
-def test_a_rule_the_new_page_hints_at_is_a_note_never_a_merged_rule(aclnngen_cli, tmp_path):
+def test_a_rule_the_new_page_hints_at_is_a_note_never_a_merged_rule(forked_cli, tmp_path):
     draft = _finished("table_variant.md", "8.5.0")
     draft["rules"] = [r for r in draft["rules"] if r["kind"] != "max_rank"]
     spec = _write(tmp_path / "demo_backward.yaml", draft)
-    result = aclnngen_cli(
+    result = forked_cli(
         "import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md"), timeout=120
     )
     assert "the page hints at a max_rank rule the spec does not have" in result.stdout, result.stdout
     assert "max_rank" not in {r["kind"] for r in yaml.safe_load(spec.read_text())["rules"]}
 
 
-def test_diff_of_two_files_shows_the_versioned_facts_an_import_recorded(aclnngen_cli, tmp_path):
+def test_diff_of_two_files_shows_the_versioned_facts_an_import_recorded(forked_cli, tmp_path):
     spec = tmp_path / "demo_backward.yaml"
     older = _finished("table_variant.md", "8.5.0")
     older["return_codes"] = [r for r in older["return_codes"] if r["status"] != 161001]
     spec.write_text(yaml.safe_dump(older, sort_keys=False))
     before = tmp_path / "before.yaml"
     before.write_text(spec.read_text())
-    aclnngen_cli("import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md"))
+    forked_cli("import", "--into", str(spec), "--release", "v9.2.0-beta.1", str(PAGES / "marker_variant.md"))
     assert spec.read_text() != before.read_text()
-    files = aclnngen_cli("diff", str(before), str(spec), "--json")
-    at = aclnngen_cli("diff", str(spec), "--at", "v8.5.0", "--at", "v9.2.0-beta.1", "--json")
+    files = forked_cli("diff", str(before), str(spec), "--json")
+    at = forked_cli("diff", str(spec), "--at", "v8.5.0", "--at", "v9.2.0-beta.1", "--json")
     by_files, by_at = json.loads(files.stdout), json.loads(at.stdout)
     expected = {(c["kind"], c["what"], c["message"]) for c in by_at["changes"]}
     assert expected and any(kind == "breaking" for kind, _, _ in expected)
@@ -359,5 +352,5 @@ def test_diff_of_two_files_shows_the_versioned_facts_an_import_recorded(aclnngen
     assert all(
         c["at"] == ["v9.2.0-beta.1"] for c in by_files["changes"] if (c["kind"], c["what"], c["message"]) in expected
     )
-    text = aclnngen_cli("diff", str(before), str(spec))
+    text = forked_cli("diff", str(before), str(spec))
     assert "(at v9.2.0-beta.1)" in text.stdout and "0 change(s)" not in text.stdout

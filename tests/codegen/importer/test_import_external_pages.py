@@ -34,7 +34,7 @@ def _draft(page: Path, release: str) -> dict:
 
 
 @pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: p.stem)
-def test_each_seed_page_imports_and_agrees_with_its_spec(aclnngen_cli, spec_path, tmp_path):
+def test_each_seed_page_imports_and_agrees_with_its_spec(forked_cli, spec_path, tmp_path):
     spec = _spec(spec_path)
     seed = spec.get("source", {}).get("seed")
     if not seed:
@@ -45,9 +45,9 @@ def test_each_seed_page_imports_and_agrees_with_its_spec(aclnngen_cli, spec_path
     unexcused, excused = disagreements(spec, draft, spec["cann_version"])
     assert unexcused == [], [str(c) for c in unexcused]
     # `diff SPEC DRAFT` lists what curation corrected: every excused difference is among its lines
-    result = aclnngen_cli("import", str(page), "-o", str(tmp_path), "--release", spec["cann_version"], timeout=120)
+    result = forked_cli("import", str(page), "-o", str(tmp_path), "--release", spec["cann_version"], timeout=120)
     assert result.returncode == 0, result.stderr
-    shown = aclnngen_cli("diff", str(spec_path), str(tmp_path / spec_path.name), timeout=120)
+    shown = forked_cli("diff", str(spec_path), str(tmp_path / spec_path.name), timeout=120)
     assert "Traceback" not in shown.stderr and shown.returncode in (0, 1), shown.stderr
     for change in excused:
         assert change.message in shown.stdout, (change.message, shown.stdout)
@@ -86,7 +86,7 @@ def test_each_spec_agrees_with_its_vendor_page_at_the_newest_tag(spec_path, tmp_
 
 
 @pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: p.stem)
-def test_merging_the_page_a_spec_agrees_with_changes_no_fact(aclnngen_cli, spec_path, tmp_path):
+def test_merging_the_page_a_spec_agrees_with_changes_no_fact(forked_cli, spec_path, tmp_path):
     """`import --into` of the newest vendor page into a spec that already agrees with it: no
     versioned fact is added (a person's curation is never taken for a release change)."""
     git_dir = _mirror()
@@ -94,7 +94,7 @@ def test_merging_the_page_a_spec_agrees_with_changes_no_fact(aclnngen_cli, spec_
     copy = tmp_path / spec_path.name
     copy.write_text(spec_path.read_text())
     page = _vendor_page(git_dir, "v9.2.0-beta.1", spec["name"], tmp_path)
-    done = aclnngen_cli("import", "--into", str(copy), "--release", "v9.2.0-beta.1", str(page), timeout=120)
+    done = forked_cli("import", "--into", str(copy), "--release", "v9.2.0-beta.1", str(page), timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 change(s), 0 breaking" in done.stdout, done.stdout
     assert copy.read_text() == spec_path.read_text()

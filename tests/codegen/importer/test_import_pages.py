@@ -148,8 +148,8 @@ def test_saved_page_with_scrape_damage():
     assert any(k == "name" and "aclnnDemoBackwardBackward" in n for k, n in facts.defects)
 
 
-def test_import_writes_drafts_that_validate_reports_line_by_line(aclnngen_cli, tmp_path):
-    result = aclnngen_cli(
+def test_import_writes_drafts_that_validate_reports_line_by_line(forked_cli, tmp_path):
+    result = forked_cli(
         "import", str(PAGES / "marker_variant.md"), "-o", str(tmp_path), "--release", "v9.2.0-beta.1", timeout=120
     )
     assert result.returncode == 0, result.stderr
@@ -157,7 +157,7 @@ def test_import_writes_drafts_that_validate_reports_line_by_line(aclnngen_cli, t
     assert f"-> {draft_path}" in result.stdout and "TODO:" in result.stdout and "defects: 1" in result.stdout
     draft = yaml.safe_load(draft_path.read_text())
     assert draft["cann_version"] == "9.2.RC1.alpha001"
-    check = aclnngen_cli("validate", str(draft_path), timeout=120)
+    check = forked_cli("validate", str(draft_path), timeout=120)
     assert check.returncode == 1 and "Traceback" not in check.stderr
     lines = check.stderr.splitlines()
     assert len([line for line in lines if ": TODO " in line]) == len(draft["todo"])
@@ -171,12 +171,12 @@ def _line_of(path: Path, prefix: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.startswith(prefix))
 
 
-def test_import_of_a_missing_page_or_bad_release_is_one_line(aclnngen_cli, tmp_path):
-    missing = aclnngen_cli("import", str(tmp_path / "nope.md"), "-o", str(tmp_path), timeout=120)
+def test_import_of_a_missing_page_or_bad_release_is_one_line(forked_cli, tmp_path):
+    missing = forked_cli("import", str(tmp_path / "nope.md"), "-o", str(tmp_path), timeout=120)
     assert (
         missing.returncode == 1 and "nope.md: no such doc page" in missing.stderr and "Traceback" not in missing.stderr
     )
-    bad = aclnngen_cli("import", str(PAGES / "english_variant.md"), "--release", "nine", timeout=120)
+    bad = forked_cli("import", str(PAGES / "english_variant.md"), "--release", "nine", timeout=120)
     assert (
         bad.returncode == 1 and "--release 'nine' is not a CANN release" in bad.stderr and "v9.2.0-beta.1" in bad.stderr
     )
@@ -207,17 +207,17 @@ def test_a_non_const_tensor_the_table_calls_an_input_is_an_output_and_a_defect()
     assert any(k == "prototype" and "calls out an input" in n for k, n in facts.defects)
 
 
-def test_import_never_overwrites_a_finished_spec_and_a_file_is_no_folder(aclnngen_cli, tmp_path):
+def test_import_never_overwrites_a_finished_spec_and_a_file_is_no_folder(forked_cli, tmp_path):
     spec = tmp_path / "demo_backward.yaml"
     spec.write_text("# a person's spec\nname: DemoBackward\n")
-    refused = aclnngen_cli("import", str(PAGES / "english_variant.md"), "-o", str(tmp_path), timeout=120)
+    refused = forked_cli("import", str(PAGES / "english_variant.md"), "-o", str(tmp_path), timeout=120)
     assert refused.returncode == 1 and "exists and is not a draft" in refused.stderr and "--into" in refused.stderr
     assert spec.read_text() == "# a person's spec\nname: DemoBackward\n"
     spec.unlink()
     for _ in range(2):  # a draft replaces the previous draft
-        again = aclnngen_cli("import", str(PAGES / "english_variant.md"), "-o", str(tmp_path), timeout=120)
+        again = forked_cli("import", str(PAGES / "english_variant.md"), "-o", str(tmp_path), timeout=120)
         assert again.returncode == 0, again.stderr
-    blocked = aclnngen_cli("import", str(PAGES / "english_variant.md"), "-o", str(spec), timeout=120)
+    blocked = forked_cli("import", str(PAGES / "english_variant.md"), "-o", str(spec), timeout=120)
     assert (
         blocked.returncode == 1 and "cannot create the folder" in blocked.stderr and "Traceback" not in blocked.stderr
     )
