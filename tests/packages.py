@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from nested_pytest import Run, run_pytest
+from forkserver import Run, run_pytest
 from repo_paths import DATA
 
 
@@ -64,7 +64,7 @@ def generated_package(root: Path, specs: Path, name: str) -> Iterator[Path]:
 def run_generated_tests(package: Path, *args: str, **env: str | None) -> Run:
     """`python -m pytest PACKAGE/tests -q ARGS` in the package's folder, the package and tests/data
     (the `mutations` plugin) on PYTHONPATH, outside the outer run's xdist; `env` adds variables
-    (None: removes one). A nested run of its own (tests/nested_pytest.py)."""
+    (None: removes one). A nested run of its own (tests/forkserver.py)."""
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), str(DATA)]))
     environment.pop("PYTEST_XDIST_WORKER", None)
     for name, value in env.items():

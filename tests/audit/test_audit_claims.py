@@ -38,7 +38,7 @@ def _family(meta) -> str:
 
 def _run_snippet(code: str) -> str:
     """A finding's reproducer, run alone in a process of its own, as a user pastes it."""
-    done = forkserver.shared().script(code)
+    done = forkserver.run_script(code)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -182,7 +182,7 @@ def test_ids_are_stable_and_the_baseline_gates(tmp_path):
 
 
 def test_the_command_writes_the_report_gates_and_jobs_give_the_same_report(tmp_path):
-    cli = forkserver.shared().cli
+    cli = forkserver.run_cli
     out, again_out = tmp_path / "report", tmp_path / "jobs2"
     ops = [OPS[0], OPS[-1]]
     done = cli("audit", "--source", "sim", "--ops", *ops, "--out", out)

@@ -119,7 +119,6 @@ def test_the_command_reports_a_corrupted_header(forked_cli, tmp_path):
         str(out),
         "--no-pictures",
         timeout=600,
-        imports=["torch"],
     )
     assert done.returncode == 1, done.stderr
     data = json.loads((out / "audit.json").read_text())

@@ -74,7 +74,6 @@ def test_the_command_takes_a_page(forked_cli, tmp_path):
         str(out),
         "--no-pictures",
         timeout=600,
-        imports=["torch"],
     )
     assert done.returncode in (0, 1), done.stderr
     data = json.loads((out / "audit.json").read_text())

@@ -15,7 +15,7 @@ import pytest
 from aclnngen.generated import OPS
 from aclnngen.verify import cases, directives, opcheck
 from aclnngen.runtime.call import _newest_version
-from nested_pytest import run_pytest
+from forkserver import run_pytest
 from repo_paths import REPO
 
 FAMILIES = ("a2", "training")

@@ -291,7 +291,7 @@ def test_generate_at_a_release_renders_only_the_facts_that_hold_there(forked_cli
     )
     runs = {}
     for folder, release in ((out, before), (later, since)):
-        done = forkserver.shared().script(script, folder.name, Path(path).stem, family, release, cwd=folder.parent)
+        done = forkserver.run_script(script, folder.name, Path(path).stem, family, release, cwd=folder.parent)
         runs[release] = done.stdout.strip() or done.stderr[-500:]
     assert runs == {before: "refused product", since: "ran"}, runs
 

@@ -1,16 +1,19 @@
-"""Nested pytest runs (tests/nested_pytest.py) behave as `python -m pytest` in a fresh interpreter:
-each run's outcomes and output are its own, nothing one run changes reaches the next, and each
-takes its folder, environment and PYTHONPATH from its request."""
+"""Forked runs (tests/forkserver.py) behave as in a fresh interpreter: a nested pytest run as
+`python -m pytest`, a command as `aclnngen`, a script as `python -c`; each run's outcomes and
+output are its own, nothing one run changes reaches the next, and each takes its folder,
+environment and PYTHONPATH from its request."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from nested_pytest import PER_RUN, run_pytest, server_environment
+from forkserver import PER_RUN, run_cli, run_pytest, run_script, server_environment
 from repo_paths import REPO
 
 TESTS = """
@@ -115,3 +118,46 @@ def test_a_server_is_shared_by_runs_that_differ_only_in_what_a_run_sets():
     per_run = {name: "x" for name in PER_RUN}
     assert server_environment({**base, **per_run}) == server_environment(base) == base
     assert server_environment({**base, "ACLNNGEN_BACKEND": "sim"}) != server_environment(base)
+
+
+SCRIPT = """
+import os, sys
+import numpy
+import helper_in_the_folder
+assert not hasattr(numpy, "_forked_script_mark"), "a change of another run"
+numpy._forked_script_mark = True
+print(sys.argv[1:], helper_in_the_folder.VALUE, os.environ.get("ACLNNGEN_CACHE_DIR"))
+if sys.argv[1] == "raise":
+    raise ValueError("from the script")
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("argv", [["0"], ["3"], ["raise"]])
+def test_a_script_ends_as_with_python_c(argv, tmp_path):
+    (tmp_path / "helper_in_the_folder.py").write_text("VALUE = 7\n", encoding="utf-8")  # the folder is on the path
+    real = subprocess.run([sys.executable, "-c", SCRIPT, *argv], capture_output=True, text=True, cwd=tmp_path)
+    for _ in range(2):  # the second run would fail the script's first assert if state leaked
+        forked = run_script(SCRIPT, *argv, cwd=tmp_path)
+        assert (forked.returncode, forked.stdout) == (real.returncode, real.stdout), forked.stderr
+        assert forked.stderr.splitlines()[-1:] == real.stderr.splitlines()[-1:]
+
+
+def test_a_command_ends_as_from_a_shell_with_the_variables_given(tmp_path):
+    bad = tmp_path / "no_such_spec.yaml"
+    env = {"ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")}
+    real = subprocess.run(
+        [sys.executable, "-m", "aclnngen.codegen.cli", "validate", str(bad)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **env},
+    )
+    forked = run_cli("validate", bad, cwd=tmp_path, env=env)
+    assert real.returncode != 0 and (forked.returncode, forked.stdout, forked.stderr) == (
+        real.returncode,
+        real.stdout,
+        real.stderr,
+    )
+    shown = run_script("import os; print(os.environ['ACLNNGEN_CACHE_DIR'])", cwd=tmp_path)
+    assert shown.stdout.strip() == os.environ.get("ACLNNGEN_CACHE_DIR", ""), "a command's variables outlived it"
