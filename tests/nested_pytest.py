@@ -117,6 +117,10 @@ class _Server:
             reply = self._process.stdout.readline()
         except OSError as exc:
             reply = f"{exc}"
+        except BaseException:  # interrupted while a run goes on: its reply would answer the next request
+            self._process.kill()
+            _forget(self)
+            raise
         if not reply.startswith("{"):
             self._log.seek(0)
             _forget(self)
@@ -124,8 +128,11 @@ class _Server:
         return json.loads(reply)["returncode"]
 
     def close(self) -> None:
-        self._process.stdin.close()
-        self._process.wait(timeout=60)
+        try:
+            self._process.stdin.close()
+            self._process.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            self._process.kill()
         self._log.close()
 
 
@@ -192,7 +199,7 @@ def _child(request: dict, base_path: list[str]) -> int:
     os.environ.update(request["env"])
     extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = [request["cwd"], *extra, *base_path]  # as `python -m` with that PYTHONPATH sets it
-    sys.argv = [pytest.__file__, *request["args"]]
+    sys.argv = [str(Path(pytest.__file__).with_name("__main__.py")), *request["args"]]
     for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], None), (2, request["stderr"], None)):
         opened = os.open(name, flags if flags is not None else os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(opened, fd)
@@ -237,15 +244,15 @@ def serve() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
-    _warm_up()
     base_path = sys.path[1:]  # without this script's folder
+    _warm_up()
     gc.freeze()  # children inherit what is imported; their collections need not walk it
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
-            code = 3
+            code = 3  # pytest's INTERNAL_ERROR, should the child fail before pytest says
             try:
                 replies.close()
                 code = _child(request, base_path)
