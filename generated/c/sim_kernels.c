@@ -17,8 +17,12 @@
 
 /* On x86-64, each kernel is built twice, for AVX2 and for the baseline, and the loader picks one
  * for the CPU (GCC's function multi-versioning): 8 floats a step instead of 4, the same
- * operations on every element, so the same bits (no FMA: AVX2 alone does not contract a * b + c). */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+ * operations on every element, so the same bits (no FMA: AVX2 alone does not contract a * b + c).
+ * A build for a CPU known to have AVX2 (ACLK_HOST_AVX2: runtime/sim/compiled.py asks for one when
+ * the CPU running it has AVX2) builds the AVX2 version alone, half the compiling. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && defined(ACLK_HOST_AVX2)
+#define ACLK_CLONES __attribute__((target("avx2")))
+#elif defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
 #define ACLK_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define ACLK_CLONES

@@ -164,7 +164,8 @@ def library(package: str, core: str, op: str | None = None) -> _Library:
             lib.error = f"{package} has no c/sim_kernels.c (generated before compiled kernels existed)"
         else:
             one_op = {} if op is None else {"ACLK_ONE_OP": None, **({f"ACLK_OP_{op}": None} if op else {})}
-            path = build_simulator([source], defines=one_op, lib_names=(KERNELS_LIB_NAME,), link_core=core)
+            defines = {**one_op, **host_defines()}
+            path = build_simulator([source], defines=defines, lib_names=(KERNELS_LIB_NAME,), link_core=core)
             ffi = _cffi()
             lib.handle = ffi.dlopen(str(path))
             entries = lib.handle.aclk_entries()
@@ -185,6 +186,24 @@ def library(package: str, core: str, op: str | None = None) -> _Library:
         lib.error = f"the compiled kernels could not be built or loaded: {exc}"
     with _lock:
         return _LIBRARIES.setdefault(key, lib)
+
+
+_HOST: dict[str, None] | None = None
+
+
+def host_defines() -> dict[str, None]:
+    """Defines for a kernel build on this CPU: ACLK_HOST_AVX2 where Linux says it has AVX2, so each
+    kernel is compiled for AVX2 alone, not also for the baseline (sim_kernels.c.j2). The define is
+    part of the build's cache key: a CPU without AVX2 never loads such a build from a shared cache."""
+    global _HOST
+    if _HOST is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+        except OSError:
+            flags = []
+        _HOST = {"ACLK_HOST_AVX2": None} if "avx2" in flags and sys.platform.startswith("linux") else {}
+    return _HOST
 
 
 def _threads() -> int:

@@ -84,21 +84,31 @@ def test_an_unknown_function_is_refused(library):
 def test_on_x86_64_each_kernel_has_an_avx2_version_picked_at_load():
     """sim_kernels.c.j2 builds every kernel for AVX2 and for the baseline (GCC's target_clones);
     the loader's choice is an ifunc symbol per kernel. The two give the same bits (no FMA), which
-    every simulated test's comparison with the reference covers on whichever the CPU runs. Read
-    from one op's build (the one a call makes), not a build of every op."""
+    every simulated test's comparison with the reference covers on whichever the CPU runs. A build
+    for a CPU with AVX2 (compiled.host_defines) has the AVX2 version alone. Read from one op's
+    build, not a build of every op."""
     from aclnngen.generated import OPS
 
     core = session.backend().libraries["nnopbase"]
     snake = next(s for s in OPS if compiled.library(BUILTIN_PACKAGE, core, s).kernels)
-    path = build_simulator(  # the same build as the op's library: found in the cache
-        [compiled.kernels_source(BUILTIN_PACKAGE)],
-        defines={"ACLK_ONE_OP": None, f"ACLK_OP_{snake}": None},
-        lib_names=(compiled.KERNELS_LIB_NAME,),
-        link_core=core,
-    )
-    symbols = subprocess.run(["nm", str(path)], capture_output=True, text=True, check=True).stdout.splitlines()
-    ifuncs = [line.split()[-1] for line in symbols if len(line.split()) == 3 and line.split()[1] == "i"]
+    one_op = {"ACLK_ONE_OP": None, f"ACLK_OP_{snake}": None}
+
+    def symbols(defines) -> list[str]:
+        path = build_simulator(
+            [compiled.kernels_source(BUILTIN_PACKAGE)],
+            defines=defines,
+            lib_names=(compiled.KERNELS_LIB_NAME,),
+            link_core=core,
+        )
+        return subprocess.run(["nm", str(path)], capture_output=True, text=True, check=True).stdout.splitlines()
+
+    portable = symbols(one_op)
+    ifuncs = [line.split()[-1] for line in portable if len(line.split()) == 3 and line.split()[1] == "i"]
     kernels = [name for name in ifuncs if name.startswith(f"aclk_{snake}__")]
     assert kernels, f"no kernel of {snake} is an ifunc"
     for name in kernels:
-        assert any(line.endswith(f" {name}.avx2") for line in symbols), f"{name} has no AVX2 version"
+        assert any(line.endswith(f" {name}.avx2") for line in portable), f"{name} has no AVX2 version"
+    if compiled.host_defines():  # the build the op's calls load: one version, no ifunc
+        host = symbols({**one_op, **compiled.host_defines()})  # (found in the cache)
+        assert not [line for line in host if f" i aclk_{snake}__" in line or ".avx2" in line]
+        assert [line for line in host if f" aclk_{snake}__" in line]
