@@ -12,7 +12,17 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from isolated import REPO, build_isolation, clean_env, fresh_venv, pip_install, run, type_check, venv_env
+from isolated import (
+    REPO,
+    build_isolation,
+    copy_repository,
+    clean_env,
+    fresh_venv,
+    pip_install,
+    run,
+    type_check,
+    venv_env,
+)
 
 pytestmark = pytest.mark.slow(
     reason="builds a wheel, installs it into a fresh venv and runs it from outside the checkout"
@@ -25,8 +35,11 @@ BUILTIN_OP = sorted((REPO / "specs" / "ops").glob("*.yaml"))[0].stem
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     dest = tmp_path_factory.mktemp("wheel")
+    # built from a copy of the tracked files, as from a clone: a build without isolation writes
+    # build/ and aclnngen.egg-info beside its sources, which must not be the user's checkout
+    source = copy_repository(dest / "source")
     built = run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *build_isolation(), "-w", dest / "dist", REPO],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *build_isolation(), "-w", dest / "dist", source],
         env=clean_env(),
         cwd=dest,
     )
