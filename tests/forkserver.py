@@ -176,7 +176,7 @@ class _Server:
         if not reply.startswith("{"):
             self._log.seek(0)
             _forget(self)
-            raise ForkServerError(f"the nested-pytest server ended: {reply!r}\n{self._log.read().decode()[-3000:]}")
+            raise ForkServerError(f"the fork server ended: {reply!r}\n{self._log.read().decode()[-3000:]}")
         return json.loads(reply)["returncode"]
 
     def close(self) -> None:
@@ -259,8 +259,6 @@ def _child(request: dict, base_path: list[str]) -> int:
 
 
 def _pytest_child(request: dict) -> int:
-    import pytest
-
     sys.argv = [str(Path(pytest.__file__).with_name("__main__.py")), *request["args"]]
     recorder = _Recorder()
     try:
@@ -317,8 +315,6 @@ class _Warm:
 
 
 def _warm_up() -> None:
-    import pytest
-
     with tempfile.TemporaryDirectory(prefix="forkserver-warm-") as empty:
         pytest.main(["-q", "-p", "no:cacheprovider", "--collect-only", "--rootdir", empty, empty], plugins=[_Warm()])
 

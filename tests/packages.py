@@ -23,13 +23,18 @@ from repo_paths import DATA
 
 
 def aclnngen(*args: str | Path) -> subprocess.CompletedProcess:
-    """`aclnngen ARGS` in this process: its exit code and what it printed on stdout and stderr."""
+    """`aclnngen ARGS` in this process, through the command line's own entry (`cli.main`: its
+    parser, dispatch and error reporting): its exit code and what it printed on stdout and stderr.
+    An exception no command turns into a message fails the test as a traceback would."""
     from aclnngen.codegen.cli import main
 
     argv = [str(a) for a in args]
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main(argv)
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's own refusals
+            code = exc.code if isinstance(exc.code, int) else 1
     return subprocess.CompletedProcess(["aclnngen", *argv], code, stdout.getvalue(), stderr.getvalue())
 
 

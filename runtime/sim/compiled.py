@@ -34,6 +34,7 @@ test can prove which path computed its result.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import os
@@ -188,22 +189,17 @@ def library(package: str, core: str, op: str | None = None) -> _Library:
         return _LIBRARIES.setdefault(key, lib)
 
 
-_HOST: dict[str, None] | None = None
-
-
+@functools.cache
 def host_defines() -> dict[str, None]:
     """Defines for a kernel build on this CPU: ACLK_HOST_AVX2 where Linux says it has AVX2, so each
     kernel is compiled for AVX2 alone, not also for the baseline (sim_kernels.c.j2). The define is
     part of the build's cache key: a CPU without AVX2 never loads such a build from a shared cache."""
-    global _HOST
-    if _HOST is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
-        except OSError:
-            flags = []
-        _HOST = {"ACLK_HOST_AVX2": None} if "avx2" in flags and sys.platform.startswith("linux") else {}
-    return _HOST
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return {"ACLK_HOST_AVX2": None} if "avx2" in flags and sys.platform.startswith("linux") else {}
 
 
 def _threads() -> int:

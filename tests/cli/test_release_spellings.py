@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 import yaml
 
-from aclnngen.codegen.cli import main
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_all, load_products, load_spec, spec_paths
 from aclnngen.codegen.releases import covers, described
 from aclnngen.core.releases import CannVersion, ReleaseError, as_release, release_of, vendor_tag
+from packages import aclnngen
 from repo_paths import PAGES
 
 REPO = DEFAULT_SPECS_DIR.parent
@@ -23,29 +22,11 @@ SPECS = [ls.spec for ls in load_all()]
 KNOWN = sorted(set().union(*(described(s) for s in SPECS)), key=CannVersion)
 
 
-class Ran(NamedTuple):
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
-def cli(capsys):
-    """`aclnngen ARGS` through the command line's own entry (`cli.main`: its parser, dispatch and
-    error reporting) in this process, its exit status and what it printed: the subject here is
-    what the commands answer, not starting an interpreter (~0.3 CPU-s a run); an exception no
-    command turns into a message fails the test as a traceback would."""
-
-    def run(*args: str) -> Ran:
-        capsys.readouterr()
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as exc:  # argparse's own refusals
-            code = exc.code if isinstance(exc.code, int) else 1
-        out, err = capsys.readouterr()
-        return Ran(code, out, err)
-
-    return run
+def cli():
+    """`aclnngen ARGS` in this process (packages.aclnngen): the subject here is what the commands
+    answer, not starting an interpreter (~0.3 CPU-s a run)."""
+    return aclnngen
 
 
 @pytest.mark.parametrize(
