@@ -62,8 +62,14 @@ def _suite(repo: Path, python: Path, workers: int, cache: Path) -> tuple[float, 
 
 
 def _env(python: Path, cache: Path) -> dict[str, str]:
-    """The venv's environment, with the cache given (each run's own: builds are not shared)."""
-    return venv_env(python, ACLNNGEN_CACHE_DIR=str(cache))
+    """The venv's environment, with the cache given (each run's own: builds are not shared) and a
+    temporary root of the run's own beside it. pytest keeps the folders of its last three runs under
+    <temporary root>/pytest-of-<user> and removes older ones as a run ends, after its last test: on
+    a machine that ran the suite before, that is a whole earlier run's files (~270 MB, seconds)
+    inside the time. A CI machine starts with none, and so does each run here."""
+    temporary = cache.with_name(cache.name + "-tmp")
+    temporary.mkdir(exist_ok=True)
+    return venv_env(python, ACLNNGEN_CACHE_DIR=str(cache), PYTEST_DEBUG_TEMPROOT=str(temporary))
 
 
 def _as_a_clone(repo: Path) -> None:
