@@ -61,11 +61,12 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
-# With -n, xdist hands each worker a first run of consecutive tests (an eighth of the suite at 2
-# workers), then smaller runs as they finish. The slow tests go first, in their collection order:
-# a module whose fixture makes a venv, a wheel or a package of every catalog op then runs within
-# one worker's first run, so the fixture is made once, not once per worker that gets a share of
-# the module, and the longest tests start early instead of ending the run on one worker.
+# With -n and --dist worksteal (pyproject.toml), xdist hands each worker a consecutive share of
+# the tests, and a worker that runs out takes the tail of another's unstarted share. The slow
+# tests go first, in their collection order: a module whose fixture makes a venv, a wheel or a
+# package of every catalog op then runs at the head of one worker's share, never the tail another
+# takes, so the fixture is made once, and the longest tests start early instead of ending the run
+# on one worker.
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # (a stable sort)
 
