@@ -29,8 +29,10 @@ NOT_RUN_IN_THE_COPY = (
 )
 CUSTOM_OPS = CUSTOM_SPECS / "ops"
 # The external material's nested runs check how a test behaves without it, the same for every op:
-# of the tests parametrized by op they run the first op's (tests/one_op_selection.py).
+# of the tests parametrized by op they run the first op's (tests/one_op_selection.py), and of the
+# modules that use the material, only the tests that reach it (tests/external_selection.py).
 ONE_OP = ("-p", "one_op_selection")
+REACHING = ("-p", "external_selection")
 # The nested runs' verdicts are pass, skip or fail; pytest's assertion rewriting of every module
 # they import is more than half of their collection (8.4 -> 3.8 CPU-s for every hand-written module),
 # and the suite's asserts carry their own messages.
@@ -83,7 +85,19 @@ def without_material(clone, tmp_path_factory):
     repo, python = clone
     record = tmp_path_factory.mktemp("skips") / "skipped.json"
     result = run(
-        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", PLAIN, *ONE_OP, *_external_tests(repo)]
+        [
+            python,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            PLAIN,
+            *ONE_OP,
+            *REACHING,
+            *_external_tests(repo),
+        ]
         + ["-p", "skip_record", f"--skip-record={record}"],
         cwd=repo,
         env=venv_env(python, PYTHONPATH=str(repo / "tests")),
