@@ -1,11 +1,13 @@
 """The bytecode folder the suite's processes share (tests/conftest.py sets PYTHONPYCACHEPREFIX to
-it): what it starts with."""
+it): what it starts with (the libraries' own bytecode), and the workers' shares of the test
+modules' rewritten bytecode, written before they collect."""
 
 from __future__ import annotations
 
 import os
 import sys
 import sysconfig
+from pathlib import Path
 
 from isolated import dependency_folders
 
@@ -56,3 +58,43 @@ def link_installed_bytecode(folder: str, roots: list[str] | None = None) -> int:
                     continue
                 linked += 1
     return linked
+
+
+def rewrite_ahead(config, modules: list[Path]) -> int:
+    """Writes pytest's rewritten bytecode of this worker's share of `modules` (the test modules)
+    into the bytecode folder before the worker collects them; returns how many it wrote.
+
+    Every worker collects every test module, and each rewrote each one's asserts (4 CPU-s for the
+    suite's, in a fresh folder) while the others did the same. Worker k of n (k > 0) rewrites
+    every n-th module from the k-th first, so by the time a worker imports a module another has
+    usually written it: each is rewritten about once. The bytecode is pytest's own (its rewrite,
+    its file name, its atomic write), read by its import hook as if that worker had written it; a
+    pytest whose internals differ, or one not rewriting (--assert=plain), is left to do its work."""
+    workerinput = getattr(config, "workerinput", None)
+    if not workerinput or sys.dont_write_bytecode or not sys.pycache_prefix:
+        return 0
+    index, count = (
+        int(str(workerinput.get("workerid", "gw0")).removeprefix("gw") or 0),
+        workerinput.get("workercount", 1),
+    )
+    if index == 0 or count < 2:
+        return 0  # the first worker's share is what it collects itself
+    try:
+        from _pytest.assertion import rewrite
+
+        hook = config.pluginmanager.rewrite_hook
+        if not isinstance(hook, rewrite.AssertionRewritingHook):
+            return 0
+        state = config.stash[rewrite.assertstate_key]
+        written = 0
+        for module in modules[index::count]:
+            cache = rewrite.get_cache_dir(module)
+            pyc = cache / (module.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(module, pyc) is not None:
+                continue
+            cache.mkdir(parents=True, exist_ok=True)
+            source_hash, code = rewrite._rewrite_test(module, config)
+            written += bool(rewrite._write_pyc(state, code, source_hash, pyc))
+        return written
+    except (ImportError, AttributeError, TypeError, OSError):
+        return 0

@@ -9,11 +9,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from bytecode_folder import link_installed_bytecode, memory_folder
+from bytecode_folder import link_installed_bytecode, memory_folder, rewrite_ahead
+from repo_paths import REPO, TESTS
 
 # In CI (CI=true) property tests draw the same examples every run, so a submission's result does
 # not depend on luck; on a developer's machine they explore new examples each run.
@@ -40,6 +42,14 @@ def pytest_configure(config):
     link_installed_bytecode(folder)
     os.environ["PYTHONPYCACHEPREFIX"] = folder
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    # a worker collecting the whole suite writes its share of the test modules' rewritten bytecode
+    # first (tests/bytecode_folder.py rewrite_ahead), so the workers do not each rewrite them all
+    if all(Path(a).resolve() in (REPO, TESTS) for a in session.config.args):
+        rewrite_ahead(session.config, sorted(TESTS.rglob("test_*.py")))
 
 
 def pytest_unconfigure(config):

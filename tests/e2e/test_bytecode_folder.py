@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bytecode_folder import library_folders, link_installed_bytecode
+import pytest
+from bytecode_folder import library_folders, link_installed_bytecode, rewrite_ahead
 
 TAG = sys.implementation.cache_tag
 
@@ -67,3 +68,38 @@ def test_a_process_reads_the_linked_bytecode_of_the_standard_library_and_its_dep
     for used in done.stdout.split():
         # still a link after the import, with writing on: read as valid, not compiled and rewritten
         assert used.startswith(str(prefix)) and os.path.islink(used), used
+
+
+class _Worker:
+    """`config` as an xdist worker sees it: the same configuration, with a worker's input."""
+
+    def __init__(self, config, workerid: str, count: int):
+        self._config, self.workerinput = config, {"workerid": workerid, "workercount": count}
+
+    def __getattr__(self, name):
+        return getattr(self._config, name)
+
+
+def test_a_worker_writes_its_share_of_rewritten_test_modules_as_pytest_reads_them(request, tmp_path, monkeypatch):
+    if request.config.getoption("assertmode") != "rewrite":
+        pytest.skip("this run does not rewrite asserts (--assert=plain)")
+    from _pytest.assertion import rewrite
+
+    modules = []
+    for n in range(4):
+        modules.append(tmp_path / f"test_m{n}.py")
+        modules[-1].write_text(f"def test_a():\n    assert {n} == 1\n", encoding="utf-8")
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "bytecode"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+
+    def cached(module):
+        return rewrite._read_pyc(module, rewrite.get_cache_dir(module) / (module.name[:-3] + rewrite.PYC_TAIL))
+
+    assert (
+        rewrite_ahead(_Worker(request.config, "gw0", 2), modules) == 0
+    )  # the first worker's share: its own collection
+    assert rewrite_ahead(_Worker(request.config, "gw1", 2), modules) == 2
+    assert [cached(m) is not None for m in modules] == [False, True, False, True]
+    # pytest's rewritten code, the assert turned into its explanation machinery
+    assert "@pytest_ar" in cached(modules[1]).co_names
+    assert rewrite_ahead(_Worker(request.config, "gw1", 2), modules) == 0  # written once
