@@ -9,9 +9,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from bytecode_folder import link_installed_bytecode, memory_folder, rewrite_ahead
+from repo_paths import REPO, TESTS
 
 # In CI (CI=true) property tests draw the same examples every run, so a submission's result does
 # not depend on luck; on a developer's machine they explore new examples each run.
@@ -25,17 +29,27 @@ if os.environ.get("CI", "").lower() == "true":
 # and its dependencies from source again, ~0.15 s apiece. They share one bytecode cache instead, in
 # a folder of this run that is removed at its end (PYTHONPYCACHEPREFIX): nothing is written beside
 # the sources, which is what turning bytecode off is for. The controller sets it up before xdist
-# starts its workers, so they and every process they start inherit it.
+# starts its workers, so they and every process they start inherit it, with the libraries' own
+# bytecode linked in (tests/bytecode_folder.py), in memory where the system has a folder for it.
 _BYTECODE_FOLDER: list[str] = []  # the controller's, to remove at the end
 
 
 def pytest_configure(config):
     if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return  # a worker (the controller did it), or the user chose a bytecode folder already
-    folder = tempfile.mkdtemp(prefix="aclnngen-test-bytecode-")
+    folder = tempfile.mkdtemp(prefix="aclnngen-test-bytecode-", dir=memory_folder())
     _BYTECODE_FOLDER.append(folder)
+    link_installed_bytecode(folder)
     os.environ["PYTHONPYCACHEPREFIX"] = folder
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    # a worker collecting the whole suite writes its share of the test modules' rewritten bytecode
+    # first (tests/bytecode_folder.py rewrite_ahead), so the workers do not each rewrite them all
+    if all(Path(a).resolve() in (REPO, TESTS) for a in session.config.args):
+        rewrite_ahead(session.config, sorted(TESTS.rglob("test_*.py")))
 
 
 def pytest_unconfigure(config):

@@ -97,12 +97,14 @@ def fresh_venv(where: Path) -> Path:
 
 
 def build_isolation() -> list[str]:
-    """pip's flag to build aclnngen with the running interpreter's setuptools and wheel when it has
-    both: an isolated build downloads or copies them into a new environment, seconds per build."""
-    if not _importable("setuptools", "wheel"):
+    """pip's flag to build aclnngen with the running interpreter's setuptools when it has one new
+    enough: an isolated build installs [build-system]'s requirements into a new environment, 2 to 3
+    s per build. setuptools>=77 (what pyproject.toml asks for) builds wheels by itself (its own
+    bdist_wheel since 70.1), so the `wheel` package listed beside it is not needed here: a venv made
+    the README's way has setuptools but not wheel."""
+    if not _importable("setuptools"):
         return []
     major = importlib.metadata.version("setuptools").split(".")[0]
-    # pyproject.toml's [build-system] asks for setuptools>=77
     return ["--no-build-isolation"] if major.isdigit() and int(major) >= 77 else []
 
 

@@ -29,8 +29,10 @@ NOT_RUN_IN_THE_COPY = (
 )
 CUSTOM_OPS = CUSTOM_SPECS / "ops"
 # The external material's nested runs check how a test behaves without it, the same for every op:
-# of the tests parametrized by op they run the first op's (tests/one_op_selection.py).
+# of the tests parametrized by op they run the first op's (tests/one_op_selection.py), and of the
+# modules that use the material, only the tests that reach it (tests/external_selection.py).
 ONE_OP = ("-p", "one_op_selection")
+REACHING = ("-p", "external_selection")
 # The nested runs' verdicts are pass, skip or fail; pytest's assertion rewriting of every module
 # they import is more than half of their collection (8.4 -> 3.8 CPU-s for every hand-written module),
 # and the suite's asserts carry their own messages.
@@ -83,7 +85,19 @@ def without_material(clone, tmp_path_factory):
     repo, python = clone
     record = tmp_path_factory.mktemp("skips") / "skipped.json"
     result = run(
-        [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", PLAIN, *ONE_OP, *_external_tests(repo)]
+        [
+            python,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            PLAIN,
+            *ONE_OP,
+            *REACHING,
+            *_external_tests(repo),
+        ]
         + ["-p", "skip_record", f"--skip-record={record}"],
         cwd=repo,
         env=venv_env(python, PYTHONPATH=str(repo / "tests")),
@@ -139,7 +153,9 @@ def test_adding_an_op_is_one_spec_and_the_whole_suite_stays_green(clone, tmp_pat
     spec = next((s for s in sorted(CUSTOM_OPS.glob("*.yaml")) if not (repo / "specs" / "ops" / s.name).exists()), None)
     assert spec is not None, f"every spec of {CUSTOM_OPS} is also one of the repository's: add another"
     (repo / "specs" / "ops" / spec.name).write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
-    for command in (["validate"], ["generate"], ["check"]):
+    # the README's steps ("Adding an operator"): validate the spec, generate the op (its own files
+    # and the shared ones that list the ops), then every generated file is fresh
+    for command in (["validate", f"specs/ops/{spec.name}"], ["generate", spec.stem], ["check"]):
         done = run([python.parent / "aclnngen", *command], cwd=repo, env=env)
         assert done.returncode == 0, f"aclnngen {command[0]}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
     assert (repo / "tests" / "generated" / f"test_{spec.stem}.py").is_file()

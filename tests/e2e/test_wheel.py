@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from aclnngen.cachedir import cache_root
 from isolated import (
     REPO,
     build_isolation,
@@ -52,12 +53,16 @@ def installed(tmp_path_factory):
     return wheel, python, work
 
 
+def _cache() -> str:
+    """This run's cache, for the installed aclnngen too: the simulator and kernels it builds are
+    keyed by the bytes of their sources, wherever they lie, so the wheel's (installed in the venv)
+    share the checkout's library when they are the same, and a source missing from the wheel or
+    different in it still fails or builds a library of its own."""
+    return str(cache_root())
+
+
 def _aclnngen(python: Path, work: Path, *args, **env):
-    return run(
-        [python.parent / "aclnngen", *args],
-        cwd=work,
-        env=venv_env(python, ACLNNGEN_CACHE_DIR=str(work / "cache"), **env),
-    )
+    return run([python.parent / "aclnngen", *args], cwd=work, env=venv_env(python, ACLNNGEN_CACHE_DIR=_cache(), **env))
 
 
 def test_the_wheel_holds_the_spec_tables_schema_and_markers(installed):
@@ -124,5 +129,5 @@ def test_an_installed_aclnngen_validates_generates_runs_and_imports_a_custom_pac
             opcheck.renderings_agree(op, values, p.py, g, w)
         print("called", meta["name"], "on the simulator")
     """)
-    called = run([python, "-c", script], cwd=work / "pkg", env=venv_env(python, ACLNNGEN_CACHE_DIR=str(work / "cache")))
+    called = run([python, "-c", script], cwd=work / "pkg", env=venv_env(python, ACLNNGEN_CACHE_DIR=_cache()))
     assert called.returncode == 0 and "called" in called.stdout, called.stdout + called.stderr
