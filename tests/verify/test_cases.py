@@ -29,6 +29,9 @@ from aclnngen.core.rules import supported_dtypes, supported_families
 from aclnngen.runtime.validation import validate
 
 METAS = {ls.spec.name: build(ls.spec) for ls in load_all()}
+# the builders, the planner and the validator read an op's META alone: an op that differs from
+# another only by its name (tests/catalog.py) adds nothing to the checks that walk every case
+SHAPES = sorted(catalog.meta(snake)["name"] for snake in catalog.representatives())
 VERSIONS = ("8.0.0", "8.5.0")
 REJECTED = 161002
 
@@ -88,7 +91,7 @@ RECORDED_FACT_CASES = {
 
 
 def combos():
-    for op in sorted(METAS):
+    for op in SHAPES:
         for version in VERSIONS:
             for family in supported_families(METAS[op], version):
                 yield pytest.param(op, version, family, id=f"{op}-{version}-{family}")
@@ -127,7 +130,7 @@ def test_validate_agrees_with_every_applicable_case(op, version, family):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("op", sorted(METAS))
+@pytest.mark.parametrize("op", SHAPES)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_with_family_and_dtype_the_expectation_covers_the_dtype_tables(op, version):
     meta = METAS[op]
@@ -165,7 +168,7 @@ def inputs_of(meta, values):
     return {p["name"]: values[p["name"]] for p in meta["params"] if p["role"] == "input"}
 
 
-@pytest.mark.parametrize("op", sorted(METAS))
+@pytest.mark.parametrize("op", SHAPES)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_each_case_builds_what_it_says(op, dtype):
     meta = METAS[op]
@@ -292,7 +295,7 @@ def test_recorded_fact_null_cases():
     assert null_cases(METAS["PreluBackward"]) == ["gradOutput", "self", "weight", "gradInput", "gradWeight"]
 
 
-@pytest.mark.parametrize("op", sorted(METAS))
+@pytest.mark.parametrize("op", SHAPES)
 def test_null_cases_give_161001(op):
     meta = METAS[op]
     for name in null_cases(meta):
