@@ -177,3 +177,11 @@ def _representatives() -> tuple[str, ...]:
             seen.add(key)
             chosen.append(snake)
     return tuple(chosen)
+
+
+def representative_specs() -> list:
+    """The spec files (specs/ops/<op>.yaml) of the representatives(), in their order: for tests of
+    a mechanism that reads the spec rather than the generated META."""
+    from aclnngen.codegen.loader import DEFAULT_SPECS_DIR
+
+    return [DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml" for snake in representatives()]
