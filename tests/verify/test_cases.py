@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from aclnngen.codegen.loader import load_all
+from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, load_spec
 from aclnngen.codegen.metadata import build
 from aclnngen.core.dtypes import ALL_DTYPES
 from aclnngen.core.planning import (
@@ -28,7 +28,18 @@ from aclnngen.runtime.shapes import dtype_name_of, infer_outputs
 from aclnngen.core.rules import supported_dtypes, supported_families
 from aclnngen.runtime.validation import validate
 
-METAS = {ls.spec.name: build(ls.spec) for ls in load_all()}
+
+class _Metas(dict):
+    """Op name -> the META built from its spec, on first use: loading every spec when the module
+    is collected would cost each worker time in proportion to the catalog."""
+
+    def __missing__(self, name: str) -> dict:
+        snake = next(s for s in catalog.OPS if catalog.meta(s)["name"] == name)
+        self[name] = built = build(load_spec(DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml", load_products()).spec)
+        return built
+
+
+METAS = _Metas()
 # the builders, the planner and the validator read an op's META alone: an op that differs from
 # another only by its name (tests/catalog.py) adds nothing to the checks that walk every case
 SHAPES = sorted(catalog.meta(snake)["name"] for snake in catalog.representatives())
