@@ -51,6 +51,7 @@ SYNTHETIC = sorted(p for p in PAGES.iterdir() if p.suffix in (".md", ".txt") and
 # copy plans the same cases and is mutated the same way
 _SHAPES = set(catalog.representatives())
 BASES = {p.stem: read_yaml(p)[0] for p in spec_paths() if p.stem in _SHAPES}
+assert len(BASES) == len(_SHAPES), "a spec file is not named after its op: the properties would start from none"
 CHECKS = typing.get_args(Check)  # every check a return-code row may name, from the spec model
 TODO = "TODO"
 
