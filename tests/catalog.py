@@ -177,3 +177,25 @@ def _representatives() -> tuple[str, ...]:
             seen.add(key)
             chosen.append(snake)
     return tuple(chosen)
+
+
+def representative_specs() -> list:
+    """The spec files (specs/ops/<op>.yaml) of the representatives(), in their order: for tests of
+    a mechanism that reads the spec rather than the generated META."""
+    from aclnngen.codegen.loader import DEFAULT_SPECS_DIR
+
+    return [DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml" for snake in representatives()]
+
+
+def representative_specs_folder(folder):
+    """A specs directory FOLDER/ops/ holding copies of representative_specs() (its tables the
+    built-in ones): for a command whose subject is how it treats specs, not every op's facts.
+    Returns FOLDER."""
+    import shutil
+    from pathlib import Path
+
+    ops = Path(folder) / "ops"
+    ops.mkdir(parents=True, exist_ok=True)
+    for path in representative_specs():
+        shutil.copy2(path, ops / path.name)
+    return Path(folder)

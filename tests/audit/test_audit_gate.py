@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import shlex
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -21,17 +18,6 @@ from aclnngen.codegen import cli
 from aclnngen.codegen.commands.jsonout import EXIT_NO_CANN
 
 HARDTANH = "hardtanh_backward"  # the vendor profile shows four causes its spec's defects explain, on six families
-
-
-def _cli(*argv, env=None, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "aclnngen.codegen.cli", *argv],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-    )
 
 
 def _audit(capsys, *argv) -> tuple[int, str, str]:
@@ -180,13 +166,14 @@ def test_repro_finds_the_report_written_with_out_as_the_footer_says(forked_cli, 
     assert missing.returncode == 2 and json.loads(missing.stdout)["ok"] is False and "Nope" in missing.stderr
 
 
-def test_no_cann_is_one_exit_code_and_json_in_every_command():
+def test_no_cann_is_one_exit_code_and_json_in_every_command(forked_cli):
+    # (both variables are read when a command picks its backend, not at import: a forked run sees them)
     env = {"ACLNNGEN_BACKEND": "cann", "ASCEND_HOME_PATH": "/nonexistent/cann"}
-    audit = _cli("audit", "--source", "cann", "--json", env=env)
+    audit = forked_cli("audit", "--source", "cann", "--json", env=env)
     failure = json.loads(audit.stdout)
     assert audit.returncode == EXIT_NO_CANN and failure["command"] == "audit" and failure["ok"] is False
     assert "--source sim" in failure["error"] and "ACLNNGEN_BACKEND" not in failure["error"]
     assert "CANN was not found" in audit.stderr and "Traceback" not in audit.stderr
     for command in ("run", "info"):
-        done = _cli(command, "--json", env=env)
+        done = forked_cli(command, "--json", env=env)
         assert done.returncode == EXIT_NO_CANN and json.loads(done.stdout)["ok"] is False, (command, done.stderr)

@@ -61,8 +61,9 @@ def _check(include: Path, snakes) -> list:
 
 
 def test_headers_with_the_specs_prototypes_pass(tmp_path):
-    include = _include(tmp_path, {s: list(_prototypes(s).values()) for s in OPS})
-    assert _check(include, OPS) == []
+    ops = catalog.representatives()  # a renamed op's header differs by its names alone
+    include = _include(tmp_path, {s: list(_prototypes(s).values()) for s in ops})
+    assert _check(include, ops) == []
 
 
 @pytest.mark.parametrize("snake", catalog.representatives())

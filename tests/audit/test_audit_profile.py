@@ -4,6 +4,7 @@ what an audit observed (`--save-profile`), which the simulator then reproduces."
 from __future__ import annotations
 
 import copy
+import functools
 import shutil
 
 import catalog
@@ -11,7 +12,7 @@ import pytest
 
 from aclnngen.audit import checks, observed, probe
 from aclnngen.codegen.errors import SpecError
-from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_all
+from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_all, load_products, load_spec
 from aclnngen.codegen.profiles import load_profiles
 from aclnngen.generated import OPS
 from aclnngen.generated import profiles as generated_profiles
@@ -21,7 +22,9 @@ from aclnngen.core.rules import supported_dtypes
 V = "8.5.0"
 
 
+@functools.cache
 def _specs():
+    """Every op's spec by name, loaded once: the profiles name the ops they describe."""
     return {ls.spec.name: ls.spec for ls in load_all()}
 
 
@@ -112,7 +115,8 @@ def test_a_saved_profile_reproduces_what_was_observed_and_claims_checked_never_e
     release = checks._newest(op.meta)
     data = observed.observed(seen, op.meta, release, source="sim", null_out_pointers="checked")
     path = observed.write(data, tmp_path / "profiles", "observed", snake, source="sim")
-    loaded = [p for name, p in load_profiles(tmp_path, _specs()) if name == "observed"]
+    spec = load_spec(DEFAULT_SPECS_DIR / "ops" / f"{snake}.yaml", load_products()).spec  # the one it names
+    loaded = [p for name, p in load_profiles(tmp_path, {spec.name: spec}) if name == "observed"]
     assert [p.op for p in loaded] == [op.meta["name"]] and path.read_text().startswith(observed.MARK)
     original = generated_profiles.PROFILES
     generated_profiles.PROFILES = {

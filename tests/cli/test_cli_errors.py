@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import forkserver
 import pytest
 
 from aclnngen.codegen import cli
@@ -32,13 +33,13 @@ def test_an_unexpected_error_is_one_line_with_a_hint(monkeypatch, capsys, tmp_pa
         cli.main(["generate", "--specs", str(SPECS), "--out", str(tmp_path / "pkg")])
 
 
-def test_a_negative_seed_is_a_usage_error(aclnngen_cli):
-    result = aclnngen_cli("run", "--seed", "-1", timeout=120)
+def test_a_negative_seed_is_a_usage_error():
+    result = forkserver.run_cli("run", "--seed", "-1", timeout=120)  # a process of its own, without the start-up
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and "--seed: -1 is out of range" in result.stderr
 
 
-def test_generate_with_bad_specs_reports_every_one_and_writes_nothing(aclnngen_cli, tmp_path):
+def test_generate_with_bad_specs_reports_every_one_and_writes_nothing(tmp_path):
     specs = tmp_path / "specs"
     shutil.copytree(SPECS, specs)
     good, bad = sorted((specs / "ops").glob("*.yaml"))[:2]
@@ -48,7 +49,7 @@ def test_generate_with_bad_specs_reports_every_one_and_writes_nothing(aclnngen_c
     garbled = specs / "ops" / "garbled_op.yaml"
     garbled.write_text("name: GarbledOp\nsummary: [\n")
     out = tmp_path / "pkg"
-    result = aclnngen_cli("generate", "--specs", str(specs), "--out", str(out), timeout=300)
+    result = forkserver.run_cli("generate", "--specs", specs, "--out", out, timeout=300)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     lines = result.stderr.strip().splitlines()
     for path in (bad, deep, garbled):

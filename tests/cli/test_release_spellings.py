@@ -8,18 +8,27 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import catalog
 import pytest
 import yaml
 
-from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_all, load_products, load_spec, spec_paths
+from aclnngen.codegen.loader import DEFAULT_SPECS_DIR, load_products, load_spec, spec_paths
 from aclnngen.codegen.releases import covers, described
 from aclnngen.core.releases import CannVersion, ReleaseError, as_release, release_of, vendor_tag
 from packages import aclnngen
 from repo_paths import PAGES
 
 REPO = DEFAULT_SPECS_DIR.parent
-SPECS = [ls.spec for ls in load_all()]
+# one op per structure (tests/catalog.py): a renamed op describes no other release and is left out
+# at the same releases as the op it copies
+SPECS = [load_spec(path, load_products()).spec for path in catalog.representative_specs()]
 KNOWN = sorted(set().union(*(described(s) for s in SPECS)), key=CannVersion)
+
+
+@pytest.fixture(scope="module")
+def specs_folder(tmp_path_factory):
+    """The SPECS as a specs directory, for the commands' --specs."""
+    return catalog.representative_specs_folder(tmp_path_factory.mktemp("specs"))
 
 
 @pytest.fixture
@@ -66,17 +75,17 @@ def test_an_unknown_spelling_names_both_accepted_spellings(text):
     assert f"--cann {text!r}" in message and "v9.2.0-beta.1" in message and "9.2.RC1.alpha001" in message
 
 
-def _commands(release: str, spec: Path, out: Path) -> dict[str, list[str]]:
+def _commands(release: str, spec: Path, out: Path, specs: Path) -> dict[str, list[str]]:
     return {
-        "specs": ["specs", "--cann", release],
-        "generate": ["generate", "--cann", release, "--out", str(out)],
+        "specs": ["specs", "--specs", str(specs), "--cann", release],
+        "generate": ["generate", "--specs", str(specs), "--cann", release, "--out", str(out)],
         "diff": ["diff", str(spec), "--at", release, "--at", str(KNOWN[-1])],
     }
 
 
-def test_every_command_refuses_an_unknown_spelling_the_same_way(cli, tmp_path):
+def test_every_command_refuses_an_unknown_spelling_the_same_way(cli, tmp_path, specs_folder):
     spec = spec_paths(DEFAULT_SPECS_DIR)[0]
-    for name, args in _commands("v9.x", spec, tmp_path / "out").items():
+    for name, args in _commands("v9.x", spec, tmp_path / "out", specs_folder).items():
         result = cli(*args)
         assert result.returncode == 1 and "Traceback" not in result.stderr, (name, result.stderr)
         assert "'v9.x' is not a CANN release" in result.stderr and "v9.2.0-beta.1" in result.stderr, (
@@ -87,12 +96,12 @@ def test_every_command_refuses_an_unknown_spelling_the_same_way(cli, tmp_path):
     assert imported.returncode == 1 and "--release 'v9.x' is not a CANN release" in imported.stderr
 
 
-def test_every_command_refuses_a_release_no_spec_describes_the_same_way(cli, tmp_path):
+def test_every_command_refuses_a_release_no_spec_describes_the_same_way(cli, tmp_path, specs_folder):
     before = CannVersion(KNOWN[0])
     undescribed = next(r for r in ("v7.0.0", "v1.0.0") if CannVersion(r) < before)
     spec = spec_paths(DEFAULT_SPECS_DIR)[0]
     messages = {}
-    for name, args in _commands(undescribed, spec, tmp_path / "out").items():
+    for name, args in _commands(undescribed, spec, tmp_path / "out", specs_folder).items():
         result = cli(*args)
         assert result.returncode == 1 and "Traceback" not in result.stderr, (name, result.stderr)
         messages[name] = result.stderr.split(":", 1)[1]
@@ -102,14 +111,16 @@ def test_every_command_refuses_a_release_no_spec_describes_the_same_way(cli, tmp
         )
     assert messages["specs"] == messages["generate"]  # one rule, one message
     assert not (tmp_path / "out").exists()  # nothing rendered for a release no spec describes
-    as_json = json.loads(cli("generate", "--json", "--cann", undescribed, "--out", str(tmp_path / "out")).stdout)
+    as_json = json.loads(
+        cli("generate", "--specs", specs_folder, "--json", "--cann", undescribed, "--out", tmp_path / "out").stdout
+    )
     assert as_json["ok"] is False and "no spec describes" in as_json["error"]
 
 
-def test_the_tag_and_internal_spelling_give_the_same_table(cli):
+def test_the_tag_and_internal_spelling_give_the_same_table(cli, specs_folder):
     release = KNOWN[-1]
-    by_tag = json.loads(cli("specs", "--json", "--cann", vendor_tag(release)).stdout)
-    by_name = json.loads(cli("specs", "--json", "--cann", release).stdout)
+    by_tag = json.loads(cli("specs", "--specs", specs_folder, "--json", "--cann", vendor_tag(release)).stdout)
+    by_name = json.loads(cli("specs", "--specs", specs_folder, "--json", "--cann", release).stdout)
     assert by_tag["rows"] == by_name["rows"] and by_tag["rows"]
 
 
@@ -118,13 +129,13 @@ def _partly_covered() -> str | None:
     return next((r for r in KNOWN if any(not covers(s, r) for s in SPECS)), None)
 
 
-def test_generate_at_a_release_leaves_out_ops_described_only_later(cli, tmp_path):
+def test_generate_at_a_release_leaves_out_ops_described_only_later(cli, tmp_path, specs_folder):
     release = _partly_covered()
     if release is None:
         pytest.skip("every spec describes the oldest release: no op to leave out")
     expected = sorted(s.name for s in SPECS if not covers(s, release))
     out = tmp_path / "pkg"
-    result = cli("generate", "--json", "--cann", vendor_tag(release), "--out", str(out))
+    result = cli("generate", "--specs", specs_folder, "--json", "--cann", vendor_tag(release), "--out", out)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["left_out"] == expected
@@ -134,9 +145,9 @@ def test_generate_at_a_release_leaves_out_ops_described_only_later(cli, tmp_path
         assert present == (spec.name not in expected), spec.name
     index = (out / "docs" / "index.md").read_text()
     assert all(f"aclnn{name}]" not in index for name in expected)
-    listed = json.loads(cli("specs", "--json", "--cann", release).stdout)
+    listed = json.loads(cli("specs", "--specs", specs_folder, "--json", "--cann", release).stdout)
     assert listed["left_out"] == expected and not {r["op"] for r in listed["rows"]} & set(expected)
-    plain = cli("generate", "--cann", release, "--out", str(out))
+    plain = cli("generate", "--specs", specs_folder, "--cann", release, "--out", out)
     assert plain.returncode == 0 and all(name in plain.stderr for name in expected) and "left out" in plain.stderr
 
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 
+import forkserver
 import pytest
 
 from aclnngen.codegen import gencache, generate
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR
 
-CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
 #: two ops of the catalog, read from the specs, and the CANN name of the second
 _NAMES = sorted(p.stem for p in (DEFAULT_SPECS_DIR / "ops").glob("*.yaml"))
 # (none a part of another's name, so finding one in a command's output means that one)
@@ -89,30 +87,32 @@ def test_a_spec_with_problems_is_reported_and_never_cached(tmp_path):
 
 
 def test_an_unchanged_run_writes_nothing_and_a_touched_output_is_seen(tmp_path):
+    """Each run a process of its own (forked: it reads the cache folder's variable when it runs),
+    so a run knows of the one before only what that one recorded in the cache."""
     specs = _specs(tmp_path)
     out = tmp_path / "out" / "my_ops"
-    env_cmd = [*CLI, "generate", "--specs", str(specs), "--out", str(out)]
-    env = {**os.environ, "ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")}
-    first = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    args = ["generate", "--specs", specs, "--out", out]
+    env = {"ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")}
+    first = forkserver.run_cli(*args, env=env, timeout=300)
     assert first.returncode == 0 and " 0 written" not in first.stdout, first.stderr
-    again = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    again = forkserver.run_cli(*args, env=env, timeout=300)
     assert again.returncode == 0 and again.stdout.strip().endswith("0 written, 0 removed"), again.stdout
     # an output edited by hand: the run is no longer "unchanged"; the writer refuses to overwrite it
     edited = out / "ops" / f"{ONE}.py"
     edited.write_text(edited.read_text() + "# mine\n")
-    refused = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    refused = forkserver.run_cli(*args, env=env, timeout=300)
     assert refused.returncode == 1 and "edited since aclnngen wrote it" in refused.stderr, (
         refused.stdout + refused.stderr
     )
     # an output deleted: generated again
     edited.unlink()
-    restored = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    restored = forkserver.run_cli(*args, env=env, timeout=300)
     assert restored.returncode == 0 and f"{ONE}.py" in restored.stdout, restored.stdout
     assert edited.exists() and "# mine" not in edited.read_text()
     # a spec changed: rendered and written again
     spec = specs / "ops" / f"{OTHER}.yaml"
     spec.write_text(spec.read_text().replace("summary: ", "summary: Changed. ", 1))
-    changed = subprocess.run(env_cmd, capture_output=True, text=True, env=env, timeout=300)
+    changed = forkserver.run_cli(*args, env=env, timeout=300)
     assert changed.returncode == 0 and OTHER in changed.stdout and " 0 written" not in changed.stdout, changed.stdout
 
 
@@ -186,11 +186,11 @@ def test_a_spec_behind_a_link_that_changes_is_seen(tmp_path):
     (specs / "ops" / f"{ONE}.yaml").rename(real)
     (specs / "ops" / f"{ONE}.yaml").symlink_to(real)
     out = tmp_path / "out" / "my_ops"
-    env = {**os.environ, "ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")}
-    cmd = [*CLI, "generate", "--specs", str(specs), "--out", str(out)]
-    assert subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300).returncode == 0
+    env = {"ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["generate", "--specs", specs, "--out", out]
+    assert forkserver.run_cli(*args, env=env, timeout=300).returncode == 0
     real.write_text(real.read_text().replace("summary: ", "summary: Behind a link. ", 1))
-    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    again = forkserver.run_cli(*args, env=env, timeout=300)
     assert again.returncode == 0 and ONE in again.stdout, again.stdout
     assert "Behind a link." in (out / "ops" / f"{ONE}.py").read_text()
 

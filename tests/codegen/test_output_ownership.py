@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 import pytest
 
 from aclnngen.codegen import writer
@@ -30,12 +31,9 @@ def _hashes(root: Path) -> dict[str, str]:
 
 
 def _generate(out: Path, *extra: str, specs: Path = SPECS):
-    return subprocess.run(
-        [*CLI, "generate", "--specs", str(specs), "--out", str(out), *extra],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """`aclnngen generate` in a process of its own, forked from the test worker's server
+    (tests/forkserver.py): what the command leaves on disk is the subject, not its start-up."""
+    return forkserver.run_cli("generate", "--specs", specs, "--out", out, *extra, timeout=300)
 
 
 def _plan(out: Path, specs: Path = SPECS):
@@ -163,7 +161,7 @@ def test_sigkill_mid_generate_leaves_old_or_new_files_never_partial(tmp_path):
         "writer.os.fsync = fsync\n"
         f"sys.exit(cli.main(['generate', '--specs', {str(specs)!r}, '--out', {str(out)!r}]))\n"
     )
-    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    killed = forkserver.run_script(script)
     assert killed.returncode == -9, killed.stderr
     new = {o.path: o.content.encode() for o in _plan(out, specs)[0]}
     manifest = "aclnngen-manifest.json"
@@ -200,7 +198,7 @@ def test_a_killed_generate_then_a_reverted_input_is_recognised_as_aclnngen_s_own
         "writer.os.fsync = fsync\n"
         f"sys.exit(cli.main(['generate', '--specs', {str(specs)!r}, '--out', {str(out)!r}]))\n"
     )
-    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    killed = forkserver.run_script(script)
     assert killed.returncode == -9, killed.stderr
     assert any((out / rel).read_bytes() != content for rel, content in old.items()), (
         "the kill came before any file changed"

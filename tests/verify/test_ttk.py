@@ -1,6 +1,7 @@
-"""TTK case files (aclnngen/verify/ttk.py): every op's cases written in the vendor's tool's ACLNN
-columns read back as the same cases, rebuilt into calls with the same layouts, and run by
-`aclnngen run --cases` on the simulator; malformed files are one line naming where."""
+"""TTK case files (aclnngen/verify/ttk.py): an op's cases (one op per structure) written in the
+vendor's tool's ACLNN columns read back as the same cases, rebuilt into calls with the same
+layouts, and run by `aclnngen run --cases` on the simulator; malformed files are one line naming
+where."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from aclnngen.verify import ttk
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """Every op's case file, written once by the command a user runs."""
+    """The case file of one op per structure (tests/catalog.py: a renamed op's rows differ by the
+    name alone) and of the plain op, written once by the command a user runs."""
     folder = tmp_path_factory.mktemp("ttk")
-    assert cli.main(["export", "--ttk", str(folder)]) == 0
+    ops = dict.fromkeys([*catalog.representatives(), catalog.PLAIN])
+    assert cli.main(["export", "--ttk", str(folder), "--ops", *ops]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{catalog.meta(s)['symbol']}.csv" for s in ops)
     return folder
 
 
