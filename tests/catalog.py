@@ -199,3 +199,17 @@ def representative_specs_folder(folder):
     for path in representative_specs():
         shutil.copy2(path, ops / path.name)
     return Path(folder)
+
+
+def loaded_specs() -> list:
+    """Every built-in spec as `load_all()` gives it (path and frozen spec), loaded once per process:
+    each xdist worker collects every test module, and the modules that read the specs at collection
+    loaded them again each (nine loads of every spec a worker)."""
+    return list(_loaded_specs())
+
+
+@functools.cache
+def _loaded_specs() -> tuple:
+    from aclnngen.codegen.loader import load_all
+
+    return tuple(load_all())

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from catalog import loaded_specs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aclnngen.codegen.loader import load_all
 from aclnngen.codegen.metadata import build
 from aclnngen.core import externs, planning, scalar_values, sweeps
 from aclnngen.core.rules import infer_output_names
@@ -59,7 +59,7 @@ def test_scalar_picks_are_spaced_as_numpy_linspace_spaces_them(count):
     assert scalar_values._spaced(-1.0, 1.0, count) == [float(v) for v in np.linspace(-1.0, 1.0, count)]
 
 
-SPECS = [ls.spec for ls in load_all()]
+SPECS = [ls.spec for ls in loaded_specs()]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.snake_name)

@@ -9,14 +9,14 @@ from __future__ import annotations
 import collections
 
 import pytest
+from catalog import loaded_specs
 
-from aclnngen.codegen.loader import load_all
 from aclnngen.codegen.metadata import build
 from aclnngen.core import dtype_combinations, planning
 from aclnngen.core.releases import newest_documented
 from aclnngen.core.rules import supported_families
 
-METAS = {ls.spec.name: build(ls.spec) for ls in load_all()}
+METAS = {ls.spec.name: build(ls.spec) for ls in loaded_specs()}
 
 
 def _where(name: str) -> list[tuple[str, str | None]]:
