@@ -35,6 +35,7 @@ from aclnngen.runtime.errors import (
 )
 import catalog
 from catalog import PLAIN, meta as _meta
+from simcache import seeded_cache
 from simtools import leak_counters as _counters, no_leaks_around
 
 VERSION = "8.5.0"
@@ -413,7 +414,7 @@ def test_freed_device_array():
 def test_device_array_of_another_backend(tmp_path):
     from aclnngen.runtime.sim import SimBackend
 
-    other = SimBackend(cache_dir=tmp_path)  # a private simulator: another library instance
+    other = SimBackend(cache_dir=seeded_cache(tmp_path / "cache"))  # a copy: another library instance
     try:
         other.ensure_thread()
         foreign = DeviceArray.from_host(np.ones(4, np.float32), backend=other)

@@ -33,6 +33,7 @@ from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
 from aclnngen.runtime.shapes import NUMPY_DTYPES
 from aclnngen.core.rules import supported_dtypes, supported_families
+from simcache import seeded_cache
 from simtools import leak_counters, no_leaks_around, reference_args, same_bits, sim_backend
 from repo_paths import REPO
 import catalog
@@ -787,7 +788,7 @@ def test_standalone_package_brings_its_own_sim_sources(aclnngen_cli, tmp_path):
         assert str(session.backend().sources[-1]).endswith("custompkg/c/sim_ops.c")
         print("ok", a.dtype)
     """
-    proc = _subprocess(code, env={"ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")})
+    proc = _subprocess(code, env={"ACLNNGEN_CACHE_DIR": str(seeded_cache(tmp_path / "cache"))})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok float32" in proc.stdout
 
@@ -820,7 +821,7 @@ def test_sources_registered_late_need_a_reset(tmp_path):
         assert out.tobytes() == op(g, g).tobytes()
         print("rebuilt")
     """
-    proc = _subprocess(code, env={"ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")})
+    proc = _subprocess(code, env={"ACLNNGEN_CACHE_DIR": str(seeded_cache(tmp_path / "cache"))})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "refused" in proc.stdout and "rebuilt" in proc.stdout
 
