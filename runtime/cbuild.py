@@ -115,7 +115,8 @@ LDFLAGS = ("-shared", "-pthread", "-lm")  # libm: the compiled kernels (sim_kern
 REAL_NAME = "_aclsim.so"
 
 #: Bump when the recipe changes in a way the hashed inputs do not show.
-_RECIPE = 3  # 3: files named in the key by their folder's place and their name (_portable)
+_RECIPE = 4  # 3: files named in the key by their folder's place and their name (_portable)
+# 4: the headers in the key in the order of those names, not of how the request listed them
 
 #: Seconds a compiler run may take before it is killed ($ACLNNGEN_CC_TIMEOUT overrides).
 TIMEOUT_ENV = "ACLNNGEN_CC_TIMEOUT"
@@ -530,7 +531,10 @@ def _key_and_staged(request: _BuildRequest, cc: list[str], base: Path | None = N
     digest.update(_compiler_identity(cc, base).encode() + b"\0")
     digest.update("\0".join(command).encode() + b"\0")
     staged: dict[Path, bytes] = {}
-    for path in [*request.core_sources, *request.extras, *dict.fromkeys(request.hashed_files)]:
+    # the sources in the command's order; the headers by name: `abi_header=` and the same header
+    # through include_dirs + defines are one build
+    headers = sorted(dict.fromkeys(request.hashed_files), key=where)
+    for path in [*request.core_sources, *request.extras, *headers]:
         data = _read(path)
         digest.update(f"{where(path)}\0{len(data)}\0".encode())
         digest.update(data)

@@ -612,15 +612,12 @@ def test_no_cann_and_forced_cann_is_a_clear_error(monkeypatch, tmp_path):
 
 @pytest.fixture(scope="module")
 def fake_cann(tmp_path_factory):
-    """A CANN install laid out like the real one, whose libraries are a private simulator build."""
-    from aclnngen.runtime import ffi
-    from aclnngen.runtime.sim.build import build_simulator
+    """A CANN install laid out like the real one, whose libraries are a private copy of the
+    simulator (another file: another library instance than the session's)."""
+    from aclnngen.runtime.sim.backend import build_core
 
-    cache = tmp_path_factory.mktemp("fake-cann-cache")
-    path = build_simulator(
-        [simcontrols.sim_ops_path()], abi_header=ffi.runtime_cdef_path(), lib_names=("libfakecann.so",), cache_dir=cache
-    )
-    real = path.resolve()
+    real = build_core(cache_dir=seeded_cache(tmp_path_factory.mktemp("fake-cann-cache"))).resolve()
+    assert not os.path.samefile(real, sim_backend().path)
     home = tmp_path_factory.mktemp("Ascend") / "cann"
     arch = home / f"{backend_mod._arch_dir()}"
     (arch / "lib64").mkdir(parents=True)

@@ -1512,11 +1512,12 @@ def test_abi_header_is_one_switch(tmp_path):
     path = build_simulator([src], cache_dir=tmp_path / "cache", abi_header=gen / "acl_runtime.h")
     ffi = make_ffi()
     assert path.exists()
-    # and the same through include_dirs + defines
+    # and the same through include_dirs + defines: abi_header is their shorthand, the very build
+    built = path.resolve().stat().st_mtime_ns
     path2 = build_simulator(
         [src], cache_dir=tmp_path / "cache", include_dirs=[gen], defines={"ACLSIM_ABI_HEADER": '"acl_runtime.h"'}
     )
-    assert path2.exists()
+    assert path2 == path and path.resolve().stat().st_mtime_ns == built
     del ffi
 
 
