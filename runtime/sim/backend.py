@@ -1,5 +1,5 @@
 """The simulator as a backend: compiles runtime/sim/*.c with the generated `c/sim_ops.c` through
-`build.build_simulator(abi_header=generated acl_runtime.h)` into the user's cache, and every
+`build.build_simulator(abi_header=generated acl_runtime.h)` into the user's cache (`build_core`), and every
 package of extra op sources (registered with `kernels.register_sim_sources`, or found beside the
 META of a stand-alone generated package) into an op library of its own linked against that core;
 it loads them with the same runtime cdef as CANN and registers the Python kernels of kernels.py as
