@@ -146,8 +146,10 @@ def make_ffi(extra: str = OPS_CDEF) -> cffi.FFI:
 
 
 @pytest.fixture(scope="session")
-def sim_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("simcache")
+def sim_cache() -> Path:
+    """The cache the session's simulator uses: the test library is built once for every test
+    worker (its key is its content, wherever its source is), as fakecann.py's builds are."""
+    return simbuild.cache_root()
 
 
 @pytest.fixture(scope="session")
