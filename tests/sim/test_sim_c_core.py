@@ -8,6 +8,7 @@ callbacks that read and write the simulated device memory through the executor v
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -1559,6 +1560,38 @@ def test_bad_arguments(tmp_path):
         build_simulator(cache_dir=tmp_path, defines={"not a macro": 1})
     with pytest.raises(SimulatorBuildError, match="does not exist"):
         build_simulator([tmp_path / "missing.c"], cache_dir=tmp_path)
+    for level in (4, -1, "2", 2.0, True, None):
+        with pytest.raises(ValueError, match="optimize"):
+            build_simulator(cache_dir=tmp_path, optimize=level)
+
+
+def test_the_optimisation_level_is_part_of_the_build(tmp_path):
+    core = tiny_core(tmp_path / "core")
+    default = build_simulator(cache_dir=tmp_path / "cache", core_dir=core)
+    lowest = build_simulator(cache_dir=tmp_path / "cache", core_dir=core, optimize=0)
+    assert lowest.parent != default.parent  # a build of its own, not the default one's
+
+    def command(built):
+        return json.loads((built.parent / "build-info.json").read_text())["command"]
+
+    assert "-O2" in command(default) and "-O0" in command(lowest) and "-O2" not in command(lowest)
+
+
+def test_the_core_is_built_at_its_level_and_the_kernels_at_the_default():
+    """The core (protocol code) compiles at CORE_OPTIMIZE; the compiled kernels keep -O2, at which
+    their loops vectorise (test_compiled_line_blocks.py)."""
+    from aclnngen.runtime.sim import compiled
+    from aclnngen.runtime.sim.backend import CORE_OPTIMIZE, build_core
+    from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
+
+    core = build_core()
+    info = json.loads((core.parent / "build-info.json").read_text())["command"]
+    assert f"-O{CORE_OPTIMIZE}" in info and CORE_OPTIMIZE < 2
+    kernels = compiled.library(BUILTIN_PACKAGE, str(core.parent / "libnnopbase.so"), compiled.FALLBACKS_ONLY)
+    assert kernels.error is None, kernels.error
+    built = [json.loads(p.read_text())["command"] for p in core.parent.parent.glob("*/build-info.json")]
+    kernel_builds = [c for c in built if any(arg.endswith("/sim_kernels.c") for arg in c)]
+    assert kernel_builds and all("-O2" in c for c in kernel_builds)
 
 
 def test_cache_location(monkeypatch, tmp_path):
