@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from aclnngen.runtime.sim import build as simbuild
+from aclnngen.runtime.sim.backend import CORE_OPTIMIZE
 from aclnngen.runtime.sim.build import SIM_DIR, SimulatorBuildError, build_simulator, sim_header_text
 from repo_paths import REPO
 from simcache import tiny_core
@@ -157,7 +158,7 @@ def sim_cache() -> Path:
 def lib_path(sim_cache, tmp_path_factory) -> Path:
     src = tmp_path_factory.mktemp("ops") / "sim_ops.c"
     src.write_text(OPS_C)
-    return build_simulator([src], cache_dir=sim_cache)
+    return build_simulator([src], cache_dir=sim_cache, optimize=CORE_OPTIMIZE)  # as the simulator's core
 
 
 class Kernels:
@@ -1395,9 +1396,10 @@ def test_sources_ship_as_package_data():
 def test_lib_names_load_as_one_library(sim_cache, tmp_path):
     src = tmp_path / "sim_ops.c"
     src.write_text(OPS_C)
-    first = build_simulator([src], cache_dir=sim_cache, lib_names=("libascendcl.so", "libnnopbase.so", "libopapi.so"))
+    wanted = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
+    first = build_simulator([src], cache_dir=sim_cache, lib_names=wanted, optimize=CORE_OPTIMIZE)  # lib_path's build
     assert first.name == "libascendcl.so"
-    names = [first.parent / n for n in ("libascendcl.so", "libnnopbase.so", "libopapi.so")]
+    names = [first.parent / n for n in wanted]
     assert all(p.is_symlink() and p.resolve() == first.resolve() for p in names)
     script = textwrap.dedent(f"""
         import cffi
@@ -1510,16 +1512,15 @@ def test_abi_header_is_one_switch(tmp_path):
     (gen / "acl_runtime.h").write_text(sim_header_text("aclsim_abi.h") + "\ntypedef int aclsim_generated_marker_t;\n")
     src = tmp_path / "sim_ops.c"
     src.write_text(OPS_C + "\naclsim_generated_marker_t aclsim_uses_marker = 0;\n")
-    with pytest.raises(SimulatorBuildError):
-        build_simulator([src], cache_dir=tmp_path / "cache")  # the stand-in lacks the marker
-    path = build_simulator([src], cache_dir=tmp_path / "cache", abi_header=gen / "acl_runtime.h")
+    quick = {"cache_dir": tmp_path / "cache", "optimize": 0}  # what compiles does not depend on the level
+    with pytest.raises(SimulatorBuildError, match="aclsim_generated_marker_t"):
+        build_simulator([src], **quick)  # the stand-in lacks the marker
+    path = build_simulator([src], abi_header=gen / "acl_runtime.h", **quick)
     ffi = make_ffi()
     assert path.exists()
     # and the same through include_dirs + defines: abi_header is their shorthand, the very build
     built = path.resolve().stat().st_mtime_ns
-    path2 = build_simulator(
-        [src], cache_dir=tmp_path / "cache", include_dirs=[gen], defines={"ACLSIM_ABI_HEADER": '"acl_runtime.h"'}
-    )
+    path2 = build_simulator([src], include_dirs=[gen], defines={"ACLSIM_ABI_HEADER": '"acl_runtime.h"'}, **quick)
     assert path2 == path and path.resolve().stat().st_mtime_ns == built
     del ffi
 
@@ -1581,7 +1582,7 @@ def test_the_core_is_built_at_its_level_and_the_kernels_at_the_default():
     """The core (protocol code) compiles at CORE_OPTIMIZE; the compiled kernels keep -O2, at which
     their loops vectorise (test_compiled_line_blocks.py)."""
     from aclnngen.runtime.sim import compiled
-    from aclnngen.runtime.sim.backend import CORE_OPTIMIZE, build_core
+    from aclnngen.runtime.sim.backend import build_core
     from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
 
     core = build_core()
