@@ -276,8 +276,11 @@ def test_planted_bytecode_does_not_run(tmp_path, how):
 # --- the simulator library ------------------------------------------------------------------------
 
 
-def _payload_library(tmp_path: Path, marker: Path) -> bytes:
-    src = tmp_path / "payload.c"
+@pytest.fixture(scope="module")
+def _payload_build(tmp_path_factory) -> tuple[bytes, Path]:
+    folder = tmp_path_factory.mktemp("payload")
+    marker = folder / "PWNED"
+    src = folder / "payload.c"
     src.write_text(
         textwrap.dedent(f"""\
         #include <stdio.h>
@@ -288,9 +291,17 @@ def _payload_library(tmp_path: Path, marker: Path) -> bytes:
         int aclsim_probe(void) {{ return 666; }}
     """)
     )
-    out = tmp_path / "payload.so"
+    out = folder / "payload.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True, timeout=120)
-    return out.read_bytes()
+    return out.read_bytes(), marker
+
+
+@pytest.fixture
+def payload(_payload_build) -> tuple[bytes, Path]:
+    """A library whose constructor creates a marker file, and that file (absent): compiled once."""
+    data, marker = _payload_build
+    marker.unlink(missing_ok=True)
+    return data, marker
 
 
 def _plant_library(cache: Path, payload: bytes) -> int:
@@ -312,11 +323,11 @@ print(ctypes.CDLL(str(path)).aclsim_probe())
 
 
 @pytest.mark.parametrize("how", [*UNTRUSTED, "file of another user"])
-def test_a_planted_library_is_never_loaded(tmp_path, how):
-    cache, marker = tmp_path / "cache", tmp_path / "PWNED"
-    core = tiny_core(tmp_path / "core")
+def test_a_planted_library_is_never_loaded(tmp_path, how, payload):
+    cache, core = tmp_path / "cache", tiny_core(tmp_path / "core")
+    planted, marker = payload
     built = build_simulator(core_dir=core, cache_dir=cache)
-    assert _plant_library(cache, _payload_library(tmp_path, marker)) == 1
+    assert _plant_library(cache, planted) == 1
     if how == "file of another user":
         os.chown(built.parent / REAL_NAME, OTHER_UID, -1)
     else:
@@ -332,14 +343,14 @@ def test_a_planted_library_is_never_loaded(tmp_path, how):
         assert run.stderr.count("ignoring the simulator cache folder") == 1 and reason in run.stderr
 
 
-def test_the_simulator_backend_never_loads_a_planted_library(tmp_path):
+def test_the_simulator_backend_never_loads_a_planted_library(tmp_path, payload):
     """The backend (aclnngen run, the generated tests) through build_simulator, the real sources."""
-    cache, marker = seeded_cache(tmp_path / "cache"), tmp_path / "PWNED"
+    cache, (planted, marker) = seeded_cache(tmp_path / "cache"), payload
     code = "from aclnngen.runtime.sim.backend import SimBackend; print(SimBackend(cache_dir=__import__('sys').argv[1]).path)"
     first = subprocess.run([sys.executable, "-c", code, str(cache)], capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip().startswith(str(cache))  # the backend loads what the cache holds ...
-    assert _plant_library(cache, _payload_library(tmp_path, marker)) >= 1
+    assert _plant_library(cache, planted) >= 1
     os.chown(cache, OTHER_UID, -1)
     run = subprocess.run([sys.executable, "-c", code, str(cache)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
