@@ -107,15 +107,18 @@ __all__ = [
 #: The simulator's C sources and headers (package data of aclnngen.runtime.sim).
 SIM_DIR = Path(__file__).resolve().parent / "sim"
 
-#: Compiler flags; warnings are errors so generated C stays clean.
+#: Compiler flags; warnings are errors so generated C stays clean. "-O2" is the default level,
+#: which a build may change (build_simulator's `optimize`).
 CFLAGS = ("-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-fPIC", "-pthread")
+DEFAULT_OPTIMIZE = 2
 LDFLAGS = ("-shared", "-pthread", "-lm")  # libm: the compiled kernels (sim_kernels.c)
 
 #: Name of the real file inside a build directory; requested names are symlinks to it.
 REAL_NAME = "_aclsim.so"
 
 #: Bump when the recipe changes in a way the hashed inputs do not show.
-_RECIPE = 3  # 3: files named in the key by their folder's place and their name (_portable)
+_RECIPE = 4  # 3: files named in the key by their folder's place and their name (_portable)
+# 4: the headers in the key in the order of those names, not of how the request listed them
 
 #: Seconds a compiler run may take before it is killed ($ACLNNGEN_CC_TIMEOUT overrides).
 TIMEOUT_ENV = "ACLNNGEN_CC_TIMEOUT"
@@ -374,6 +377,7 @@ def build_simulator(
     cache_dir: str | os.PathLike | None = None,
     core_dir: str | os.PathLike | None = None,
     link_core: str | os.PathLike | None = None,
+    optimize: int = DEFAULT_OPTIMIZE,
 ) -> Path:
     """Builds (or reuses) the simulator library and returns the path of `lib_names[0]`.
 
@@ -391,9 +395,18 @@ def build_simulator(
     link_core: build an op library instead: only `extra_sources` are compiled, linked against
         this core library (a path returned by an earlier build, named as the op library should
         need it, e.g. ".../libnnopbase.so"); see the module docstring for the layout it needs.
+    optimize: the optimisation level, 0 to 3 (-O2 by default): code whose speed does not matter
+        may take less compile time.
     """
     request = _BuildRequest.of(
-        extra_sources, include_dirs, defines, lib_names, abi_header=abi_header, core_dir=core_dir, link_core=link_core
+        extra_sources,
+        include_dirs,
+        defines,
+        lib_names,
+        abi_header=abi_header,
+        core_dir=core_dir,
+        link_core=link_core,
+        optimize=optimize,
     )
     cc = _compiler()
     base = cache_root(cache_dir)
@@ -424,11 +437,17 @@ class _BuildRequest:
     hashed_files: tuple[Path, ...]  # read and hashed besides the sources: headers, the core library
     core_lib: Path | None  # the core an op library links with, as named (not resolved)
     link_flags: tuple[str, ...]  # for an op library, after its -L flag
+    cflags: tuple[str, ...]  # CFLAGS at the requested optimisation level
 
     @classmethod
-    def of(cls, extra_sources, include_dirs, defines, lib_names, *, abi_header, core_dir, link_core) -> _BuildRequest:
+    def of(
+        cls, extra_sources, include_dirs, defines, lib_names, *, abi_header, core_dir, link_core, optimize
+    ) -> _BuildRequest:
         """Checks the arguments of build_simulator, in its documented terms."""
         names = _check_lib_names(lib_names)
+        if type(optimize) is not int or optimize not in range(4):
+            raise ValueError(f"optimize: {optimize!r} is not an optimisation level 0 to 3")
+        cflags = tuple(f"-O{optimize}" if flag == f"-O{DEFAULT_OPTIMIZE}" else flag for flag in CFLAGS)
         if isinstance(extra_sources, (str, os.PathLike)):
             extra_sources = (extra_sources,)
         extra_sources = tuple(extra_sources)
@@ -480,13 +499,14 @@ class _BuildRequest:
             tuple(hashed_files),
             core_lib,
             link_flags,
+            cflags,
         )
 
     def command(self, cc: list[str], where) -> list[str]:
         """The compile command, with each file and folder as `where` names it."""
         return [
             *cc,
-            *CFLAGS,
+            *self.cflags,
             *self.define_flags,
             *(f"-I{where(d)}" for d in self.incs),
             f"-I{where(self.core)}",
@@ -530,7 +550,10 @@ def _key_and_staged(request: _BuildRequest, cc: list[str], base: Path | None = N
     digest.update(_compiler_identity(cc, base).encode() + b"\0")
     digest.update("\0".join(command).encode() + b"\0")
     staged: dict[Path, bytes] = {}
-    for path in [*request.core_sources, *request.extras, *dict.fromkeys(request.hashed_files)]:
+    # the sources in the command's order; the headers by name: `abi_header=` and the same header
+    # through include_dirs + defines are one build
+    headers = sorted(dict.fromkeys(request.hashed_files), key=where)
+    for path in [*request.core_sources, *request.extras, *headers]:
         data = _read(path)
         digest.update(f"{where(path)}\0{len(data)}\0".encode())
         digest.update(data)

@@ -45,6 +45,7 @@ from aclnngen.generated import OPS as CATALOG
 from aclnngen.runtime import backend as backend_mod
 from aclnngen.runtime import ffi as ffimod
 from aclnngen.runtime.sim import controls as simcontrols
+from aclnngen.runtime.sim.backend import CORE_OPTIMIZE
 from aclnngen.runtime.sim.build import build_simulator, cache_root
 
 ARCH = backend_mod._arch_dir()
@@ -97,7 +98,11 @@ def build_core(*, no_version_api: bool = False) -> Path:
     libraries are linked against)."""
     defines = {"ACLSIM_NO_VERSION_API": None} if no_version_api else None
     return build_simulator(
-        (), abi_header=ffimod.runtime_cdef_path(), defines=defines, lib_names=("libnnopbase.so", "libascendcl.so")
+        (),
+        abi_header=ffimod.runtime_cdef_path(),
+        defines=defines,
+        lib_names=("libnnopbase.so", "libascendcl.so"),
+        optimize=CORE_OPTIMIZE,  # as the simulator's own core
     )
 
 

@@ -1,5 +1,5 @@
 """The simulator as a backend: compiles runtime/sim/*.c with the generated `c/sim_ops.c` through
-`build.build_simulator(abi_header=generated acl_runtime.h)` into the user's cache, and every
+`build.build_simulator(abi_header=generated acl_runtime.h)` into the user's cache (`build_core`), and every
 package of extra op sources (registered with `kernels.register_sim_sources`, or found beside the
 META of a stand-alone generated package) into an op library of its own linked against that core;
 it loads them with the same runtime cdef as CANN and registers the Python kernels of kernels.py as
@@ -22,7 +22,7 @@ from . import kernels as simkernels
 from .build import SimulatorBuildError, build_simulator
 from .controls import sim_ffi, sim_ops_path
 
-__all__ = ["SimBackend", "SIM_LIB_NAMES"]
+__all__ = ["SimBackend", "SIM_LIB_NAMES", "build_core"]
 
 SIM_LIB_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
 SIM_OPS_LIB_NAME = "libaclsim_ops.so"  # a package's own op library (see SimBackend)
@@ -43,6 +43,26 @@ def _env_release() -> str | None:
         ) from None
 
 
+#: The core's optimisation level. It is protocol code (descriptors, memory, streams), a few
+#: microseconds of a binding call's ~50: at -O1 a call measured no slower than at -O2, and the
+#: core compiles in a third less time (~0.65 instead of ~1 CPU-s), on every machine's first run.
+#: The arithmetic, the compiled kernels (compiled.py), keeps the default -O2 its loops vectorise at.
+CORE_OPTIMIZE = 1
+
+
+def build_core(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The simulator's core with the built-in ops (the generated `c/sim_ops.c`), built into the
+    cache (or found there): the path of its first name, SIM_LIB_NAMES[0]. SimBackend loads it."""
+    return build_simulator(
+        [sim_ops_path()],
+        abi_header=ffimod.runtime_cdef_path(),
+        defines={PACKAGE_DEFINE: _c_string(simkernels.BUILTIN_PACKAGE)},
+        lib_names=SIM_LIB_NAMES,
+        cache_dir=cache_dir,
+        optimize=CORE_OPTIMIZE,
+    )
+
+
 class SimBackend(Backend):
     kind = "sim"
     # its family and version are the library's own state (the SoC name and version it answers),
@@ -57,13 +77,7 @@ class SimBackend(Backend):
         self.sources = [sim_ops_path(), *simkernels.extra_sources()]
         abi_header = ffimod.runtime_cdef_path()
         try:
-            path = build_simulator(
-                [sim_ops_path()],
-                abi_header=abi_header,
-                defines={PACKAGE_DEFINE: _c_string(simkernels.BUILTIN_PACKAGE)},
-                lib_names=SIM_LIB_NAMES,
-                cache_dir=cache_dir,
-            )
+            path = build_core(cache_dir)
             directory = path.parent
             self.package_libraries: dict[str | None, str] = {}
             for package, sources in simkernels.sources_by_package().items():

@@ -33,6 +33,7 @@ from aclnngen.codegen import gencache, generate  # noqa: F401  (generate registe
 from aclnngen.codegen.loader import DEFAULT_SPECS_DIR
 from aclnngen.runtime.sim import build as simbuild
 from aclnngen.runtime.sim.build import DIGEST_NAME, REAL_NAME, SimulatorBuildError, build_simulator
+from simcache import seeded_cache, tiny_core
 
 CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
 OTHER_UID = 1234
@@ -275,16 +276,11 @@ def test_planted_bytecode_does_not_run(tmp_path, how):
 # --- the simulator library ------------------------------------------------------------------------
 
 
-def _tiny_core(folder: Path, value: int = 1) -> Path:
-    """A core of two files (a source and the header it includes): builds in well under a second."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "probe.h").write_text(f"#define PROBE_VALUE {value}\n")
-    (folder / "probe.c").write_text('#include "probe.h"\nint aclsim_probe(void) { return PROBE_VALUE; }\n')
-    return folder
-
-
-def _payload_library(tmp_path: Path, marker: Path) -> bytes:
-    src = tmp_path / "payload.c"
+@pytest.fixture(scope="module")
+def _payload_build(tmp_path_factory) -> tuple[bytes, Path]:
+    folder = tmp_path_factory.mktemp("payload")
+    marker = folder / "PWNED"
+    src = folder / "payload.c"
     src.write_text(
         textwrap.dedent(f"""\
         #include <stdio.h>
@@ -295,9 +291,17 @@ def _payload_library(tmp_path: Path, marker: Path) -> bytes:
         int aclsim_probe(void) {{ return 666; }}
     """)
     )
-    out = tmp_path / "payload.so"
+    out = folder / "payload.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True, timeout=120)
-    return out.read_bytes()
+    return out.read_bytes(), marker
+
+
+@pytest.fixture
+def payload(_payload_build) -> tuple[bytes, Path]:
+    """A library whose constructor creates a marker file, and that file (absent): compiled once."""
+    data, marker = _payload_build
+    marker.unlink(missing_ok=True)
+    return data, marker
 
 
 def _plant_library(cache: Path, payload: bytes) -> int:
@@ -319,11 +323,11 @@ print(ctypes.CDLL(str(path)).aclsim_probe())
 
 
 @pytest.mark.parametrize("how", [*UNTRUSTED, "file of another user"])
-def test_a_planted_library_is_never_loaded(tmp_path, how):
-    cache, marker = tmp_path / "cache", tmp_path / "PWNED"
-    core = _tiny_core(tmp_path / "core")
+def test_a_planted_library_is_never_loaded(tmp_path, how, payload):
+    cache, core = tmp_path / "cache", tiny_core(tmp_path / "core")
+    planted, marker = payload
     built = build_simulator(core_dir=core, cache_dir=cache)
-    assert _plant_library(cache, _payload_library(tmp_path, marker)) == 1
+    assert _plant_library(cache, planted) == 1
     if how == "file of another user":
         os.chown(built.parent / REAL_NAME, OTHER_UID, -1)
     else:
@@ -339,13 +343,14 @@ def test_a_planted_library_is_never_loaded(tmp_path, how):
         assert run.stderr.count("ignoring the simulator cache folder") == 1 and reason in run.stderr
 
 
-def test_the_simulator_backend_never_loads_a_planted_library(tmp_path):
+def test_the_simulator_backend_never_loads_a_planted_library(tmp_path, payload):
     """The backend (aclnngen run, the generated tests) through build_simulator, the real sources."""
-    cache, marker = tmp_path / "cache", tmp_path / "PWNED"
+    cache, (planted, marker) = seeded_cache(tmp_path / "cache"), payload
     code = "from aclnngen.runtime.sim.backend import SimBackend; print(SimBackend(cache_dir=__import__('sys').argv[1]).path)"
     first = subprocess.run([sys.executable, "-c", code, str(cache)], capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr
-    assert _plant_library(cache, _payload_library(tmp_path, marker)) >= 1
+    assert first.stdout.strip().startswith(str(cache))  # the backend loads what the cache holds ...
+    assert _plant_library(cache, planted) >= 1
     os.chown(cache, OTHER_UID, -1)
     run = subprocess.run([sys.executable, "-c", code, str(cache)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
@@ -354,7 +359,7 @@ def test_the_simulator_backend_never_loads_a_planted_library(tmp_path):
 
 def test_a_linked_build_folder_is_not_followed(tmp_path):
     cache = tmp_path / "cache"
-    core = _tiny_core(tmp_path / "core")
+    core = tiny_core(tmp_path / "core")
     built = build_simulator(core_dir=core, cache_dir=cache)
     outside = tmp_path / "outside"
     built.parent.rename(outside)
@@ -367,12 +372,12 @@ def test_the_key_describes_exactly_the_bytes_compiled(tmp_path, monkeypatch):
     """A `generate` that rewrites a source between hashing and compiling (here: a header, in the
     compiler's own call) must not put the new code under the old content's key."""
     cache = tmp_path / "cache"
-    core = _tiny_core(tmp_path / "core", value=1)
+    core = tiny_core(tmp_path / "core", value=1)
     real_run = simbuild._run_compiler
 
     def rewriting_run(argv, what):
         if "-o" in argv:
-            _tiny_core(core, value=2)
+            tiny_core(core, value=2)
         return real_run(argv, what)
 
     monkeypatch.setattr(simbuild, "_run_compiler", rewriting_run)
@@ -421,7 +426,7 @@ def test_a_killed_build_leaves_no_compiler_and_no_temporary(tmp_path, sig):
     )
     cc.chmod(0o755)
     cache = tmp_path / "cache"
-    core = _tiny_core(tmp_path / "core")
+    core = tiny_core(tmp_path / "core")
     proc = subprocess.Popen(
         [sys.executable, "-c", _SLOW_BUILD, str(core), str(cache)],
         env={**os.environ, "CC": str(cc)},

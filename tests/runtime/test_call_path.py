@@ -33,6 +33,7 @@ from aclnngen.runtime.call import bind, tensor_descriptor
 from aclnngen.runtime.errors import AclnnStatusError, AclRuntimeError, BackendError, UnknownSocError
 from aclnngen.runtime.shapes import NUMPY_DTYPES
 from aclnngen.core.rules import supported_dtypes, supported_families
+from simcache import seeded_cache
 from simtools import leak_counters, no_leaks_around, reference_args, same_bits, sim_backend
 from repo_paths import REPO
 import catalog
@@ -611,15 +612,12 @@ def test_no_cann_and_forced_cann_is_a_clear_error(monkeypatch, tmp_path):
 
 @pytest.fixture(scope="module")
 def fake_cann(tmp_path_factory):
-    """A CANN install laid out like the real one, whose libraries are a private simulator build."""
-    from aclnngen.runtime import ffi
-    from aclnngen.runtime.sim.build import build_simulator
+    """A CANN install laid out like the real one, whose libraries are a private copy of the
+    simulator (another file: another library instance than the session's)."""
+    from aclnngen.runtime.sim.backend import build_core
 
-    cache = tmp_path_factory.mktemp("fake-cann-cache")
-    path = build_simulator(
-        [simcontrols.sim_ops_path()], abi_header=ffi.runtime_cdef_path(), lib_names=("libfakecann.so",), cache_dir=cache
-    )
-    real = path.resolve()
+    real = build_core(cache_dir=seeded_cache(tmp_path_factory.mktemp("fake-cann-cache"))).resolve()
+    assert not os.path.samefile(real, sim_backend().path)
     home = tmp_path_factory.mktemp("Ascend") / "cann"
     arch = home / f"{backend_mod._arch_dir()}"
     (arch / "lib64").mkdir(parents=True)
@@ -787,7 +785,7 @@ def test_standalone_package_brings_its_own_sim_sources(aclnngen_cli, tmp_path):
         assert str(session.backend().sources[-1]).endswith("custompkg/c/sim_ops.c")
         print("ok", a.dtype)
     """
-    proc = _subprocess(code, env={"ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")})
+    proc = _subprocess(code, env={"ACLNNGEN_CACHE_DIR": str(seeded_cache(tmp_path / "cache"))})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok float32" in proc.stdout
 
@@ -820,7 +818,7 @@ def test_sources_registered_late_need_a_reset(tmp_path):
         assert out.tobytes() == op(g, g).tobytes()
         print("rebuilt")
     """
-    proc = _subprocess(code, env={"ACLNNGEN_CACHE_DIR": str(tmp_path / "cache")})
+    proc = _subprocess(code, env={"ACLNNGEN_CACHE_DIR": str(seeded_cache(tmp_path / "cache"))})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "refused" in proc.stdout and "rebuilt" in proc.stdout
 

@@ -70,7 +70,7 @@ def test_op_library_is_a_separate_object_that_needs_the_core():
     core_syms = _defined(core.resolve())
     assert {"aclInit", "aclCreateTensor", "sim_prepare", "aclsim_set_hooks", "aclsysGetVersionStr"} <= core_syms
     assert not [s for s in core_syms if s.startswith("aclnn") and s.endswith("Backward")], "the core has no op"
-    without = fakecann.build_ops(core, fakecann.OPS[1:])
+    without = fakecann.build_ops(core, fakecann.OPS[1:2])  # (one op: the library grows with none)
     assert f"aclnn{names[0]}" not in _defined(without.resolve())
     assert f"aclnn{names[1]}" in _defined(without.resolve())
     no_version = fakecann.build_core(no_version_api=True).resolve()

@@ -22,6 +22,7 @@ from aclnngen.runtime.call import bind
 from aclnngen.runtime.errors import AclnnValidationError, CallOrderError
 from aclnngen.runtime.sim.build import DIGEST_NAME, REAL_NAME, TIMEOUT_ENV, SimulatorBuildError, build_simulator
 
+from simcache import tiny_core
 from simtools import leak_counters, sim_backend
 from repo_paths import REPO
 
@@ -79,23 +80,23 @@ def _args(meta, **by_role):
 
 def test_a_corrupted_cached_library_is_detected_and_rebuilt(tmp_path):
     """Guard: simbuild._verified (the built file's own sha256, recorded beside it)."""
-    cache = tmp_path / "cache"
-    lib = build_simulator(cache_dir=cache)
+    cache, core = tmp_path / "cache", tiny_core(tmp_path / "core")
+    lib = build_simulator(cache_dir=cache, core_dir=core)
     real = lib.parent / REAL_NAME
     good = real.read_bytes()
     assert (lib.parent / DIGEST_NAME).read_text().strip()
     real.write_bytes(good[: len(good) // 2])  # truncated, as by a full disk or a killed copy
-    again = build_simulator(cache_dir=cache)
+    again = build_simulator(cache_dir=cache, core_dir=core)
     assert again == lib and real.read_bytes() == good  # rebuilt in place, byte for byte
     real.write_bytes(good[:-1] + bytes([good[-1] ^ 0xFF]))  # same size, one byte flipped
-    build_simulator(cache_dir=cache)
+    build_simulator(cache_dir=cache, core_dir=core)
     assert real.read_bytes() == good
 
 
 def test_processes_that_find_a_corrupted_library_at_once_rebuild_it_once(tmp_path):
     """Guard: _verified under the build lock, digest then file renamed into place."""
-    cache = tmp_path / "cache"
-    lib = build_simulator(cache_dir=cache)
+    cache, core = tmp_path / "cache", tiny_core(tmp_path / "core")
+    lib = build_simulator(cache_dir=cache, core_dir=core)
     real = lib.parent / REAL_NAME
     good = real.read_bytes()
     real.write_bytes(b"\x7fELF truncated")
@@ -106,7 +107,7 @@ def test_processes_that_find_a_corrupted_library_at_once_rebuild_it_once(tmp_pat
         from aclnngen.runtime.sim.build import build_simulator
         while not Path({str(go)!r}).exists():
             time.sleep(0.005)
-        path = build_simulator(cache_dir={str(cache)!r})
+        path = build_simulator(cache_dir={str(cache)!r}, core_dir={str(core)!r})
         print(path, hashlib.sha256(path.read_bytes()).hexdigest())
     """)
     procs = [

@@ -17,12 +17,12 @@ from __future__ import annotations
 import importlib
 import time
 
+import catalog
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from aclnngen.generated import OPS
 from aclnngen.runtime import arrays, products, session
 from aclnngen.verify import cases
 from aclnngen.runtime.arrays import DeviceArray
@@ -36,6 +36,8 @@ from simtools import reference_args, same_bits
 # the call path checked bit for bit: the simulator computes with the reference (conftest.py)
 pytestmark = pytest.mark.usefixtures("reference_kernels")
 
+#: the ops the tests call: one of each structure, the catalog's variety, not its size
+OPS = catalog.representatives()
 VERSION = "8.5.0"
 SURVIVAL_CALLS = 100_000
 KERNEL_CALLS = 200  # of every 10,000 calls, the first this many with the kernels on
@@ -71,9 +73,10 @@ def _host(result):
 
 @pytest.mark.slow(reason="100,000 binding calls on the simulator, counters checked at checkpoints")
 def test_100k_calls_on_reused_device_arrays_leave_the_counters_unchanged():
-    """Five ops in turn on device arrays allocated once: the first half on the default stream
-    (each call synchronises), the second on an explicit stream synchronised every 100 calls (each
-    launch keeps its workspace and temporaries until then)."""
+    """One op of each structure in turn (catalog.representatives) on device arrays allocated once:
+    the first half on the default stream (each call synchronises), the second on an explicit
+    stream synchronised every 100 calls (each launch keeps its workspace and temporaries until
+    then)."""
     with session.simulated(family="a2", version=VERSION):
         jobs = []
         for snake in OPS:

@@ -4,12 +4,15 @@ and several processes building the simulator into one cold cache at once."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+from aclnngen.codegen.loader import DEFAULT_SPECS_DIR
 from aclnngen.generated import OPS
+from forkserver import run_cli
 
 CLI = [sys.executable, "-m", "aclnngen.codegen.cli"]
 # What these tests attack is the cache, which the simulator's build fills for every op: one op's
@@ -24,15 +27,23 @@ def _run(cache: str, *args: str, cwd=None) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("where", ["a file", "/dev/null"])
 def test_a_cache_setting_naming_no_folder_still_runs(tmp_path, where):
+    # forked from a warm server (the variable is read when a command uses the cache, not at import)
     cache = str(tmp_path / "afile") if where == "a file" else where
     if where == "a file":
         (tmp_path / "afile").write_text("mine\n")
-    done = _run(cache, "run", "--one-dtype", *ONE_OP)
+    env = {"ACLNNGEN_CACHE_DIR": cache, "ACLNNGEN_BACKEND": "sim"}
+    done = run_cli("run", "--one-dtype", *ONE_OP, env=env)
     assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+    # the generator's cache too: a package of that one op generated, then checked
+    specs, out = tmp_path / "specs", tmp_path / "out" / "one_op"
+    (specs / "ops").mkdir(parents=True)
+    shutil.copy2(DEFAULT_SPECS_DIR / "ops" / f"{OPS[0]}.yaml", specs / "ops")
+    for command in ("generate", "check"):
+        done = run_cli(command, "--specs", specs, "--out", out, env=env)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stdout + done.stderr)
     if where == "a file":
         assert (tmp_path / "afile").read_text() == "mine\n"
-    assert _run(cache, "check").returncode == 0
 
 
 def test_a_cache_setting_naming_proc_self_is_one_line():

@@ -7,8 +7,9 @@ callbacks that read and write the simulated device memory through the executor v
 
 from __future__ import annotations
 
+import ctypes
+import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -21,8 +22,10 @@ import numpy as np
 import pytest
 
 from aclnngen.runtime.sim import build as simbuild
+from aclnngen.runtime.sim.backend import CORE_OPTIMIZE
 from aclnngen.runtime.sim.build import SIM_DIR, SimulatorBuildError, build_simulator, sim_header_text
 from repo_paths import REPO
+from simcache import tiny_core
 
 # Status codes (cann-abi.md 1.1, 2.4)
 OK = 0
@@ -145,15 +148,17 @@ def make_ffi(extra: str = OPS_CDEF) -> cffi.FFI:
 
 
 @pytest.fixture(scope="session")
-def sim_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("simcache")
+def sim_cache() -> Path:
+    """The cache the session's simulator uses: the test library is built once for every test
+    worker (its key is its content, wherever its source is), as fakecann.py's builds are."""
+    return simbuild.cache_root()
 
 
 @pytest.fixture(scope="session")
 def lib_path(sim_cache, tmp_path_factory) -> Path:
     src = tmp_path_factory.mktemp("ops") / "sim_ops.c"
     src.write_text(OPS_C)
-    return build_simulator([src], cache_dir=sim_cache)
+    return build_simulator([src], cache_dir=sim_cache, optimize=CORE_OPTIMIZE)  # as the simulator's core
 
 
 class Kernels:
@@ -1391,9 +1396,10 @@ def test_sources_ship_as_package_data():
 def test_lib_names_load_as_one_library(sim_cache, tmp_path):
     src = tmp_path / "sim_ops.c"
     src.write_text(OPS_C)
-    first = build_simulator([src], cache_dir=sim_cache, lib_names=("libascendcl.so", "libnnopbase.so", "libopapi.so"))
+    wanted = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
+    first = build_simulator([src], cache_dir=sim_cache, lib_names=wanted, optimize=CORE_OPTIMIZE)  # lib_path's build
     assert first.name == "libascendcl.so"
-    names = [first.parent / n for n in ("libascendcl.so", "libnnopbase.so", "libopapi.so")]
+    names = [first.parent / n for n in wanted]
     assert all(p.is_symlink() and p.resolve() == first.resolve() for p in names)
     script = textwrap.dedent(f"""
         import cffi
@@ -1415,28 +1421,26 @@ def test_lib_names_load_as_one_library(sim_cache, tmp_path):
     assert out.stdout.strip() == "1"  # the allocation made through one name counts in the other
 
 
+# The tests of the build's mechanism (keys, the lock, errors, the cache's place) build a core of two
+# files (simcache.tiny_core): what they prove holds for any core, and it compiles ~30 times faster.
+
+
 def _marker_source(tmp_path: Path, marker: str) -> Path:
     src = tmp_path / "sim_ops.c"
-    src.write_text(OPS_C + f'\nconst char *aclsim_test_marker(void) {{ return "{marker}"; }}\n')
+    src.write_text(f'#include "probe.h"\nconst char *aclsim_test_marker(void) {{ return "{marker}"; }}\n')
     return src
 
 
 def _marker_of(path: Path) -> str:
-    script = textwrap.dedent(f"""
-        import cffi
-        ffi = cffi.FFI()
-        ffi.cdef("const char *aclsim_test_marker(void); const char *aclrtGetSocName(void);")
-        lib = ffi.dlopen({str(path)!r})
-        print(ffi.string(lib.aclsim_test_marker()).decode(), ffi.string(lib.aclrtGetSocName()).decode())
-    """)
-    env = {k: v for k, v in os.environ.items() if k != "ACLNNGEN_SIM_SOC"}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
+    """The library's marker (its extra source) and probe value (its core), e.g. "one 1"."""
+    lib = ctypes.CDLL(str(path))
+    lib.aclsim_test_marker.restype = ctypes.c_char_p
+    return f"{lib.aclsim_test_marker().decode()} {lib.aclsim_probe()}"
 
 
 def test_concurrent_builds_from_four_processes(tmp_path):
     cache = tmp_path / "cache"
+    core = tiny_core(tmp_path / "core")
     marker = uuid.uuid4().hex
     src = _marker_source(tmp_path, marker)
     go = tmp_path / "go"
@@ -1447,7 +1451,7 @@ def test_concurrent_builds_from_four_processes(tmp_path):
         go = Path({str(go)!r})
         while not go.exists():
             time.sleep(0.005)
-        p = build_simulator([{str(src)!r}], cache_dir={str(cache)!r})
+        p = build_simulator([{str(src)!r}], cache_dir={str(cache)!r}, core_dir={str(core)!r})
         print(p, os.stat(p).st_ino)
     """)
     procs = [
@@ -1468,38 +1472,37 @@ def test_concurrent_builds_from_four_processes(tmp_path):
         "libaclsim.so",
     ]
     assert list(build_dir.parent.glob("*/")) == [build_dir]
-    assert _marker_of(path) == f"{marker} Ascend910B2"
+    assert _marker_of(path) == f"{marker} 1"
 
 
-@pytest.mark.slow(reason="compiles the simulator once per changed input")
-def test_rebuilds_when_any_input_changes(tmp_path, monkeypatch):
+def test_rebuilds_when_any_input_changes(tmp_path):
     cache = tmp_path / "cache"
+    core = tiny_core(tmp_path / "core", value=1)
     src = _marker_source(tmp_path, "one")
-    first = build_simulator([src], cache_dir=cache)
+    first = build_simulator([src], cache_dir=cache, core_dir=core)
     real = first.resolve()
     mtime = real.stat().st_mtime_ns
     # unchanged inputs: the cached library, not rebuilt
-    assert build_simulator([src], cache_dir=cache) == first
+    assert build_simulator([src], cache_dir=cache, core_dir=core) == first
     assert real.stat().st_mtime_ns == mtime
     # the op entry file changes
     src.write_text(src.read_text().replace('"one"', '"two"'))
-    second = build_simulator([src], cache_dir=cache)
-    assert second != first and _marker_of(second).startswith("two ")
-    assert _marker_of(first).startswith("one ")  # the old build is untouched
+    second = build_simulator([src], cache_dir=cache, core_dir=core)
+    assert second != first and _marker_of(second) == "two 1"
+    assert _marker_of(first) == "one 1"  # the old build is untouched
     # a header beside the extra source (what the generator will render) changes
     (tmp_path / "acl_extra.h").write_text("/* v1 */\n")
-    third = build_simulator([src], cache_dir=cache)
+    third = build_simulator([src], cache_dir=cache, core_dir=core)
     (tmp_path / "acl_extra.h").write_text("/* v2 */\n")
-    assert build_simulator([src], cache_dir=cache) not in (second, third)
+    assert build_simulator([src], cache_dir=cache, core_dir=core) not in (second, third)
     # a define changes
-    assert build_simulator([src], cache_dir=cache, defines={"SOMETHING": 1}) != third
-    # a core source changes (a copy of runtime/sim with another default SoC name)
-    core = tmp_path / "core"
-    shutil.copytree(SIM_DIR, core)
-    rt = core / "sim_runtime.c"
-    rt.write_text(rt.read_text().replace('"Ascend910B2"', '"Ascend310B1"'))
+    assert build_simulator([src], cache_dir=cache, core_dir=core, defines={"SOMETHING": 1}) != third
+    # a core source changes (a header of the core, and then its source)
+    tiny_core(core, value=2)
     fourth = build_simulator([src], cache_dir=cache, core_dir=core)
-    assert _marker_of(fourth) == "two Ascend310B1"
+    assert _marker_of(fourth) == "two 2"
+    (core / "probe.c").write_text((core / "probe.c").read_text().replace("PROBE_VALUE", "PROBE_VALUE + 1"))
+    assert _marker_of(build_simulator([src], cache_dir=cache, core_dir=core)) == "two 3"
 
 
 def test_abi_header_is_one_switch(tmp_path):
@@ -1509,24 +1512,24 @@ def test_abi_header_is_one_switch(tmp_path):
     (gen / "acl_runtime.h").write_text(sim_header_text("aclsim_abi.h") + "\ntypedef int aclsim_generated_marker_t;\n")
     src = tmp_path / "sim_ops.c"
     src.write_text(OPS_C + "\naclsim_generated_marker_t aclsim_uses_marker = 0;\n")
-    with pytest.raises(SimulatorBuildError):
-        build_simulator([src], cache_dir=tmp_path / "cache")  # the stand-in lacks the marker
-    path = build_simulator([src], cache_dir=tmp_path / "cache", abi_header=gen / "acl_runtime.h")
+    quick = {"cache_dir": tmp_path / "cache", "optimize": 0}  # what compiles does not depend on the level
+    with pytest.raises(SimulatorBuildError, match="aclsim_generated_marker_t"):
+        build_simulator([src], **quick)  # the stand-in lacks the marker
+    path = build_simulator([src], abi_header=gen / "acl_runtime.h", **quick)
     ffi = make_ffi()
     assert path.exists()
-    # and the same through include_dirs + defines
-    path2 = build_simulator(
-        [src], cache_dir=tmp_path / "cache", include_dirs=[gen], defines={"ACLSIM_ABI_HEADER": '"acl_runtime.h"'}
-    )
-    assert path2.exists()
+    # and the same through include_dirs + defines: abi_header is their shorthand, the very build
+    built = path.resolve().stat().st_mtime_ns
+    path2 = build_simulator([src], include_dirs=[gen], defines={"ACLSIM_ABI_HEADER": '"acl_runtime.h"'}, **quick)
+    assert path2 == path and path.resolve().stat().st_mtime_ns == built
     del ffi
 
 
 def test_compile_error_is_typed(tmp_path):
     src = tmp_path / "broken.c"
-    src.write_text('#include "aclsim_core.h"\nint broken(void) { return undeclared_name; }\n')
+    src.write_text('#include "probe.h"\nint broken(void) { return undeclared_name; }\n')
     with pytest.raises(SimulatorBuildError) as info:
-        build_simulator([src], cache_dir=tmp_path / "cache")
+        build_simulator([src], cache_dir=tmp_path / "cache", core_dir=tiny_core(tmp_path / "core"))
     err = info.value
     assert "undeclared_name" in err.stderr
     assert "compiling the simulator failed" in str(err) and "undeclared_name" in str(err)
@@ -1538,9 +1541,9 @@ def test_compile_error_is_typed(tmp_path):
 
 def test_warnings_are_errors(tmp_path):
     src = tmp_path / "warn.c"
-    src.write_text('#include "aclsim_core.h"\nint warn(void) { int unused; return 0; }\n')
+    src.write_text('#include "probe.h"\nint warn(void) { int unused; return 0; }\n')
     with pytest.raises(SimulatorBuildError, match="unused"):
-        build_simulator([src], cache_dir=tmp_path / "cache")
+        build_simulator([src], cache_dir=tmp_path / "cache", core_dir=tiny_core(tmp_path / "core"))
 
 
 def test_missing_compiler_is_typed(tmp_path, monkeypatch):
@@ -1558,6 +1561,38 @@ def test_bad_arguments(tmp_path):
         build_simulator(cache_dir=tmp_path, defines={"not a macro": 1})
     with pytest.raises(SimulatorBuildError, match="does not exist"):
         build_simulator([tmp_path / "missing.c"], cache_dir=tmp_path)
+    for level in (4, -1, "2", 2.0, True, None):
+        with pytest.raises(ValueError, match="optimize"):
+            build_simulator(cache_dir=tmp_path, optimize=level)
+
+
+def test_the_optimisation_level_is_part_of_the_build(tmp_path):
+    core = tiny_core(tmp_path / "core")
+    default = build_simulator(cache_dir=tmp_path / "cache", core_dir=core)
+    lowest = build_simulator(cache_dir=tmp_path / "cache", core_dir=core, optimize=0)
+    assert lowest.parent != default.parent  # a build of its own, not the default one's
+
+    def command(built):
+        return json.loads((built.parent / "build-info.json").read_text())["command"]
+
+    assert "-O2" in command(default) and "-O0" in command(lowest) and "-O2" not in command(lowest)
+
+
+def test_the_core_is_built_at_its_level_and_the_kernels_at_the_default():
+    """The core (protocol code) compiles at CORE_OPTIMIZE; the compiled kernels keep -O2, at which
+    their loops vectorise (test_compiled_line_blocks.py)."""
+    from aclnngen.runtime.sim import compiled
+    from aclnngen.runtime.sim.backend import build_core
+    from aclnngen.runtime.sim.kernels import BUILTIN_PACKAGE
+
+    core = build_core()
+    info = json.loads((core.parent / "build-info.json").read_text())["command"]
+    assert f"-O{CORE_OPTIMIZE}" in info and CORE_OPTIMIZE < 2
+    kernels = compiled.library(BUILTIN_PACKAGE, str(core.parent / "libnnopbase.so"), compiled.FALLBACKS_ONLY)
+    assert kernels.error is None, kernels.error
+    built = [json.loads(p.read_text())["command"] for p in core.parent.parent.glob("*/build-info.json")]
+    kernel_builds = [c for c in built if any(arg.endswith("/sim_kernels.c") for arg in c)]
+    assert kernel_builds and all("-O2" in c for c in kernel_builds)
 
 
 def test_cache_location(monkeypatch, tmp_path):
@@ -1569,7 +1604,8 @@ def test_cache_location(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert simbuild.cache_root() == tmp_path / "home" / ".cache" / "aclnngen"
-    # the build goes there, outside the source tree
-    path = build_simulator()
+    # the build goes there, not beside the sources
+    core = tiny_core(tmp_path / "core")
+    path = build_simulator(core_dir=core)
     assert str(path).startswith(str(tmp_path / "home" / ".cache" / "aclnngen"))
-    assert not str(path).startswith(str(SIM_DIR.parent))
+    assert not str(path).startswith(str(core)) and not list(core.glob("*.so"))
