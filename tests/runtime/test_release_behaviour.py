@@ -11,8 +11,9 @@ import warnings
 import numpy as np
 import catalog
 import pytest
+from catalog import loaded_specs
 
-from aclnngen.codegen.loader import load_all
+
 from aclnngen.verify import cases
 from aclnngen.verify.opcheck import binding_args
 from aclnngen.runtime import session
@@ -23,7 +24,7 @@ from aclnngen.core.releases import CannVersion, as_release, holds_at, known_rele
 from aclnngen.runtime.releases import CannReleaseWarning, _warned, check_release
 from simtools import no_leaks_around
 
-SPECS = [ls.spec for ls in load_all()]
+SPECS = [ls.spec for ls in loaded_specs()]
 
 
 def _product_gains():

@@ -13,10 +13,11 @@ import ml_dtypes
 import numpy as np
 import catalog
 import pytest
+from catalog import loaded_specs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aclnngen.codegen.loader import load_all, spec_paths
+from aclnngen.codegen.loader import spec_paths
 from aclnngen.codegen.metadata import build
 from aclnngen.codegen.model import DTYPES as SPEC_DTYPES
 from aclnngen.runtime import validation
@@ -36,7 +37,7 @@ from aclnngen.runtime.shapes import NUMPY_DTYPES, infer_outputs, is_contiguous, 
 from aclnngen.core.rules import supported_dtypes, supported_families
 from aclnngen.runtime.validation import validate
 
-METAS = {ls.spec.name: build(ls.spec) for ls in load_all()}
+METAS = {ls.spec.name: build(ls.spec) for ls in loaded_specs()}
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import catalog
 import numpy as np
 import pytest
+from catalog import loaded_specs
 
 from aclnngen.codegen.errors import SpecError
-from aclnngen.codegen.loader import load_all
+
 from aclnngen.codegen.profiles import load_profiles
 from aclnngen.core.checks import STEPS, CheckOrderError, check_order
 from aclnngen.generated import profiles as generated_profiles
@@ -21,7 +22,7 @@ from aclnngen.runtime.arrays import DeviceArray
 from aclnngen.runtime.errors import AclnnStatusError
 
 PARAM_NULLPTR, PARAM_INVALID, INNER_NULLPTR = 161001, 161002, 561103
-SPECS = {ls.spec.name: ls.spec for ls in load_all()}
+SPECS = {ls.spec.name: ls.spec for ls in loaded_specs()}
 
 
 def _install(tmp_path: Path, monkeypatch, name: str, snake: str, text: str) -> None:

@@ -11,14 +11,15 @@ import sys
 import catalog
 import numpy as np
 import pytest
+from catalog import loaded_specs
 
 from aclnngen.codegen.commands.run import _max_diff
 from aclnngen.codegen.generate import render_sim_ops
-from aclnngen.codegen.loader import load_all
+
 from aclnngen.codegen.releases import described
 from aclnngen.core.releases import CannVersion, simulator_spelling
 
-SPECS = [ls.spec for ls in load_all()]
+SPECS = [ls.spec for ls in loaded_specs()]
 NEWEST = max(set().union(*(described(s) for s in SPECS)), key=CannVersion)
 ENV = "ACLNNGEN_SIM_CANN"
 ASK = "from aclnngen.runtime import session; session.init('sim'); print(session.version()); print(session.describe())"
