@@ -35,6 +35,7 @@ _BYTECODE_FOLDER: list[str] = []  # the controller's, to remove at the end
 
 
 def pytest_configure(config):
+    _steal_work(config)
     if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return  # a worker (the controller did it), or the user chose a bytecode folder already
     folder = tempfile.mkdtemp(prefix="aclnngen-test-bytecode-", dir=memory_folder())
@@ -42,6 +43,16 @@ def pytest_configure(config):
     link_installed_bytecode(folder)
     os.environ["PYTHONPYCACHEPREFIX"] = folder
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def _steal_work(config) -> None:
+    """-n without a --dist of the user's: worksteal, not xdist's "load". An idle worker takes the
+    tail of the other's unstarted tests, so both end within a test or two of each other (with
+    "load" one ended ~5 s before the other). Here, not in addopts: there a --dist would be an
+    unknown option to a run without xdist (-p no:xdist)."""
+    chosen = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    if getattr(config.option, "dist", None) == "load" and not any(a.startswith(("--dist", "-d")) for a in chosen):
+        config.option.dist = "worksteal"
 
 
 @pytest.hookimpl(tryfirst=True)
