@@ -159,12 +159,14 @@ def typing_script() -> str:
     return "\n".join(lines) + "\n"
 
 
-def type_check(python: Path, where: Path, **env: str) -> subprocess.CompletedProcess:
-    """mypy, run by `python`, on typing_script() written into `where`."""
+def type_check(python: Path, where: Path, cache: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    """mypy, run by `python`, on typing_script() written into `where`, with its cache in `cache`
+    (default: a folder of `where`)."""
     script = where / "use_bindings.py"
     script.write_text(typing_script(), encoding="utf-8")
+    cache = where / ".mypy_cache" if cache is None else cache
     return run(
-        [python, "-m", "mypy", "--cache-dir", where / ".mypy_cache", "--no-error-summary", script],
+        [python, "-m", "mypy", "--cache-dir", cache, "--no-error-summary", script],
         cwd=where,
         env=venv_env(python, **env),
     )

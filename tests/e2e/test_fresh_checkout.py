@@ -67,11 +67,11 @@ def test_the_clone_resolves_aclnngen_to_itself(clone):
     assert where.returncode == 0 and Path(where.stdout.strip()) == repo, where.stdout + where.stderr
 
 
-def test_type_checkers_resolve_the_bindings_of_the_editable_install(clone, tmp_path):
+def test_type_checkers_resolve_the_bindings_of_the_editable_install(clone, tmp_path, mypy_cache):
     # an import hook (setuptools' editable default) is invisible to mypy and editors: the install
     # must name a plain folder (buildsys/aclnngen_build.py); the overloads type each call's result
     _, python = clone
-    checked = type_check(python, tmp_path)
+    checked = type_check(python, tmp_path, mypy_cache)
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
 
 

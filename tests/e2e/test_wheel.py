@@ -88,9 +88,9 @@ def test_aclnngen_resolves_to_the_venv_not_a_checkout(installed):
     assert shown.returncode == 0 and shown.stdout.strip() == f"aclnngen {version}", shown.stdout + shown.stderr
 
 
-def test_type_checkers_type_each_binding_call_by_its_arrays(installed, tmp_path):
+def test_type_checkers_type_each_binding_call_by_its_arrays(installed, tmp_path, mypy_cache):
     _, python, _ = installed
-    checked = type_check(python, tmp_path)
+    checked = type_check(python, tmp_path, mypy_cache)
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
 
 
