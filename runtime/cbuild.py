@@ -117,8 +117,9 @@ LDFLAGS = ("-shared", "-pthread", "-lm")  # libm: the compiled kernels (sim_kern
 REAL_NAME = "_aclsim.so"
 
 #: Bump when the recipe changes in a way the hashed inputs do not show.
-_RECIPE = 4  # 3: files named in the key by their folder's place and their name (_portable)
-# 4: the headers in the key in the order of those names, not of how the request listed them
+# 3: files named in the key by their folder's place and their name (_portable); 4: the headers in
+# the key in the order of those names, not of how the request listed them
+_RECIPE = 4
 
 #: Seconds a compiler run may take before it is killed ($ACLNNGEN_CC_TIMEOUT overrides).
 TIMEOUT_ENV = "ACLNNGEN_CC_TIMEOUT"

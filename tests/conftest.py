@@ -86,7 +86,7 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
-# With -n and --dist worksteal (pyproject.toml), xdist hands each worker a consecutive share of
+# With -n and --dist worksteal (_steal_work above), xdist hands each worker a consecutive share of
 # the tests, and a worker that runs out takes the tail of another's unstarted share. The slow
 # tests go first, in their collection order: a module whose fixture makes a venv, a wheel or a
 # package of every catalog op then runs at the head of one worker's share, never the tail another
