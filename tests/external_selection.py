@@ -42,6 +42,14 @@ def _in_tests(function: types.FunctionType) -> bool:
     return Path(function.__code__.co_filename).resolve().is_relative_to(TESTS)
 
 
+def _content(cell):
+    """A closure cell's object; None for a cell not yet filled (reading it raises ValueError)."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
 def _unwrapped(function):
     """The test's own function under a decorator's wrapper (functools.wraps, hypothesis' @given)."""
     while True:
@@ -68,7 +76,7 @@ def reaches(function, scope: dict | None = None, seen: set | None = None) -> boo
     names = {n for c in _codes(function.__code__) for n in c.co_names}
     if any(function.__globals__.get(n) is external for n in names) and external.external.__name__ in names:
         return True  # module.external(...)
-    cells = [c.cell_contents for c in function.__closure__ or () if c.cell_contents is not None]
+    cells = [_content(c) for c in function.__closure__ or ()]
     for target in [function.__globals__.get(n, (scope or {}).get(n)) for n in names] + cells:
         target = getattr(target, "__func__", target)
         if target is external.external:
