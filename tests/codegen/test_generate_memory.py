@@ -4,7 +4,6 @@ piece, never held whole, and nothing the run keeps per op holds that C (codegen/
 from __future__ import annotations
 
 import hashlib
-import shutil
 import tracemalloc
 from pathlib import Path
 
@@ -32,11 +31,7 @@ def _whole_rendering(records: list[dict], blocks: list[str]) -> str:
 def _representatives(tmp_path) -> Path:
     """A specs folder of one op per structure (tests/catalog.py): what these tests check is how the
     generator holds and streams a run's C, which a renamed op adds nothing to."""
-    specs = tmp_path / "specs"
-    (specs / "ops").mkdir(parents=True)
-    for path in catalog.representative_specs():
-        shutil.copy2(path, specs / "ops" / path.name)
-    return specs
+    return catalog.representative_specs_folder(tmp_path / "specs")
 
 
 def test_streamed_sim_kernels_equals_the_whole_rendering(tmp_path):
