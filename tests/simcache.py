@@ -1,5 +1,5 @@
 """Simulator caches for tests, so that only a test about building pays for a compile (the core is
-~1 CPU-s of `cc -O2` a build):
+~0.65 CPU-s of `cc -O1` a build):
 
 - `tiny_core`: a core of two files for tests of the build's mechanism (keys, locks, digests,
   errors, where the cache is): what they prove holds for any core, and this one compiles in a
